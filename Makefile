@@ -1,0 +1,28 @@
+# The two set-up commands of the README. Both create (or reuse) .venv.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-all venv
+
+$(STAMP): requirements-dev.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# The main job: run the examples on real models through `bytegraph run`.
+demo: $(STAMP)
+	$(BIN)/bytegraph run examples/demo.py
+
+# The quick test tier (slow model tests are excluded by default).
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+# Everything, including slow model-scale tests.
+test-all: $(STAMP)
+	$(BIN)/python -m pytest -q -m ""

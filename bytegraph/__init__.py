@@ -1,0 +1,21 @@
+"""bytegraph: a pure-Python JIT frontend for PyTorch.
+
+It captures programs into ``torch.fx`` graphs by symbolically executing CPython
+bytecode, installs guards, and runs the graphs through any ``torch.compile``
+backend::
+
+    import bytegraph
+    model = bytegraph.compile(model, backend="inductor")
+"""
+from bytegraph import backends as _backends  # noqa: F401  (registers the built-in backends)
+from bytegraph.api import compile, reset
+from bytegraph.backends.registry import list_backends, register_backend
+from bytegraph.breaks import BackendCompilerFailed, Unsupported
+from bytegraph.config import config
+from bytegraph.logs import set_logs
+from bytegraph.runtime.wrappers import OptimizedModule
+
+__all__ = [
+    "compile", "reset", "list_backends", "register_backend", "Unsupported",
+    "BackendCompilerFailed", "config", "set_logs", "OptimizedModule",
+]

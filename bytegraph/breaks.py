@@ -1,0 +1,108 @@
+"""Graph breaks: the one exception type and the one function that raises it.
+
+Every place where tracing cannot continue calls :func:`unimplemented` with a
+stable ``gb_type`` (a short name, listed in ``docs/graph_breaks.md``), the
+``context`` (what exactly was met, e.g. ``"call to print"``), an
+``explanation`` and ``hints`` the user can act on. The translator attaches the
+user's stack (file:line of user code, innermost last) before the exception
+leaves it.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import NoReturn, Sequence
+
+
+@dataclasses.dataclass(frozen=True)
+class UserFrame:
+    """One frame of user code: ``filename:lineno in name``."""
+
+    filename: str
+    lineno: int | None
+    name: str
+
+    def __str__(self) -> str:
+        return f'File "{self.filename}", line {self.lineno}, in {self.name}'
+
+
+# Hints shared by many graph breaks.
+HINT_REWRITE = "Move this code out of the compiled function, or rewrite it with torch operations."
+HINT_FILE_ISSUE = "If you think bytegraph should trace this, file an issue with this message."
+HINT_DATA_DEPENDENT = (
+    "Set bytegraph.config.capture_scalar_outputs = True to trace tensor-to-Python scalar conversions, "
+    "or keep the value as a tensor (e.g. torch.where instead of an if)."
+)
+HINT_DYNAMIC_CONTROL_FLOW = (
+    "Use torch.where / torch.cond instead of a Python branch on a tensor value, "
+    "or move the branch out of the compiled region."
+)
+
+
+class Unsupported(Exception):
+    """A graph break: tracing met something it will not put in a graph.
+
+    Attributes:
+        gb_type: stable short name of the kind of break (see docs/graph_breaks.md).
+        context: what exactly was met (e.g. ``"call to builtin print"``).
+        explanation: why it cannot be traced.
+        hints: actions the user can take.
+        user_stack: user frames, outermost first; the last is where the break
+            happened. Empty until the translator attaches it.
+    """
+
+    def __init__(self, gb_type: str, context: str, explanation: str, hints: Sequence[str]):
+        super().__init__(gb_type)
+        self.gb_type = gb_type
+        self.context = context
+        self.explanation = explanation
+        self.hints = tuple(hints)
+        self.user_stack: tuple[UserFrame, ...] = ()
+
+    @property
+    def location(self) -> str:
+        """``file:line`` of the innermost user frame, or ``"<unknown>"``."""
+        if not self.user_stack:
+            return "<unknown>"
+        frame = self.user_stack[-1]
+        return f"{frame.filename}:{frame.lineno}"
+
+    @property
+    def reason(self) -> str:
+        """One line: gb_type, context and location."""
+        return f"{self.gb_type}: {self.context} ({self.location})"
+
+    def __str__(self) -> str:
+        lines = [f"Graph break [{self.gb_type}]: {self.context}", f"  Explanation: {self.explanation}"]
+        lines += [f"  Hint: {hint}" for hint in self.hints]
+        if self.user_stack:
+            lines.append("  User code (most recent call last):")
+            lines += [f"    {frame}" for frame in self.user_stack]
+        return "\n".join(lines)
+
+
+def unimplemented(
+    *, gb_type: str, context: str, explanation: str, hints: Sequence[str] = (HINT_FILE_ISSUE,)
+) -> NoReturn:
+    """Raise :class:`Unsupported`: the single way a graph break starts.
+
+    Args:
+        gb_type: stable name of the break kind; must be a string literal at the
+            call site so ``docs/graph_breaks.md`` can be generated from the code.
+        context: what was met, with concrete names/values.
+        explanation: why it cannot be traced.
+        hints: what the user can do about it.
+
+    Raises:
+        Unsupported: always.
+    """
+    raise Unsupported(gb_type, context, explanation, hints)
+
+
+class InternalError(Exception):
+    """A bug in bytegraph itself (not a limitation). Frames that hit it run natively
+    unless ``config.raise_on_internal_error`` is set."""
+
+
+class BackendCompilerFailed(RuntimeError):
+    """The backend raised while compiling a captured graph (mirrors
+    torch.compile's ``BackendCompilerFailed``); the original error is chained."""

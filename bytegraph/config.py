@@ -1,0 +1,82 @@
+"""Typed settings of bytegraph.
+
+``bytegraph.config`` is one :class:`Config` instance. Each setting is a typed
+field; assigning a value of the wrong type or an unknown name raises, so a typo
+never silently does nothing::
+
+    bytegraph.config.recompile_limit = 4
+    with bytegraph.config.patch(capture_scalar_outputs=True):
+        ...
+
+Names and defaults mirror ``torch._dynamo.config`` where the concept exists.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from typing import Any, Iterator
+
+
+@dataclasses.dataclass
+class Config:
+    """Settings read by the frontend at trace time and call time.
+
+    Attributes:
+        recompile_limit: cache entries one code object may hold before bytegraph
+            stops compiling it and runs it natively, warning once with the guard
+            that keeps failing (mirrors torch.compile's ``recompile_limit``, 8).
+        capture_scalar_outputs: when True, ``Tensor.item()`` and friends become
+            data-dependent symbolic scalars in the graph instead of graph breaks.
+        trace_numpy: trace NumPy calls on tensors through ``torch._numpy``.
+        specialize_int: treat Python ``int`` arguments as constants (guarded)
+            until they change.
+        specialize_float: treat Python ``float`` arguments as constants.
+        automatic_dynamic_shapes: after a recompile caused by a size change,
+            mark the changed dimensions dynamic (mirrors torch.compile).
+        max_trace_instructions: bytecode instructions one frame may execute
+            symbolically (counting unrolled loop iterations and inlined calls)
+            before tracing gives up with a graph break.
+        max_inline_depth: nesting depth of inlined user calls.
+        raise_on_internal_error: re-raise errors that are bugs in bytegraph
+            itself instead of running the frame natively (tests turn this on).
+    """
+
+    recompile_limit: int = 8
+    capture_scalar_outputs: bool = False
+    trace_numpy: bool = True
+    specialize_int: bool = True
+    specialize_float: bool = True
+    automatic_dynamic_shapes: bool = True
+    max_trace_instructions: int = 200_000
+    max_inline_depth: int = 64
+    raise_on_internal_error: bool = False
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        fields = {f.name: f for f in dataclasses.fields(self)}
+        if name not in fields:
+            raise AttributeError(f"bytegraph.config has no setting {name!r}")
+        expected = type(getattr(type(self), name))
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise TypeError(
+                f"bytegraph.config.{name} must be {expected.__name__}, got {type(value).__name__}"
+            )
+        object.__setattr__(self, name, value)
+
+    @contextlib.contextmanager
+    def patch(self, **changes: Any) -> Iterator[None]:
+        """Temporarily set settings; restores the old values on exit.
+
+        Raises:
+            AttributeError / TypeError: as for assignment.
+        """
+        old = {name: getattr(self, name) for name in changes}
+        try:
+            for name, value in changes.items():
+                setattr(self, name, value)
+            yield
+        finally:
+            for name, value in old.items():
+                setattr(self, name, value)
+
+
+config = Config()

@@ -1,0 +1,137 @@
+"""Convert one frame: trace it and build its cache entry.
+
+:func:`convert_frame` runs the root translator over a function's bytecode with
+the call's real arguments, assembles the transformed code object, and generates
+the guard function. A graph break ends the attempt: with ``fullgraph`` the
+:class:`~bytegraph.breaks.Unsupported` is raised to the user; otherwise the
+frame is reported and runs natively.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+import types
+from typing import Any, Callable
+
+import torch
+
+from bytegraph import logs
+from bytegraph.breaks import BackendCompilerFailed, InternalError, Unsupported, UserFrame, unimplemented
+from bytegraph.bytecode.assemble import assemble
+from bytegraph.config import config
+from bytegraph.graph.output_graph import Backend, CompiledGraph, OutputGraph
+from bytegraph.guards.guard_code import GuardFunction, build_guard_function
+from bytegraph.guards.guards import Guard, IdMatch, NoAliasing, TensorMatch
+from bytegraph.translator.root import InstructionTranslator
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileOptions:
+    """What one ``bytegraph.compile(...)`` call asked for.
+
+    Attributes:
+        backend: the compiler function (already looked up).
+        fullgraph: raise on the first graph break instead of running natively
+            (mirrors torch.compile's ``fullgraph``).
+        dynamic: None (automatic), True or False (mirrors torch.compile's ``dynamic``).
+    """
+
+    backend: Backend
+    fullgraph: bool = False
+    dynamic: bool | None = None
+
+
+@dataclasses.dataclass
+class Converted:
+    """A successfully traced frame."""
+
+    code: types.CodeType
+    guard: GuardFunction
+    graphs: list[CompiledGraph]
+    id_guards: list[IdMatch]
+    seconds: float
+
+
+@dataclasses.dataclass
+class RunNatively:
+    """A frame that will run natively, and why."""
+
+    reason: Unsupported
+
+
+def convert_frame(
+    code: types.CodeType,
+    f_globals: dict,
+    closure: tuple | None,
+    f_locals: dict[str, Any],
+    signature_fn: Callable | None,
+    options: CompileOptions,
+) -> Converted | RunNatively:
+    """Trace ``code`` with the given arguments.
+
+    Args:
+        code: the code object of the frame.
+        f_globals / closure: the function's globals and closure cells.
+        f_locals: bound arguments by parameter name.
+        signature_fn: a function with ``code``'s signature (for the guard's
+            parameters and defaults), or None for positional-only frames.
+        options: backend and policies.
+
+    Returns:
+        :class:`Converted`, or :class:`RunNatively` after a graph break.
+
+    Raises:
+        Unsupported: on a graph break when ``options.fullgraph`` is set.
+        BackendCompilerFailed: when the backend fails.
+        InternalError: on a bytegraph bug when ``config.raise_on_internal_error``.
+    """
+    start = time.perf_counter()
+    grad_mode = torch.is_grad_enabled()
+    output = OutputGraph(config.max_trace_instructions)
+    try:
+        tracer = InstructionTranslator(code, f_globals, f_locals, closure, output, options.backend)
+        tracer.run()
+        new_code = assemble(code, tracer.instructions_out)
+    except Unsupported as exc:
+        if logs.enabled("graph_breaks"):
+            logs.get("graph_breaks").info("%s", exc)
+        if options.fullgraph:
+            raise
+        return RunNatively(exc)
+    except BackendCompilerFailed:
+        raise
+    except Exception as exc:
+        if config.raise_on_internal_error:
+            raise InternalError(f"bytegraph failed tracing {code.co_qualname}: {type(exc).__name__}: {exc}") from exc
+        logs.get("graph_breaks").warning(
+            "bytegraph internal error while tracing %s (%s: %s); running it natively",
+            code.co_qualname, type(exc).__name__, exc,
+        )
+        return RunNatively(_internal_break(code, exc))
+    finally:
+        torch._C._set_grad_enabled(grad_mode)
+
+    guards: list[Guard] = list(output.guards)
+    tensor_inputs = tuple(g.source for g in guards if isinstance(g, TensorMatch))
+    if len(tensor_inputs) > 1 and output.mutates_inputs():
+        guards.append(NoAliasing(None, tensor_inputs))
+    guard = build_guard_function(code, signature_fn, guards)
+    if logs.enabled("guards"):
+        logs.get("guards").info("guards of %s:\n%s", code.co_qualname, guard.text)
+    return Converted(
+        new_code, guard, output.compiled_graphs, [g for g in guards if isinstance(g, IdMatch)],
+        time.perf_counter() - start,
+    )
+
+
+def _internal_break(code: types.CodeType, exc: Exception) -> Unsupported:
+    try:
+        unimplemented(
+            gb_type="internal error",
+            context=f"{type(exc).__name__}: {exc}",
+            explanation="bytegraph hit a bug while tracing this frame; it runs natively instead.",
+            hints=("Please report this with the code that triggers it.",),
+        )
+    except Unsupported as report:
+        report.user_stack = (UserFrame(code.co_filename, code.co_firstlineno, code.co_name),)
+        return report

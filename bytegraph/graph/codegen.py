@@ -1,0 +1,168 @@
+"""PyCodegen: emit the bytecode of a transformed frame.
+
+The translator describes *what* must exist after the graph runs (the return
+value, or at a graph break the stack and live locals, plus side effects) as
+VariableTrackers; each VT's ``reconstruct`` calls back into this class to emit
+the instructions that rebuild it. Tensors computed by the graph are read from
+temporaries holding the graph's outputs.
+
+Reconstruction runs twice: first in *collect* mode, which only records which
+graph nodes must be outputs, then for real once the graph is compiled.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any, Callable
+
+import torch.fx
+from bytecode import CellVar, FreeVar, Instr, Label
+
+from bytegraph.breaks import InternalError
+
+_NO_ARG = object()
+
+
+class PyCodegen:
+    """Instruction buffer plus the knowledge needed to load values in a frame.
+
+    Args:
+        code: the code object whose frame the instructions run in (for which
+            names are cells, free variables or plain locals).
+        f_globals: that frame's globals (``LOAD_GLOBAL`` reads them directly).
+        lineno: line number given to every emitted instruction.
+    """
+
+    def __init__(self, code: types.CodeType, f_globals: dict, lineno: int | None = None):
+        self.code = code
+        self.f_globals = f_globals
+        self.lineno = lineno if lineno is not None else code.co_firstlineno
+        self.instructions: list[Instr | Label] = []
+        self.collecting = False
+        self.requested_outputs: dict[torch.fx.Node, None] = {}
+        self.output_temps: dict[torch.fx.Node, str] = {}
+        self._vt_temps: dict[int, str] = {}
+        self._temp_count = 0
+
+    # ---- raw emission ------------------------------------------------------------
+    def emit(self, opname: str, arg: Any = _NO_ARG) -> None:
+        if arg is _NO_ARG:
+            self.instructions.append(Instr(opname, lineno=self.lineno))
+        else:
+            self.instructions.append(Instr(opname, arg, lineno=self.lineno))
+
+    def label(self, label: Label) -> None:
+        self.instructions.append(label)
+
+    def new_temp(self, hint: str = "tmp") -> str:
+        self._temp_count += 1
+        return f"___{hint}{self._temp_count}"
+
+    # ---- loads and stores -----------------------------------------------------------
+    def load_const(self, value: Any) -> None:
+        self.emit("LOAD_CONST", value)
+
+    def load_callable(self, value: Any) -> None:
+        """Push NULL and ``value`` so that ``call(n)`` can follow its arguments."""
+        self.emit("PUSH_NULL")
+        self.emit("LOAD_CONST", value)
+
+    def call(self, nargs: int) -> None:
+        self.emit("PRECALL", nargs)
+        self.emit("CALL", nargs)
+
+    def _deref(self, name: str) -> Any:
+        if name in self.code.co_cellvars:
+            return CellVar(name)
+        if name in self.code.co_freevars:
+            return FreeVar(name)
+        return None
+
+    def load_local(self, name: str) -> None:
+        deref = self._deref(name)
+        if deref is not None:
+            self.emit("LOAD_DEREF", deref)
+        else:
+            self.emit("LOAD_FAST", name)
+
+    def store_local(self, name: str) -> None:
+        deref = self._deref(name)
+        if deref is not None:
+            self.emit("STORE_DEREF", deref)
+        else:
+            self.emit("STORE_FAST", name)
+
+    def load_closure(self, name: str) -> None:
+        deref = self._deref(name)
+        if deref is None:
+            raise InternalError(f"{name} is not a cell or free variable of {self.code.co_name}")
+        self.emit("LOAD_CLOSURE", deref)
+
+    def load_global(self, name: str, f_globals: dict) -> None:
+        if f_globals is self.f_globals:
+            self.emit("LOAD_GLOBAL", (False, name))
+        else:
+            self.load_const(f_globals)
+            self.load_const(name)
+            self.subscr()
+
+    def store_global(self, name: str, f_globals: dict) -> None:
+        """Store TOS into ``f_globals[name]``."""
+        if f_globals is self.f_globals:
+            self.emit("STORE_GLOBAL", name)
+        else:
+            self.load_const(f_globals)
+            self.load_const(name)
+            self.emit("STORE_SUBSCR")
+
+    def load_attr(self, name: str) -> None:
+        self.emit("LOAD_ATTR", name)
+
+    def subscr(self) -> None:
+        self.emit("BINARY_SUBSCR")
+
+    def load_source(self, source: Any) -> None:
+        source.reconstruct(self)
+
+    def pop_to_temp(self, hint: str = "tmp") -> str:
+        """Store TOS in a new temporary local; returns its name."""
+        temp = self.new_temp(hint)
+        self.emit("STORE_FAST", temp)
+        return temp
+
+    def store_temp(self, emit_value: Callable[[], None], hint: str = "tmp") -> str:
+        """Run ``emit_value`` (which pushes one value) and store it in a new temporary."""
+        emit_value()
+        return self.pop_to_temp(hint)
+
+    # ---- values ------------------------------------------------------------------------
+    def reconstruct(self, vt: Any) -> None:
+        """Push the value ``vt`` stands for. A mutable object created in the
+        trace is built once and reused, so identity is preserved."""
+        temp = self._vt_temps.get(id(vt))
+        if temp is not None:
+            self.emit("LOAD_FAST", temp)
+            return
+        vt.reconstruct(self)
+        if vt.mutable and vt.source is None:
+            temp = self.new_temp("obj")
+            self.emit("COPY", 1)
+            self.emit("STORE_FAST", temp)
+            self._vt_temps[id(vt)] = temp
+
+    def load_graph_output(self, node: torch.fx.Node) -> None:
+        """Push the graph's output for ``node`` (collect mode: request it)."""
+        if self.collecting:
+            self.requested_outputs[node] = None
+            self.emit("LOAD_CONST", None)
+            return
+        self.emit("LOAD_FAST", self.output_temps[node])
+
+
+def collect_graph_outputs(code: types.CodeType, f_globals: dict, vts: list[Any]) -> list[torch.fx.Node]:
+    """Which graph nodes must be outputs so that ``vts`` can be rebuilt."""
+    dry = PyCodegen(code, f_globals)
+    dry.collecting = True
+    for vt in vts:
+        dry.reconstruct(vt)
+    return list(dry.requested_outputs)
+

@@ -1,0 +1,258 @@
+"""OutputGraph: the fx graph one trace builds, with its inputs and FakeTensors.
+
+Graph inputs (placeholders) are keyed by the real object they stand for: the
+same tensor reached through two sources is one placeholder. Every node carries
+``meta["example_value"]``, the FakeTensor (or constant) its operation produced
+when run under :attr:`OutputGraph.fake_mode`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+import types
+from typing import Any, Callable
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+    UnsupportedOperatorException,
+)
+
+from bytegraph.breaks import HINT_DATA_DEPENDENT, BackendCompilerFailed, unimplemented
+from bytegraph.graph.codegen import PyCodegen
+from bytegraph.graph.side_effects import SideEffects
+from bytegraph.logs import enabled, get
+from bytegraph.guards.guards import GuardSet
+from bytegraph.guards.source import Source
+
+
+Backend = Callable[[torch.fx.GraphModule, list], Callable]
+
+
+@dataclasses.dataclass
+class GraphInput:
+    """One placeholder: where its value is loaded from, and the example."""
+
+    source: Source
+    value: torch.Tensor
+    node: torch.fx.Node
+    example: torch.Tensor
+
+
+class OutputGraph:
+    """State shared by the root translator and every inlined frame of one trace.
+
+    Attributes:
+        graph: the fx graph being built.
+        fake_mode: FakeTensorMode used to propagate metadata (no ShapeEnv: static shapes).
+        guards: guards installed by the trace.
+        side_effects: pending mutations of pre-existing Python objects.
+        inputs: placeholders in graph order.
+        instruction_count: bytecode instructions executed symbolically.
+    """
+
+    def __init__(self, max_instructions: int):
+        self.graph = torch.fx.Graph()
+        self.fake_mode = FakeTensorMode()
+        self.guards = GuardSet()
+        self.side_effects = SideEffects()
+        self.inputs: list[GraphInput] = []
+        self._input_index: dict[int, int] = {}
+        self._last_placeholder: torch.fx.Node | None = None
+        self.instruction_count = 0
+        self.max_instructions = max_instructions
+        self.compiled_graphs: list[CompiledGraph] = []
+
+    # ---- budget ----------------------------------------------------------------
+    def tick(self) -> None:
+        self.instruction_count += 1
+        if self.instruction_count > self.max_instructions:
+            unimplemented(
+                gb_type="trace too long",
+                context=f"more than {self.max_instructions} bytecode instructions traced",
+                explanation="The frame unrolls too many loop iterations or inlined calls to trace.",
+                hints=("Raise bytegraph.config.max_trace_instructions, or shorten the loop.",),
+            )
+
+    # ---- inputs ----------------------------------------------------------------
+    def add_graph_input(self, source: Source, value: torch.Tensor) -> tuple[torch.fx.Node, torch.Tensor]:
+        """The placeholder and FakeTensor for ``value`` read from ``source``."""
+        index = self._input_index.get(id(value))
+        if index is not None:
+            existing = self.inputs[index]
+            return existing.node, existing.example
+        example = self.fake_mode.from_tensor(value, static_shapes=True)
+        name = _placeholder_name(source)
+        if self._last_placeholder is not None:
+            ctx = self.graph.inserting_after(self._last_placeholder)
+        else:
+            first = next(iter(self.graph.nodes), None)
+            ctx = self.graph.inserting_before(first)
+        with ctx:
+            node = self.graph.placeholder(name)
+        node.meta["example_value"] = example
+        node.meta["source"] = source
+        self._last_placeholder = node
+        self._input_index[id(value)] = len(self.inputs)
+        self.inputs.append(GraphInput(source, value, node, example))
+        return node, example
+
+    def is_input(self, node: torch.fx.Node) -> bool:
+        return node.op == "placeholder"
+
+    # ---- operations --------------------------------------------------------------
+    def run_fake(self, kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
+        """Run one operation on FakeTensor examples; map failures to graph breaks."""
+        name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+        try:
+            with self.fake_mode:
+                if kind == "call_method":
+                    return getattr(args[0], target)(*args[1:], **kwargs)
+                return target(*args, **kwargs)
+        except (DataDependentOutputException, DynamicOutputShapeException) as e:
+            unimplemented(
+                gb_type="data-dependent operator",
+                context=f"{name}: {type(e).__name__}",
+                explanation="The output of this operation (its value or its shape) depends on tensor data.",
+                hints=(HINT_DATA_DEPENDENT,),
+            )
+        except UnsupportedOperatorException as e:
+            unimplemented(
+                gb_type="unsupported operator",
+                context=f"{name}: {e}",
+                explanation="This operator has no FakeTensor (meta) implementation, so its output cannot be inferred.",
+                hints=("Call it outside the compiled function.",),
+            )
+        except Exception as e:  # eager would raise this too; let the native run raise it
+            unimplemented(
+                gb_type="operator error at trace time",
+                context=f"{name} raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+                explanation="Running the operation on FakeTensors failed; running it natively raises the real error "
+                "(or, if it succeeds, bytegraph's metadata model lacks this case).",
+                hints=("Check the arguments of this operation.",),
+            )
+
+    def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict, example: Any) -> torch.fx.Node:
+        node = self.graph.create_node(kind, target, args, kwargs)
+        node.meta["example_value"] = example
+        return node
+
+    def remove_node(self, node: torch.fx.Node) -> None:
+        self.graph.erase_node(node)
+
+    def op_count(self) -> int:
+        """call_function / call_method nodes (what CompileCounter counts)."""
+        return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method"))
+
+    def mutates_inputs(self) -> bool:
+        """Whether an in-place operation in the graph writes to a graph input."""
+        for node in self.graph.nodes:
+            if node.op == "call_method" and _is_inplace_name(node.target) and node.args:
+                if isinstance(node.args[0], torch.fx.Node) and node.args[0].op == "placeholder":
+                    return True
+            if node.op == "call_function" and (
+                _is_inplace_name(getattr(node.target, "__name__", "")) or "out" in node.kwargs
+            ):
+                return True
+        return False
+
+    def build_module(self, outputs: list[torch.fx.Node]) -> torch.fx.GraphModule:
+        """Finish the graph with ``outputs`` and wrap it in a GraphModule.
+        Placeholders nothing reads are dropped (their guards stay)."""
+        self.graph.output(tuple(outputs))
+        for inp in list(self.inputs):
+            if not inp.node.users:
+                self.graph.erase_node(inp.node)
+                self.inputs.remove(inp)
+        return torch.fx.GraphModule(torch.nn.Module(), self.graph)
+
+    def compile_subgraph(
+        self, code: types.CodeType, f_globals: dict, tail: Callable[[PyCodegen], None], compiler: Backend, name: str
+    ) -> PyCodegen:
+        """Compile the graph and emit the code that calls it, then ``tail``.
+
+        ``tail(codegen)`` emits what follows the graph call (rebuilding live
+        values, replaying side effects, returning...). It runs twice: once in
+        collect mode to learn which graph nodes must be outputs, then for real.
+
+        Returns:
+            The codegen holding the emitted instructions.
+
+        Raises:
+            BackendCompilerFailed: when the backend raises while compiling.
+        """
+        dry = PyCodegen(code, f_globals)
+        dry.collecting = True
+        tail(dry)
+        outputs = list(dry.requested_outputs)
+        codegen = PyCodegen(code, f_globals)
+        if self.op_count() or outputs:
+            gm = self.build_module(outputs)
+            if enabled("graph"):
+                get("graph").info("graph %s (%s):\n%s", len(self.compiled_graphs), name, format_graph(gm))
+            start = time.perf_counter()
+            try:
+                compiled = compiler(gm, [inp.value for inp in self.inputs])
+            except Exception as e:
+                raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} failed "
+                                            f"compiling a graph of {name}: {type(e).__name__}: {e}") from e
+            self.compiled_graphs.append(
+                CompiledGraph(name, gm, self.op_count(), time.perf_counter() - start)
+            )
+            codegen.load_callable(compiled)
+            for inp in self.inputs:
+                codegen.load_source(inp.source)
+            codegen.call(len(self.inputs))
+            if outputs:
+                codegen.emit("UNPACK_SEQUENCE", len(outputs))
+                for node in outputs:
+                    codegen.output_temps[node] = codegen.pop_to_temp("out")
+            else:
+                codegen.emit("POP_TOP")
+        tail(codegen)
+        return codegen
+
+
+@dataclasses.dataclass
+class CompiledGraph:
+    """One graph handed to the backend.
+
+    Attributes:
+        frame_name: name of the frame (or resume function) it came from.
+        graph_module: the fx GraphModule given to the backend.
+        op_count: call_function/call_method nodes.
+        compile_seconds: time the backend took, in seconds.
+    """
+
+    frame_name: str
+    graph_module: torch.fx.GraphModule
+    op_count: int
+    compile_seconds: float
+
+
+def format_graph(gm: torch.fx.GraphModule) -> str:
+    """The graph as a table: opcode, name, target, args, kwargs."""
+    rows = [("opcode", "name", "target", "args", "kwargs")]
+    for node in gm.graph.nodes:
+        target = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
+        rows.append((node.op, node.name, str(target), str(node.args), str(node.kwargs)))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _is_inplace_name(name: Any) -> bool:
+    return isinstance(name, str) and (
+        (name.endswith("_") and not name.endswith("__")) or name in ("__setitem__", "setitem", "__iadd__")
+        or name.startswith("__i")
+    )
+
+
+def _placeholder_name(source: Source) -> str:
+    text = re.sub(r"[^0-9a-zA-Z_]+", "_", source.name()).strip("_").lower()
+    return text or "input"

@@ -1,0 +1,115 @@
+"""Side effects: mutations of Python objects that existed before the call.
+
+During the trace, mutations update the VariableTrackers (so later reads see
+them) and are recorded here. After the graph runs, the generated code replays
+them on the real objects, in two phases so that no replayed value is read after
+something it depends on was overwritten:
+
+1. every new value (and the frame's live values) is built into temporaries;
+2. the mutations are applied in the order they first happened.
+
+The tracker also keeps one VT per mutable real object (identity): reading the
+same list through two paths yields the same VT.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bytegraph.breaks import unimplemented
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+
+
+class SideEffects:
+    """Mutations recorded by one trace.
+
+    Attributes are private; use :meth:`mutate`, :meth:`store_attr`,
+    :meth:`store_global` during the trace and :meth:`codegen_*` afterwards.
+    """
+
+    def __init__(self) -> None:
+        self._objects: dict[int, tuple[Any, Any]] = {}  # id(real) -> (real, VT)
+        self._mutated: dict[int, Any] = {}  # id(VT) -> VT whose contents changed
+        self._attrs: dict[tuple[int, str], tuple[Any, str, Any]] = {}  # (id(VT), name) -> (VT, name, value VT)
+        self._globals: dict[tuple[int, str], tuple[dict, str, Any]] = {}
+
+    # ---- identity of real objects --------------------------------------------------
+    def tracked(self, value: Any) -> Any:
+        """The VT already standing for ``value``, or None."""
+        entry = self._objects.get(id(value))
+        return entry[1] if entry is not None and entry[0] is value else None
+
+    def track(self, value: Any, vt: Any) -> Any:
+        """Remember ``vt`` as the one VT of ``value``; returns ``vt``."""
+        self._objects[id(value)] = (value, vt)
+        return vt
+
+    def identity_of(self, vt: Any) -> int | None:
+        """``id()`` of the real object behind ``vt``, if it is a tracked input."""
+        for ident, (_, tracked_vt) in self._objects.items():
+            if tracked_vt is vt:
+                return ident
+        return None
+
+    # ---- recording -------------------------------------------------------------------
+    def mutate(self, vt: Any) -> None:
+        """``vt`` (a list/dict/set VT) is about to change in place."""
+        if vt.source is not None:
+            self._mutated[id(vt)] = vt
+
+    def store_attr(self, obj: Any, name: str, value: Any) -> None:
+        if obj.source is None:
+            unimplemented(
+                gb_type="attribute store on new object",
+                context=f"setting {name!r} on {obj}",
+                explanation="Objects created inside the trace cannot have attributes stored yet.",
+                hints=("Create the object outside the compiled function.",),
+            )
+        self._attrs[(id(obj), name)] = (obj, name, value)
+
+    def pending_attr(self, obj: Any, name: str) -> Any:
+        """The value stored to ``obj.name`` earlier in the trace, or None."""
+        entry = self._attrs.get((id(obj), name))
+        return entry[2] if entry is not None else None
+
+    def store_global(self, f_globals: dict, name: str, value: Any) -> None:
+        self._globals[(id(f_globals), name)] = (f_globals, name, value)
+
+    def pending_global(self, f_globals: dict, name: str) -> Any:
+        entry = self._globals.get((id(f_globals), name))
+        return entry[2] if entry is not None else None
+
+    def is_empty(self) -> bool:
+        return not (self._mutated or self._attrs or self._globals)
+
+    # ---- replay ------------------------------------------------------------------------
+    def codegen_values(self, codegen: PyCodegen) -> list[tuple[str, Any, str]]:
+        """Phase 1: build every new value into a temporary.
+
+        Returns the plan for :meth:`codegen_apply`: ``(kind, target, temp)``.
+        """
+        plan = []
+        for vt in self._mutated.values():
+            plan.append(("contents", vt, codegen.store_temp(lambda v=vt: v.reconstruct_contents(codegen))))
+        for obj, name, value in self._attrs.values():
+            plan.append(("attr", (obj, name), codegen.store_temp(lambda v=value: codegen.reconstruct(v))))
+        for f_globals, name, value in self._globals.values():
+            plan.append(("global", (f_globals, name), codegen.store_temp(lambda v=value: codegen.reconstruct(v))))
+        return plan
+
+    @staticmethod
+    def codegen_apply(codegen: PyCodegen, plan: list[tuple[str, Any, str]]) -> None:
+        """Phase 2: write the temporaries into the real objects."""
+        for kind, target, temp in plan:
+            if kind == "contents":
+                target.apply_contents(codegen, temp)
+            elif kind == "attr":
+                obj, name = target
+                codegen.load_local(temp)
+                codegen.load_source(obj.source)
+                codegen.emit("STORE_ATTR", name)
+            else:
+                f_globals, name = target
+                codegen.load_local(temp)
+                codegen.store_global(name, f_globals)

@@ -1,0 +1,356 @@
+"""Guard kinds: the facts a trace relied on, as checks on the frame's inputs.
+
+Each guard renders itself as a Python boolean expression over the expression of
+its source (:meth:`Guard.check`), and explains a failure in words
+(:meth:`Guard.explain`), e.g. ``tensor 'x' size mismatch at index 0: expected 3,
+got 4``. :mod:`bytegraph.guards.guard_code` assembles them into one generated
+function per cache entry.
+"""
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from typing import Any, Callable, ClassVar
+
+import torch
+
+from bytegraph.guards.source import LocalSource, Source
+
+
+class Names:
+    """What a guard needs from the code builder: names for constants."""
+
+    def const(self, value: Any) -> str:  # pragma: no cover - protocol
+        raise NotImplementedError
+
+
+def describe_source(source: Source | None) -> str:
+    if source is None:
+        return "global state"
+    if isinstance(source, LocalSource):
+        return repr(source.local_name)
+    return source.name()
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Guard:
+    """Base guard. ``source`` is ``None`` for checks of global state."""
+
+    source: Source | None
+
+    def key(self) -> tuple:
+        """Identity of the fact; guards with equal keys are installed once."""
+        return (type(self).__name__, self.source)
+
+    def check(self, names: Names, value: str) -> str:
+        raise NotImplementedError(type(self).__name__)
+
+    def explain(self, actual: Any) -> str:
+        raise NotImplementedError(type(self).__name__)
+
+    #: cost class used for ordering: cheap and discriminating guards run first.
+    order: ClassVar[int] = 5
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TypeMatch(Guard):
+    """``type(value) is expected``."""
+
+    expected: type = object
+    order: ClassVar[int] = 2
+
+    def check(self, names: Names, value: str) -> str:
+        return f"type({value}) is {names.const(self.expected)}"
+
+    def explain(self, actual: Any) -> str:
+        return (
+            f"{describe_source(self.source)} type mismatch: expected "
+            f"{self.expected.__qualname__}, got {type(actual).__qualname__}"
+        )
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ConstantMatch(Guard):
+    """``type(value) is type(expected) and value == expected`` for scalars,
+    strings and other immutable constants (``is`` for None/bool/Ellipsis)."""
+
+    expected: Any = None
+    order: ClassVar[int] = 1
+
+    def check(self, names: Names, value: str) -> str:
+        exp = self.expected
+        if exp is None or exp is Ellipsis or exp is NotImplemented or type(exp) is bool:
+            return f"{value} is {names.const(exp)}"
+        if type(exp) in (int, str) and not isinstance(exp, bool):
+            return f"type({value}) is {type(exp).__name__} and {value} == {exp!r}"
+        return f"type({value}) is {names.const(type(exp))} and {value} == {names.const(exp)}"
+
+    def explain(self, actual: Any) -> str:
+        return f"{describe_source(self.source)} value mismatch: expected {self.expected!r}, got {actual!r}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class EqualsMatch(Guard):
+    """``value == expected`` where ``expected`` is an immutable snapshot (e.g. a
+    frozenset of a set's items); pair with a TypeMatch."""
+
+    expected: Any = None
+    order: ClassVar[int] = 2
+
+    def check(self, names: Names, value: str) -> str:
+        return f"{value} == {names.const(self.expected)}"
+
+    def explain(self, actual: Any) -> str:
+        return f"{describe_source(self.source)} value mismatch: expected {self.expected!r}, got {actual!r}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class IdMatch(Guard):
+    """``value is expected``, holding ``expected`` weakly where possible.
+
+    The cache entry owning this guard is invalidated when the object dies
+    (``on_death``), so an id can never be matched by a new object at the same
+    address.
+    """
+
+    expected_id: int = 0
+    label: str = ""
+    ref: Any = None  # weakref.ref, or the object itself when it cannot be weakly referenced
+    order: ClassVar[int] = 1
+
+    @staticmethod
+    def of(source: Source, obj: Any) -> "IdMatch":
+        try:
+            ref: Any = weakref.ref(obj)
+        except TypeError:
+            ref = obj  # builtins, ints, tuples...: immortal or owned by a strong owner already
+        return IdMatch(source, id(obj), _label(obj), ref)
+
+    def key(self) -> tuple:
+        return ("IdMatch", self.source, self.expected_id)
+
+    def check(self, names: Names, value: str) -> str:
+        return f"id({value}) == {self.expected_id}"
+
+    def explain(self, actual: Any) -> str:
+        return f"{describe_source(self.source)} is no longer the same object (expected {self.label}, got {_label(actual)})"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LenMatch(Guard):
+    """``type(value) is expected_type and len(value) == length`` for containers."""
+
+    expected_type: type = tuple
+    length: int = 0
+    order: ClassVar[int] = 2
+
+    def check(self, names: Names, value: str) -> str:
+        return f"type({value}) is {names.const(self.expected_type)} and len({value}) == {self.length}"
+
+    def explain(self, actual: Any) -> str:
+        if type(actual) is not self.expected_type:
+            return (
+                f"{describe_source(self.source)} type mismatch: expected "
+                f"{self.expected_type.__qualname__}, got {type(actual).__qualname__}"
+            )
+        return f"{describe_source(self.source)} length mismatch: expected {self.length}, got {len(actual)}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DictKeysMatch(Guard):
+    """``type(value) is expected_type and list(value.keys()) == keys`` (keys in order)."""
+
+    expected_type: type = dict
+    keys: tuple = ()
+    order: ClassVar[int] = 3
+
+    def check(self, names: Names, value: str) -> str:
+        return (
+            f"type({value}) is {names.const(self.expected_type)} and len({value}) == {len(self.keys)}"
+            f" and list({value}) == {names.const(list(self.keys))}"
+        )
+
+    def explain(self, actual: Any) -> str:
+        if type(actual) is not self.expected_type:
+            return f"{describe_source(self.source)} type mismatch: expected {self.expected_type.__qualname__}"
+        return f"{describe_source(self.source)} keys changed: expected {list(self.keys)!r}, got {list(actual)!r}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class NotShadowed(Guard):
+    """A builtin read by the frame is not shadowed by a module global:
+    ``name not in f_globals``."""
+
+    f_globals: dict = dataclasses.field(default_factory=dict)
+    builtin_name: str = ""
+    order: ClassVar[int] = 1
+
+    def key(self) -> tuple:
+        return ("NotShadowed", id(self.f_globals), self.builtin_name)
+
+    def check(self, names: Names, value: str) -> str:
+        return f"{self.builtin_name!r} not in {names.const(self.f_globals)}"
+
+    def explain(self, actual: Any) -> str:
+        return f"builtin {self.builtin_name!r} is now shadowed by a global"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class GlobalStateMatch(Guard):
+    """``getter() == expected`` for process-wide torch state (grad mode,
+    default dtype, ...). ``source`` is None; ``label`` names the state."""
+
+    getter: Callable[[], Any] = torch.is_grad_enabled
+    expected: Any = True
+    label: str = "grad mode"
+    order: ClassVar[int] = 0
+
+    def key(self) -> tuple:
+        return ("GlobalStateMatch", self.getter)
+
+    def check(self, names: Names, value: str) -> str:
+        if self.expected is None or type(self.expected) is bool:
+            return f"{names.const(self.getter)}() is {self.expected}"
+        return f"{names.const(self.getter)}() == {names.const(self.expected)}"
+
+    def explain(self, actual: Any) -> str:
+        return f"{self.label} changed: expected {self.expected!r}, got {self.getter()!r}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class TensorMatch(Guard):
+    """Tensor metadata the trace specialised on.
+
+    ``sizes``/``strides`` hold ``None`` for dynamic dimensions (not checked).
+    Stride checks collapse to ``is_contiguous()`` when the example was
+    contiguous and every size is static: equal sizes plus contiguity imply equal
+    strides except on size-1 dimensions, whose stride is never used.
+    """
+
+    tensor_type: type = torch.Tensor
+    dtype: torch.dtype = torch.float32
+    device: torch.device = torch.device("cpu")
+    requires_grad: bool = False
+    sizes: tuple = ()
+    strides: tuple = ()
+    contiguous: bool = True
+    order: ClassVar[int] = 3
+
+    @staticmethod
+    def of(source: Source, t: torch.Tensor, dynamic_dims: frozenset = frozenset()) -> "TensorMatch":
+        sizes = tuple(None if i in dynamic_dims else int(s) for i, s in enumerate(t.size()))
+        strides = tuple(None if dynamic_dims else int(s) for s in t.stride())
+        return TensorMatch(
+            source,
+            type(t),
+            t.dtype,
+            t.device,
+            t.requires_grad,
+            sizes,
+            strides,
+            t.is_contiguous(),
+        )
+
+    def check(self, names: Names, value: str) -> str:
+        v = value
+        parts = [
+            f"type({v}) is {names.const(self.tensor_type)}",
+            f"{v}.dtype is {names.const(self.dtype)}",
+            f"{v}.device == {names.const(self.device)}",
+            f"{v}.requires_grad is {self.requires_grad}",
+        ]
+        if None not in self.sizes:
+            parts.append(f"{v}.size() == {names.const(torch.Size(self.sizes))}")
+        else:
+            parts.append(f"{v}.dim() == {len(self.sizes)}")
+            shape = f"{v}.shape"
+            parts += [f"{shape}[{i}] == {s}" for i, s in enumerate(self.sizes) if s is not None]
+        if None in self.sizes:
+            pass  # strides of dynamic tensors follow from sizes under the ShapeEnv guards
+        elif self.contiguous:
+            parts.append(f"{v}.is_contiguous()")
+        else:
+            parts.append(f"{v}.stride() == {names.const(self.strides)}")
+        return " and ".join(parts)
+
+    def explain(self, actual: Any) -> str:
+        name = f"tensor {describe_source(self.source)}"
+        if not isinstance(actual, torch.Tensor):
+            return f"{describe_source(self.source)} is no longer a tensor (got {type(actual).__qualname__})"
+        if type(actual) is not self.tensor_type:
+            return f"{name} type mismatch: expected {self.tensor_type.__qualname__}, got {type(actual).__qualname__}"
+        if actual.dtype != self.dtype:
+            return f"{name} dtype mismatch: expected {self.dtype}, got {actual.dtype}"
+        if actual.device != self.device:
+            return f"{name} device mismatch: expected {self.device}, got {actual.device}"
+        if actual.requires_grad != self.requires_grad:
+            return f"{name} requires_grad mismatch: expected {self.requires_grad}, got {actual.requires_grad}"
+        if actual.dim() != len(self.sizes):
+            return f"{name} rank mismatch: expected {len(self.sizes)}, got {actual.dim()}"
+        for i, (want, got) in enumerate(zip(self.sizes, actual.size())):
+            if want is not None and want != got:
+                return f"{name} size mismatch at index {i}: expected {want}, got {got}"
+        if self.contiguous and not actual.is_contiguous():
+            return f"{name} is no longer contiguous"
+        for i, (want, got) in enumerate(zip(self.strides, actual.stride())):
+            if want is not None and want != got:
+                return f"{name} stride mismatch at index {i}: expected {want}, got {got}"
+        return f"{name} metadata changed"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SameObject(Guard):
+    """``value is <other source's value>``: one object reached through two paths."""
+
+    other: Source | None = None
+    order: ClassVar[int] = 2
+
+    def key(self) -> tuple:
+        return ("SameObject", self.source, self.other)
+
+    def check(self, names: Names, value: str) -> str:
+        raise AssertionError("rendered by the code builder, which knows each source's expression")
+
+    def explain(self, actual: Any) -> str:
+        return f"{describe_source(self.source)} is no longer the same object as {describe_source(self.other)}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class NoAliasing(Guard):
+    """Distinct tensor inputs stay distinct objects (needed when the graph
+    mutates an input). ``sources`` lists the inputs; ``source`` is None."""
+
+    sources: tuple = ()
+    order: ClassVar[int] = 4
+
+    def key(self) -> tuple:
+        return ("NoAliasing", self.sources)
+
+    def check(self, names: Names, value: str) -> str:
+        raise AssertionError("rendered by the code builder, which knows each source's expression")
+
+    def explain(self, actual: Any) -> str:
+        return "two tensor inputs that were distinct objects are now the same object: " + ", ".join(
+            describe_source(s) for s in self.sources
+        )
+
+
+def _label(obj: Any) -> str:
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    return f"{type(obj).__name__} {name}" if name else f"{type(obj).__name__} at {id(obj):#x}"
+
+
+class GuardSet:
+    """The guards one trace installed, in installation order, without duplicates."""
+
+    def __init__(self) -> None:
+        self._guards: dict[tuple, Guard] = {}
+
+    def add(self, guard: Guard) -> None:
+        self._guards.setdefault(guard.key(), guard)
+
+    def __iter__(self):
+        return iter(self._guards.values())
+
+    def __len__(self) -> int:
+        return len(self._guards)

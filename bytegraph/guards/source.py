@@ -1,0 +1,217 @@
+"""Sources: where a traced value came from in the frame.
+
+A Source names a path from the frame's inputs to a value, e.g.
+``AttrSource(LocalSource("self"), "weight")`` is ``self.weight``. Sources serve
+three consumers:
+
+- guards: :meth:`Source.guard_expr` renders the path as Python source for the
+  generated guard function (``GuardCodeBuilder`` supplies names of constants);
+- codegen: :meth:`Source.reconstruct` emits bytecode that loads the value in the
+  transformed frame;
+- diagnostics: :meth:`Source.name` is the readable path (``L['self'].weight``).
+
+Sources are immutable and hashable so they can key the graph inputs and guards.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Protocol
+
+
+class GuardNames(Protocol):
+    """What a source needs from the guard code builder."""
+
+    def const(self, value: Any) -> str: ...
+
+    def expr(self, source: "Source") -> str: ...
+
+    def freevar_index(self, name: str) -> int: ...
+
+
+class Codegen(Protocol):
+    """What a source needs from the bytecode generator."""
+
+    def load_local(self, name: str) -> None: ...
+
+    def load_global(self, name: str, f_globals: dict) -> None: ...
+
+    def load_const(self, value: Any) -> None: ...
+
+    def load_attr(self, name: str) -> None: ...
+
+    def subscr(self) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """Base of all sources."""
+
+    def name(self) -> str:
+        raise NotImplementedError(type(self).__name__)
+
+    def guard_expr(self, names: GuardNames) -> str:
+        raise NotImplementedError(type(self).__name__)
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        raise NotImplementedError(type(self).__name__)
+
+    @property
+    def base(self) -> Source | None:
+        return None
+
+    def root(self) -> Source:
+        src: Source = self
+        while src.base is not None:
+            src = src.base
+        return src
+
+    def depth(self) -> int:
+        return 0 if self.base is None else 1 + self.base.depth()
+
+    def __str__(self) -> str:
+        return self.name()
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalSource(Source):
+    """A local variable (argument) of the frame being compiled."""
+
+    local_name: str
+
+    def name(self) -> str:
+        return f"L[{self.local_name!r}]"
+
+    def guard_expr(self, names: GuardNames) -> str:
+        return self.local_name
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        codegen.load_local(self.local_name)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClosureSource(Source):
+    """A free variable of the frame being compiled (contents of its closure cell)."""
+
+    var_name: str
+
+    def name(self) -> str:
+        return f"C[{self.var_name!r}]"
+
+    def guard_expr(self, names: GuardNames) -> str:
+        return f"___cells[{names.freevar_index(self.var_name)}].cell_contents"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        codegen.load_local(self.var_name)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class GlobalSource(Source):
+    """``f_globals[var_name]`` of some function's module (compared by dict identity)."""
+
+    var_name: str
+    f_globals: dict
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, GlobalSource)
+            and other.var_name == self.var_name
+            and other.f_globals is self.f_globals
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.var_name, id(self.f_globals)))
+
+    def name(self) -> str:
+        module = self.f_globals.get("__name__", "?")
+        return f"G[{self.var_name!r}]" if module == "__main__" else f"{module}.{self.var_name}"
+
+    def guard_expr(self, names: GuardNames) -> str:
+        return f"{names.const(self.f_globals)}[{self.var_name!r}]"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        codegen.load_global(self.var_name, self.f_globals)
+
+
+@dataclasses.dataclass(frozen=True)
+class AttrSource(Source):
+    """``base.attr``."""
+
+    base_source: Source
+    attr: str
+
+    @property
+    def base(self) -> Source:
+        return self.base_source
+
+    def name(self) -> str:
+        return f"{self.base_source.name()}.{self.attr}"
+
+    def guard_expr(self, names: GuardNames) -> str:
+        return f"{names.expr(self.base_source)}.{self.attr}"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        self.base_source.reconstruct(codegen)
+        codegen.load_attr(self.attr)
+
+
+@dataclasses.dataclass(frozen=True)
+class GetItemSource(Source):
+    """``base[key]`` for a constant key (int, str, or another hashable constant)."""
+
+    base_source: Source
+    key: Any
+
+    @property
+    def base(self) -> Source:
+        return self.base_source
+
+    def name(self) -> str:
+        return f"{self.base_source.name()}[{self.key!r}]"
+
+    def guard_expr(self, names: GuardNames) -> str:
+        key = self.key
+        literal = repr(key) if type(key) in (int, str) else names.const(key)
+        return f"{names.expr(self.base_source)}[{literal}]"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        self.base_source.reconstruct(codegen)
+        codegen.load_const(self.key)
+        codegen.subscr()
+
+
+@dataclasses.dataclass(frozen=True)
+class ConstSource(Source):
+    """A value the frame never reads from outside: reachable as a constant.
+
+    Used for objects bytegraph treats as immutable library members (e.g.
+    ``torch.nn.functional.relu``); holding them strongly is harmless.
+    """
+
+    value: Any
+    label: str
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ConstSource) and other.value is self.value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def name(self) -> str:
+        return self.label
+
+    def guard_expr(self, names: GuardNames) -> str:
+        return names.const(self.value)
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        codegen.load_const(self.value)
+
+
+def module_attr_source(base: Source, module: Any, attr: str) -> Source:
+    """Source of ``module.attr`` for an ``nn.Module``, read through the dict that
+    holds it (``_parameters``, ``_buffers``, ``_modules``) to skip the slow
+    ``Module.__getattr__`` in guards and in the transformed code."""
+    for dict_name in ("_parameters", "_buffers", "_modules"):
+        holder = module.__dict__.get(dict_name)
+        if holder is not None and attr in holder:
+            return GetItemSource(AttrSource(base, dict_name), attr)
+    return AttrSource(base, attr)

@@ -1,0 +1,112 @@
+"""What happened while compiling: graphs, graph breaks, recompiles, trace time.
+
+Events are recorded per frame (code object) in :data:`FRAMES`, which the
+``bytegraph run`` report reads, and also delivered to every active
+:class:`Recorder` (``bytegraph.explain`` opens one around a call).
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import types
+from typing import Iterator
+
+from bytegraph.breaks import Unsupported, UserFrame
+from bytegraph.graph.output_graph import CompiledGraph
+
+
+@dataclasses.dataclass
+class BreakRecord:
+    """One graph break: its kind, the reason in words, and the user stack."""
+
+    gb_type: str
+    reason: str
+    user_stack: tuple[UserFrame, ...]
+    message: str
+
+    @staticmethod
+    def of(exc: Unsupported) -> "BreakRecord":
+        return BreakRecord(exc.gb_type, exc.reason, exc.user_stack, str(exc))
+
+
+@dataclasses.dataclass
+class FrameStats:
+    """Per code object: everything compiled for it so far."""
+
+    name: str
+    filename: str
+    lineno: int
+    graphs: list[CompiledGraph] = dataclasses.field(default_factory=list)
+    breaks: list[BreakRecord] = dataclasses.field(default_factory=list)
+    recompile_reasons: list[str] = dataclasses.field(default_factory=list)
+    guard_counts: list[int] = dataclasses.field(default_factory=list)
+    trace_seconds: float = 0.0
+    frames_compiled: int = 0
+    ran_natively: bool = False
+
+
+@dataclasses.dataclass
+class Recorder:
+    """Events collected while a recorder is active (see :func:`recording`)."""
+
+    graphs: list[CompiledGraph] = dataclasses.field(default_factory=list)
+    breaks: list[BreakRecord] = dataclasses.field(default_factory=list)
+    recompile_reasons: list[str] = dataclasses.field(default_factory=list)
+    guards: list[list[str]] = dataclasses.field(default_factory=list)
+    trace_seconds: list[float] = dataclasses.field(default_factory=list)
+
+
+FRAMES: dict[types.CodeType, FrameStats] = {}
+_ACTIVE: list[Recorder] = []
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Recorder]:
+    """Collect compile events that happen inside the ``with`` block."""
+    recorder = Recorder()
+    _ACTIVE.append(recorder)
+    try:
+        yield recorder
+    finally:
+        _ACTIVE.remove(recorder)
+
+
+def stats_for(code: types.CodeType) -> FrameStats:
+    stats = FRAMES.get(code)
+    if stats is None:
+        stats = FrameStats(code.co_qualname, code.co_filename, code.co_firstlineno)
+        FRAMES[code] = stats
+    return stats
+
+
+def record_compile(code: types.CodeType, graphs: list[CompiledGraph], guard_lines: list[str], seconds: float) -> None:
+    stats = stats_for(code)
+    stats.graphs.extend(graphs)
+    stats.guard_counts.append(len(guard_lines))
+    stats.trace_seconds += seconds
+    stats.frames_compiled += 1
+    for recorder in _ACTIVE:
+        recorder.graphs.extend(graphs)
+        recorder.guards.append(guard_lines)
+        recorder.trace_seconds.append(seconds)
+
+
+def record_break(code: types.CodeType, exc: Unsupported) -> None:
+    record = BreakRecord.of(exc)
+    stats_for(code).breaks.append(record)
+    for recorder in _ACTIVE:
+        recorder.breaks.append(record)
+
+
+def record_recompile(code: types.CodeType, reason: str) -> None:
+    stats_for(code).recompile_reasons.append(reason)
+    for recorder in _ACTIVE:
+        recorder.recompile_reasons.append(reason)
+
+
+def record_native(code: types.CodeType) -> None:
+    stats_for(code).ran_natively = True
+
+
+def reset() -> None:
+    FRAMES.clear()

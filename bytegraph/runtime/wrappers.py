@@ -1,0 +1,78 @@
+"""What ``bytegraph.compile`` returns: compiled functions and OptimizedModule.
+
+Without a PEP 523 frame hook, a frame is compiled when it is entered through a
+wrapper: the function returned by :func:`compile_function`, or an
+:class:`OptimizedModule`'s ``forward``.
+"""
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any, Callable
+
+import torch
+
+from bytegraph.convert import CompileOptions
+from bytegraph.runtime.cache import cache_for, run
+
+
+def compile_function(fn: Callable, options: CompileOptions) -> Callable:
+    """Wrap a Python function (or bound method) so each call runs through its cache.
+
+    Raises:
+        TypeError: when ``fn`` is not a Python function or bound method.
+    """
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+        inner = compile_function(fn.__func__, options)
+        return types.MethodType(inner, fn.__self__)
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(
+            f"bytegraph.compile expects a Python function, method or nn.Module, got {type(fn).__name__}"
+        )
+    cache = cache_for(fn.__code__, options)
+
+    @functools.wraps(fn)
+    def compiled(*args: Any, **kwargs: Any) -> Any:
+        return run(cache, fn, args, kwargs)
+
+    compiled._bytegraph_orig_fn = fn  # type: ignore[attr-defined]
+    compiled._bytegraph_cache = cache  # type: ignore[attr-defined]
+    return compiled
+
+
+class OptimizedModule(torch.nn.Module):
+    """An ``nn.Module`` whose ``forward`` runs compiled (mirrors torch.compile's
+    ``OptimizedModule``).
+
+    The original module is ``_orig_mod`` (registered as a submodule, so
+    ``state_dict`` keys are prefixed ``_orig_mod.`` as with torch.compile);
+    every other attribute is forwarded to it, so parameters, ``train()`` /
+    ``eval()`` and custom attributes behave as on the original.
+    """
+
+    _orig_mod: torch.nn.Module
+
+    def __init__(self, module: torch.nn.Module, options: CompileOptions):
+        super().__init__()
+        self._orig_mod = module
+        name = f"{type(module).__qualname__}.__call__"
+        code = _call_module.__code__.replace(co_name=name, co_qualname=name)
+        frame = types.FunctionType(code, _call_module.__globals__, name)
+        self._compiled_call = compile_function(frame, options)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self._compiled_call(self._orig_mod, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_orig_mod":
+            return self._modules["_orig_mod"]
+        return getattr(self._orig_mod, name)
+
+    def __repr__(self) -> str:
+        return f"OptimizedModule({self._orig_mod!r})"
+
+
+def _call_module(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+    """The frame an OptimizedModule compiles: one call of the module, so that
+    hooks and ``forward`` are traced together."""
+    return module(*args, **kwargs)

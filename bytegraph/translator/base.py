@@ -1,0 +1,145 @@
+"""The symbolic stack machine.
+
+:class:`InstructionTranslatorBase` walks a code object's instructions one at a
+time, in the style of a bytecode interpreter (byterun): the frame state is a
+plain ``stack`` and ``symbolic_locals`` of VariableTrackers, and each opcode has
+one small handler method named after it. Handlers live in mixins grouped by
+family (:mod:`.loads`, :mod:`.calls`, :mod:`.stack_ops`, :mod:`.control`);
+:mod:`.semantics` holds the Python semantics VTs ask the translator for
+(wrapping values, identity, iteration...).
+
+Subclasses: :class:`~bytegraph.translator.root.InstructionTranslator` for the
+frame being compiled and :class:`~bytegraph.translator.inline.InliningTranslator`
+for inlined calls.
+"""
+from __future__ import annotations
+
+import types
+from bytegraph.breaks import Unsupported, UserFrame, unimplemented
+from bytegraph.bytecode.instructions import Instruction, decode
+from bytegraph.graph.output_graph import OutputGraph
+from bytegraph.translator.calls import CallOps
+from bytegraph.translator.control import ControlOps
+from bytegraph.translator.loads import LoadStoreOps
+from bytegraph.translator.semantics import PythonSemantics
+from bytegraph.translator.stack_ops import StackOps
+from bytegraph.variables.base import VariableTracker
+
+VT = VariableTracker
+
+
+class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, PythonSemantics):
+    """Symbolic execution of one frame.
+
+    Attributes:
+        code: the code object being traced.
+        f_globals: its globals.
+        symbolic_locals: local variables (including cell contents of this frame).
+        stack: the value stack.
+        output: the OutputGraph shared by all frames of this trace.
+        parent: the calling translator for inlined frames, else None.
+        ip: index of the next instruction.
+        block_stack: context managers entered and not yet exited (``with``).
+    """
+
+    def __init__(
+        self,
+        code: types.CodeType,
+        f_globals: dict,
+        symbolic_locals: dict[str, VT],
+        output: OutputGraph,
+        parent: InstructionTranslatorBase | None,
+    ):
+        self.code = code
+        self.f_globals = f_globals
+        builtins_ = f_globals.get("__builtins__", __builtins__)
+        self.f_builtins: dict = builtins_ if isinstance(builtins_, dict) else vars(builtins_)
+        decoded = decode(code)
+        self.decoded = decoded
+        self.instructions: tuple[Instruction, ...] = decoded.instructions
+        self.symbolic_locals = symbolic_locals
+        self.stack: list[VT] = []
+        self.output = output
+        self.parent = parent
+        self.ip = 0
+        self.current_instruction: Instruction | None = None
+        self.kw_names: tuple[str, ...] = ()
+        self.block_stack: list[VT] = []
+        self.done = False
+        self.depth = 0 if parent is None else parent.depth + 1
+
+    # ---- the loop --------------------------------------------------------------------
+    def run(self) -> None:
+        """Execute instructions until the frame returns (or a graph break escapes)."""
+        while not self.done:
+            self.step()
+
+    def step(self) -> None:
+        inst = self.instructions[self.ip]
+        self.current_instruction = inst
+        self.ip += 1
+        self.output.tick()
+        handler = getattr(self, inst.opname, None)
+        try:
+            if handler is None:
+                unimplemented(
+                    gb_type="unsupported bytecode",
+                    context=f"opcode {inst.opname}",
+                    explanation=f"bytegraph does not model the {inst.opname} instruction.",
+                )
+            handler(inst)
+        except Unsupported as e:
+            if not e.user_stack:
+                e.user_stack = tuple(self.user_stack())
+            raise
+
+    # ---- stack helpers -------------------------------------------------------------
+    def push(self, value: VT) -> None:
+        self.stack.append(value)
+
+    def pop(self) -> VT:
+        return self.stack.pop()
+
+    def popn(self, n: int) -> list[VT]:
+        if n == 0:
+            return []
+        values = self.stack[-n:]
+        del self.stack[-n:]
+        return values
+
+    def peek(self, depth: int = 1) -> VT:
+        return self.stack[-depth]
+
+    def jump(self, inst: Instruction) -> None:
+        self.ip = inst.target  # type: ignore[assignment]
+
+    # ---- diagnostics ------------------------------------------------------------------
+    def frame_summary(self) -> UserFrame:
+        lineno = self.current_instruction.lineno if self.current_instruction else self.code.co_firstlineno
+        return UserFrame(self.code.co_filename, lineno, self.code.co_name)
+
+    def user_stack(self) -> list[UserFrame]:
+        """User frames from the root frame to this one."""
+        frames = []
+        tx: InstructionTranslatorBase | None = self
+        while tx is not None:
+            frames.append(tx.frame_summary())
+            tx = tx.parent
+        return list(reversed(frames))
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.code.co_name} ip={self.ip}>"
+
+    # ---- frame-kind specific (root frame vs inlined frame) -----------------------------------
+    def load_freevar(self, name: str) -> VT:
+        raise NotImplementedError(type(self).__name__)
+
+    def store_freevar(self, name: str, value: VT) -> None:
+        raise NotImplementedError(type(self).__name__)
+
+    def do_return(self, value: VT) -> None:
+        raise NotImplementedError(type(self).__name__)
+
+    def inline_call(self, fn: VT, args: list[VT], kwargs: dict[str, VT]) -> VT:
+        """Trace a call of a Python function by running its bytecode in a child frame."""
+        raise NotImplementedError(type(self).__name__)

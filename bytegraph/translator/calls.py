@@ -1,0 +1,78 @@
+"""Handlers for calls (3.11 convention: ``[NULL|method, callable|self, *args]``)
+and function creation."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from bytegraph.bytecode.instructions import Instruction
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.containers import DictVariable, TupleVariable
+from bytegraph.variables.functions import NestedUserFunctionVariable
+from bytegraph.variables.misc import NullVariable
+
+if TYPE_CHECKING:
+    from bytegraph.translator.base import InstructionTranslatorBase
+
+VT = VariableTracker
+
+
+class CallOps:
+    def PUSH_NULL(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.push(NullVariable())
+
+    def PRECALL(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        pass
+
+    def KW_NAMES(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.kw_names = inst.argval
+
+    def CALL(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        args = self.popn(inst.arg)
+        second = self.pop()
+        first = self.pop()
+        if isinstance(first, NullVariable):
+            fn = second
+        else:
+            fn = first
+            args = [second, *args]
+        kwargs: dict[str, VT] = {}
+        if self.kw_names:
+            names = self.kw_names
+            kwargs = dict(zip(names, args[len(args) - len(names):]))
+            args = args[: len(args) - len(names)]
+            self.kw_names = ()
+        self.push(self.call_function(fn, args, kwargs))
+
+    def CALL_FUNCTION_EX(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        kwargs_vt = self.pop() if inst.arg & 1 else None
+        args_vt = self.pop()
+        fn = self.pop()
+        null = self.pop()
+        args = self.unpack(args_vt)
+        kwargs: dict[str, VT] = {}
+        if kwargs_vt is not None:
+            if not isinstance(kwargs_vt, DictVariable):
+                kwargs_vt = self.call_builtin(dict, [kwargs_vt])
+            for key, value in kwargs_vt.items.values():
+                kwargs[key.as_python_constant()] = value
+        if not isinstance(null, NullVariable):
+            fn, args = null, [fn, *args]
+        self.push(self.call_function(fn, args, kwargs))
+
+    def call_function(self: InstructionTranslatorBase, fn: VT, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        """Call ``fn``; the root translator overrides this to break the graph at calls."""
+        return fn.call_function(self, list(args), kwargs)
+
+    def MAKE_FUNCTION(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        flags = inst.arg
+        code = self.pop().as_python_constant()
+        closure = tuple(self.unpack(self.pop())) if flags & 0x08 else None
+        if flags & 0x04:
+            self.pop()  # annotations are not needed to run the function
+        kwdefaults = self.pop() if flags & 0x02 else None
+        defaults = self.pop() if flags & 0x01 else None
+        if defaults is not None and not isinstance(defaults, TupleVariable):
+            defaults = TupleVariable(self.unpack(defaults))
+        self.push(
+            NestedUserFunctionVariable(code, self.f_globals, code.co_qualname, defaults, kwdefaults, closure)
+        )

@@ -1,0 +1,151 @@
+"""Handlers for control flow: jumps, loops, ``with`` blocks, return and raise.
+
+Loops over values known at trace time are unrolled: ``FOR_ITER`` asks the
+iterator VT for its next item and ``JUMP_BACKWARD`` simply jumps. A jump whose
+condition is only known when the graph runs (a tensor) cannot be followed; the
+root translator turns it into a graph break (see :mod:`.root`).
+"""
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Sequence
+
+from bytegraph.breaks import unimplemented
+from bytegraph.bytecode.instructions import Instruction
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.containers import ListIteratorVariable
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase
+
+VT = VariableTracker
+
+
+class WithExitVariable(VariableTracker):
+    """The ``__exit__`` that ``BEFORE_WITH`` leaves on the stack."""
+
+    def __init__(self, ctx: VT):
+        super().__init__()
+        self.ctx = ctx
+
+    def call_function(self, tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        tx.block_stack.remove(self.ctx)
+        return self.ctx.exit(tx)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.reconstruct(self.ctx)
+        codegen.load_attr("__exit__")
+
+
+class ControlOps:
+    # ---- jumps ------------------------------------------------------------------------
+    def JUMP_FORWARD(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.jump(inst)
+
+    JUMP_BACKWARD = JUMP_FORWARD
+    JUMP_BACKWARD_NO_INTERRUPT = JUMP_FORWARD
+    JUMP_ABSOLUTE = JUMP_FORWARD
+
+    def branch_condition(self: InstructionTranslatorBase, inst: Instruction, value: VT) -> bool:
+        """The truth of a jump condition; the root translator overrides this to
+        break the graph when the condition is data-dependent."""
+        return value.truthy(self)
+
+    def _pop_jump_if(self: InstructionTranslatorBase, inst: Instruction, when: bool) -> None:
+        value = self.peek()
+        truth = self.branch_condition(inst, value)
+        self.pop()
+        if truth == when:
+            self.jump(inst)
+
+    def POP_JUMP_FORWARD_IF_TRUE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self._pop_jump_if(inst, True)
+
+    def POP_JUMP_FORWARD_IF_FALSE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self._pop_jump_if(inst, False)
+
+    POP_JUMP_BACKWARD_IF_TRUE = POP_JUMP_FORWARD_IF_TRUE
+    POP_JUMP_BACKWARD_IF_FALSE = POP_JUMP_FORWARD_IF_FALSE
+
+    def _pop_jump_if_none(self: InstructionTranslatorBase, inst: Instruction, when: bool) -> None:
+        value = self.pop()
+        is_none = self.call_builtin(operator.is_, [value, ConstantVariable(None)]).as_python_constant()
+        if is_none == when:
+            self.jump(inst)
+
+    def POP_JUMP_FORWARD_IF_NONE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self._pop_jump_if_none(inst, True)
+
+    def POP_JUMP_FORWARD_IF_NOT_NONE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self._pop_jump_if_none(inst, False)
+
+    POP_JUMP_BACKWARD_IF_NONE = POP_JUMP_FORWARD_IF_NONE
+    POP_JUMP_BACKWARD_IF_NOT_NONE = POP_JUMP_FORWARD_IF_NOT_NONE
+
+    def _jump_or_pop(self: InstructionTranslatorBase, inst: Instruction, when: bool) -> None:
+        truth = self.branch_condition(inst, self.peek())
+        if truth == when:
+            self.jump(inst)
+        else:
+            self.pop()
+
+    def JUMP_IF_TRUE_OR_POP(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self._jump_or_pop(inst, True)
+
+    def JUMP_IF_FALSE_OR_POP(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self._jump_or_pop(inst, False)
+
+    # ---- loops ------------------------------------------------------------------------------
+    def GET_ITER(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.push(self.get_iter(self.pop()))
+
+    def FOR_ITER(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        iterator = self.peek()
+        if not isinstance(iterator, ListIteratorVariable):
+            unimplemented(
+                gb_type="unsupported iteration",
+                context=f"for loop over {iterator}",
+                explanation="bytegraph unrolls loops only over values whose items are known at trace time.",
+            )
+        item = iterator.next_item(self)
+        if item is None:
+            self.pop()
+            self.jump(inst)
+        else:
+            self.push(item)
+
+    # ---- with blocks ---------------------------------------------------------------------------
+    def BEFORE_WITH(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        ctx = self.pop()
+        if not hasattr(ctx, "enter"):
+            unimplemented(
+                gb_type="unsupported context manager",
+                context=f"with {ctx}",
+                explanation="bytegraph traces only context managers it models (grad mode, ...).",
+                hints=("Move the with block out of the compiled function.",),
+            )
+        self.push(WithExitVariable(ctx))
+        self.block_stack.append(ctx)
+        self.push(ctx.enter(self))
+
+    # ---- leaving the frame ---------------------------------------------------------------------
+    def RETURN_VALUE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.do_return(self.pop())
+
+    def RAISE_VARARGS(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        unimplemented(
+            gb_type="raise",
+            context="raise statement",
+            explanation="The traced code raises an exception; the frame runs natively so the exception is the eager one.",
+            hints=("If the raise is on an error path, this is expected.",),
+        )
+
+    def LOAD_ASSERTION_ERROR(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        unimplemented(
+            gb_type="assertion failure",
+            context="assert statement whose condition is false at trace time",
+            explanation="The assertion fails; the frame runs natively so AssertionError is raised as in eager.",
+            hints=("Fix the assertion or the inputs.",),
+        )

@@ -1,0 +1,188 @@
+"""Inlining: tracing a call of a Python function inside the current trace.
+
+The callee's bytecode runs in a child :class:`InliningTranslator` that shares
+the parent's OutputGraph (graph, guards, side effects). Arguments are bound the
+way CPython binds them (positional, keyword, defaults, ``*args``,
+``**kwargs``); a binding error is the user's TypeError and ends the trace so the
+native run raises it.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any, Sequence
+
+from bytegraph.breaks import unimplemented
+from bytegraph.config import config
+from bytegraph.translator.base import InstructionTranslatorBase
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.containers import DictVariable, TupleVariable
+from bytegraph.variables.functions import CellVariable, NestedUserFunctionVariable
+
+VT = VariableTracker
+
+#: Modules whose Python functions are never traced into: calls to them are
+#: graph breaks (they do I/O, threading, introspection, or are compilers).
+SKIP_MODULE_PREFIXES = (
+    "logging", "threading", "multiprocessing", "unittest", "pdb", "bdb", "traceback",
+    "inspect", "importlib", "asyncio", "socket", "subprocess", "tempfile", "pickle",
+    "bytegraph", "torch._dynamo", "torch._inductor", "torch.fx", "torch._subclasses",
+    "torch.distributed", "torch.utils._python_dispatch", "torch.testing", "torch.jit",
+    "torch.autograd.profiler", "torch.profiler", "torch._functorch", "torch.func",
+    "torch._higher_order_ops", "torch.onnx", "torch.export", "tqdm", "pytest", "_pytest",
+)
+
+_CO_VARARGS = inspect.CO_VARARGS
+_CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
+_UNTRACEABLE_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | getattr(
+    inspect, "CO_ITERABLE_COROUTINE", 0
+)
+
+
+class InliningTranslator(InstructionTranslatorBase):
+    """Translator for an inlined call; ``return_value`` holds its result."""
+
+    def __init__(self, code: types.CodeType, f_globals: dict, symbolic_locals: dict[str, VT],
+                 parent: InstructionTranslatorBase, fn: VT):
+        super().__init__(code, f_globals, symbolic_locals, parent.output, parent)
+        self.fn = fn
+        self.return_value: VT | None = None
+
+    def load_freevar(self, name: str) -> VT:
+        return self.fn.get_closure_cell(self, self.code.co_freevars.index(name))
+
+    def store_freevar(self, name: str, value: VT) -> None:
+        if isinstance(self.fn, NestedUserFunctionVariable):
+            self.fn.closure_cell(self.code.co_freevars.index(name)).set(value)
+            return
+        unimplemented(
+            gb_type="closure cell write",
+            context=f"nonlocal {name} assigned in {self.code.co_name}",
+            explanation="Writing to a closure cell of a function defined outside the compiled region is not supported yet.",
+            hints=("Return the new value instead of assigning a nonlocal.",),
+        )
+
+    def freevar_cell(self, name: str) -> VT:
+        if isinstance(self.fn, NestedUserFunctionVariable):
+            return self.fn.closure_cell(self.code.co_freevars.index(name))
+        return CellVariable({name: self.load_freevar(name)}, name)
+
+    def do_return(self, value: VT) -> None:
+        self.return_value = value
+        self.done = True
+
+    def inline_call(self, fn: VT, args: list[VT], kwargs: dict[str, VT]) -> VT:
+        return inline_call(self, fn, args, kwargs)
+
+
+def is_skipped_module(module: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in SKIP_MODULE_PREFIXES)
+
+
+def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
+    """Graph-break when ``fn`` must not be traced into."""
+    code = fn.get_code()
+    name = fn.get_name()
+    if code.co_flags & _UNTRACEABLE_FLAGS:
+        unimplemented(
+            gb_type="generator or coroutine call",
+            context=f"call to generator/coroutine function {name}",
+            explanation="Generators and coroutines are not traced yet.",
+            hints=("Materialise the generator outside the compiled function (e.g. list(gen)).",),
+        )
+    module = fn.get_globals().get("__name__", "") or ""
+    if is_skipped_module(module):
+        unimplemented(
+            gb_type="call to skipped function",
+            context=f"call to {module}.{name}",
+            explanation=f"Functions from {module.split('.')[0]!r} are not traced (they do I/O, threading, "
+            "introspection or compilation).",
+            hints=("Call it outside the compiled function, or accept the graph break.",),
+        )
+    if tx.depth >= config.max_inline_depth:
+        unimplemented(
+            gb_type="inline depth exceeded",
+            context=f"call to {name} at depth {tx.depth}",
+            explanation="The chain of nested calls is too deep to inline (recursion?).",
+            hints=("Raise bytegraph.config.max_inline_depth, or avoid recursion in the compiled region.",),
+        )
+
+
+def bind_arguments(tx: InstructionTranslatorBase, fn: VT, args: Sequence[VT], kwargs: dict[str, VT]) -> dict[str, VT]:
+    """Bind call arguments to ``fn``'s parameters, as CPython does."""
+    code = fn.get_code()
+    nargs = code.co_argcount
+    nposonly = code.co_posonlyargcount
+    nkwonly = code.co_kwonlyargcount
+    names = code.co_varnames
+    positional = names[:nargs]
+    kwonly = names[nargs : nargs + nkwonly]
+    index = nargs + nkwonly
+    varargs = names[index] if code.co_flags & _CO_VARARGS else None
+    index += 1 if varargs else 0
+    varkw = names[index] if code.co_flags & _CO_VARKEYWORDS else None
+
+    bound: dict[str, VT] = {}
+    for name, value in zip(positional, args):
+        bound[name] = value
+    extra = list(args[nargs:])
+    if extra and varargs is None:
+        _type_error(fn, f"takes {nargs} positional arguments but {len(args)} were given")
+    if varargs is not None:
+        bound[varargs] = TupleVariable(extra)
+    extra_kw: dict[str, VT] = {}
+    for key, value in kwargs.items():
+        if key in positional[nposonly:] or key in kwonly:
+            if key in bound:
+                _type_error(fn, f"got multiple values for argument {key!r}")
+            bound[key] = value
+        elif varkw is not None:
+            extra_kw[key] = value
+        else:
+            _type_error(fn, f"got an unexpected keyword argument {key!r}")
+    if varkw is not None:
+        bound[varkw] = DictVariable({k: (ConstantVariable(k), v) for k, v in extra_kw.items()})
+
+    missing_pos = [n for n in positional if n not in bound]
+    missing_kw = [n for n in kwonly if n not in bound]
+    if missing_pos or missing_kw:
+        defaults, kwdefaults = fn.get_defaults(tx)
+        first_default = nargs - len(defaults)
+        for n, name in enumerate(positional):
+            if name not in bound:
+                if n < first_default:
+                    _type_error(fn, f"missing required positional argument {name!r}")
+                bound[name] = defaults[n - first_default]
+        for name in missing_kw:
+            if name not in kwdefaults:
+                _type_error(fn, f"missing required keyword-only argument {name!r}")
+            bound[name] = kwdefaults[name]
+    return bound
+
+
+def _type_error(fn: VT, message: str) -> None:
+    unimplemented(
+        gb_type="user error",
+        context=f"{fn.get_name()}() {message}",
+        explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
+        hints=("Fix the call's arguments.",),
+    )
+
+
+def inline_call(tx: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """Trace ``fn(*args, **kwargs)`` for a user function VT; returns the result VT.
+
+    Args:
+        fn: a UserFunctionVariable / UserMethodVariable / NestedUserFunctionVariable
+            (methods receive ``self`` already prepended in ``args``).
+
+    Raises:
+        Unsupported: when the callee cannot be traced; the user stack then
+            includes the callee's frames.
+    """
+    check_inlinable(tx, fn)
+    bound = bind_arguments(tx, fn, args, kwargs)
+    child = InliningTranslator(fn.get_code(), fn.get_globals(), bound, tx, fn)
+    child.run()
+    return child.return_value

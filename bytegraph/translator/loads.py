@@ -1,0 +1,136 @@
+"""Handlers for loads and stores: locals, globals, cells, attributes, imports."""
+from __future__ import annotations
+
+import builtins
+import importlib
+from typing import TYPE_CHECKING
+
+from bytegraph.breaks import unimplemented
+from bytegraph.bytecode.instructions import Instruction
+from bytegraph.guards.guards import NotShadowed
+from bytegraph.guards.source import ConstSource, GlobalSource
+from bytegraph.variables.functions import CellVariable
+from bytegraph.variables.misc import NullVariable
+from bytegraph.variables.torch import PythonModuleVariable
+
+if TYPE_CHECKING:
+    from bytegraph.translator.base import InstructionTranslatorBase
+
+
+class LoadStoreOps:
+    # ---- locals ------------------------------------------------------------------------
+    def LOAD_FAST(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        value = self.symbolic_locals.get(inst.argval)
+        if value is None:
+            unimplemented(
+                gb_type="user error",
+                context=f"local variable {inst.argval!r} referenced before assignment",
+                explanation="The traced code raises UnboundLocalError; it runs natively so the error is the eager one.",
+                hints=("Assign the variable on every path before reading it.",),
+            )
+        self.push(value)
+
+    LOAD_FAST_CHECK = LOAD_FAST
+
+    def STORE_FAST(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.symbolic_locals[inst.argval] = self.pop()
+
+    def DELETE_FAST(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.LOAD_FAST(inst)
+        self.pop()
+        del self.symbolic_locals[inst.argval]
+
+    def LOAD_CONST(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.push(self.wrap_const(inst.argval))
+
+    # ---- globals --------------------------------------------------------------------------
+    def LOAD_GLOBAL(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        if inst.arg is not None and inst.arg & 1:
+            self.push(NullVariable())
+        self.push(self.load_global(inst.argval))
+
+    def load_global(self: InstructionTranslatorBase, name: str):
+        pending = self.output.side_effects.pending_global(self.f_globals, name)
+        if pending is not None:
+            return pending
+        if name in self.f_globals:
+            return self.wrap(self.f_globals[name], GlobalSource(name, self.f_globals))
+        if name in self.f_builtins:
+            self.output.guards.add(NotShadowed(None, self.f_globals, name))
+            return self.wrap_const(self.f_builtins[name])
+        unimplemented(
+            gb_type="user error",
+            context=f"name {name!r} is not defined",
+            explanation="The traced code raises NameError; it runs natively so the error is the eager one.",
+            hints=("Define the global before calling the function.",),
+        )
+
+    def STORE_GLOBAL(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.output.side_effects.store_global(self.f_globals, inst.argval, self.pop())
+
+    # ---- cells -------------------------------------------------------------------------------
+    def MAKE_CELL(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        pass  # cell contents of this frame live in symbolic_locals
+
+    def COPY_FREE_VARS(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        pass  # free variables are read through load_freevar
+
+    def LOAD_DEREF(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        name = inst.argval
+        if name in self.code.co_cellvars:
+            self.LOAD_FAST(inst)
+        else:
+            self.push(self.load_freevar(name))
+
+    def STORE_DEREF(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        name = inst.argval
+        if name in self.code.co_cellvars:
+            self.STORE_FAST(inst)
+        else:
+            self.store_freevar(name, self.pop())
+
+    def LOAD_CLOSURE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        name = inst.argval
+        if name in self.code.co_cellvars:
+            self.push(CellVariable(self.symbolic_locals, name))
+        else:
+            self.push(self.freevar_cell(name))
+
+    # ---- attributes -----------------------------------------------------------------------------
+    def LOAD_ATTR(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        obj = self.pop()
+        self.push(self.get_attr(obj, inst.argval))
+
+    def LOAD_METHOD(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        obj = self.pop()
+        self.push(NullVariable())
+        self.push(self.get_attr(obj, inst.argval))
+
+    def STORE_ATTR(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        obj = self.pop()
+        value = self.pop()
+        self.store_attr(obj, inst.argval, value)
+
+    def DELETE_ATTR(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        unimplemented(
+            gb_type="attribute delete",
+            context=f"del .{inst.argval}",
+            explanation="Deleting attributes inside the compiled region is not supported yet.",
+            hints=("Move the del out of the compiled function.",),
+        )
+
+    # ---- imports ----------------------------------------------------------------------------------
+    def IMPORT_NAME(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        fromlist = self.pop().as_python_constant()
+        level = self.pop().as_python_constant()
+        module = builtins.__import__(inst.argval, self.f_globals, None, fromlist, level)
+        self.push(PythonModuleVariable(module, ConstSource(module, module.__name__)))
+
+    def IMPORT_FROM(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        module_vt = self.peek()
+        module = module_vt.as_python_constant()
+        if hasattr(module, inst.argval):
+            self.push(module_vt.var_getattr(self, inst.argval))
+        else:  # a submodule not yet bound as an attribute
+            submodule = importlib.import_module(f"{module.__name__}.{inst.argval}")
+            self.push(PythonModuleVariable(submodule, ConstSource(submodule, submodule.__name__)))

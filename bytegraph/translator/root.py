@@ -1,0 +1,127 @@
+"""The root translator: the frame being compiled.
+
+Its locals start as the frame's arguments, wrapped with :class:`LocalSource`
+(guards installed); its free variables are read from the function's closure
+cells (:class:`ClosureSource`). When it returns, the graph is compiled and the
+transformed frame's instructions are generated: call the graph, rebuild the
+return value, replay side effects, return.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+
+from bytegraph.breaks import unimplemented
+from bytegraph.graph.codegen import PyCodegen
+from bytegraph.graph.output_graph import Backend, OutputGraph
+from bytegraph.graph.side_effects import SideEffects
+from bytegraph.guards.guards import GlobalStateMatch
+from bytegraph.guards.source import ClosureSource, LocalSource
+from bytegraph.translator.base import InstructionTranslatorBase
+from bytegraph.translator.inline import inline_call
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.functions import CellVariable
+
+VT = VariableTracker
+
+
+class InstructionTranslator(InstructionTranslatorBase):
+    """Translator of the frame being compiled.
+
+    Args:
+        code: the frame's code object.
+        f_globals: the function's globals.
+        f_locals: the bound arguments, by parameter name.
+        closure: the function's closure cells (None without free variables).
+        output: the OutputGraph to fill.
+        compiler: the backend, ``compiler(gm, example_inputs) -> callable``.
+    """
+
+    def __init__(
+        self,
+        code: types.CodeType,
+        f_globals: dict,
+        f_locals: dict[str, Any],
+        closure: tuple | None,
+        output: OutputGraph,
+        compiler: Backend,
+    ):
+        super().__init__(code, f_globals, {}, output, None)
+        self.closure = closure
+        self.compiler = compiler
+        self.dirty_freevars: dict[str, None] = {}
+        self.initial_grad_mode = torch.is_grad_enabled()
+        self.instructions_out: list | None = None
+        output.guards.add(GlobalStateMatch(None, torch.is_grad_enabled, self.initial_grad_mode, "grad mode"))
+        output.guards.add(
+            GlobalStateMatch(None, torch.get_default_dtype, torch.get_default_dtype(), "default dtype")
+        )
+        output.guards.add(
+            GlobalStateMatch(None, torch._C._len_torch_function_stack, torch._C._len_torch_function_stack(),
+                             "torch function mode stack depth")
+        )
+        for name, value in f_locals.items():
+            self.symbolic_locals[name] = self.wrap(value, LocalSource(name))
+
+    # ---- free variables ------------------------------------------------------------------
+    def load_freevar(self, name: str) -> VT:
+        if name in self.symbolic_locals:
+            return self.symbolic_locals[name]
+        cell = self.closure[self.code.co_freevars.index(name)]
+        try:
+            contents = cell.cell_contents
+        except ValueError:
+            unimplemented(
+                gb_type="user error",
+                context=f"free variable {name!r} referenced before assignment",
+                explanation="The traced code raises NameError; it runs natively so the error is the eager one.",
+                hints=("Assign the variable before calling the function.",),
+            )
+        value = self.wrap(contents, ClosureSource(name))
+        self.symbolic_locals[name] = value
+        return value
+
+    def store_freevar(self, name: str, value: VT) -> None:
+        self.symbolic_locals[name] = value
+        self.dirty_freevars[name] = None
+
+    def freevar_cell(self, name: str) -> VT:
+        self.load_freevar(name)
+        return CellVariable(self.symbolic_locals, name)
+
+    def inline_call(self, fn: VT, args: list[VT], kwargs: dict[str, VT]) -> VT:
+        return inline_call(self, fn, args, kwargs)
+
+    # ---- output ------------------------------------------------------------------------------
+    def do_return(self, value: VT) -> None:
+        final_grad_mode = torch.is_grad_enabled()
+
+        def tail(codegen: PyCodegen) -> None:
+            ret = codegen.store_temp(lambda: codegen.reconstruct(value), "ret")
+            self.codegen_side_effects(codegen, final_grad_mode)
+            codegen.load_local(ret)
+            codegen.emit("RETURN_VALUE")
+
+        codegen = self.output.compile_subgraph(self.code, self.f_globals, tail, self.compiler, self.code.co_name)
+        self.instructions_out = codegen.instructions
+        self.done = True
+
+    def codegen_side_effects(self, codegen: PyCodegen, final_grad_mode: bool) -> None:
+        """Replay mutations, closure writes and the final grad mode after the graph."""
+        cells = [
+            (name, codegen.store_temp(lambda n=name: codegen.reconstruct(self.symbolic_locals[n])))
+            for name in self.dirty_freevars
+        ]
+        plan = self.output.side_effects.codegen_values(codegen)
+        SideEffects.codegen_apply(codegen, plan)
+        for name, temp in cells:
+            codegen.load_local(temp)
+            codegen.store_local(name)
+        if final_grad_mode != self.initial_grad_mode:
+            codegen.load_callable(torch._C._set_grad_enabled)
+            codegen.load_const(final_grad_mode)
+            codegen.call(1)
+            codegen.emit("POP_TOP")
+

@@ -1,0 +1,173 @@
+"""Python semantics that VariableTrackers ask the translator for.
+
+VTs call these through ``tx`` (DESIGN: the translator is passed explicitly), so
+the variables layer never imports the builder or the inliner: wrapping values,
+calling builtins, iteration, identity, ``isinstance``, attribute access and
+inlining all have their one home here.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from bytegraph.breaks import unimplemented
+from bytegraph.guards.source import AttrSource, Source
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.builder import wrap, wrap_const
+from bytegraph.variables.builtin import BuiltinVariable
+from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.containers import ListIteratorVariable, NamedTupleVariable
+from bytegraph.variables.functions import UserFunctionVariable
+from bytegraph.variables.nn_module import NNModuleVariable
+from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
+
+if TYPE_CHECKING:
+    from bytegraph.translator.base import InstructionTranslatorBase
+
+VT = VariableTracker
+
+
+class PythonSemantics:
+    # ---- wrapping -----------------------------------------------------------------------
+    def wrap(self: InstructionTranslatorBase, value: Any, source: Source) -> VT:
+        """A VT for ``value`` read from ``source`` (guards installed)."""
+        return wrap(self, value, source)
+
+    def wrap_const(self: InstructionTranslatorBase, value: Any) -> VT:
+        """A VT for a value with no source (no guards)."""
+        return wrap_const(self, value)
+
+    def wrap_attr(self: InstructionTranslatorBase, obj: VT, value: Any, name: str) -> VT:
+        """A VT for ``obj.name`` whose real value is ``value``."""
+        if obj.source is None:
+            return wrap_const(self, value)
+        return wrap(self, value, AttrSource(obj.source, name))
+
+    # ---- calls --------------------------------------------------------------------------------
+    def call_builtin(self: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwargs: dict | None = None) -> VT:
+        return BuiltinVariable(fn).call_function(self, list(args), kwargs or {})
+
+    def call_dunder(self: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
+        """Operators defined in Python by user classes (``__add__``...); None when
+        no user-defined dunder applies."""
+        return None
+
+    def construct_object(self: InstructionTranslatorBase, cls: UserDefinedClassVariable, args: Sequence[VT],
+                         kwargs: dict[str, VT]) -> VT:
+        """``cls(*args, **kwargs)`` for a user class."""
+        klass = cls.value
+        if issubclass(klass, tuple) and hasattr(klass, "_fields"):
+            field_names = klass._fields
+            values = list(args) + [kwargs[name] for name in field_names[len(args):] if name in kwargs]
+            defaults = getattr(klass, "_field_defaults", {})
+            for name in field_names[len(values):]:
+                if name not in defaults:
+                    unimplemented(
+                        gb_type="user error",
+                        context=f"{klass.__name__}() missing argument {name!r}",
+                        explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
+                        hints=("Pass every field.",),
+                    )
+                values.append(self.wrap_const(defaults[name]))
+            return NamedTupleVariable(values, klass)
+        unimplemented(
+            gb_type="object construction",
+            context=f"{klass.__qualname__}(...)",
+            explanation="Creating instances of user classes inside the compiled region is not supported yet.",
+            hints=("Create the object outside the compiled function and pass it in.",),
+        )
+
+    # ---- iteration ----------------------------------------------------------------------------
+    def unpack(self: InstructionTranslatorBase, value: VT) -> list[VT]:
+        """The items of iterating ``value`` at trace time."""
+        if value.has_unpack_var_sequence(self):
+            return value.unpack_var_sequence(self)
+        if isinstance(value, NNModuleVariable):
+            return self.unpack(value.call_method(self, "__iter__", [], {}))
+        return value.unpack_var_sequence(self)
+
+    def get_iter(self: InstructionTranslatorBase, value: VT) -> VT:
+        if isinstance(value, ListIteratorVariable):
+            return value
+        return ListIteratorVariable(self.unpack(value))
+
+    def sort_items(self: InstructionTranslatorBase, items: list[VT], key: VT, reverse: bool) -> list[VT]:
+        """``sorted(items, key=key, reverse=reverse)`` when the keys are constants."""
+        use_key = not (key.is_python_constant() and key.as_python_constant() is None)
+        keys = [(key.call_function(self, [i], {}) if use_key else i).as_python_constant() for i in items]
+        order = sorted(range(len(items)), key=lambda n: keys[n], reverse=reverse)
+        return [items[n] for n in order]
+
+    # ---- identity and types -----------------------------------------------------------------------
+    def identity_of(self: InstructionTranslatorBase, value: VT) -> int | None:
+        """``id()`` of the real object behind ``value``, when there is one."""
+        ident = self.output.side_effects.identity_of(value)
+        if ident is not None:
+            return ident
+        if isinstance(value, (UserFunctionVariable, BuiltinVariable, UserDefinedClassVariable)) or (
+            value.is_python_constant() and not isinstance(value, ConstantVariable)
+        ):
+            return id(value.as_python_constant())
+        return None
+
+    def same_object(self: InstructionTranslatorBase, a: VT, b: VT) -> bool | None:
+        """``a is b``, or None when it cannot be known at trace time."""
+        if a is b:
+            return True
+        if isinstance(a, ConstantVariable) and isinstance(b, ConstantVariable):
+            return a.value is b.value
+        ida, idb = self.identity_of(a), self.identity_of(b)
+        if ida is not None and idb is not None:
+            return ida == idb
+        if isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
+            return None  # distinct VTs, but an op may have returned its input
+        try:
+            ta, tb = a.python_type(), b.python_type()
+        except Exception:
+            return None
+        if ta is not tb:
+            return False
+        return None
+
+    def isinstance_of(self: InstructionTranslatorBase, value: VT, cls: Any) -> bool:
+        if isinstance(value, (UserDefinedObjectVariable, NNModuleVariable)):
+            return isinstance(value.value, cls)
+        if isinstance(value, ConstantVariable):
+            return isinstance(value.value, cls)
+        return issubclass(value.python_type(), cls)
+
+    # ---- attributes ---------------------------------------------------------------------------------
+    def get_attr(self: InstructionTranslatorBase, obj: VT, name: str) -> VT:
+        return obj.var_getattr(self, name)
+
+    def has_attr(self: InstructionTranslatorBase, obj: VT, name: str) -> bool:
+        if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable, UserDefinedClassVariable)):
+            if self.output.side_effects.pending_attr(obj, name) is not None:
+                return True
+            return hasattr(obj.value, name)
+        if isinstance(obj, TensorVariable):
+            return hasattr(obj.example, name)
+        if obj.is_python_constant():
+            return hasattr(obj.as_python_constant(), name)
+        return hasattr(obj.python_type(), name)
+
+    def store_attr(self: InstructionTranslatorBase, obj: VT, name: str, value: VT) -> None:
+        if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)):
+            if isinstance(obj, NNModuleVariable) and isinstance(value, TensorVariable) and (
+                name in obj.value._parameters
+            ):
+                unimplemented(
+                    gb_type="parameter assignment",
+                    context=f"assigning module parameter {name!r}",
+                    explanation="Replacing a registered parameter inside the compiled region is not supported.",
+                    hints=("Assign parameters outside the compiled function.",),
+                )
+            self.output.side_effects.store_attr(obj, name, value)
+            return
+        unimplemented(
+            gb_type="unsupported attribute store",
+            context=f"setting {name!r} on {obj}",
+            explanation="bytegraph cannot record this attribute assignment as a side effect.",
+            hints=("Move the assignment out of the compiled function.",),
+        )
+

@@ -1,0 +1,232 @@
+"""Handlers for stack manipulation, operators, subscripts and container building."""
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING
+
+from bytegraph.breaks import unimplemented
+from bytegraph.bytecode.instructions import Instruction
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.containers import (
+    DictVariable,
+    ListVariable,
+    SetVariable,
+    SliceVariable,
+    TupleVariable,
+)
+
+if TYPE_CHECKING:
+    from bytegraph.translator.base import InstructionTranslatorBase
+
+VT = VariableTracker
+
+#: BINARY_OP oparg -> operator function (the order of CPython's NB_* constants).
+BINARY_OPS = (
+    operator.add, operator.and_, operator.floordiv, operator.lshift, operator.matmul,
+    operator.mul, operator.mod, operator.or_, operator.pow, operator.rshift, operator.sub,
+    operator.truediv, operator.xor,
+    operator.iadd, operator.iand, operator.ifloordiv, operator.ilshift, operator.imatmul,
+    operator.imul, operator.imod, operator.ior, operator.ipow, operator.irshift, operator.isub,
+    operator.itruediv, operator.ixor,
+)
+
+COMPARE_OPS = {
+    "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
+    ">": operator.gt, ">=": operator.ge,
+}
+
+
+class StackOps:
+    # ---- plain stack ---------------------------------------------------------------------
+    def NOP(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        pass
+
+    RESUME = NOP
+    EXTENDED_ARG = NOP
+
+    def POP_TOP(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.pop()
+
+    def COPY(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.push(self.peek(inst.arg))
+
+    def SWAP(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        i = inst.arg
+        self.stack[-1], self.stack[-i] = self.stack[-i], self.stack[-1]
+
+    # ---- operators ------------------------------------------------------------------------
+    def BINARY_OP(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        right = self.pop()
+        left = self.pop()
+        self.push(self.call_builtin(BINARY_OPS[inst.arg], [left, right]))
+
+    def _unary(self: InstructionTranslatorBase, fn) -> None:
+        self.push(self.call_builtin(fn, [self.pop()]))
+
+    def UNARY_NEGATIVE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self._unary(operator.neg)
+
+    def UNARY_POSITIVE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self._unary(operator.pos)
+
+    def UNARY_INVERT(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self._unary(operator.invert)
+
+    def UNARY_NOT(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.push(ConstantVariable(not self.pop().truthy(self)))
+
+    def COMPARE_OP(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        right = self.pop()
+        left = self.pop()
+        self.push(self.call_builtin(COMPARE_OPS[inst.argval], [left, right]))
+
+    def IS_OP(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        right = self.pop()
+        left = self.pop()
+        self.push(self.call_builtin(operator.is_not if inst.arg else operator.is_, [left, right]))
+
+    def CONTAINS_OP(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        container = self.pop()
+        item = self.pop()
+        result = self.call_builtin(operator.contains, [container, item])
+        if inst.arg:
+            result = ConstantVariable(not result.truthy(self))
+        self.push(result)
+
+    # ---- subscripts -------------------------------------------------------------------------
+    def BINARY_SUBSCR(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        index = self.pop()
+        container = self.pop()
+        self.push(self.call_builtin(operator.getitem, [container, index]))
+
+    def STORE_SUBSCR(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        index = self.pop()
+        container = self.pop()
+        value = self.pop()
+        container.call_method(self, "__setitem__", [index, value], {})
+
+    def DELETE_SUBSCR(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        index = self.pop()
+        container = self.pop()
+        container.call_method(self, "__delitem__", [index], {})
+
+    def BUILD_SLICE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        parts = self.popn(inst.arg)
+        if len(parts) == 2:
+            parts.append(ConstantVariable(None))
+        self.push(SliceVariable(*parts))
+
+    # ---- building containers --------------------------------------------------------------------
+    def BUILD_TUPLE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.push(TupleVariable(self.popn(inst.arg)))
+
+    def BUILD_LIST(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.push(ListVariable(self.popn(inst.arg)))
+
+    def BUILD_SET(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.push(SetVariable(self.popn(inst.arg)))
+
+    def BUILD_MAP(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        flat = self.popn(2 * inst.arg)
+        result = DictVariable({})
+        for key, value in zip(flat[::2], flat[1::2]):
+            result.items[DictVariable.key_of(self, key)] = (key, value)
+        self.push(result)
+
+    def BUILD_CONST_KEY_MAP(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        keys = self.pop().as_python_constant()
+        values = self.popn(inst.arg)
+        self.push(DictVariable({k: (ConstantVariable(k), v) for k, v in zip(keys, values)}))
+
+    def BUILD_STRING(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        parts = self.popn(inst.arg)
+        self.push(ConstantVariable("".join(p.as_python_constant() for p in parts)))
+
+    def FORMAT_VALUE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        flags = inst.arg
+        spec = self.pop().as_python_constant() if flags & 0x04 else ""
+        value = self.pop()
+        if not value.is_python_constant():
+            unimplemented(
+                gb_type="str of traced value",
+                context=f"f-string formatting of {value}",
+                explanation="The string form of this value is not known at trace time.",
+                hints=("Format only Python constants inside the compiled function.",),
+            )
+        raw = value.as_python_constant()
+        conversion = {0x01: str, 0x02: repr, 0x03: ascii}.get(flags & 0x03)
+        if conversion is not None:
+            raw = conversion(raw)
+        self.push(ConstantVariable(format(raw, spec)))
+
+    def LIST_APPEND(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        value = self.pop()
+        self.peek(inst.arg).call_method(self, "append", [value], {})
+
+    def SET_ADD(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        value = self.pop()
+        self.peek(inst.arg).call_method(self, "add", [value], {})
+
+    def MAP_ADD(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        value = self.pop()
+        key = self.pop()
+        self.peek(inst.arg).call_method(self, "__setitem__", [key, value], {})
+
+    def LIST_EXTEND(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        value = self.pop()
+        self.peek(inst.arg).call_method(self, "extend", [value], {})
+
+    def SET_UPDATE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        value = self.pop()
+        self.peek(inst.arg).call_method(self, "update", [value], {})
+
+    def DICT_UPDATE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        value = self.pop()
+        self.peek(inst.arg).call_method(self, "update", [value], {})
+
+    def DICT_MERGE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        value = self.pop()
+        target = self.peek(inst.arg)
+        incoming = value if isinstance(value, DictVariable) else self.call_builtin(dict, [value])
+        for key in incoming.items:
+            if key in target.items:
+                unimplemented(
+                    gb_type="user error",
+                    context=f"duplicate keyword argument {key!r}",
+                    explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
+                    hints=("Pass each keyword argument once.",),
+                )
+        target.call_method(self, "update", [incoming], {})
+
+    def LIST_TO_TUPLE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.push(TupleVariable(self.unpack(self.pop())))
+
+    # ---- unpacking ---------------------------------------------------------------------------------
+    def UNPACK_SEQUENCE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        items = self.unpack(self.pop())
+        if len(items) != inst.arg:
+            unimplemented(
+                gb_type="user error",
+                context=f"unpacking {len(items)} values into {inst.arg} names",
+                explanation="The traced code raises ValueError; it runs natively so the error is the eager one.",
+                hints=("Match the number of names to the number of values.",),
+            )
+        for item in reversed(items):
+            self.push(item)
+
+    def UNPACK_EX(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        before = inst.arg & 0xFF
+        after = inst.arg >> 8
+        items = self.unpack(self.pop())
+        if len(items) < before + after:
+            unimplemented(
+                gb_type="user error",
+                context=f"not enough values to unpack (expected at least {before + after})",
+                explanation="The traced code raises ValueError; it runs natively so the error is the eager one.",
+                hints=("Match the number of names to the number of values.",),
+            )
+        middle = ListVariable(items[before : len(items) - after])
+        values = items[:before] + [middle] + items[len(items) - after :]
+        for item in reversed(values):
+            self.push(item)

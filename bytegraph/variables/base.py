@@ -1,0 +1,177 @@
+"""VariableTracker: what the translator's stack and locals hold.
+
+A VariableTracker (VT) stands for one Python value of the traced program. It
+knows how to answer the operations the bytecode performs on the value
+(attribute access, calls, iteration, truth) *symbolically*: by folding
+constants, by adding nodes to the graph, by inlining user code, or by raising a
+graph break. A VT that came from the frame's inputs carries a
+:class:`~bytegraph.guards.source.Source`; the guards for the facts it exposes
+were installed when it was wrapped (see :mod:`bytegraph.variables.builder`).
+
+Methods take the translator ``tx`` explicitly (DESIGN: no global translator).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from bytegraph.breaks import unimplemented
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.guards.source import Source
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+
+class VariableTracker:
+    """Base of all variable trackers.
+
+    Attributes:
+        source: where the value was read from, or None for values created
+            during the trace.
+    """
+
+    #: True for VTs whose Python object is mutable and must keep one identity
+    #: when rebuilt (lists, dicts, user objects created in the trace).
+    mutable = False
+
+    def __init__(self, source: Source | None = None):
+        self.source = source
+
+    # ---- what the value is -------------------------------------------------
+    def python_type(self) -> type:
+        """The Python type of the value (``type(value)`` in eager)."""
+        unimplemented(
+            gb_type="unknown python type",
+            context=f"type() of {self}",
+            explanation="bytegraph does not know the Python type of this value.",
+        )
+
+    def is_python_constant(self) -> bool:
+        """Whether :meth:`as_python_constant` would succeed."""
+        return False
+
+    def as_python_constant(self) -> Any:
+        """The concrete Python value, when it is known at trace time."""
+        unimplemented(
+            gb_type="non-constant value",
+            context=f"{self} used where a Python constant is needed",
+            explanation="This value is only known when the compiled code runs, but the operation needs it now.",
+            hints=("Make the value a constant (e.g. a Python int) or move the code out of the compiled region.",),
+        )
+
+    # ---- operations --------------------------------------------------------
+    def var_getattr(self, tx: Tx, name: str) -> VariableTracker:
+        """``value.name``; by default, methods of the value's type bind to
+        :meth:`call_method` of this VT."""
+        if callable(getattr(self.python_type(), name, None)):
+            return BoundMethodVariable(self, name)
+        unimplemented(
+            gb_type="unsupported attribute",
+            context=f"attribute {name!r} of {self}",
+            explanation="bytegraph cannot read this attribute symbolically.",
+        )
+
+    def call_function(
+        self, tx: Tx, args: Sequence[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        """``value(*args, **kwargs)``."""
+        unimplemented(
+            gb_type="unsupported call",
+            context=f"call to {self}",
+            explanation="bytegraph cannot trace a call of this kind of object.",
+        )
+
+    def call_method(
+        self, tx: Tx, name: str, args: Sequence[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        """``value.name(*args, **kwargs)``; by default attribute then call."""
+        attr = self.var_getattr(tx, name)
+        if isinstance(attr, BoundMethodVariable) and attr.obj is self:
+            unimplemented(
+                gb_type="unsupported method call",
+                context=f"{self.python_type().__name__}.{name}()",
+                explanation=f"bytegraph does not model the method {name} on this kind of value.",
+            )
+        return attr.call_function(tx, args, kwargs)
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        """Whether :meth:`unpack_var_sequence` can list the items at trace time."""
+        return False
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VariableTracker]:
+        """The items of iterating the value, as VTs (finite, known now)."""
+        unimplemented(
+            gb_type="unsupported iteration",
+            context=f"iterating over {self}",
+            explanation="bytegraph cannot list the items of this value at trace time.",
+        )
+
+    def truthy(self, tx: Tx) -> bool:
+        """``bool(value)``, decided at trace time or a graph break."""
+        unimplemented(
+            gb_type="unsupported truth value",
+            context=f"bool() of {self}",
+            explanation="bytegraph cannot decide the truth of this value at trace time.",
+        )
+
+    # ---- graph and codegen -------------------------------------------------
+    def as_proxy(self) -> Any:
+        """This value as an argument of an fx node (a Node or a constant)."""
+        unimplemented(
+            gb_type="unsupported graph argument",
+            context=f"{self} passed to a torch operation",
+            explanation="Only tensors, symbolic sizes, Python constants and containers of them can be graph arguments.",
+        )
+
+    def as_example(self) -> Any:
+        """This value with tensors replaced by their FakeTensor examples."""
+        return self.as_python_constant()
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """Emit bytecode that leaves this value on the stack."""
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        unimplemented(
+            gb_type="cannot reconstruct",
+            context=f"{self} is live after the graph",
+            explanation="bytegraph cannot rebuild this value in the generated code.",
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class BoundMethodVariable(VariableTracker):
+    """``obj.name`` for a method implemented by ``obj``'s VT (``lst.append``,
+    ``d.items``, ``"x".join``...): calling it calls ``obj.call_method(name)``."""
+
+    def __init__(self, obj: VariableTracker, name: str):
+        super().__init__()
+        self.obj = obj
+        self.name = name
+
+    def python_type(self) -> type:
+        return type([].append)
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def call_function(
+        self, tx: Tx, args: Sequence[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def var_getattr(self, tx: Tx, name: str) -> VariableTracker:
+        if name == "__self__":
+            return self.obj
+        if name == "__name__":
+            return tx.wrap_const(self.name)
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.reconstruct(self.obj)
+        codegen.load_attr(self.name)
+
+    def __repr__(self) -> str:
+        return f"BoundMethodVariable({self.obj}.{self.name})"

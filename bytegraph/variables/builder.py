@@ -1,0 +1,223 @@
+"""Wrap real Python values into VariableTrackers.
+
+:func:`wrap` handles values read from a :class:`Source` (frame inputs, globals,
+attributes of inputs): it picks the VT kind and installs the guards that make
+the trace valid for later calls (tensor metadata, constant values, identities,
+container lengths and keys). :func:`wrap_const` handles values with no source
+(constants of the code, results folded at trace time, members of library
+modules) and installs nothing.
+
+Mutable objects keep one VT per object: reading the same list or module
+through two paths gives the same VT, plus a guard that the paths still meet.
+"""
+from __future__ import annotations
+
+import builtins
+import collections
+import enum
+import functools
+import math
+import operator
+import types
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from bytegraph.breaks import unimplemented
+from bytegraph.guards.guards import (
+    ConstantMatch,
+    DictKeysMatch,
+    EqualsMatch,
+    IdMatch,
+    LenMatch,
+    SameObject,
+    TensorMatch,
+    TypeMatch,
+)
+from bytegraph.guards.source import AttrSource, GetItemSource, Source
+from bytegraph.variables.base import BoundMethodVariable, VariableTracker
+from bytegraph.variables.builtin import BuiltinVariable
+from bytegraph.variables.constant import ConstantVariable, is_constant_value
+from bytegraph.variables.containers import (
+    DictVariable,
+    ListVariable,
+    NamedTupleVariable,
+    SetVariable,
+    SizeVariable,
+    TupleVariable,
+)
+from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
+from bytegraph.variables.misc import OpaqueConstantVariable
+from bytegraph.variables.nn_module import NNModuleVariable
+from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_callable
+from bytegraph.variables.user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
+
+if TYPE_CHECKING:
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+VT = VariableTracker
+
+#: builtin types and callables answered by BuiltinVariable.
+_BUILTIN_CALLABLES = frozenset(
+    v for v in vars(builtins).values() if callable(v) and not (isinstance(v, type) and issubclass(v, BaseException))
+)
+_BUILTIN_MODULES = (operator, math)
+
+
+def _is_builtin_callable(value: Any) -> bool:
+    try:
+        if value in _BUILTIN_CALLABLES:
+            return True
+    except TypeError:
+        return False
+    module = getattr(value, "__module__", None)
+    return isinstance(value, types.BuiltinFunctionType) and module in ("_operator", "operator", "math")
+
+
+def _is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "__match_args__") and type(value) is not tuple
+
+
+def wrap(tx: Tx, value: Any, source: Source) -> VT:
+    """Wrap ``value``, read from ``source``, installing the guards it needs."""
+    guards = tx.output.guards
+    side_effects = tx.output.side_effects
+
+    tracked = side_effects.tracked(value)
+    if tracked is not None:
+        if tracked.source is not None and tracked.source != source:
+            guards.add(SameObject(source, tracked.source))
+        return tracked
+
+    if isinstance(value, torch.Tensor):
+        return _wrap_tensor(tx, value, source)
+
+    if is_constant_value(value) and type(value) is not tuple:
+        guards.add(ConstantMatch(source, value))
+        return ConstantVariable(value, source)
+
+    if isinstance(value, torch.Size):
+        guards.add(ConstantMatch(source, value))
+        return SizeVariable([ConstantVariable(int(s)) for s in value], source)
+
+    if isinstance(value, (tuple, list)):
+        guards.add(LenMatch(source, type(value), len(value)))
+        items = [wrap(tx, item, GetItemSource(source, i)) for i, item in enumerate(value)]
+        if _is_namedtuple(value):
+            return NamedTupleVariable(items, type(value), source)
+        if isinstance(value, list):
+            if type(value) is not list:
+                return _wrap_object(tx, value, source)
+            return side_effects.track(value, ListVariable(items, source))
+        if type(value) is not tuple:
+            return _wrap_object(tx, value, source)
+        return TupleVariable(items, source)
+
+    if type(value) in (dict, collections.OrderedDict):
+        keys = list(value)
+        if not all(type(k) in (str, int) for k in keys):
+            return _wrap_object(tx, value, source)
+        guards.add(DictKeysMatch(source, type(value), tuple(keys)))
+        items = {k: (ConstantVariable(k), wrap(tx, v, GetItemSource(source, k))) for k, v in value.items()}
+        return side_effects.track(value, DictVariable(items, type(value), source))
+
+    if type(value) in (set, frozenset) and all(is_constant_value(v) for v in value):
+        guards.add(TypeMatch(source, type(value)))
+        guards.add(EqualsMatch(source, frozenset(value)))
+        var = SetVariable([ConstantVariable(v) for v in value], type(value), source)
+        return side_effects.track(value, var) if type(value) is set else var
+
+    if isinstance(value, torch.nn.Module):
+        guards.add(IdMatch.of(source, value))
+        return side_effects.track(value, NNModuleVariable(value, source))
+
+    if isinstance(value, types.MethodType):
+        guards.add(IdMatch.of(AttrSource(source, "__func__"), value.__func__))
+        obj = wrap(tx, value.__self__, AttrSource(source, "__self__"))
+        if isinstance(value.__func__, types.FunctionType):
+            return UserMethodVariable(value.__func__, obj, source)
+        return BoundMethodVariable(obj, value.__func__.__name__)
+
+    if isinstance(value, types.BuiltinMethodType) and not isinstance(value.__self__, types.ModuleType):
+        owner = value.__self__
+        if not is_torch_callable(value) and not _is_builtin_callable(value):
+            obj = wrap(tx, owner, AttrSource(source, "__self__"))
+            return BoundMethodVariable(obj, value.__name__)
+
+    guards.add(IdMatch.of(source, value) if _weakrefable(value) or _immortal(value) else TypeMatch(source, type(value)))
+    return _wrap_by_kind(tx, value, source)
+
+
+def _weakrefable(value: Any) -> bool:
+    return type(value).__weakrefoffset__ != 0
+
+
+def _immortal(value: Any) -> bool:
+    return isinstance(value, (types.BuiltinFunctionType, type, types.ModuleType))
+
+
+def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
+    """The VT kind for functions, classes, modules and other objects."""
+    if is_torch_callable(value):
+        return TorchFunctionVariable(value, source)
+    if _is_builtin_callable(value):
+        return BuiltinVariable(value, source)
+    if isinstance(value, types.FunctionType):
+        return UserFunctionVariable(value, source)
+    if isinstance(value, types.ModuleType):
+        return PythonModuleVariable(value, source)
+    if isinstance(value, type):
+        return UserDefinedClassVariable(value, source)
+    if isinstance(value, functools.partial) or type(value).__module__ in ("logging", "typing"):
+        return OpaqueConstantVariable(value, source)
+    if source is None:
+        return OpaqueConstantVariable(value)
+    return _wrap_object(tx, value, source)
+
+
+def _wrap_object(tx: Tx, value: Any, source: Source) -> VT:
+    tx.output.guards.add(TypeMatch(source, type(value)))
+    return tx.output.side_effects.track(value, UserDefinedObjectVariable(value, source))
+
+
+def _wrap_tensor(tx: Tx, value: torch.Tensor, source: Source) -> VT:
+    if type(value) not in (torch.Tensor, torch.nn.Parameter):
+        unimplemented(
+            gb_type="tensor subclass",
+            context=f"input of type {type(value).__qualname__}",
+            explanation="Tensor subclasses are not traced yet.",
+            hints=("Pass a plain torch.Tensor.",),
+        )
+    tx.output.guards.add(TensorMatch.of(source, value))
+    node, example = tx.output.add_graph_input(source, value)
+    var = TensorVariable(node, example, source, class_type=type(value))
+    return tx.output.side_effects.track(value, var)
+
+
+def wrap_const(tx: Tx, value: Any) -> VT:
+    """Wrap a value that has no source (no guards installed)."""
+    if is_constant_value(value) and type(value) is not tuple:
+        return ConstantVariable(value)
+    if isinstance(value, torch.Size):
+        return SizeVariable([ConstantVariable(int(s)) for s in value])
+    if _is_namedtuple(value):
+        return NamedTupleVariable([wrap_const(tx, v) for v in value], type(value))
+    if type(value) is tuple:
+        return TupleVariable([wrap_const(tx, v) for v in value])
+    if type(value) is list:
+        return ListVariable([wrap_const(tx, v) for v in value])
+    if type(value) in (dict, collections.OrderedDict) and all(is_constant_value(k) for k in value):
+        return DictVariable({k: (ConstantVariable(k), wrap_const(tx, v)) for k, v in value.items()}, type(value))
+    if type(value) in (set, frozenset) and all(is_constant_value(v) for v in value):
+        return SetVariable([ConstantVariable(v) for v in value], type(value))
+    if isinstance(value, torch.Tensor):
+        unimplemented(
+            gb_type="tensor without source",
+            context="a tensor reached from a library constant",
+            explanation="bytegraph can only read tensors from the frame's inputs, globals and attributes.",
+            hints=("Pass the tensor as an argument.",),
+        )
+    if isinstance(value, enum.Enum):
+        return ConstantVariable(value)
+    return _wrap_by_kind(tx, value, None)

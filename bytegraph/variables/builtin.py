@@ -1,0 +1,415 @@
+"""Python builtins and ``operator`` functions applied to traced values.
+
+:class:`BuiltinVariable` stands for one builtin callable (``len``,
+``isinstance``, ``operator.add``...). A call is answered, in order, by:
+
+1. a dedicated handler ``_call_<name>`` when the builtin needs VT-level logic
+   (``len``, ``isinstance``, ``getattr``, ``enumerate``...);
+2. the graph, when an argument is a tensor and the builtin is an operator;
+3. constant folding, when every argument is a constant and the builtin is pure;
+4. otherwise a graph break naming the builtin.
+
+The bytecode's operators (``BINARY_OP``, ``COMPARE_OP``...) come here as the
+matching ``operator`` functions.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from bytegraph.breaks import HINT_REWRITE, unimplemented
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.containers import (
+    BaseSequenceVariable,
+    DictVariable,
+    ListIteratorVariable,
+    ListVariable,
+    SetVariable,
+    SliceVariable,
+    TupleVariable,
+)
+from bytegraph.variables.tensor import TensorVariable, graph_call
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+VT = VariableTracker
+
+#: operator functions that become graph nodes when a tensor is involved.
+TENSOR_OPERATORS = frozenset(
+    {
+        operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+        operator.mod, operator.pow, operator.matmul, operator.and_, operator.or_,
+        operator.xor, operator.lshift, operator.rshift, operator.neg, operator.pos,
+        operator.invert, operator.abs, operator.eq, operator.ne, operator.lt,
+        operator.le, operator.gt, operator.ge, operator.getitem,
+        operator.iadd, operator.isub, operator.imul, operator.itruediv,
+        operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul,
+        operator.iand, operator.ior, operator.ixor, operator.ilshift, operator.irshift,
+        builtins.abs, builtins.pow,
+    }
+)
+
+#: in-place operator -> its out-of-place twin, for immutable operands.
+INPLACE_TO_BINARY = {
+    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv,
+    operator.imod: operator.mod, operator.ipow: operator.pow, operator.imatmul: operator.matmul,
+    operator.iand: operator.and_, operator.ior: operator.or_, operator.ixor: operator.xor,
+    operator.ilshift: operator.lshift, operator.irshift: operator.rshift,
+}
+
+#: builtins safe to evaluate at trace time on constant arguments.
+PURE_BUILTINS = frozenset(
+    {
+        abs, all, any, ascii, bin, bool, callable, chr, complex, divmod, float, format,
+        frozenset, hash, hex, int, isinstance, issubclass, len, max, min, oct, ord, pow,
+        repr, round, sorted, str, sum, tuple, type, range, slice, getattr, hasattr,
+        reversed, enumerate, zip, list, dict, set, bytes, map, filter,
+    }
+    | {getattr(operator, name) for name in dir(operator) if not name.startswith("_")}
+    | {getattr(math, name) for name in dir(math) if callable(getattr(math, name))}
+) - {operator.setitem, operator.delitem, operator.iconcat}
+
+
+def _user_error(context: str, exc: BaseException) -> None:
+    unimplemented(
+        gb_type="user error",
+        context=f"{context} raised {type(exc).__name__}: {exc}",
+        explanation="The traced code raises an exception; the frame runs natively so the error is the eager one.",
+        hints=("Fix the error in your code.",),
+    )
+
+
+class BuiltinVariable(VariableTracker):
+    """A builtin function or ``operator``/``math`` function."""
+
+    def __init__(self, fn: Callable, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_const(self.fn)
+
+    def __repr__(self) -> str:
+        return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
+
+    # ---- dispatch ----------------------------------------------------------
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        fn = self.fn
+        name = getattr(fn, "__name__", "")
+        handler = getattr(self, f"_call_{name}", None) if _HANDLED.get(name) is fn else None
+        if handler is not None:
+            result = handler(tx, *args, **kwargs)
+            if result is not None:
+                return result
+        if fn in TENSOR_OPERATORS and any(isinstance(a, TensorVariable) for a in args) and not kwargs:
+            return self._tensor_operator(tx, args)
+        if fn in INPLACE_TO_BINARY and not kwargs and len(args) == 2:
+            result = self._inplace(tx, args)
+            if result is not None:
+                return result
+        if fn in PURE_BUILTINS and all(a.is_python_constant() for a in args) and all(
+            v.is_python_constant() for v in kwargs.values()
+        ):
+            return self._fold(tx, args, kwargs)
+        result = self._sequence_operator(tx, args) if not kwargs else None
+        if result is not None:
+            return result
+        result = tx.call_dunder(fn, args, kwargs)
+        if result is not None:
+            return result
+        unimplemented(
+            gb_type="unsupported builtin call",
+            context=f"{name or fn}({', '.join(type(a).__name__ for a in args)})",
+            explanation=f"bytegraph cannot trace builtin {name or fn} with these argument kinds.",
+            hints=(HINT_REWRITE,),
+        )
+
+    def _fold(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        values = [a.as_python_constant() for a in args]
+        kw = {k: v.as_python_constant() for k, v in kwargs.items()}
+        try:
+            result = self.fn(*values, **kw)
+        except Exception as e:  # the eager program raises the same error natively
+            _user_error(getattr(self.fn, "__name__", str(self.fn)), e)
+        if isinstance(result, (map, filter, zip, enumerate, reversed, type(iter([])), type(iter(())))):
+            return ListIteratorVariable([tx.wrap_const(v) for v in result])
+        return tx.wrap_const(result)
+
+    def _tensor_operator(self, tx: Tx, args: Sequence[VT]) -> VT:
+        fn = self.fn
+        if fn is builtins.abs:
+            fn = operator.abs
+        return graph_call(tx, "call_function", fn, list(args), {})
+
+    def _inplace(self, tx: Tx, args: Sequence[VT]) -> VT | None:
+        target, value = args
+        if isinstance(target, ListVariable) and self.fn is operator.iadd:
+            tx.output.side_effects.mutate(target)
+            target.items.extend(tx.unpack(value))
+            return target
+        if isinstance(target, DictVariable) and self.fn is operator.ior:
+            target.call_method(tx, "update", [value], {})
+            return target
+        if target.is_python_constant() or isinstance(target, (TupleVariable, ListVariable)):
+            return BuiltinVariable(INPLACE_TO_BINARY[self.fn]).call_function(tx, args, {})
+        return None
+
+    def _sequence_operator(self, tx: Tx, args: Sequence[VT]) -> VT | None:
+        fn = self.fn
+        if len(args) == 2:
+            a, b = args
+            if fn is operator.getitem:
+                if isinstance(a, (BaseSequenceVariable, DictVariable)):
+                    return a.getitem(tx, b)
+                return None
+            if fn is operator.contains:
+                return self._contains(tx, a, b)
+            if fn in (operator.is_, operator.is_not):
+                same = tx.same_object(a, b)
+                if same is None:
+                    return None
+                return ConstantVariable(same if fn is operator.is_ else not same)
+            if fn is operator.add and isinstance(a, BaseSequenceVariable) and type(a) is type(b):
+                return a.with_items(a.items + b.items)
+            if fn is operator.add and isinstance(a, BaseSequenceVariable) and isinstance(b, BaseSequenceVariable):
+                if issubclass(a.python_type(), tuple) and issubclass(b.python_type(), tuple):
+                    return TupleVariable(a.items + b.items)
+            if fn is operator.mul and isinstance(a, BaseSequenceVariable) and b.is_python_constant():
+                return a.with_items(a.items * b.as_python_constant())
+            if fn is operator.mul and isinstance(b, BaseSequenceVariable) and a.is_python_constant():
+                return b.with_items(b.items * a.as_python_constant())
+            if fn in (operator.eq, operator.ne) and isinstance(a, BaseSequenceVariable) and isinstance(
+                b, BaseSequenceVariable
+            ):
+                equal = issubclass(a.python_type(), tuple) == issubclass(b.python_type(), tuple) and len(
+                    a.items
+                ) == len(b.items) and all(
+                    tx.call_builtin(operator.eq, [x, y]).truthy(tx) for x, y in zip(a.items, b.items)
+                )
+                return ConstantVariable(equal if fn is operator.eq else not equal)
+            if fn in (operator.eq, operator.ne):
+                same = tx.same_object(a, b)
+                if same is not None and (same or _identity_eq(a) and _identity_eq(b)):
+                    return ConstantVariable(same if fn is operator.eq else not same)
+            if fn is operator.or_ and isinstance(a, DictVariable) and isinstance(b, DictVariable):
+                merged = DictVariable(a.items, a.dict_cls)
+                merged.items.update(b.items)
+                return merged
+        if len(args) == 1 and fn is operator.not_:
+            return ConstantVariable(not args[0].truthy(tx))
+        if len(args) == 1 and fn is operator.truth:
+            return ConstantVariable(args[0].truthy(tx))
+        return None
+
+    def _contains(self, tx: Tx, container: VT, item: VT) -> VT | None:
+        if isinstance(container, DictVariable):
+            return container.call_method(tx, "__contains__", [item], {})
+        if isinstance(container, TensorVariable):
+            return graph_call(tx, "call_method", "__contains__", [container, item], {})
+        if container.has_unpack_var_sequence(tx) and not isinstance(container, ListIteratorVariable):
+            for element in container.unpack_var_sequence(tx):
+                if tx.same_object(element, item):
+                    return ConstantVariable(True)
+                if tx.call_builtin(operator.eq, [element, item]).truthy(tx):
+                    return ConstantVariable(True)
+            return ConstantVariable(False)
+        return None
+
+    # ---- handlers: each returns a VT, or None to fall through ----------------
+    def _call_len(self, tx: Tx, obj: VT) -> VT | None:
+        if isinstance(obj, (BaseSequenceVariable, DictVariable, TensorVariable)):
+            return obj.call_method(tx, "__len__", [], {})
+        if obj.has_unpack_var_sequence(tx) and not isinstance(obj, ListIteratorVariable):
+            return ConstantVariable(len(obj.unpack_var_sequence(tx)))
+        return None
+
+    def _call_isinstance(self, tx: Tx, obj: VT, classes: VT) -> VT | None:
+        cls = classes.as_python_constant()
+        try:
+            return ConstantVariable(tx.isinstance_of(obj, cls))
+        except TypeError as e:
+            _user_error("isinstance", e)
+
+    def _call_issubclass(self, tx: Tx, cls: VT, classes: VT) -> VT | None:
+        return None  # constant folding handles it
+
+    def _call_type(self, tx: Tx, obj: VT, *rest: VT) -> VT | None:
+        if rest:
+            return None
+        return tx.wrap_const(obj.python_type())
+
+    def _call_getattr(self, tx: Tx, obj: VT, name: VT, *default: VT) -> VT | None:
+        attr = name.as_python_constant()
+        if default and not tx.has_attr(obj, attr):
+            return default[0]
+        return tx.get_attr(obj, attr)
+
+    def _call_hasattr(self, tx: Tx, obj: VT, name: VT) -> VT | None:
+        return ConstantVariable(tx.has_attr(obj, name.as_python_constant()))
+
+    def _call_setattr(self, tx: Tx, obj: VT, name: VT, value: VT) -> VT | None:
+        tx.store_attr(obj, name.as_python_constant(), value)
+        return ConstantVariable(None)
+
+    def _call_callable(self, tx: Tx, obj: VT) -> VT | None:
+        return ConstantVariable(callable(obj.python_type()) and _is_callable_type(obj.python_type()))
+
+    def _call_iter(self, tx: Tx, obj: VT, *rest: VT) -> VT | None:
+        if rest:
+            return None
+        return tx.get_iter(obj)
+
+    def _call_next(self, tx: Tx, it: VT, *default: VT) -> VT | None:
+        if isinstance(it, ListIteratorVariable):
+            item = it.next_item(tx)
+            if item is None:
+                if default:
+                    return default[0]
+                return it.call_method(tx, "__next__", [], {})
+            return item
+        return None
+
+    def _call_bool(self, tx: Tx, obj: VT | None = None) -> VT | None:
+        if obj is None:
+            return ConstantVariable(False)
+        return ConstantVariable(obj.truthy(tx))
+
+    def _call_list(self, tx: Tx, obj: VT | None = None) -> VT | None:
+        return ListVariable(tx.unpack(obj) if obj is not None else [])
+
+    def _call_tuple(self, tx: Tx, obj: VT | None = None) -> VT | None:
+        if isinstance(obj, TupleVariable) and obj.python_type() is tuple:
+            return obj
+        return TupleVariable(tx.unpack(obj) if obj is not None else [])
+
+    def _call_dict(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
+        result = DictVariable({})
+        result.call_method(tx, "update", list(args), kwargs)
+        return result
+
+    def _call_set(self, tx: Tx, obj: VT | None = None) -> VT | None:
+        return SetVariable(tx.unpack(obj) if obj is not None else [])
+
+    def _call_frozenset(self, tx: Tx, obj: VT | None = None) -> VT | None:
+        return SetVariable(tx.unpack(obj) if obj is not None else [], frozenset)
+
+    def _call_enumerate(self, tx: Tx, obj: VT, start: VT | None = None) -> VT | None:
+        first = start.as_python_constant() if start is not None else 0
+        items = tx.unpack(obj)
+        return ListIteratorVariable([TupleVariable([ConstantVariable(first + i), v]) for i, v in enumerate(items)])
+
+    def _call_zip(self, tx: Tx, *iterables: VT, strict: VT | None = None) -> VT | None:
+        lists = [tx.unpack(it) for it in iterables]
+        if strict is not None and strict.as_python_constant() and len({len(x) for x in lists}) > 1:
+            return None
+        return ListIteratorVariable([TupleVariable(list(group)) for group in zip(*lists)])
+
+    def _call_map(self, tx: Tx, fn: VT, *iterables: VT) -> VT | None:
+        lists = [tx.unpack(it) for it in iterables]
+        return ListIteratorVariable([fn.call_function(tx, list(group), {}) for group in zip(*lists)])
+
+    def _call_filter(self, tx: Tx, fn: VT, iterable: VT) -> VT | None:
+        items = tx.unpack(iterable)
+        if fn.is_python_constant() and fn.as_python_constant() is None:
+            return ListIteratorVariable([i for i in items if i.truthy(tx)])
+        return ListIteratorVariable([i for i in items if fn.call_function(tx, [i], {}).truthy(tx)])
+
+    def _call_reversed(self, tx: Tx, obj: VT) -> VT | None:
+        if isinstance(obj, (BaseSequenceVariable, DictVariable)) or obj.is_python_constant():
+            return ListIteratorVariable(list(reversed(tx.unpack(obj))))
+        return None
+
+    def _call_sorted(self, tx: Tx, obj: VT, key: VT | None = None, reverse: VT | None = None) -> VT | None:
+        items = tx.unpack(obj)
+        rev = reverse.as_python_constant() if reverse is not None else False
+        return ListVariable(tx.sort_items(items, key or ConstantVariable(None), rev))
+
+    def _call_sum(self, tx: Tx, iterable: VT, start: VT | None = None) -> VT | None:
+        if iterable.is_python_constant() and (start is None or start.is_python_constant()):
+            return None
+        total = start if start is not None else ConstantVariable(0)
+        for item in tx.unpack(iterable):
+            total = tx.call_builtin(operator.add, [total, item])
+        return total
+
+    def _call_slice(self, tx: Tx, *args: VT) -> VT | None:
+        none = ConstantVariable(None)
+        if len(args) == 1:
+            return SliceVariable(none, args[0], none)
+        parts = list(args) + [none] * (3 - len(args))
+        return SliceVariable(*parts)
+
+    def _call_print(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
+        unimplemented(
+            gb_type="print",
+            context="call to print()",
+            explanation="print() writes to a stream, a side effect that cannot be captured in a graph.",
+            hints=("Remove the print from the compiled region, or accept the graph break.",),
+        )
+
+    def _call_id(self, tx: Tx, obj: VT) -> VT | None:
+        ident = tx.identity_of(obj)
+        if ident is None or obj.source is None:
+            unimplemented(
+                gb_type="id of traced value",
+                context=f"id() of {obj}",
+                explanation="The identity of an object created during tracing is not known until it runs.",
+                hints=("Avoid id() on values created inside the compiled function.",),
+            )
+        return ConstantVariable(ident)
+
+    def _call_int(self, tx: Tx, *args: VT) -> VT | None:
+        return self._scalar_conversion(tx, "int", args)
+
+    def _call_float(self, tx: Tx, *args: VT) -> VT | None:
+        return self._scalar_conversion(tx, "float", args)
+
+    def _scalar_conversion(self, tx: Tx, name: str, args: Sequence[VT]) -> VT | None:
+        if args and isinstance(args[0], TensorVariable):
+            return args[0].call_method(tx, f"__{name}__", [], {})
+        return None
+
+    def _call_str(self, tx: Tx, *args: VT) -> VT | None:
+        if args and not args[0].is_python_constant():
+            unimplemented(
+                gb_type="str of traced value",
+                context=f"str() of {args[0]}",
+                explanation="The string form of this value is not known at trace time.",
+                hints=(HINT_REWRITE,),
+            )
+        return None
+
+
+def _identity_eq(vt: VT) -> bool:
+    """Whether ``==`` on this kind of value defaults to identity."""
+    from_type = vt.python_type()
+    return from_type.__eq__ is object.__eq__
+
+
+def _is_callable_type(cls: type) -> bool:
+    return hasattr(cls, "__call__")
+
+
+_HANDLED = {
+    name[len("_call_"):]: getattr(builtins, name[len("_call_"):])
+    for name in dir(BuiltinVariable)
+    if name.startswith("_call_") and hasattr(builtins, name[len("_call_"):])
+}

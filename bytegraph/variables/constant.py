@@ -1,0 +1,120 @@
+"""ConstantVariable: a Python value known at trace time.
+
+Holds immutable values (None, bool, int, float, complex, str, bytes, Ellipsis,
+``torch.dtype``/``device``/``layout``/``memory_format``, enum members, code
+objects...). Operations on constants are folded at trace time; the guards that
+make the fold valid were installed when the constant was read from its source.
+"""
+from __future__ import annotations
+
+import enum
+import types
+from typing import TYPE_CHECKING, Any, Sequence
+
+import torch
+
+from bytegraph.breaks import unimplemented
+from bytegraph.variables.base import BoundMethodVariable, VariableTracker
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+CONSTANT_TYPES: tuple[type, ...] = (
+    type(None),
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    type(Ellipsis),
+    type(NotImplemented),
+    torch.dtype,
+    torch.device,
+    torch.layout,
+    torch.memory_format,
+    types.CodeType,
+    range,
+    slice,
+    frozenset,
+    torch.finfo,
+    torch.iinfo,
+)
+
+
+def is_constant_value(value: Any) -> bool:
+    """Whether ``value`` can be a ConstantVariable (tuples of constants included)."""
+    if isinstance(value, enum.Enum):
+        return True
+    if type(value) is tuple:
+        return all(is_constant_value(v) for v in value)
+    return type(value) in CONSTANT_TYPES
+
+
+class ConstantVariable(VariableTracker):
+    """A known immutable Python value."""
+
+    def __init__(self, value: Any, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def as_proxy(self) -> Any:
+        return self.value
+
+    def as_example(self) -> Any:
+        return self.value
+
+    def truthy(self, tx: Tx) -> bool:
+        return bool(self.value)
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return isinstance(self.value, (str, bytes, range, frozenset, tuple))
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VariableTracker]:
+        if not self.has_unpack_var_sequence(tx):
+            return super().unpack_var_sequence(tx)
+        return [ConstantVariable(v) for v in self.value]
+
+    def var_getattr(self, tx: Tx, name: str) -> VariableTracker:
+        try:
+            member = getattr(self.value, name)
+        except AttributeError:
+            return super().var_getattr(tx, name)
+        if callable(member) and not isinstance(member, type):
+            return BoundMethodVariable(self, name)
+        return tx.wrap_const(member)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VariableTracker], kwargs: dict) -> VariableTracker:
+        """Methods of constants (``"a,b".split(",")``, ``(1.5).is_integer()``) are
+        folded when their arguments are constants too."""
+        if all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values()):
+            method = getattr(self.value, name, None)
+            if method is not None:
+                try:
+                    result = method(*[a.as_python_constant() for a in args],
+                                    **{k: v.as_python_constant() for k, v in kwargs.items()})
+                except Exception as e:
+                    unimplemented(
+                        gb_type="user error",
+                        context=f"{type(self.value).__name__}.{name} raised {type(e).__name__}: {e}",
+                        explanation="The traced code raises; it runs natively so the error is the eager one.",
+                        hints=("Fix the error in your code.",),
+                    )
+                return tx.wrap_const(result)
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_const(self.value)
+
+    def __repr__(self) -> str:
+        return f"ConstantVariable({self.value!r})"

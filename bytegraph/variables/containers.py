@@ -1,0 +1,729 @@
+"""Python containers: tuple, list, torch.Size, named tuples, dict, set, slice,
+and the iterator used by ``for`` loops.
+
+Items are VariableTrackers, so a list may mix constants, tensors and other
+objects. Lists, dicts and sets are mutable: in-trace mutations update the VT;
+when the VT has a source (the object existed before the call), the mutation is
+recorded as a side effect and replayed on the real object after the graph runs.
+"""
+from __future__ import annotations
+
+import collections
+import operator
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import torch
+
+from bytegraph.breaks import unimplemented
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import ConstantVariable
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+VT = VariableTracker
+
+
+def _const_int(tx: Tx, vt: VT, what: str) -> int:
+    value = vt.as_python_constant()
+    if not isinstance(value, int):
+        raise TypeError(f"{what} must be an int")
+    return value
+
+
+def _bad_method(container: VT, name: str) -> None:
+    unimplemented(
+        gb_type="unsupported container method",
+        context=f"{container.python_type().__name__}.{name}",
+        explanation=f"bytegraph does not model {container.python_type().__name__}.{name} on traced values.",
+    )
+
+
+class BaseSequenceVariable(VariableTracker):
+    """Common behaviour of tuple-like and list-like VTs."""
+
+    def __init__(self, items: Sequence[VT], source=None):
+        super().__init__(source)
+        self.items = list(items)
+
+    def is_python_constant(self) -> bool:
+        return all(i.is_python_constant() for i in self.items)
+
+    def as_python_constant(self) -> Any:
+        return self.python_type()([i.as_python_constant() for i in self.items])
+
+    def as_proxy(self) -> Any:
+        return self.python_type()([i.as_proxy() for i in self.items])
+
+    def as_example(self) -> Any:
+        return self.python_type()([i.as_example() for i in self.items])
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return True
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        return list(self.items)
+
+    def truthy(self, tx: Tx) -> bool:
+        return bool(self.items)
+
+    def getitem(self, tx: Tx, index: VT) -> VT:
+        idx = index.as_python_constant()
+        if isinstance(idx, slice):
+            return self.with_items(self.items[idx])
+        if not isinstance(idx, int):
+            if hasattr(idx, "__index__"):
+                idx = operator.index(idx)
+            else:
+                unimplemented(
+                    gb_type="unsupported index",
+                    context=f"{self.python_type().__name__} indexed by {type(idx).__name__}",
+                    explanation="Sequences can be indexed by constant ints and slices only.",
+                )
+        try:
+            return self.items[idx]
+        except IndexError:
+            unimplemented(
+                gb_type="user error",
+                context=f"{self.python_type().__name__} index {idx} out of range",
+                explanation="The traced code raises IndexError; it runs natively so the error is the eager one.",
+                hints=("Fix the index.",),
+            )
+
+    def with_items(self, items: Sequence[VT]) -> VT:
+        """A new sequence of the same kind holding ``items`` (no source)."""
+        return type(self)(items)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "__getitem__" and len(args) == 1:
+            return self.getitem(tx, args[0])
+        if name == "__len__" and not args:
+            return ConstantVariable(len(self.items))
+        if name == "__contains__" and len(args) == 1:
+            return tx.call_builtin(operator.contains, [self, args[0]])
+        if name in ("index", "count") and args and not kwargs:
+            consts = [i.as_python_constant() for i in self.items]
+            return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
+        if name == "__iter__" and not args:
+            return ListIteratorVariable(self.items)
+        return _bad_method(self, name)
+
+    def reconstruct_items(self, codegen: PyCodegen) -> None:
+        for item in self.items:
+            codegen.reconstruct(item)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.items!r})"
+
+
+class TupleVariable(BaseSequenceVariable):
+    def python_type(self) -> type:
+        return tuple
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        self.reconstruct_items(codegen)
+        codegen.emit("BUILD_TUPLE", len(self.items))
+
+
+class SizeVariable(TupleVariable):
+    """``torch.Size``: a tuple of ints (constants or symbolic sizes)."""
+
+    def python_type(self) -> type:
+        return torch.Size
+
+    def as_python_constant(self) -> Any:
+        return torch.Size([i.as_python_constant() for i in self.items])
+
+    def as_proxy(self) -> Any:
+        return tuple(i.as_proxy() for i in self.items)
+
+    def as_example(self) -> Any:
+        return torch.Size([i.as_example() for i in self.items])
+
+    def with_items(self, items: Sequence[VT]) -> VT:
+        return SizeVariable(items)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "numel" and not args:
+            result: VT = ConstantVariable(1)
+            for item in self.items:
+                result = tx.call_builtin(operator.mul, [result, item])
+            return result
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        codegen.load_callable(torch.Size)
+        self.reconstruct_items(codegen)
+        codegen.emit("BUILD_TUPLE", len(self.items))
+        codegen.call(1)
+
+
+class NamedTupleVariable(TupleVariable):
+    """A ``collections.namedtuple`` or ``torch.return_types`` structseq value."""
+
+    def __init__(self, items: Sequence[VT], tuple_cls: type, source=None):
+        super().__init__(items, source)
+        self.tuple_cls = tuple_cls
+
+    def python_type(self) -> type:
+        return self.tuple_cls
+
+    def fields(self) -> tuple[str, ...]:
+        return self.tuple_cls.__match_args__
+
+    def as_python_constant(self) -> Any:
+        return self._build([i.as_python_constant() for i in self.items])
+
+    def as_example(self) -> Any:
+        return self._build([i.as_example() for i in self.items])
+
+    def as_proxy(self) -> Any:
+        return tuple(i.as_proxy() for i in self.items)
+
+    def _build(self, values: list) -> Any:
+        if hasattr(self.tuple_cls, "_make"):
+            return self.tuple_cls._make(values)
+        return self.tuple_cls(values)
+
+    def with_items(self, items: Sequence[VT]) -> VT:
+        return TupleVariable(items)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        fields = self.fields()
+        if name in fields:
+            return self.items[fields.index(name)]
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        codegen.load_callable(getattr(self.tuple_cls, "_make", self.tuple_cls))
+        self.reconstruct_items(codegen)
+        codegen.emit("BUILD_TUPLE", len(self.items))
+        codegen.call(1)
+
+
+class ListVariable(BaseSequenceVariable):
+    """A list; mutable."""
+
+    mutable = True
+
+    def python_type(self) -> type:
+        return list
+
+    def as_proxy(self) -> Any:
+        return [i.as_proxy() for i in self.items]
+
+    def as_example(self) -> Any:
+        return [i.as_example() for i in self.items]
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        mutator = _LIST_MUTATORS.get(name)
+        if mutator is not None and not kwargs:
+            tx.output.side_effects.mutate(self)
+            return mutator(self, tx, *args)
+        if name == "copy" and not args:
+            return ListVariable(self.items)
+        if name == "sort":
+            tx.output.side_effects.mutate(self)
+            key = kwargs.get("key", ConstantVariable(None))
+            reverse = kwargs.get("reverse", ConstantVariable(False)).as_python_constant()
+            self.items[:] = tx.sort_items(self.items, key, reverse)
+            return ConstantVariable(None)
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        self.reconstruct_contents(codegen)
+
+    def reconstruct_contents(self, codegen: PyCodegen) -> None:
+        """A new list with the current items (side-effect replay, phase 1)."""
+        self.reconstruct_items(codegen)
+        codegen.emit("BUILD_LIST", len(self.items))
+
+    def apply_contents(self, codegen: PyCodegen, temp: str) -> None:
+        """``source[:] = temp`` (side-effect replay, phase 2)."""
+        codegen.load_local(temp)
+        codegen.load_source(self.source)
+        codegen.load_const(slice(None))
+        codegen.emit("STORE_SUBSCR")
+
+
+def _list_append(lst: ListVariable, tx: Tx, item: VT) -> VT:
+    lst.items.append(item)
+    return ConstantVariable(None)
+
+
+def _list_extend(lst: ListVariable, tx: Tx, other: VT) -> VT:
+    lst.items.extend(tx.unpack(other))
+    return ConstantVariable(None)
+
+
+def _list_insert(lst: ListVariable, tx: Tx, index: VT, item: VT) -> VT:
+    lst.items.insert(_const_int(tx, index, "index"), item)
+    return ConstantVariable(None)
+
+
+def _list_pop(lst: ListVariable, tx: Tx, index: VT | None = None) -> VT:
+    if not lst.items:
+        unimplemented(
+            gb_type="user error",
+            context="pop from empty list",
+            explanation="The traced code raises IndexError; it runs natively so the error is the eager one.",
+            hints=("Check the list is non-empty before pop().",),
+        )
+    return lst.items.pop(-1 if index is None else _const_int(tx, index, "index"))
+
+
+def _list_clear(lst: ListVariable, tx: Tx) -> VT:
+    lst.items.clear()
+    return ConstantVariable(None)
+
+
+def _list_reverse(lst: ListVariable, tx: Tx) -> VT:
+    lst.items.reverse()
+    return ConstantVariable(None)
+
+
+def _list_setitem(lst: ListVariable, tx: Tx, index: VT, value: VT) -> VT:
+    idx = index.as_python_constant()
+    if isinstance(idx, slice):
+        lst.items[idx] = tx.unpack(value)
+    else:
+        lst.items[idx] = value
+    return ConstantVariable(None)
+
+
+def _list_delitem(lst: ListVariable, tx: Tx, index: VT) -> VT:
+    del lst.items[index.as_python_constant()]
+    return ConstantVariable(None)
+
+
+def _list_remove(lst: ListVariable, tx: Tx, value: VT) -> VT:
+    for n, item in enumerate(lst.items):
+        if tx.call_builtin(operator.eq, [item, value]).truthy(tx):
+            del lst.items[n]
+            return ConstantVariable(None)
+    unimplemented(
+        gb_type="user error",
+        context="list.remove(x): x not in list",
+        explanation="The traced code raises ValueError; it runs natively so the error is the eager one.",
+        hints=("Check membership before remove().",),
+    )
+
+
+_LIST_MUTATORS: dict[str, Callable[..., VT]] = {
+    "append": _list_append,
+    "extend": _list_extend,
+    "insert": _list_insert,
+    "pop": _list_pop,
+    "clear": _list_clear,
+    "reverse": _list_reverse,
+    "__setitem__": _list_setitem,
+    "__delitem__": _list_delitem,
+    "remove": _list_remove,
+}
+
+
+class SliceVariable(VariableTracker):
+    """``slice(start, stop, step)`` whose parts may be symbolic."""
+
+    def __init__(self, start: VT, stop: VT, step: VT):
+        super().__init__()
+        self.parts = (start, stop, step)
+
+    def python_type(self) -> type:
+        return slice
+
+    def is_python_constant(self) -> bool:
+        return all(p.is_python_constant() for p in self.parts)
+
+    def as_python_constant(self) -> Any:
+        return slice(*[p.as_python_constant() for p in self.parts])
+
+    def as_proxy(self) -> Any:
+        return slice(*[p.as_proxy() for p in self.parts])
+
+    def as_example(self) -> Any:
+        return slice(*[p.as_example() for p in self.parts])
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name in ("start", "stop", "step"):
+            return self.parts[("start", "stop", "step").index(name)]
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        for part in self.parts:
+            codegen.reconstruct(part)
+        codegen.emit("BUILD_SLICE", 3)
+
+
+class DictVariable(VariableTracker):
+    """A dict (or OrderedDict/defaultdict) whose keys are known at trace time.
+
+    ``items`` maps a hashable key (a constant, or ``IdentityKey`` for objects
+    compared by identity) to ``(key VT, value VT)``.
+    """
+
+    mutable = True
+
+    def __init__(self, items: dict[Any, tuple[VT, VT]], dict_cls: type = dict, source=None):
+        super().__init__(source)
+        self.items = dict(items)
+        self.dict_cls = dict_cls
+
+    def python_type(self) -> type:
+        return self.dict_cls
+
+    @staticmethod
+    def key_of(tx: Tx, key: VT) -> Any:
+        if key.is_python_constant():
+            value = key.as_python_constant()
+            try:
+                hash(value)
+            except TypeError:
+                unimplemented(
+                    gb_type="user error",
+                    context=f"unhashable dict key {type(value).__name__}",
+                    explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
+                    hints=("Use a hashable key.",),
+                )
+            return value
+        identity = tx.identity_of(key)
+        if identity is None:
+            unimplemented(
+                gb_type="unsupported dict key",
+                context=f"dict keyed by {key}",
+                explanation="Dict keys must be constants or objects bytegraph can compare by identity.",
+            )
+        return IdentityKey(identity)
+
+    def is_python_constant(self) -> bool:
+        return all(k.is_python_constant() and v.is_python_constant() for k, v in self.items.values())
+
+    def as_python_constant(self) -> Any:
+        return self.dict_cls((k.as_python_constant(), v.as_python_constant()) for k, v in self.items.values())
+
+    def as_proxy(self) -> Any:
+        return {k.as_python_constant(): v.as_proxy() for k, v in self.items.values()}
+
+    def as_example(self) -> Any:
+        return {k.as_python_constant(): v.as_example() for k, v in self.items.values()}
+
+    def truthy(self, tx: Tx) -> bool:
+        return bool(self.items)
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return True
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        return [k for k, _ in self.items.values()]
+
+    def getitem(self, tx: Tx, key: VT) -> VT:
+        hkey = self.key_of(tx, key)
+        if hkey in self.items:
+            return self.items[hkey][1]
+        if self.dict_cls is collections.defaultdict:
+            unimplemented(
+                gb_type="unsupported container method",
+                context="defaultdict missing key",
+                explanation="bytegraph does not yet call default factories of defaultdicts.",
+            )
+        unimplemented(
+            gb_type="user error",
+            context=f"KeyError: {key}",
+            explanation="The traced code raises KeyError; it runs natively so the error is the eager one.",
+            hints=("Check the key exists, or use dict.get().",),
+        )
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "__getitem__" and len(args) == 1:
+            return self.getitem(tx, args[0])
+        if name == "__len__" and not args:
+            return ConstantVariable(len(self.items))
+        if name == "__contains__" and len(args) == 1:
+            return ConstantVariable(self.key_of(tx, args[0]) in self.items)
+        if name == "get" and 1 <= len(args) <= 2 and not kwargs:
+            hkey = self.key_of(tx, args[0])
+            if hkey in self.items:
+                return self.items[hkey][1]
+            return args[1] if len(args) == 2 else ConstantVariable(None)
+        if name == "keys" and not args:
+            return DictViewVariable(self, "keys")
+        if name == "values" and not args:
+            return DictViewVariable(self, "values")
+        if name == "items" and not args:
+            return DictViewVariable(self, "items")
+        if name == "copy" and not args:
+            return DictVariable(self.items, self.dict_cls)
+        if name == "__iter__" and not args:
+            return ListIteratorVariable(self.unpack_var_sequence(tx))
+        if name in ("__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem"):
+            return self._mutate(tx, name, args, kwargs)
+        return _bad_method(self, name)
+
+    def _mutate(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        tx.output.side_effects.mutate(self)
+        if name == "__setitem__":
+            key, value = args
+            self.items[self.key_of(tx, key)] = (key, value)
+            return ConstantVariable(None)
+        if name == "update":
+            for other in args:
+                if isinstance(other, DictVariable):
+                    self.items.update(other.items)
+                else:
+                    for pair in tx.unpack(other):
+                        key, value = tx.unpack(pair)
+                        self.items[self.key_of(tx, key)] = (key, value)
+            for kname, value in kwargs.items():
+                self.items[kname] = (ConstantVariable(kname), value)
+            return ConstantVariable(None)
+        if name == "pop":
+            hkey = self.key_of(tx, args[0])
+            if hkey in self.items:
+                return self.items.pop(hkey)[1]
+            if len(args) == 2:
+                return args[1]
+            return self.getitem(tx, args[0])
+        if name == "setdefault":
+            hkey = self.key_of(tx, args[0])
+            if hkey not in self.items:
+                self.items[hkey] = (args[0], args[1] if len(args) > 1 else ConstantVariable(None))
+            return self.items[hkey][1]
+        if name == "__delitem__":
+            hkey = self.key_of(tx, args[0])
+            if hkey not in self.items:
+                self.getitem(tx, args[0])
+            del self.items[hkey]
+            return ConstantVariable(None)
+        if name == "clear":
+            self.items.clear()
+            return ConstantVariable(None)
+        return _bad_method(self, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        if self.dict_cls is not dict:
+            codegen.load_callable(self.dict_cls)
+        self.reconstruct_contents(codegen)
+        if self.dict_cls is not dict:
+            codegen.call(1)
+
+    def reconstruct_contents(self, codegen: PyCodegen) -> None:
+        for key, value in self.items.values():
+            codegen.reconstruct(key)
+            codegen.reconstruct(value)
+        codegen.emit("BUILD_MAP", len(self.items))
+
+    def apply_contents(self, codegen: PyCodegen, temp: str) -> None:
+        """``source.clear(); source.update(temp)``: keeps identity and key order."""
+        apply_by_clear_update(codegen, self.source, temp)
+
+    def __repr__(self) -> str:
+        return f"DictVariable({list(self.items)!r})"
+
+
+class IdentityKey:
+    """A dict key compared by the identity of the object it stands for."""
+
+    __slots__ = ("ident",)
+
+    def __init__(self, ident: int):
+        self.ident = ident
+
+    def __hash__(self) -> int:
+        return hash(self.ident)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IdentityKey) and other.ident == self.ident
+
+
+class DictViewVariable(VariableTracker):
+    """``d.keys()``, ``d.values()`` or ``d.items()`` of a DictVariable."""
+
+    def __init__(self, dict_vt: DictVariable, kind: str):
+        super().__init__()
+        self.dict_vt = dict_vt
+        self.kind = kind
+
+    def python_type(self) -> type:
+        return type(getattr({}, self.kind)())
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return True
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        pairs = self.dict_vt.items.values()
+        if self.kind == "keys":
+            return [k for k, _ in pairs]
+        if self.kind == "values":
+            return [v for _, v in pairs]
+        return [TupleVariable([k, v]) for k, v in pairs]
+
+    def truthy(self, tx: Tx) -> bool:
+        return bool(self.dict_vt.items)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "__len__":
+            return ConstantVariable(len(self.dict_vt.items))
+        if name == "__contains__" and self.kind == "keys":
+            return self.dict_vt.call_method(tx, "__contains__", args, kwargs)
+        if name == "__iter__":
+            return ListIteratorVariable(self.unpack_var_sequence(tx))
+        return _bad_method(self, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.reconstruct(self.dict_vt)
+        codegen.emit("LOAD_METHOD", self.kind)
+        codegen.call(0)
+
+
+class SetVariable(VariableTracker):
+    """A set or frozenset of constants (iteration order then matches eager)."""
+
+    mutable = True
+
+    def __init__(self, items: Sequence[VT], set_cls: type = set, source=None):
+        super().__init__(source)
+        values = [i.as_python_constant() for i in items]
+        self.values = set_cls(values)
+        self.set_cls = set_cls
+
+    def python_type(self) -> type:
+        return self.set_cls
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.set_cls(self.values)
+
+    def truthy(self, tx: Tx) -> bool:
+        return bool(self.values)
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return True
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        return [ConstantVariable(v) for v in self.values]
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        consts = [a.as_python_constant() for a in args]
+        if name in ("add", "discard", "remove", "update", "clear", "pop", "difference_update", "intersection_update"):
+            tx.output.side_effects.mutate(self)
+            try:
+                result = getattr(self.values, name)(*consts)
+            except (KeyError, TypeError) as e:
+                unimplemented(
+                    gb_type="user error",
+                    context=f"set.{name} raised {type(e).__name__}",
+                    explanation="The traced code raises; it runs natively so the error is the eager one.",
+                    hints=("Fix the set operation.",),
+                )
+            return tx.wrap_const(result)
+        if name in ("__contains__", "__len__", "union", "intersection", "difference", "issubset",
+                    "issuperset", "symmetric_difference", "copy", "isdisjoint", "__iter__"):
+            if name == "__iter__":
+                return ListIteratorVariable(self.unpack_var_sequence(tx))
+            result = getattr(self.values, name)(*consts)
+            if isinstance(result, (set, frozenset)):
+                return SetVariable([ConstantVariable(v) for v in result], type(result))
+            return ConstantVariable(result)
+        return _bad_method(self, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.set_cls is frozenset:
+            codegen.load_const(frozenset(self.values))
+        elif self.source is not None:
+            codegen.load_source(self.source)
+        else:
+            self.reconstruct_contents(codegen)
+
+    def reconstruct_contents(self, codegen: PyCodegen) -> None:
+        for value in self.values:
+            codegen.load_const(value)
+        codegen.emit("BUILD_SET", len(self.values))
+
+    def apply_contents(self, codegen: PyCodegen, temp: str) -> None:
+        apply_by_clear_update(codegen, self.source, temp)
+
+
+def apply_by_clear_update(codegen: PyCodegen, source: Any, temp: str) -> None:
+    """``source.clear(); source.update(temp)`` in the generated code."""
+    for method, args in (("clear", ()), ("update", (temp,))):
+        codegen.load_source(source)
+        codegen.emit("LOAD_METHOD", method)
+        for arg in args:
+            codegen.load_local(arg)
+        codegen.call(len(args))
+        codegen.emit("POP_TOP")
+
+    def __repr__(self) -> str:
+        return f"SetVariable({self.values!r})"
+
+
+class ListIteratorVariable(VariableTracker):
+    """An iterator over items known at trace time (loops are unrolled)."""
+
+    mutable = True
+
+    def __init__(self, items: Sequence[VT], index: int = 0):
+        super().__init__()
+        self.items = list(items)
+        self.index = index
+
+    def python_type(self) -> type:
+        return type(iter([]))
+
+    def next_item(self, tx: Tx) -> VT | None:
+        """The next item, or None when exhausted."""
+        if self.index >= len(self.items):
+            return None
+        item = self.items[self.index]
+        self.index += 1
+        return item
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return True
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        rest = self.items[self.index :]
+        self.index = len(self.items)
+        return rest
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "__iter__":
+            return self
+        if name == "__next__":
+            item = self.next_item(tx)
+            if item is None:
+                unimplemented(
+                    gb_type="user error",
+                    context="next() on an exhausted iterator",
+                    explanation="The traced code raises StopIteration; it runs natively.",
+                    hints=("Pass a default to next().",),
+                )
+            return item
+        return _bad_method(self, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        for item in self.items[self.index :]:
+            codegen.reconstruct(item)
+        codegen.emit("BUILD_TUPLE", len(self.items) - self.index)
+        codegen.emit("GET_ITER")
+
+    def __repr__(self) -> str:
+        return f"ListIteratorVariable({self.index}/{len(self.items)})"

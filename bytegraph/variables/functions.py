@@ -1,0 +1,258 @@
+"""User functions: real Python functions, bound methods, and functions created
+inside the trace (``MAKE_FUNCTION``: lambdas, closures, comprehensions).
+
+Calling any of them inlines its body (:meth:`InstructionTranslatorBase.inline_call`);
+these classes only describe what is being called: code, globals, defaults and
+closure cells.
+"""
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING, Any, Sequence
+
+from bytegraph.breaks import unimplemented
+from bytegraph.guards.source import AttrSource, GetItemSource
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import ConstantVariable
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+VT = VariableTracker
+
+
+class CellVariable(VariableTracker):
+    """A closure cell shared between a frame and functions it creates.
+
+    The cell's contents live in the owner frame's ``symbolic_locals[name]``
+    (or in ``contents`` once detached), so writes through ``nonlocal`` are
+    seen by every function sharing the cell.
+    """
+
+    def __init__(self, owner_locals: dict[str, VT], name: str):
+        super().__init__()
+        self.owner_locals = owner_locals
+        self.name = name
+
+    def python_type(self) -> type:
+        return types.CellType
+
+    def get(self) -> VT:
+        value = self.owner_locals.get(self.name)
+        if value is None:
+            unimplemented(
+                gb_type="user error",
+                context=f"free variable {self.name!r} referenced before assignment",
+                explanation="The traced code raises NameError; it runs natively so the error is the eager one.",
+                hints=("Assign the variable before the inner function reads it.",),
+            )
+        return value
+
+    def set(self, value: VT) -> None:
+        self.owner_locals[self.name] = value
+
+
+class UserFunctionVariable(VariableTracker):
+    """A real Python function (``types.FunctionType``) read from a source."""
+
+    def __init__(self, fn: types.FunctionType, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    # what inlining needs -----------------------------------------------------
+    def get_code(self) -> types.CodeType:
+        return self.fn.__code__
+
+    def get_globals(self) -> dict:
+        return self.fn.__globals__
+
+    def get_name(self) -> str:
+        return self.fn.__qualname__
+
+    def bound_self(self) -> VT | None:
+        return None
+
+    def get_defaults(self, tx: Tx) -> tuple[list[VT], dict[str, VT]]:
+        """Positional defaults and keyword-only defaults, as VTs."""
+        defaults = []
+        for i, value in enumerate(self.fn.__defaults__ or ()):
+            src = GetItemSource(AttrSource(self.source, "__defaults__"), i) if self.source else None
+            defaults.append(tx.wrap(value, src) if src else tx.wrap_const(value))
+        kwdefaults = {}
+        for name, value in (self.fn.__kwdefaults__ or {}).items():
+            src = GetItemSource(AttrSource(self.source, "__kwdefaults__"), name) if self.source else None
+            kwdefaults[name] = tx.wrap(value, src) if src else tx.wrap_const(value)
+        return defaults, kwdefaults
+
+    def get_closure_cell(self, tx: Tx, index: int) -> VT:
+        """Contents of closure cell ``index`` as a VT (guarded through the source)."""
+        cell = self.fn.__closure__[index]
+        try:
+            contents = cell.cell_contents
+        except ValueError:
+            unimplemented(
+                gb_type="user error",
+                context=f"free variable {self.fn.__code__.co_freevars[index]!r} is empty",
+                explanation="The traced code raises NameError; it runs natively so the error is the eager one.",
+                hints=("Assign the variable before calling the function.",),
+            )
+        if self.source is None:
+            return tx.wrap_const(contents)
+        src = AttrSource(GetItemSource(AttrSource(self.source, "__closure__"), index), "cell_contents")
+        return tx.wrap(contents, src)
+
+    # VariableTracker ---------------------------------------------------------
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return tx.inline_call(self, args, kwargs)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
+            return ConstantVariable(getattr(self.fn, name))
+        if name in self.fn.__dict__ and self.source is not None:
+            return tx.wrap(self.fn.__dict__[name], AttrSource(self.source, name))
+        if name == "__wrapped__" or name in self.fn.__dict__:
+            return tx.wrap_const(getattr(self.fn, name))
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+        else:
+            codegen.load_const(self.fn)
+
+    def __repr__(self) -> str:
+        return f"UserFunctionVariable({self.fn.__qualname__})"
+
+
+class UserMethodVariable(UserFunctionVariable):
+    """A Python function bound to an object (``obj.method``): calls prepend ``obj``."""
+
+    def __init__(self, fn: types.FunctionType, obj: VT, source=None):
+        super().__init__(fn, source)
+        self.obj = obj
+
+    def bound_self(self) -> VT | None:
+        return self.obj
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def is_python_constant(self) -> bool:
+        return False
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return tx.inline_call(self, [self.obj, *args], kwargs)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name == "__self__":
+            return self.obj
+        if name == "__func__":
+            return UserFunctionVariable(self.fn, AttrSource(self.source, "__func__") if self.source else None)
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        codegen.reconstruct(self.obj)
+        codegen.load_attr(self.fn.__name__)
+
+    def __repr__(self) -> str:
+        return f"UserMethodVariable({self.fn.__qualname__}, {self.obj})"
+
+
+class NestedUserFunctionVariable(VariableTracker):
+    """A function created by ``MAKE_FUNCTION`` during the trace."""
+
+    def __init__(
+        self,
+        code: types.CodeType,
+        f_globals: dict,
+        qualname: str,
+        defaults: VT | None,
+        kwdefaults: VT | None,
+        closure: tuple[CellVariable, ...] | None,
+    ):
+        super().__init__()
+        self.code = code
+        self.f_globals = f_globals
+        self.qualname = qualname
+        self.defaults = defaults
+        self.kwdefaults = kwdefaults
+        self.closure = closure
+
+    def get_code(self) -> types.CodeType:
+        return self.code
+
+    def get_globals(self) -> dict:
+        return self.f_globals
+
+    def get_name(self) -> str:
+        return self.qualname
+
+    def bound_self(self) -> VT | None:
+        return None
+
+    def get_defaults(self, tx: Tx) -> tuple[list[VT], dict[str, VT]]:
+        defaults = tx.unpack(self.defaults) if self.defaults is not None else []
+        kwdefaults: dict[str, VT] = {}
+        if self.kwdefaults is not None:
+            for key, value in self.kwdefaults.items.values():
+                kwdefaults[key.as_python_constant()] = value
+        return defaults, kwdefaults
+
+    def get_closure_cell(self, tx: Tx, index: int) -> VT:
+        return self.closure[index].get()
+
+    def closure_cell(self, index: int) -> CellVariable:
+        return self.closure[index]
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return tx.inline_call(self, args, kwargs)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name in ("__name__", "__qualname__"):
+            return ConstantVariable(self.qualname.rsplit(".", 1)[-1] if name == "__name__" else self.qualname)
+        if name == "__code__":
+            return ConstantVariable(self.code)
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.closure:
+            unimplemented(
+                gb_type="escaping closure",
+                context=f"closure {self.qualname} created in the compiled region is live after it",
+                explanation="bytegraph cannot yet rebuild a closure that outlives the graph.",
+                hints=("Define the inner function outside the compiled function.",),
+            )
+        flags = 0
+        if self.defaults is not None:
+            codegen.reconstruct(self.defaults)
+            flags |= 0x01
+        if self.kwdefaults is not None:
+            codegen.reconstruct(self.kwdefaults)
+            flags |= 0x02
+        codegen.load_const(self.code)
+        codegen.emit("MAKE_FUNCTION", flags)
+
+    def __repr__(self) -> str:
+        return f"NestedUserFunctionVariable({self.qualname})"

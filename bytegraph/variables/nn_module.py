@@ -1,0 +1,162 @@
+"""``torch.nn.Module`` instances.
+
+A module is guarded by identity when it is wrapped. Its parameters and buffers
+become graph inputs read through ``_parameters[...]``/``_buffers[...]`` (fast in
+guards and in the generated code); submodules are modules again; other instance
+attributes are guarded constants or objects. Calling a module inlines its
+``forward`` (or a Python ``__call__`` override) when it has no hooks; the
+absence of hooks is guarded by the global hook-registration counter, so
+registering any hook later forces a recompile.
+"""
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING, Any, Sequence
+
+import torch
+from torch.utils.hooks import RemovableHandle
+
+from bytegraph.breaks import unimplemented
+from bytegraph.guards.guards import GlobalStateMatch
+from bytegraph.guards.source import AttrSource, GetItemSource
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.containers import ListIteratorVariable, TupleVariable
+from bytegraph.variables.functions import UserMethodVariable
+from bytegraph.variables.user_defined import _MISSING, bind_class_attribute, class_attribute
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+VT = VariableTracker
+
+_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+_GLOBAL_HOOK_DICTS = (
+    "_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+    "_global_backward_pre_hooks", "_global_forward_hooks_always_called",
+)
+
+
+def hook_registrations() -> int:
+    """How many hooks were ever registered in this process (``RemovableHandle.next_id``)."""
+    return RemovableHandle.next_id
+
+
+def has_hooks(module: torch.nn.Module) -> bool:
+    if any(getattr(module, name, None) for name in _HOOK_DICTS):
+        return True
+    module_mod = torch.nn.modules.module
+    return any(getattr(module_mod, name, None) for name in _GLOBAL_HOOK_DICTS)
+
+
+class NNModuleVariable(VariableTracker):
+    """An ``nn.Module`` read from a source (guarded by identity)."""
+
+    def __init__(self, module: torch.nn.Module, source=None):
+        super().__init__(source)
+        self.value = module
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def truthy(self, tx: Tx) -> bool:
+        if class_attribute(type(self.value), "__len__") is not _MISSING:
+            return bool(len(self.value))
+        return True
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is None:
+            super().reconstruct(codegen)
+        else:
+            codegen.load_source(self.source)
+
+    # ---- attributes ----------------------------------------------------------
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        module = self.value
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is not None:
+            return pending
+        d = module.__dict__
+        for holder in ("_parameters", "_buffers", "_modules"):
+            if name in d.get(holder, ()):
+                return tx.wrap(d[holder][name], GetItemSource(AttrSource(self.source, holder), name))
+        cls = type(module)
+        attr = class_attribute(cls, name)
+        if attr is not _MISSING and isinstance(attr, property):
+            return bind_class_attribute(tx, self, cls, name, attr)
+        if name in d:
+            return tx.wrap(d[name], AttrSource(self.source, name))
+        if attr is not _MISSING:
+            return bind_class_attribute(tx, self, cls, name, attr)
+        getattr_fn = class_attribute(cls, "__getattr__")
+        if isinstance(getattr_fn, types.FunctionType) and getattr_fn is not torch.nn.Module.__getattr__:
+            return UserMethodVariable(getattr_fn, self).call_function(tx, [ConstantVariable(name)], {})
+        unimplemented(
+            gb_type="user error",
+            context=f"{cls.__name__} has no attribute {name!r}",
+            explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
+            hints=("Check the attribute name.",),
+        )
+
+    def has_attr(self, tx: Tx, name: str) -> bool:
+        return hasattr(self.value, name)
+
+    # ---- calls ---------------------------------------------------------------
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        module = self.value
+        if has_hooks(module):
+            unimplemented(
+                gb_type="module hooks",
+                context=f"call of {type(module).__name__} with hooks registered",
+                explanation="Modules with forward/backward hooks are not traced yet.",
+                hints=("Remove the hooks, or accept the graph break.",),
+            )
+        tx.output.guards.add(
+            GlobalStateMatch(None, hook_registrations, hook_registrations(), "hook registrations")
+        )
+        call = class_attribute(type(module), "__call__")
+        if isinstance(call, types.FunctionType) and call is not torch.nn.Module.__call__:
+            return tx.inline_call(UserMethodVariable(call, self), [self, *args], kwargs)
+        forward = self.var_getattr(tx, "forward")
+        return forward.call_function(tx, args, kwargs)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name in _LISTINGS and class_attribute(type(self.value), name) is getattr(torch.nn.Module, name):
+            return self._listing(tx, name, args, kwargs)
+        if name == "__len__" and class_attribute(type(self.value), "__len__") is not _MISSING:
+            return ConstantVariable(len(self.value))
+        return super().call_method(tx, name, args, kwargs)
+
+    def _listing(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        """``parameters()``, ``named_modules()``... as an iterator of guarded VTs."""
+        values = [a.as_python_constant() for a in args]
+        kw = {k: v.as_python_constant() for k, v in kwargs.items()}
+        named = getattr(self.value, name if name.startswith("named_") else f"named_{name}")
+        items = []
+        for path, obj in named(*values, **kw):
+            vt = tx.wrap(obj, self._path_source(path)) if path else self
+            items.append(TupleVariable([ConstantVariable(path), vt]) if name.startswith("named_") else vt)
+        return ListIteratorVariable(items)
+
+    def _path_source(self, path: str):
+        """Source of ``self.<dotted path>`` through the holder dicts."""
+        source = self.source
+        module: Any = self.value
+        for part in path.split("."):
+            for holder in ("_modules", "_parameters", "_buffers"):
+                d = module.__dict__.get(holder, {})
+                if part in d:
+                    source = GetItemSource(AttrSource(source, holder), part)
+                    module = d[part]
+                    break
+        return source
+
+    def __repr__(self) -> str:
+        return f"NNModuleVariable({type(self.value).__name__})"
+
+
+_LISTINGS = frozenset(
+    {"parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children",
+     "modules", "named_modules"}
+)

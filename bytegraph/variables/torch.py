@@ -1,0 +1,320 @@
+"""``torch.*`` callables and torch's global state.
+
+:class:`TorchFunctionVariable` stands for a callable from the torch package. It
+classifies the callable once:
+
+- an **operator** (anything ``torch.overrides`` lists as overridable, i.e. the
+  tensor API, plus the factory functions): calls become graph nodes;
+- a **state query** (``torch.is_grad_enabled`` ...): folded to a constant and
+  guarded with a :class:`~bytegraph.guards.guards.GlobalStateMatch`;
+- a **grad-mode context manager** (``no_grad``, ``enable_grad``,
+  ``set_grad_enabled``): a :class:`GradModeVariable`, which switches grad mode
+  both at trace time and inside the graph;
+- a **pure helper** (``torch.Size``, ``torch.device``, ``torch.finfo`` ...):
+  folded when its arguments are constants;
+- anything else from torch written in Python is inlined like user code; the
+  remaining C functions are graph breaks.
+"""
+from __future__ import annotations
+
+import functools
+import types
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import torch
+
+from bytegraph.breaks import unimplemented
+from bytegraph.guards.guards import GlobalStateMatch
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.containers import SizeVariable
+from bytegraph.variables.tensor import graph_call
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+VT = VariableTracker
+
+FACTORY_FUNCTIONS = frozenset(
+    getattr(torch, name)
+    for name in (
+        "zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange", "linspace",
+        "logspace", "eye", "tensor", "as_tensor", "scalar_tensor", "empty_strided", "randperm",
+        "tril_indices", "triu_indices", "zeros_like", "ones_like", "empty_like", "full_like",
+        "rand_like", "randn_like", "randint_like", "complex", "polar", "normal", "bartlett_window",
+        "hann_window", "hamming_window", "blackman_window", "kaiser_window",
+    )
+    if hasattr(torch, name)
+)
+
+#: zero-argument queries of process-wide state: folded and guarded.
+STATE_QUERIES: dict[Callable, str] = {
+    torch.is_grad_enabled: "grad mode",
+    torch.get_default_dtype: "default dtype",
+    torch.is_inference_mode_enabled: "inference mode",
+    torch.are_deterministic_algorithms_enabled: "deterministic algorithms",
+    torch.is_autocast_enabled: "autocast",
+    torch.backends.mha.get_fastpath_enabled: "MHA fast path",
+    torch._C._get_tracing_state: "jit tracing state",
+    torch.jit.is_scripting: "jit scripting",
+    torch.jit.is_tracing: "jit tracing",
+    torch._C._is_torch_function_enabled: "torch function mode",
+    torch._C._are_functorch_transforms_active: "functorch transforms",
+}
+
+#: helpers evaluated at trace time when every argument is a constant.
+PURE_HELPERS = frozenset(
+    {
+        torch.device, torch.Size, torch.finfo, torch.iinfo, torch.promote_types, torch.can_cast,
+        torch.is_tensor, torch.is_storage, torch.typename, torch.get_default_device,
+        torch.is_floating_point, torch.is_complex, torch.result_type,
+        torch.nn.modules.utils._pair, torch.nn.modules.utils._single, torch.nn.modules.utils._triple,
+        torch.nn.modules.utils._ntuple, torch._C._get_cudnn_enabled,
+    }
+)
+
+#: callables that mean "we are being compiled"; answered True, as under torch.compile.
+IS_COMPILING_NAMES = frozenset(
+    {
+        ("torch.compiler", "is_compiling"), ("torch.compiler", "is_dynamo_compiling"),
+        ("torch._utils", "is_compiling"), ("torch._dynamo.external_utils", "is_compiling"),
+        ("torch._dynamo.eval_frame", "is_compiling"),
+    }
+)
+
+GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
+
+
+@functools.lru_cache(maxsize=None)
+def _overridable() -> frozenset:
+    found = set()
+    for namespace, functions in torch.overrides.get_overridable_functions().items():
+        for fn in functions:
+            found.add(fn)
+    return frozenset(found)
+
+
+def is_torch_op(fn: Any) -> bool:
+    """Whether calls of ``fn`` go in the graph as nodes."""
+    try:
+        return fn in _overridable() or fn in FACTORY_FUNCTIONS
+    except TypeError:  # unhashable
+        return False
+
+
+def is_compiling_query(fn: Any) -> bool:
+    return (getattr(fn, "__module__", None), getattr(fn, "__name__", None)) in IS_COMPILING_NAMES
+
+
+def is_torch_callable(fn: Any) -> bool:
+    """Whether ``fn`` belongs to the torch package and gets the torch treatment."""
+    if fn in STATE_QUERIES or is_torch_op(fn) or fn in PURE_HELPERS or is_compiling_query(fn):
+        return True
+    if isinstance(fn, type) and issubclass(fn, GRAD_MODE_CLASSES):
+        return True
+    module = getattr(fn, "__module__", None) or ""
+    return isinstance(fn, types.BuiltinFunctionType) and (module.startswith("torch") or module == "")
+
+
+class TorchFunctionVariable(VariableTracker):
+    """A callable from the torch package (see module docstring)."""
+
+    def __init__(self, fn: Callable, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_const(self.fn)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        return tx.wrap_const(getattr(self.fn, name))
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        fn = self.fn
+        if fn in STATE_QUERIES and not args and not kwargs:
+            value = fn()
+            tx.output.guards.add(GlobalStateMatch(None, fn, value, STATE_QUERIES[fn]))
+            return tx.wrap_const(value)
+        if is_compiling_query(fn):
+            return ConstantVariable(True)
+        if isinstance(fn, type) and issubclass(fn, GRAD_MODE_CLASSES):
+            return GradModeVariable.create(tx, fn, args, kwargs)
+        if fn is torch.Size and len(args) == 1 and not kwargs:
+            return SizeVariable(tx.unpack(args[0]))
+        constant_args = all(a.is_python_constant() for a in args) and all(
+            v.is_python_constant() for v in kwargs.values()
+        )
+        if fn in PURE_HELPERS and constant_args:
+            values = [a.as_python_constant() for a in args]
+            kw = {k: v.as_python_constant() for k, v in kwargs.items()}
+            return tx.wrap_const(fn(*values, **kw))
+        if is_torch_op(fn) or fn in PURE_HELPERS:
+            return graph_call(tx, "call_function", fn, args, kwargs)
+        unimplemented(
+            gb_type="unsupported torch function",
+            context=f"call to {getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', fn)}",
+            explanation="This torch function is not a tensor operation bytegraph can put in a graph.",
+            hints=("Call it outside the compiled function.",),
+        )
+
+    def __repr__(self) -> str:
+        return f"TorchFunctionVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+class GradModeVariable(VariableTracker):
+    """``torch.no_grad()``, ``torch.enable_grad()`` or ``torch.set_grad_enabled(m)``.
+
+    Entering switches grad mode at trace time (so FakeTensor results carry the
+    right ``requires_grad``) and adds ``torch._C._set_grad_enabled`` to the
+    graph (so the compiled graph switches too); exiting restores the mode that
+    was active before.
+    """
+
+    def __init__(self, target_mode: bool, cls: type, applied_on_create: bool):
+        super().__init__()
+        self.target_mode = target_mode
+        self.cls = cls
+        self.applied_on_create = applied_on_create
+        self.previous_modes: list[bool] = []
+
+    @staticmethod
+    def create(tx: Tx, cls: type, args: Sequence[VT], kwargs: dict[str, VT]) -> "GradModeVariable":
+        if issubclass(cls, torch.set_grad_enabled):
+            mode = (args[0] if args else kwargs["mode"]).as_python_constant()
+            var = GradModeVariable(bool(mode), cls, applied_on_create=True)
+            var.previous_modes.append(torch.is_grad_enabled())
+            set_grad_mode(tx, bool(mode))
+            return var
+        if args or kwargs:
+            unimplemented(
+                gb_type="unsupported context manager",
+                context=f"{cls.__name__} with arguments",
+                explanation="This grad-mode context manager takes no arguments here.",
+            )
+        return GradModeVariable(issubclass(cls, torch.enable_grad), cls, applied_on_create=False)
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def enter(self, tx: Tx) -> VT:
+        if not self.applied_on_create:
+            self.previous_modes.append(torch.is_grad_enabled())
+            set_grad_mode(tx, self.target_mode)
+        return ConstantVariable(None)
+
+    def exit(self, tx: Tx) -> VT:
+        set_grad_mode(tx, self.previous_modes.pop())
+        return ConstantVariable(None)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_callable(self.cls)
+        if issubclass(self.cls, torch.set_grad_enabled):
+            codegen.load_const(self.target_mode)
+            codegen.call(1)
+        else:
+            codegen.call(0)
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        # used as a decorator: @torch.no_grad()
+        if len(args) == 1 and not kwargs:
+            return GradModeWrappedFunction(self, args[0])
+        return super().call_function(tx, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"GradModeVariable({self.cls.__name__}, mode={self.target_mode})"
+
+
+class GradModeWrappedFunction(VariableTracker):
+    """A function decorated inside the trace by a grad-mode context manager."""
+
+    def __init__(self, ctx: GradModeVariable, fn: VT):
+        super().__init__()
+        self.ctx = ctx
+        self.fn = fn
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        self.ctx.enter(tx)
+        result = self.fn.call_function(tx, args, kwargs)
+        self.ctx.exit(tx)
+        return result
+
+
+def set_grad_mode(tx: Tx, mode: bool) -> None:
+    """Switch grad mode now and in the graph (no-op when unchanged)."""
+    if torch.is_grad_enabled() == mode:
+        return
+    torch._C._set_grad_enabled(mode)
+    tx.output.create_node("call_function", torch._C._set_grad_enabled, (mode,), {}, None)
+
+
+class PythonModuleVariable(VariableTracker):
+    """A Python module object (``torch``, ``math``, ``torch.nn.functional``, a user module).
+
+    Members of library modules (see ``LIBRARY_MODULES``) are treated as
+    immutable and read without guards; members of other modules are guarded
+    through their source.
+    """
+
+    def __init__(self, module: types.ModuleType, source=None):
+        super().__init__(source)
+        self.module = module
+
+    def python_type(self) -> type:
+        return types.ModuleType
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.module
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        try:
+            value = getattr(self.module, name)
+        except AttributeError:
+            unimplemented(
+                gb_type="user error",
+                context=f"module {self.module.__name__!r} has no attribute {name!r}",
+                explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
+                hints=("Check the attribute name.",),
+            )
+        if is_library_module(self.module) or self.source is None:
+            return tx.wrap_const(value)
+        return tx.wrap_attr(self, value, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+        else:
+            codegen.load_const(self.module)
+
+    def __repr__(self) -> str:
+        return f"PythonModuleVariable({self.module.__name__})"
+
+
+LIBRARY_MODULES = ("torch", "math", "operator", "builtins", "functools", "itertools", "collections",
+                   "typing", "numpy", "warnings", "inspect", "enum", "dataclasses", "abc", "types",
+                   "contextlib", "copy", "re", "os", "sys", "logging")
+
+
+def is_library_module(module: types.ModuleType) -> bool:
+    """Whether ``module`` belongs to a library bytegraph assumes nobody monkeypatches
+    while compiled code runs (documented in docs/architecture.md)."""
+    top = module.__name__.split(".", 1)[0]
+    return top in LIBRARY_MODULES
