@@ -82,8 +82,12 @@ class DecodedCode:
 @lru_cache(maxsize=4096)
 def decode(code: types.CodeType) -> DecodedCode:
     """Decode ``code`` (cached per code object)."""
-    raw = [i for i in dis.get_instructions(code) if i.opname not in ("EXTENDED_ARG", "CACHE")]
+    everything = list(dis.get_instructions(code))
+    raw = [i for i in everything if i.opname not in ("EXTENDED_ARG", "CACHE")]
     offset_to_index = {ins.offset: n for n, ins in enumerate(raw)}
+    for ins in everything:  # a jump may target the EXTENDED_ARG prefix of an instruction
+        if ins.offset not in offset_to_index:
+            offset_to_index[ins.offset] = bisect.bisect_left([i.offset for i in raw], ins.offset)
     lineno = code.co_firstlineno
     out = []
     for n, ins in enumerate(raw):

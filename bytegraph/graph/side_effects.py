@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
 
 
+DELETED = object()  # marks an attribute deleted by the trace
+
+
 class SideEffects:
     """Mutations recorded by one trace.
 
@@ -68,8 +71,16 @@ class SideEffects:
             )
         self._attrs[(id(obj), name)] = (obj, name, value)
 
+    def delete_attr(self, obj: Any, name: str, existed: bool) -> None:
+        """``del obj.name``; ``existed``: whether the real object had it before the call."""
+        if existed:
+            self.store_attr(obj, name, DELETED)
+        else:
+            self._attrs.pop((id(obj), name), None)
+
     def pending_attr(self, obj: Any, name: str) -> Any:
-        """The value stored to ``obj.name`` earlier in the trace, or None."""
+        """The value stored to ``obj.name`` earlier in the trace, :data:`DELETED`
+        after a ``del``, or None when the trace did not touch it."""
         entry = self._attrs.get((id(obj), name))
         return entry[2] if entry is not None else None
 
@@ -93,7 +104,10 @@ class SideEffects:
         for vt in self._mutated.values():
             plan.append(("contents", vt, codegen.store_temp(lambda v=vt: v.reconstruct_contents(codegen))))
         for obj, name, value in self._attrs.values():
-            plan.append(("attr", (obj, name), codegen.store_temp(lambda v=value: codegen.reconstruct(v))))
+            if value is DELETED:
+                plan.append(("delattr", (obj, name), ""))
+            else:
+                plan.append(("attr", (obj, name), codegen.store_temp(lambda v=value: codegen.reconstruct(v))))
         for f_globals, name, value in self._globals.values():
             plan.append(("global", (f_globals, name), codegen.store_temp(lambda v=value: codegen.reconstruct(v))))
         return plan
@@ -109,6 +123,10 @@ class SideEffects:
                 codegen.load_local(temp)
                 codegen.load_source(obj.source)
                 codegen.emit("STORE_ATTR", name)
+            elif kind == "delattr":
+                obj, name = target
+                codegen.load_source(obj.source)
+                codegen.emit("DELETE_ATTR", name)
             else:
                 f_globals, name = target
                 codegen.load_local(temp)

@@ -177,6 +177,25 @@ class DictKeysMatch(Guard):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
+class DictContains(Guard):
+    """``key in value`` (``present``) or ``key not in value`` for one str/int key."""
+
+    key_value: Any = None
+    present: bool = True
+    order: ClassVar[int] = 2
+
+    def key(self) -> tuple:
+        return ("DictContains", self.source, self.key_value)
+
+    def check(self, names: Names, value: str) -> str:
+        return f"{self.key_value!r} {'in' if self.present else 'not in'} {value}"
+
+    def explain(self, actual: Any) -> str:
+        now = "now present" if not self.present else "now missing"
+        return f"key {self.key_value!r} of {describe_source(self.source)} is {now}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class NotShadowed(Guard):
     """A builtin read by the frame is not shadowed by a module global:
     ``name not in f_globals``."""

@@ -140,6 +140,9 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
     def do_return(self, value: VT) -> None:
         raise NotImplementedError(type(self).__name__)
 
+    def yield_value(self, value: VT) -> None:
+        raise NotImplementedError(type(self).__name__)
+
     def inline_call(self, fn: VT, args: list[VT], kwargs: dict[str, VT]) -> VT:
         """Trace a call of a Python function by running its bytecode in a child frame."""
         raise NotImplementedError(type(self).__name__)

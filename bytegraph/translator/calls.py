@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.containers import DictVariable, TupleVariable
+from bytegraph.variables.containers import TupleVariable, as_dict
 from bytegraph.variables.functions import NestedUserFunctionVariable
 from bytegraph.variables.misc import NullVariable
 
@@ -51,8 +51,7 @@ class CallOps:
         args = self.unpack(args_vt)
         kwargs: dict[str, VT] = {}
         if kwargs_vt is not None:
-            if not isinstance(kwargs_vt, DictVariable):
-                kwargs_vt = self.call_builtin(dict, [kwargs_vt])
+            kwargs_vt = as_dict(self, kwargs_vt) or self.call_builtin(dict, [kwargs_vt])
             for key, value in kwargs_vt.items.values():
                 kwargs[key.as_python_constant()] = value
         if not isinstance(null, NullVariable):

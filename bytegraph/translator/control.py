@@ -14,7 +14,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers import ListIteratorVariable
+from bytegraph.variables.containers import GeneratorVariable, IteratorVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -103,7 +103,7 @@ class ControlOps:
 
     def FOR_ITER(self: InstructionTranslatorBase, inst: Instruction) -> None:
         iterator = self.peek()
-        if not isinstance(iterator, ListIteratorVariable):
+        if not isinstance(iterator, IteratorVariable):
             unimplemented(
                 gb_type="unsupported iteration",
                 context=f"for loop over {iterator}",
@@ -112,6 +112,28 @@ class ControlOps:
         item = iterator.next_item(self)
         if item is None:
             self.pop()
+            self.jump(inst)
+        else:
+            self.push(item)
+
+    # ---- generators -------------------------------------------------------------------------
+    def RETURN_GENERATOR(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.push(ConstantVariable(None))  # popped by the POP_TOP that follows
+
+    def YIELD_VALUE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.yield_value(self.pop())
+
+    def GET_YIELD_FROM_ITER(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.push(self.get_iter(self.pop()))
+
+    def SEND(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.pop()  # the value sent in: always None for a consumed generator
+        receiver = self.peek()
+        item = receiver.next_item(self) if isinstance(receiver, IteratorVariable) else None
+        if item is None:
+            self.pop()
+            returned = receiver.frame.return_value if isinstance(receiver, GeneratorVariable) else None
+            self.push(returned or ConstantVariable(None))
             self.jump(inst)
         else:
             self.push(item)

@@ -17,7 +17,7 @@ from bytegraph.config import config
 from bytegraph.translator.base import InstructionTranslatorBase
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers import DictVariable, TupleVariable
+from bytegraph.variables.containers import DictVariable, GeneratorVariable, TupleVariable
 from bytegraph.variables.functions import CellVariable, NestedUserFunctionVariable
 
 VT = VariableTracker
@@ -35,9 +35,7 @@ SKIP_MODULE_PREFIXES = (
 
 _CO_VARARGS = inspect.CO_VARARGS
 _CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
-_UNTRACEABLE_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | getattr(
-    inspect, "CO_ITERABLE_COROUTINE", 0
-)
+_UNTRACEABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
 
 class InliningTranslator(InstructionTranslatorBase):
@@ -48,6 +46,8 @@ class InliningTranslator(InstructionTranslatorBase):
         super().__init__(code, f_globals, symbolic_locals, parent.output, parent)
         self.fn = fn
         self.return_value: VT | None = None
+        self.started = False
+        self.yielded: VT | None = None
 
     def load_freevar(self, name: str) -> VT:
         return self.fn.get_closure_cell(self, self.code.co_freevars.index(name))
@@ -72,6 +72,22 @@ class InliningTranslator(InstructionTranslatorBase):
         self.return_value = value
         self.done = True
 
+    # ---- generator frames ------------------------------------------------------------------
+    def yield_value(self, value: VT) -> None:
+        self.yielded = value
+
+    def resume_generator(self) -> VT | None:
+        """Run this generator frame to its next ``yield``; None once it returned."""
+        if self.done:
+            return None
+        if self.started:
+            self.push(ConstantVariable(None))  # the value of the yield expression
+        self.started = True
+        self.yielded = None
+        while not self.done and self.yielded is None:
+            self.step()
+        return self.yielded
+
     def inline_call(self, fn: VT, args: list[VT], kwargs: dict[str, VT]) -> VT:
         return inline_call(self, fn, args, kwargs)
 
@@ -86,10 +102,10 @@ def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
     name = fn.get_name()
     if code.co_flags & _UNTRACEABLE_FLAGS:
         unimplemented(
-            gb_type="generator or coroutine call",
-            context=f"call to generator/coroutine function {name}",
-            explanation="Generators and coroutines are not traced yet.",
-            hints=("Materialise the generator outside the compiled function (e.g. list(gen)).",),
+            gb_type="coroutine call",
+            context=f"call to coroutine function {name}",
+            explanation="Coroutines and async generators are not traced.",
+            hints=("Call it outside the compiled function.",),
         )
     module = fn.get_globals().get("__name__", "") or ""
     if is_skipped_module(module):
@@ -184,5 +200,7 @@ def inline_call(tx: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwar
     check_inlinable(tx, fn)
     bound = bind_arguments(tx, fn, args, kwargs)
     child = InliningTranslator(fn.get_code(), fn.get_globals(), bound, tx, fn)
+    if child.code.co_flags & inspect.CO_GENERATOR:
+        return GeneratorVariable(child)  # runs lazily, one yield per next()
     child.run()
     return child.return_value

@@ -112,12 +112,7 @@ class LoadStoreOps:
         self.store_attr(obj, inst.argval, value)
 
     def DELETE_ATTR(self: InstructionTranslatorBase, inst: Instruction) -> None:
-        unimplemented(
-            gb_type="attribute delete",
-            context=f"del .{inst.argval}",
-            explanation="Deleting attributes inside the compiled region is not supported yet.",
-            hints=("Move the del out of the compiled function.",),
-        )
+        self.delete_attr(self.pop(), inst.argval)
 
     # ---- imports ----------------------------------------------------------------------------------
     def IMPORT_NAME(self: InstructionTranslatorBase, inst: Instruction) -> None:

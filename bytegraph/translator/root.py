@@ -94,6 +94,14 @@ class InstructionTranslator(InstructionTranslatorBase):
     def inline_call(self, fn: VT, args: list[VT], kwargs: dict[str, VT]) -> VT:
         return inline_call(self, fn, args, kwargs)
 
+    def yield_value(self, value: VT) -> None:
+        unimplemented(
+            gb_type="generator frame",
+            context=f"compiling generator function {self.code.co_qualname}",
+            explanation="A generator function cannot be compiled as a frame of its own.",
+            hints=("Compile the function that consumes the generator instead.",),
+        )
+
     # ---- output ------------------------------------------------------------------------------
     def do_return(self, value: VT) -> None:
         final_grad_mode = torch.is_grad_enabled()

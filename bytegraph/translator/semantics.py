@@ -10,12 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented
+from bytegraph.guards.guards import DictContains
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap, wrap_const
 from bytegraph.variables.builtin import BuiltinVariable
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers import ListIteratorVariable, NamedTupleVariable
+from bytegraph.variables.containers import IteratorVariable, ListIteratorVariable, NamedTupleVariable
 from bytegraph.variables.functions import UserFunctionVariable
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.tensor import TensorVariable
@@ -87,7 +88,7 @@ class PythonSemantics:
         return value.unpack_var_sequence(self)
 
     def get_iter(self: InstructionTranslatorBase, value: VT) -> VT:
-        if isinstance(value, ListIteratorVariable):
+        if isinstance(value, IteratorVariable):
             return value
         return ListIteratorVariable(self.unpack(value))
 
@@ -150,6 +151,21 @@ class PythonSemantics:
         if obj.is_python_constant():
             return hasattr(obj.as_python_constant(), name)
         return hasattr(obj.python_type(), name)
+
+    def delete_attr(self: InstructionTranslatorBase, obj: VT, name: str) -> None:
+        if isinstance(obj, UserDefinedObjectVariable) and obj.source is not None and type(
+            obj.value
+        ).__delattr__ is object.__delattr__:
+            existed = name in getattr(obj.value, "__dict__", {})
+            self.output.guards.add(DictContains(AttrSource(obj.source, "__dict__"), name, existed))
+            self.output.side_effects.delete_attr(obj, name, existed)
+            return
+        unimplemented(
+            gb_type="attribute delete",
+            context=f"del {obj}.{name}",
+            explanation="bytegraph can delete attributes only of plain objects that existed before the call.",
+            hints=("Move the del out of the compiled function.",),
+        )
 
     def store_attr(self: InstructionTranslatorBase, obj: VT, name: str, value: VT) -> None:
         if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)):

@@ -11,6 +11,7 @@ from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers import (
     DictVariable,
     ListVariable,
+    as_dict,
     SetVariable,
     SliceVariable,
     TupleVariable,
@@ -188,7 +189,7 @@ class StackOps:
     def DICT_MERGE(self: InstructionTranslatorBase, inst: Instruction) -> None:
         value = self.pop()
         target = self.peek(inst.arg)
-        incoming = value if isinstance(value, DictVariable) else self.call_builtin(dict, [value])
+        incoming = as_dict(self, value) or self.call_builtin(dict, [value])
         for key in incoming.items:
             if key in target.items:
                 unimplemented(

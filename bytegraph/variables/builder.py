@@ -26,7 +26,6 @@ import torch
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import (
     ConstantMatch,
-    DictKeysMatch,
     EqualsMatch,
     IdMatch,
     LenMatch,
@@ -40,6 +39,7 @@ from bytegraph.variables.builtin import BuiltinVariable
 from bytegraph.variables.constant import ConstantVariable, is_constant_value
 from bytegraph.variables.containers import (
     DictVariable,
+    LazyDictVariable,
     ListVariable,
     NamedTupleVariable,
     SetVariable,
@@ -115,12 +115,10 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         return TupleVariable(items, source)
 
     if type(value) in (dict, collections.OrderedDict):
-        keys = list(value)
-        if not all(type(k) in (str, int) for k in keys):
+        if not all(type(k) in (str, int) for k in value):
             return _wrap_object(tx, value, source)
-        guards.add(DictKeysMatch(source, type(value), tuple(keys)))
-        items = {k: (ConstantVariable(k), wrap(tx, v, GetItemSource(source, k))) for k, v in value.items()}
-        return side_effects.track(value, DictVariable(items, type(value), source))
+        guards.add(TypeMatch(source, type(value)))
+        return side_effects.track(value, LazyDictVariable(value, source))
 
     if type(value) in (set, frozenset) and all(is_constant_value(v) for v in value):
         guards.add(TypeMatch(source, type(value)))

@@ -25,13 +25,17 @@ from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers import (
     BaseSequenceVariable,
     DictVariable,
+    IteratorVariable,
+    LazyDictVariable,
     ListIteratorVariable,
     ListVariable,
     SetVariable,
     SliceVariable,
     TupleVariable,
+    as_dict,
 )
 from bytegraph.variables.tensor import TensorVariable, graph_call
+from bytegraph.variables.user_defined import SuperVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -165,7 +169,7 @@ class BuiltinVariable(VariableTracker):
             tx.output.side_effects.mutate(target)
             target.items.extend(tx.unpack(value))
             return target
-        if isinstance(target, DictVariable) and self.fn is operator.ior:
+        if isinstance(target, (DictVariable, LazyDictVariable)) and self.fn is operator.ior:
             target.call_method(tx, "update", [value], {})
             return target
         if target.is_python_constant() or isinstance(target, (TupleVariable, ListVariable)):
@@ -177,9 +181,7 @@ class BuiltinVariable(VariableTracker):
         if len(args) == 2:
             a, b = args
             if fn is operator.getitem:
-                if isinstance(a, (BaseSequenceVariable, DictVariable)):
-                    return a.getitem(tx, b)
-                return None
+                return a.call_method(tx, "__getitem__", [b], {})
             if fn is operator.contains:
                 return self._contains(tx, a, b)
             if fn in (operator.is_, operator.is_not):
@@ -209,9 +211,9 @@ class BuiltinVariable(VariableTracker):
                 same = tx.same_object(a, b)
                 if same is not None and (same or _identity_eq(a) and _identity_eq(b)):
                     return ConstantVariable(same if fn is operator.eq else not same)
-            if fn is operator.or_ and isinstance(a, DictVariable) and isinstance(b, DictVariable):
-                merged = DictVariable(a.items, a.dict_cls)
-                merged.items.update(b.items)
+            if fn is operator.or_ and as_dict(tx, a) is not None and as_dict(tx, b) is not None:
+                merged = DictVariable(as_dict(tx, a).items, a.python_type())
+                merged.items.update(as_dict(tx, b).items)
                 return merged
         if len(args) == 1 and fn is operator.not_:
             return ConstantVariable(not args[0].truthy(tx))
@@ -220,11 +222,11 @@ class BuiltinVariable(VariableTracker):
         return None
 
     def _contains(self, tx: Tx, container: VT, item: VT) -> VT | None:
-        if isinstance(container, DictVariable):
+        if isinstance(container, (DictVariable, LazyDictVariable)):
             return container.call_method(tx, "__contains__", [item], {})
         if isinstance(container, TensorVariable):
             return graph_call(tx, "call_method", "__contains__", [container, item], {})
-        if container.has_unpack_var_sequence(tx) and not isinstance(container, ListIteratorVariable):
+        if container.has_unpack_var_sequence(tx) and not isinstance(container, IteratorVariable):
             for element in container.unpack_var_sequence(tx):
                 if tx.same_object(element, item):
                     return ConstantVariable(True)
@@ -235,11 +237,9 @@ class BuiltinVariable(VariableTracker):
 
     # ---- handlers: each returns a VT, or None to fall through ----------------
     def _call_len(self, tx: Tx, obj: VT) -> VT | None:
-        if isinstance(obj, (BaseSequenceVariable, DictVariable, TensorVariable)):
-            return obj.call_method(tx, "__len__", [], {})
-        if obj.has_unpack_var_sequence(tx) and not isinstance(obj, ListIteratorVariable):
-            return ConstantVariable(len(obj.unpack_var_sequence(tx)))
-        return None
+        if obj.is_python_constant() and not isinstance(obj, (BaseSequenceVariable, DictVariable)):
+            return None  # folded
+        return obj.call_method(tx, "__len__", [], {})
 
     def _call_isinstance(self, tx: Tx, obj: VT, classes: VT) -> VT | None:
         cls = classes.as_python_constant()
@@ -278,7 +278,7 @@ class BuiltinVariable(VariableTracker):
         return tx.get_iter(obj)
 
     def _call_next(self, tx: Tx, it: VT, *default: VT) -> VT | None:
-        if isinstance(it, ListIteratorVariable):
+        if isinstance(it, IteratorVariable):
             item = it.next_item(tx)
             if item is None:
                 if default:
@@ -333,7 +333,7 @@ class BuiltinVariable(VariableTracker):
         return ListIteratorVariable([i for i in items if fn.call_function(tx, [i], {}).truthy(tx)])
 
     def _call_reversed(self, tx: Tx, obj: VT) -> VT | None:
-        if isinstance(obj, (BaseSequenceVariable, DictVariable)) or obj.is_python_constant():
+        if isinstance(obj, (BaseSequenceVariable, DictVariable, LazyDictVariable)) or obj.is_python_constant():
             return ListIteratorVariable(list(reversed(tx.unpack(obj))))
         return None
 
@@ -349,6 +349,41 @@ class BuiltinVariable(VariableTracker):
         for item in tx.unpack(iterable):
             total = tx.call_builtin(operator.add, [total, item])
         return total
+
+    def _short_circuit(self, tx: Tx, iterable: VT, stop_on: bool) -> VT:
+        iterator = tx.get_iter(iterable)
+        while (item := iterator.next_item(tx)) is not None:
+            if item.truthy(tx) == stop_on:
+                return ConstantVariable(stop_on)
+        return ConstantVariable(not stop_on)
+
+    def _call_any(self, tx: Tx, iterable: VT) -> VT | None:
+        return None if iterable.is_python_constant() else self._short_circuit(tx, iterable, True)
+
+    def _call_all(self, tx: Tx, iterable: VT) -> VT | None:
+        return None if iterable.is_python_constant() else self._short_circuit(tx, iterable, False)
+
+    def _minmax(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
+        """min/max over an iterable of constants that is not itself a constant."""
+        if len(args) != 1 or args[0].is_python_constant():
+            return None
+        items = tx.unpack(args[0])
+        if not all(i.is_python_constant() for i in items):
+            return None
+        return self._fold(tx, [tx.wrap_const([i.as_python_constant() for i in items])], kwargs)
+
+    def _call_min(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
+        return self._minmax(tx, args, kwargs)
+
+    def _call_max(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
+        return self._minmax(tx, args, kwargs)
+
+    def _call_super(self, tx: Tx, *args: VT) -> VT | None:
+        if args:
+            cls, obj = args
+            return SuperVariable(cls.as_python_constant(), obj)
+        cls = tx.load_freevar("__class__").as_python_constant()
+        return SuperVariable(cls, tx.symbolic_locals[tx.code.co_varnames[0]])
 
     def _call_slice(self, tx: Tx, *args: VT) -> VT | None:
         none = ConstantVariable(None)

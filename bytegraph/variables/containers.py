@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import collections
 import operator
+import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
 from bytegraph.breaks import unimplemented
+from bytegraph.guards.guards import DictContains, DictKeysMatch
+from bytegraph.guards.source import GetItemSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 
@@ -480,6 +483,7 @@ class DictVariable(VariableTracker):
             return ConstantVariable(None)
         if name == "update":
             for other in args:
+                other = as_dict(tx, other) or other
                 if isinstance(other, DictVariable):
                     self.items.update(other.items)
                 else:
@@ -534,6 +538,108 @@ class DictVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"DictVariable({list(self.items)!r})"
+
+
+class LazyDictVariable(VariableTracker):
+    """A dict that existed before the call, read key by key through its source.
+
+    Reading one key guards only that key's presence (and its value's facts);
+    whatever needs the whole dict (iteration, ``len``, mutation, rebuilding)
+    *materializes* it: every key is guarded in order and every value wrapped,
+    and this VT then delegates to that :class:`DictVariable`.
+    """
+
+    mutable = True
+
+    def __init__(self, value: dict, source: Any):
+        super().__init__(source)
+        self.value = value
+        self._read: dict[Any, VT] = {}
+        self.full: DictVariable | None = None
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def materialize(self, tx: Tx) -> DictVariable:
+        if self.full is None:
+            tx.output.guards.add(DictKeysMatch(self.source, type(self.value), tuple(self.value)))
+            items = {}
+            for key, value in self.value.items():
+                vt = self._read.get(key)
+                if vt is None:
+                    vt = tx.wrap(value, GetItemSource(self.source, key))
+                items[key] = (tx.wrap_const(key), vt)
+            self.full = DictVariable(items, type(self.value), self.source)
+        return self.full
+
+    def _lookup(self, tx: Tx, key: VT) -> VT | None:
+        """The value for ``key`` (None when absent), guarding only that key."""
+        if self.full is not None:
+            return self.full.items.get(DictVariable.key_of(tx, key), (None, None))[1]
+        hkey = key.as_python_constant()
+        if type(hkey) not in (str, int):
+            return self.materialize(tx).items.get(DictVariable.key_of(tx, key), (None, None))[1]
+        present = hkey in self.value
+        tx.output.guards.add(DictContains(self.source, hkey, present))
+        if not present:
+            return None
+        if hkey not in self._read:
+            self._read[hkey] = tx.wrap(self.value[hkey], GetItemSource(self.source, hkey))
+        return self._read[hkey]
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "__contains__" and len(args) == 1:
+            return ConstantVariable(self._lookup(tx, args[0]) is not None)
+        if name in ("__getitem__", "get") and 1 <= len(args) <= (1 if name == "__getitem__" else 2) and not kwargs:
+            found = self._lookup(tx, args[0])
+            if found is not None:
+                return found
+            if name == "get":
+                return args[1] if len(args) == 2 else ConstantVariable(None)
+        return self.materialize(tx).call_method(tx, name, args, kwargs)
+
+    def truthy(self, tx: Tx) -> bool:
+        return self.materialize(tx).truthy(tx)
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return True
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        return self.materialize(tx).unpack_var_sequence(tx)
+
+    def is_python_constant(self) -> bool:
+        return False
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_source(self.source)
+
+    def __repr__(self) -> str:
+        return f"LazyDictVariable({self.source})"
+
+
+class DictBaseView(LazyDictVariable):
+    """The plain-``dict`` behaviour of an instance of a dict subclass, for
+    ``super().get(...)`` and friends inside the subclass's methods. Read-only:
+    mutating through it is a graph break."""
+
+    READS = frozenset({"get", "__getitem__", "__contains__", "keys", "values", "items", "__len__", "__iter__", "copy"})
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name not in self.READS:
+            unimplemented(
+                gb_type="unsupported container method",
+                context=f"dict.{name} on an instance of {type(self.value).__qualname__}",
+                explanation="Mutating a dict subclass through its dict base methods is not traced yet.",
+                hints=("Move the mutation out of the compiled function.",),
+            )
+        return super().call_method(tx, name, args, kwargs)
+
+
+def as_dict(tx: Tx, vt: VT) -> DictVariable | None:
+    """``vt`` as a DictVariable (materializing a lazy dict), or None if it is not a dict."""
+    if isinstance(vt, LazyDictVariable):
+        return vt.materialize(tx)
+    return vt if isinstance(vt, DictVariable) else None
 
 
 class IdentityKey:
@@ -675,10 +781,63 @@ def apply_by_clear_update(codegen: PyCodegen, source: Any, temp: str) -> None:
         return f"SetVariable({self.values!r})"
 
 
-class ListIteratorVariable(VariableTracker):
-    """An iterator over items known at trace time (loops are unrolled)."""
+class IteratorVariable(VariableTracker):
+    """Base of iterators the translator can advance at trace time."""
 
     mutable = True
+
+    def next_item(self, tx: Tx) -> VT | None:
+        """The next item, or None when exhausted."""
+        raise NotImplementedError(type(self).__name__)
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return True
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        items = []
+        while (item := self.next_item(tx)) is not None:
+            items.append(item)
+        return items
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "__iter__":
+            return self
+        if name == "__next__":
+            item = self.next_item(tx)
+            if item is None:
+                unimplemented(
+                    gb_type="user error",
+                    context="next() on an exhausted iterator",
+                    explanation="The traced code raises StopIteration; it runs natively.",
+                    hints=("Pass a default to next().",),
+                )
+            return item
+        return _bad_method(self, name)
+
+
+class GeneratorVariable(IteratorVariable):
+    """A generator created in the trace; ``frame`` is its suspended inlined
+    frame, advanced to the next ``yield`` by :meth:`next_item`."""
+
+    def __init__(self, frame: Any):
+        super().__init__()
+        self.frame = frame
+
+    def python_type(self) -> type:
+        return types.GeneratorType
+
+    def next_item(self, tx: Tx) -> VT | None:
+        return self.frame.resume_generator()
+
+    def __repr__(self) -> str:
+        return f"GeneratorVariable({self.frame.code.co_qualname})"
+
+
+class ListIteratorVariable(IteratorVariable):
+    """An iterator over items known at trace time (loops are unrolled)."""
 
     def __init__(self, items: Sequence[VT], index: int = 0):
         super().__init__()
@@ -696,28 +855,10 @@ class ListIteratorVariable(VariableTracker):
         self.index += 1
         return item
 
-    def has_unpack_var_sequence(self, tx: Tx) -> bool:
-        return True
-
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
         rest = self.items[self.index :]
         self.index = len(self.items)
         return rest
-
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name == "__iter__":
-            return self
-        if name == "__next__":
-            item = self.next_item(tx)
-            if item is None:
-                unimplemented(
-                    gb_type="user error",
-                    context="next() on an exhausted iterator",
-                    explanation="The traced code raises StopIteration; it runs natively.",
-                    hints=("Pass a default to next().",),
-                )
-            return item
-        return _bad_method(self, name)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         for item in self.items[self.index :]:

@@ -119,8 +119,10 @@ class UserFunctionVariable(VariableTracker):
         return tx.inline_call(self, args, kwargs)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
-        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
+        if name in ("__name__", "__qualname__", "__module__", "__doc__", "__code__"):
             return ConstantVariable(getattr(self.fn, name))
+        if name in ("__defaults__", "__kwdefaults__") and self.source is not None:
+            return tx.wrap(getattr(self.fn, name), AttrSource(self.source, name))
         if name in self.fn.__dict__ and self.source is not None:
             return tx.wrap(self.fn.__dict__[name], AttrSource(self.source, name))
         if name == "__wrapped__" or name in self.fn.__dict__:

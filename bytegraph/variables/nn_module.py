@@ -19,7 +19,7 @@ from torch.utils.hooks import RemovableHandle
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.guards.source import AttrSource, GetItemSource
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers import ListIteratorVariable, TupleVariable
 from bytegraph.variables.functions import UserMethodVariable
@@ -82,7 +82,13 @@ class NNModuleVariable(VariableTracker):
             if name in d.get(holder, ()):
                 return tx.wrap(d[holder][name], GetItemSource(AttrSource(self.source, holder), name))
         cls = type(module)
+        if name == "__class__":
+            return tx.wrap_const(cls)
         attr = class_attribute(cls, name)
+        if name in _LISTINGS and attr is getattr(torch.nn.Module, name):
+            return BoundMethodVariable(self, name)
+        if name in ("keys", "values", "items") and _container_holder(module) is not None:
+            return BoundMethodVariable(self, name)
         if attr is not _MISSING and isinstance(attr, property):
             return bind_class_attribute(tx, self, cls, name, attr)
         if name in d:
@@ -124,9 +130,73 @@ class NNModuleVariable(VariableTracker):
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name in _LISTINGS and class_attribute(type(self.value), name) is getattr(torch.nn.Module, name):
             return self._listing(tx, name, args, kwargs)
-        if name == "__len__" and class_attribute(type(self.value), "__len__") is not _MISSING:
-            return ConstantVariable(len(self.value))
+        container = _container_holder(self.value)
+        if container is not None:
+            if name == "__len__" and not args:
+                return ConstantVariable(len(self.value))
+            if name == "__getitem__" and len(args) == 1:
+                return self._container_item(tx, container, args[0].as_python_constant())
+            if name == "__iter__" and not args:
+                return ListIteratorVariable(self.unpack_var_sequence(tx))
+            if name == "__contains__" and isinstance(self.value, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
+                return ConstantVariable(args[0].as_python_constant() in self.value)
+            if name in ("keys", "values", "items") and isinstance(
+                self.value, (torch.nn.ModuleDict, torch.nn.ParameterDict)
+            ):
+                keys = list(self.value.keys())
+                if name == "keys":
+                    return ListIteratorVariable([ConstantVariable(k) for k in keys])
+                values = [self._container_item(tx, container, k) for k in keys]
+                if name == "values":
+                    return ListIteratorVariable(values)
+                return ListIteratorVariable([TupleVariable([ConstantVariable(k), v]) for k, v in zip(keys, values)])
         return super().call_method(tx, name, args, kwargs)
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return _container_holder(self.value) is not None
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        container = _container_holder(self.value)
+        if container is None:
+            return super().unpack_var_sequence(tx)
+        keys = list(self.value.__dict__[container].keys())
+        if isinstance(self.value, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
+            return [ConstantVariable(k) for k in keys]
+        return [self._item_by_key(tx, container, k) for k in keys]
+
+    def _container_item(self, tx: Tx, container: str, index: Any) -> VT:
+        """``module[index]`` for ModuleList/Sequential/ModuleDict/ParameterList/ParameterDict."""
+        if isinstance(self.value, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
+            return self._item_by_key(tx, container, index)
+        if isinstance(index, slice):
+            unimplemented(
+                gb_type="module container slice",
+                context=f"{type(self.value).__name__}[{index}]",
+                explanation="Slicing a module container creates a new module; not traced yet.",
+                hints=("Index single elements, or iterate over the container.",),
+            )
+        keys = list(self.value.__dict__[container].keys())
+        try:
+            key = keys[index]
+        except (IndexError, TypeError) as e:
+            unimplemented(
+                gb_type="user error",
+                context=f"{type(self.value).__name__}[{index!r}] raised {type(e).__name__}",
+                explanation="The traced code raises; it runs natively so the error is the eager one.",
+                hints=("Fix the index.",),
+            )
+        return self._item_by_key(tx, container, key)
+
+    def _item_by_key(self, tx: Tx, container: str, key: str) -> VT:
+        holder = self.value.__dict__[container]
+        if key not in holder:
+            unimplemented(
+                gb_type="user error",
+                context=f"{type(self.value).__name__} has no key {key!r}",
+                explanation="The traced code raises KeyError; it runs natively so the error is the eager one.",
+                hints=("Check the key.",),
+            )
+        return tx.wrap(holder[key], GetItemSource(AttrSource(self.source, container), key))
 
     def _listing(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         """``parameters()``, ``named_modules()``... as an iterator of guarded VTs."""
@@ -154,6 +224,15 @@ class NNModuleVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"NNModuleVariable({type(self.value).__name__})"
+
+
+def _container_holder(module: torch.nn.Module) -> str | None:
+    """The dict holding a module container's items, or None for other modules."""
+    if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict)):
+        return "_modules"
+    if isinstance(module, (torch.nn.ParameterList, torch.nn.ParameterDict)):
+        return "_parameters"
+    return None
 
 
 _LISTINGS = frozenset(

@@ -85,6 +85,18 @@ IS_COMPILING_NAMES = frozenset(
 
 GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
 
+#: ``has_torch_function`` checks: answered from the Python types of the arguments.
+HAS_TORCH_FUNCTION = frozenset(
+    {torch._C._has_torch_function, torch._C._has_torch_function_unary, torch._C._has_torch_function_variadic}
+)
+
+
+def _overrides_torch_function(cls: type) -> bool:
+    impl = getattr(cls, "__torch_function__", None)
+    return issubclass(cls, torch.Tensor) and getattr(impl, "__func__", impl) not in (
+        torch.Tensor.__torch_function__.__func__, torch._C._disabled_torch_function_impl,
+    )
+
 
 @functools.lru_cache(maxsize=None)
 def _overridable() -> frozenset:
@@ -109,7 +121,13 @@ def is_compiling_query(fn: Any) -> bool:
 
 def is_torch_callable(fn: Any) -> bool:
     """Whether ``fn`` belongs to the torch package and gets the torch treatment."""
-    if fn in STATE_QUERIES or is_torch_op(fn) or fn in PURE_HELPERS or is_compiling_query(fn):
+    try:
+        hash(fn)
+    except TypeError:
+        return False
+    if fn in STATE_QUERIES or is_torch_op(fn) or fn in PURE_HELPERS or is_compiling_query(fn) or (
+        fn in HAS_TORCH_FUNCTION
+    ):
         return True
     if isinstance(fn, type) and issubclass(fn, GRAD_MODE_CLASSES):
         return True
@@ -150,6 +168,9 @@ class TorchFunctionVariable(VariableTracker):
             return tx.wrap_const(value)
         if is_compiling_query(fn):
             return ConstantVariable(True)
+        if fn in HAS_TORCH_FUNCTION:
+            values = tx.unpack(args[0]) if fn is torch._C._has_torch_function else list(args)
+            return ConstantVariable(any(_overrides_torch_function(v.python_type()) for v in values))
         if isinstance(fn, type) and issubclass(fn, GRAD_MODE_CLASSES):
             return GradModeVariable.create(tx, fn, args, kwargs)
         if fn is torch.Size and len(args) == 1 and not kwargs:

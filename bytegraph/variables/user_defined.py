@@ -12,8 +12,10 @@ import types
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented
+from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.source import AttrSource
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.base import BoundMethodVariable, VariableTracker
+from bytegraph.variables.containers import DictBaseView
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
 
@@ -53,6 +55,9 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
                 hints=("Read a property that has a getter.",),
             )
         return tx.wrap_const(attr.fget).call_function(tx, [owner], {})
+    objclass = getattr(attr, "__objclass__", None)
+    if objclass is dict and isinstance(owner, UserDefinedObjectVariable) and owner.source is not None:
+        return BoundMethodVariable(DictBaseView(owner.value, owner.source), name)
     builtin_method = isinstance(
         attr,
         (types.MethodDescriptorType, types.WrapperDescriptorType, types.BuiltinFunctionType,
@@ -145,15 +150,35 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
         cls = type(self.value)
-        pending = tx.output.side_effects.pending_attr(self, name)
-        if pending is not None:
-            return pending
-        if cls.__getattribute__ is not object.__getattribute__:
+        getattribute = class_attribute(cls, "__getattribute__")
+        if isinstance(getattribute, types.FunctionType):
+            return UserMethodVariable(getattribute, self).call_function(tx, [ConstantVariable(name)], {})
+        generic = isinstance(getattribute, types.WrapperDescriptorType) and (
+            getattribute.__objclass__.__module__ == "builtins"
+        )
+        if not generic:
             unimplemented(
                 gb_type="custom __getattribute__",
                 context=f"{cls.__qualname__}.__getattribute__",
-                explanation="Objects whose class overrides __getattribute__ are not traced yet.",
+                explanation="This object's class overrides __getattribute__ in C; bytegraph cannot trace it.",
             )
+        return self.generic_getattr(tx, name)
+
+    def generic_getattr(self, tx: Tx, name: str) -> VT:
+        """``object.__getattribute__(self, name)`` then ``__getattr__``."""
+        cls = type(self.value)
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is DELETED:
+            unimplemented(
+                gb_type="user error",
+                context=f"{cls.__qualname__} object has no attribute {name!r} (deleted in the trace)",
+                explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
+                hints=("Check the attribute name.",),
+            )
+        if pending is not None:
+            return pending
+        if name == "__dict__" and self.source is not None:
+            return tx.wrap(self.value.__dict__, AttrSource(self.source, "__dict__"))
         attr = class_attribute(cls, name)
         if attr is not _MISSING and inspect.isdatadescriptor(attr):
             return bind_class_attribute(tx, self, cls, name, attr)
@@ -202,3 +227,51 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"UserDefinedObjectVariable({type(self.value).__qualname__})"
+
+
+class SuperVariable(VariableTracker):
+    """``super(cls, obj)``: attribute lookup starts after ``cls`` in ``type(obj)``'s MRO."""
+
+    def __init__(self, cls: type, obj: VT):
+        super().__init__()
+        self.cls = cls
+        self.obj = obj
+
+    def python_type(self) -> type:
+        return super
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        mro = self.obj.python_type().__mro__
+        start = mro.index(self.cls) + 1 if self.cls in mro else len(mro)
+        for klass in mro[start:]:
+            if name in klass.__dict__:
+                attr = klass.__dict__[name]
+                break
+        else:
+            unimplemented(
+                gb_type="user error",
+                context=f"'super' object has no attribute {name!r}",
+                explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
+                hints=("Check the attribute name.",),
+            )
+        if attr is object.__getattribute__ and hasattr(self.obj, "generic_getattr"):
+            return GenericGetAttrVariable(self.obj)
+        if attr is object.__init__:
+            return tx.wrap_const(_noop)
+        return bind_class_attribute(tx, self.obj, self.obj.python_type(), name, attr)
+
+
+class GenericGetAttrVariable(VariableTracker):
+    """``object.__getattribute__`` bound to an object: the standard lookup,
+    bypassing a Python ``__getattribute__`` override."""
+
+    def __init__(self, obj: VT):
+        super().__init__()
+        self.obj = obj
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return self.obj.generic_getattr(tx, args[0].as_python_constant())
+
+
+def _noop(*args: Any, **kwargs: Any) -> None:
+    """Stands for ``object.__init__`` reached through ``super()``."""
