@@ -30,3 +30,33 @@ class CompileCounter:
         self.frame_count = 0
         self.op_count = 0
         self.graphs.clear()
+
+
+def same(actual: object, expected: object, atol: float = 1e-6, rtol: float = 1e-5) -> bool:
+    """Deep equality for test comparisons of compiled vs eager results.
+
+    Tensors must agree in type, dtype, shape and values (``allclose`` with the
+    given tolerances, NaNs equal); containers must have the same type and
+    length; other values compare with ``==`` and must have the same type.
+    """
+    if isinstance(expected, torch.Tensor):
+        return (
+            type(actual) is type(expected)
+            and actual.dtype == expected.dtype
+            and actual.shape == expected.shape
+            and actual.requires_grad == expected.requires_grad
+            and torch.allclose(actual.detach(), expected.detach(), atol=atol, rtol=rtol, equal_nan=True)
+        )
+    if isinstance(expected, (list, tuple)):
+        return (
+            type(actual) is type(expected)
+            and len(actual) == len(expected)
+            and all(same(a, e, atol, rtol) for a, e in zip(actual, expected))
+        )
+    if isinstance(expected, dict):
+        return (
+            type(actual) is type(expected)
+            and list(actual) == list(expected)
+            and all(same(actual[k], expected[k], atol, rtol) for k in expected)
+        )
+    return type(actual) is type(expected) and actual == expected
