@@ -8,16 +8,16 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 venv: $(STAMP)
 
-# The main job: run the examples on real models through `bytegraph run`.
+# The main job: real models (torch's TransformerEncoder, HF GPT-2) through `bytegraph run`.
 demo: $(STAMP)
-	$(BIN)/bytegraph run examples/demo.py
+	$(BIN)/bytegraph run examples/transformer_encoder.py
+	$(BIN)/bytegraph run examples/gpt2.py
 
 # The quick test tier (slow model tests are excluded by default).
 test: $(STAMP)

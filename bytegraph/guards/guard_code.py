@@ -28,7 +28,7 @@ import inspect
 import types
 from typing import Any, Callable, Sequence
 
-from bytegraph.guards.guards import Guard, NoAliasing, SameObject
+from bytegraph.guards.guards import Guard, NoAliasing, SameObject, TypeMatch, describe_source
 from bytegraph.guards.source import ClosureSource, GlobalSource, LocalSource, Source
 
 
@@ -39,12 +39,14 @@ class GuardFunction:
     Attributes:
         check: ``check(cells, *args, **kwargs) -> bool``.
         guards: the guards in check order.
+        conditions: each guard's condition as Python source, in check order.
         text: the generated Python source (logged on the ``guards`` channel).
     """
 
     check: Callable[..., bool]
     first_failure_fn: Callable[..., tuple[int, Any]]
     guards: list[Guard]
+    conditions: list[str]
     text: str
 
     def first_failure(self, cells: Any, args: tuple, kwargs: dict) -> str | None:
@@ -178,6 +180,11 @@ def build_guard_function(
     unique: dict[tuple, Guard] = {}
     for guard in guards:
         unique.setdefault(guard.key(), guard)
+    typed = {(g.source, g.checked_type()) for g in unique.values() if g.checked_type() is not None}
+    unique = {
+        key: g for key, g in unique.items()
+        if not (isinstance(g, TypeMatch) and (g.source, g.expected) in typed)
+    }
     ordered = sorted(
         enumerate(unique.values()),
         key=lambda ig: (ig[1].order, ig[1].source.depth() if ig[1].source else 0, ig[0]),
@@ -189,9 +196,11 @@ def build_guard_function(
     params = _parameters(code, fn, builder)
     check_lines: list[str] = []
     fail_lines: list[str] = []
+    conditions: list[str] = []
     for index, guard in enumerate(ordered_guards):
         pre: list[str] = []
         cond, value = builder.check_text(guard, pre)
+        conditions.append(f"{describe_source(guard.source)}: {cond}")
         for line in pre:
             check_lines.append(line)
             fail_lines.append(line)
@@ -221,4 +230,4 @@ def build_guard_function(
     namespace: dict[str, Any] = {}
     exec(compile(text, f"<bytegraph guards for {code.co_name}>", "exec"), namespace)
     check, first_failure = namespace["___make"](**builder.consts)
-    return GuardFunction(check, first_failure, ordered_guards, text)
+    return GuardFunction(check, first_failure, ordered_guards, conditions, text)

@@ -51,6 +51,11 @@ class Guard:
     #: cost class used for ordering: cheap and discriminating guards run first.
     order: ClassVar[int] = 5
 
+    def checked_type(self) -> type | None:
+        """The exact type this guard also checks of its source, if any (a
+        TypeMatch for the same type is then redundant)."""
+        return None
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class TypeMatch(Guard):
@@ -144,6 +149,9 @@ class LenMatch(Guard):
     length: int = 0
     order: ClassVar[int] = 2
 
+    def checked_type(self) -> type | None:
+        return self.expected_type
+
     def check(self, names: Names, value: str) -> str:
         return f"type({value}) is {names.const(self.expected_type)} and len({value}) == {self.length}"
 
@@ -163,6 +171,9 @@ class DictKeysMatch(Guard):
     expected_type: type = dict
     keys: tuple = ()
     order: ClassVar[int] = 3
+
+    def checked_type(self) -> type | None:
+        return self.expected_type
 
     def check(self, names: Names, value: str) -> str:
         return (
@@ -269,6 +280,9 @@ class TensorMatch(Guard):
             strides,
             t.is_contiguous(),
         )
+
+    def checked_type(self) -> type | None:
+        return self.tensor_type
 
     def check(self, names: Names, value: str) -> str:
         v = value

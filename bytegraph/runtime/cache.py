@@ -103,7 +103,7 @@ class FrameCache:
             metrics.record_native(self.code)
             self.native = True
             return fn(*args, **kwargs)
-        metrics.record_compile(self.code, result.graphs, result.guard.text.splitlines(), result.seconds)
+        metrics.record_compile(self.code, result.graphs, result.guard.conditions, result.seconds)
         entry = CacheEntry(result, self)
         self.entries = [entry, *self.entries]
         return entry.function_for(fn)(*args, **kwargs)

@@ -36,6 +36,7 @@ class FrameStats:
     name: str
     filename: str
     lineno: int
+    code: types.CodeType
     graphs: list[CompiledGraph] = dataclasses.field(default_factory=list)
     breaks: list[BreakRecord] = dataclasses.field(default_factory=list)
     recompile_reasons: list[str] = dataclasses.field(default_factory=list)
@@ -56,7 +57,8 @@ class Recorder:
     trace_seconds: list[float] = dataclasses.field(default_factory=list)
 
 
-FRAMES: dict[types.CodeType, FrameStats] = {}
+#: id(code) -> stats; FrameStats keeps its code object alive, so ids are not reused.
+FRAMES: dict[int, FrameStats] = {}
 _ACTIVE: list[Recorder] = []
 
 
@@ -72,22 +74,30 @@ def recording() -> Iterator[Recorder]:
 
 
 def stats_for(code: types.CodeType) -> FrameStats:
-    stats = FRAMES.get(code)
+    stats = FRAMES.get(id(code))
     if stats is None:
-        stats = FrameStats(code.co_qualname, code.co_filename, code.co_firstlineno)
-        FRAMES[code] = stats
+        stats = FrameStats(code.co_qualname, code.co_filename, code.co_firstlineno, code)
+        FRAMES[id(code)] = stats
     return stats
 
 
-def record_compile(code: types.CodeType, graphs: list[CompiledGraph], guard_lines: list[str], seconds: float) -> None:
+def label(code: types.CodeType, name: str, filename: str, lineno: int) -> None:
+    """Report ``code`` under another name and location (e.g. an OptimizedModule's
+    entry frame is reported as the module's ``forward``)."""
+    stats = stats_for(code)
+    stats.name, stats.filename, stats.lineno = name, filename, lineno
+
+
+def record_compile(code: types.CodeType, graphs: list[CompiledGraph], guards: list[str], seconds: float) -> None:
+    """A frame was converted: its graphs, its guard conditions, and the seconds it took."""
     stats = stats_for(code)
     stats.graphs.extend(graphs)
-    stats.guard_counts.append(len(guard_lines))
+    stats.guard_counts.append(len(guards))
     stats.trace_seconds += seconds
     stats.frames_compiled += 1
     for recorder in _ACTIVE:
         recorder.graphs.extend(graphs)
-        recorder.guards.append(guard_lines)
+        recorder.guards.append(guards)
         recorder.trace_seconds.append(seconds)
 
 

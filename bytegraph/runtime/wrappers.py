@@ -13,6 +13,7 @@ from typing import Any, Callable
 import torch
 
 from bytegraph.convert import CompileOptions
+from bytegraph.runtime import metrics
 from bytegraph.runtime.cache import cache_for, run
 
 
@@ -59,6 +60,9 @@ class OptimizedModule(torch.nn.Module):
         code = _call_module.__code__.replace(co_name=name, co_qualname=name)
         frame = types.FunctionType(code, _call_module.__globals__, name)
         self._compiled_call = compile_function(frame, options)
+        forward = getattr(type(module).forward, "__code__", None)
+        if forward is not None:
+            metrics.label(code, name, forward.co_filename, forward.co_firstlineno)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self._compiled_call(self._orig_mod, *args, **kwargs)

@@ -14,6 +14,7 @@ for inlined calls.
 """
 from __future__ import annotations
 
+import os
 import types
 from bytegraph.breaks import Unsupported, UserFrame, unimplemented
 from bytegraph.bytecode.instructions import Instruction, decode
@@ -26,6 +27,7 @@ from bytegraph.translator.stack_ops import StackOps
 from bytegraph.variables.base import VariableTracker
 
 VT = VariableTracker
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, PythonSemantics):
@@ -119,11 +121,13 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
         return UserFrame(self.code.co_filename, lineno, self.code.co_name)
 
     def user_stack(self) -> list[UserFrame]:
-        """User frames from the root frame to this one."""
+        """User frames from the root frame to this one (bytegraph's own frames,
+        such as an OptimizedModule's entry frame, are left out)."""
         frames = []
         tx: InstructionTranslatorBase | None = self
         while tx is not None:
-            frames.append(tx.frame_summary())
+            if not tx.code.co_filename.startswith(_PACKAGE_DIR):
+                frames.append(tx.frame_summary())
             tx = tx.parent
         return list(reversed(frames))
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 
 from bytegraph.breaks import unimplemented
-from bytegraph.guards.guards import DictContains, DictKeysMatch
+from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch
 from bytegraph.guards.source import GetItemSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
@@ -587,7 +587,16 @@ class LazyDictVariable(VariableTracker):
             self._read[hkey] = tx.wrap(self.value[hkey], GetItemSource(self.source, hkey))
         return self._read[hkey]
 
+    def _length(self, tx: Tx) -> int:
+        """``len()`` guarded by length only (no need to pin the keys)."""
+        if self.full is not None:
+            return len(self.full.items)
+        tx.output.guards.add(LenMatch(self.source, type(self.value), len(self.value)))
+        return len(self.value)
+
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "__len__" and not args:
+            return ConstantVariable(self._length(tx))
         if name == "__contains__" and len(args) == 1:
             return ConstantVariable(self._lookup(tx, args[0]) is not None)
         if name in ("__getitem__", "get") and 1 <= len(args) <= (1 if name == "__getitem__" else 2) and not kwargs:
@@ -599,7 +608,7 @@ class LazyDictVariable(VariableTracker):
         return self.materialize(tx).call_method(tx, name, args, kwargs)
 
     def truthy(self, tx: Tx) -> bool:
-        return self.materialize(tx).truthy(tx)
+        return self._length(tx) > 0
 
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return True

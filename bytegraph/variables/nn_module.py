@@ -21,7 +21,7 @@ from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.guards.source import AttrSource, GetItemSource
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers import ListIteratorVariable, TupleVariable
+from bytegraph.variables.containers import DictVariable, ListIteratorVariable, TupleVariable
 from bytegraph.variables.functions import UserMethodVariable
 from bytegraph.variables.user_defined import _MISSING, bind_class_attribute, class_attribute
 
@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 VT = VariableTracker
 
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+_ALL_HOOK_DICTS = frozenset(_HOOK_DICTS) | {
+    "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks_with_kwargs",
+    "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks",
+}
 _GLOBAL_HOOK_DICTS = (
     "_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
     "_global_backward_pre_hooks", "_global_forward_hooks_always_called",
@@ -92,6 +96,8 @@ class NNModuleVariable(VariableTracker):
         if attr is not _MISSING and isinstance(attr, property):
             return bind_class_attribute(tx, self, cls, name, attr)
         if name in d:
+            if name in _ALL_HOOK_DICTS and not d[name]:
+                return self._empty_hook_dict(tx, name)
             return tx.wrap(d[name], AttrSource(self.source, name))
         if attr is not _MISSING:
             return bind_class_attribute(tx, self, cls, name, attr)
@@ -104,6 +110,18 @@ class NNModuleVariable(VariableTracker):
             explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
             hints=("Check the attribute name.",),
         )
+
+    def _empty_hook_dict(self, tx: Tx, name: str) -> VT:
+        """An empty hook dict of this module, guarded by the global hook-registration
+        counter instead of a per-dict check: it stays empty unless a hook is registered."""
+        tx.output.guards.add(
+            GlobalStateMatch(None, hook_registrations, hook_registrations(), "hook registrations")
+        )
+        holder = self.value.__dict__[name]
+        existing = tx.output.side_effects.tracked(holder)
+        if existing is not None:
+            return existing
+        return tx.output.side_effects.track(holder, DictVariable({}, type(holder), AttrSource(self.source, name)))
 
     def has_attr(self, tx: Tx, name: str) -> bool:
         return hasattr(self.value, name)

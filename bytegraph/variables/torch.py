@@ -110,9 +110,15 @@ def _overridable() -> frozenset:
 def is_torch_op(fn: Any) -> bool:
     """Whether calls of ``fn`` go in the graph as nodes."""
     try:
-        return fn in _overridable() or fn in FACTORY_FUNCTIONS
+        if fn in _overridable() or fn in FACTORY_FUNCTIONS:
+            return True
     except TypeError:  # unhashable
         return False
+    # every other ATen function exposed as torch.<name> (e.g. torch._transformer_encoder_layer_fwd)
+    name = getattr(fn, "__name__", None)
+    return isinstance(fn, types.BuiltinFunctionType) and name is not None and (
+        getattr(torch._C._VariableFunctions, name, None) is fn
+    )
 
 
 def is_compiling_query(fn: Any) -> bool:

@@ -1,0 +1,1 @@
+"""Benchmarks of bytegraph against torch.compile (not part of the test suite)."""
