@@ -57,6 +57,8 @@ class Unsupported(Exception):
         self.explanation = explanation
         self.hints = tuple(hints)
         self.user_stack: tuple[UserFrame, ...] = ()
+        self.frame_depth = 0  # inlining depth of the frame that raised it (0: the compiled frame)
+        self.root_index: int | None = None  # instruction of the compiled frame it happened under
 
     @property
     def location(self) -> str:

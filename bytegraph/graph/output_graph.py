@@ -148,6 +148,10 @@ class OutputGraph:
         """call_function / call_method nodes (what CompileCounter counts)."""
         return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method"))
 
+    def sets_grad_mode(self) -> bool:
+        """Whether the graph switches grad mode (``torch._C._set_grad_enabled`` nodes)."""
+        return any(n.target is torch._C._set_grad_enabled for n in self.graph.nodes)
+
     def mutates_inputs(self) -> bool:
         """Whether an in-place operation in the graph writes to a graph input."""
         for node in self.graph.nodes:

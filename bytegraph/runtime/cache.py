@@ -1,4 +1,5 @@
-"""Per-code caches of compiled frames, and the call path.
+"""Per-code caches of compiled frames, the call path, and the frames generated
+code enters at run time (resume functions, callees routed after a break).
 
 A :class:`FrameCache` belongs to one code object and one set of compile
 options. It holds :class:`CacheEntry` objects, newest first; :func:`run`
@@ -14,11 +15,14 @@ import warnings
 import weakref
 from typing import Any, Callable
 
+import torch
+
 from bytegraph import logs
 from bytegraph.config import config
 from bytegraph.convert import CompileOptions, Converted, RunNatively, convert_frame
 from bytegraph.guards.guard_code import GuardFunction
 from bytegraph.runtime import metrics
+from bytegraph.variables.nn_module import has_hooks
 
 
 class CacheEntry:
@@ -97,7 +101,9 @@ class FrameCache:
             f_locals = self._bind(fn, args, kwargs)
         except TypeError:
             return fn(*args, **kwargs)  # raises the eager TypeError
-        result = convert_frame(self.code, fn.__globals__, cells, f_locals, fn, self.options)
+        result = convert_frame(self.code, fn.__globals__, cells, f_locals, fn, self.options, hooks_for(self.options))
+        for reason in result.breaks if isinstance(result, Converted) else ():
+            metrics.record_break(self.code, reason)
         if isinstance(result, RunNatively):
             metrics.record_break(self.code, result.reason)
             metrics.record_native(self.code)
@@ -114,6 +120,79 @@ class FrameCache:
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         return dict(bound.arguments)
+
+
+# ---- frames entered by generated code: resume functions and routed callees ----------------
+
+class ResumeFunction:
+    """Calls a resume function's code through its cache.
+
+    Called as ``resume(*stack_values, *live_locals, closure)`` where
+    ``closure`` is the tuple of cells for the code's free variables, or None.
+    """
+
+    def __init__(self, code: types.CodeType, f_globals: dict, options: CompileOptions):
+        self.code = code
+        self.f_globals = f_globals
+        self.cache: FrameCache = cache_for(code, options)
+        self.plain = types.FunctionType(code, f_globals) if not code.co_freevars else None
+
+    def __call__(self, *args: Any) -> Any:
+        *values, closure = args
+        fn = self.plain or types.FunctionType(self.code, self.f_globals, self.code.co_name, None, closure)
+        return run(self.cache, fn, tuple(values), {})
+
+    def __repr__(self) -> str:
+        return f"<ResumeFunction {self.code.co_name}>"
+
+
+class FrameHooks:
+    """The :class:`~bytegraph.translator.graph_break.FrameRuntime` of one set of options."""
+
+    def __init__(self, options: CompileOptions):
+        self.options = options
+        self._resumes: dict[types.CodeType, ResumeFunction] = {}
+
+    def resume_function(self, code: types.CodeType, f_globals: dict) -> Callable[..., Any]:
+        fn = self._resumes.get(code)
+        if fn is None or fn.f_globals is not f_globals:
+            fn = ResumeFunction(code, f_globals, self.options)
+            self._resumes[code] = fn
+        return fn
+
+    def route_callee(self, callee: Any) -> Callable[..., Any]:
+        """``callee`` made to compile its own frame: Python functions and bound
+        methods run through their cache; a module without hooks runs its
+        ``forward`` that way; anything else is returned unchanged."""
+        if isinstance(callee, types.FunctionType):
+            return self._runner(callee)
+        if isinstance(callee, types.MethodType) and isinstance(callee.__func__, types.FunctionType):
+            return types.MethodType(self._runner(callee.__func__), callee.__self__)
+        if isinstance(callee, torch.nn.Module) and not has_hooks(callee):
+            forward = callee.forward
+            if isinstance(forward, types.MethodType) and isinstance(forward.__func__, types.FunctionType):
+                return types.MethodType(self._runner(forward.__func__), callee)
+        return callee
+
+    def _runner(self, fn: types.FunctionType) -> Callable[..., Any]:
+        cache = cache_for(fn.__code__, self.options)
+
+        def runner(*args: Any, **kwargs: Any) -> Any:
+            return run(cache, fn, args, kwargs)
+
+        return runner
+
+
+_HOOKS: dict[int, FrameHooks] = {}
+
+
+def hooks_for(options: CompileOptions) -> FrameHooks:
+    """The FrameHooks of ``options`` (one per compile call)."""
+    hooks = _HOOKS.get(id(options))
+    if hooks is None or hooks.options is not options:
+        hooks = FrameHooks(options)
+        _HOOKS[id(options)] = hooks
+    return hooks
 
 
 _CACHES: dict[tuple[types.CodeType, int], FrameCache] = {}
@@ -141,4 +220,5 @@ def run(cache: FrameCache, fn: types.FunctionType, args: tuple, kwargs: dict) ->
 def reset() -> None:
     """Drop every cache entry and statistic."""
     _CACHES.clear()
+    _HOOKS.clear()
     metrics.reset()

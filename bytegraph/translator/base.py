@@ -93,6 +93,7 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
         except Unsupported as e:
             if not e.user_stack:
                 e.user_stack = tuple(self.user_stack())
+                e.frame_depth = self.depth
             raise
 
     # ---- stack helpers -------------------------------------------------------------

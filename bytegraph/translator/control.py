@@ -35,7 +35,13 @@ class WithExitVariable(VariableTracker):
         return self.ctx.exit(tx)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
+        """Re-create the context, enter it, and leave its ``__exit__``: the
+        generated code resumes inside the ``with`` block."""
         codegen.reconstruct(self.ctx)
+        codegen.emit("COPY", 1)
+        codegen.emit("LOAD_METHOD", "__enter__")
+        codegen.call(0)
+        codegen.emit("POP_TOP")
         codegen.load_attr("__exit__")
 
 

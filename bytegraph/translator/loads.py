@@ -92,7 +92,7 @@ class LoadStoreOps:
     def LOAD_CLOSURE(self: InstructionTranslatorBase, inst: Instruction) -> None:
         name = inst.argval
         if name in self.code.co_cellvars:
-            self.push(CellVariable(self.symbolic_locals, name))
+            self.push(CellVariable(self.symbolic_locals, name, self.code))
         else:
             self.push(self.freevar_cell(name))
 

@@ -13,13 +13,14 @@ from typing import Any
 
 import torch
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import Unsupported, unimplemented
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.output_graph import Backend, OutputGraph
 from bytegraph.graph.side_effects import SideEffects
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.guards.source import ClosureSource, LocalSource
 from bytegraph.translator.base import InstructionTranslatorBase
+from bytegraph.translator.graph_break import FrameRuntime, codegen_graph_break
 from bytegraph.translator.inline import inline_call
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.functions import CellVariable
@@ -37,6 +38,9 @@ class InstructionTranslator(InstructionTranslatorBase):
         closure: the function's closure cells (None without free variables).
         output: the OutputGraph to fill.
         compiler: the backend, ``compiler(gm, example_inputs) -> callable``.
+        break_points: instruction indices where the frame must break (known
+            from an earlier attempt), with the reason.
+        runtime: what the generated code calls at run time (resume functions...).
     """
 
     def __init__(
@@ -47,10 +51,14 @@ class InstructionTranslator(InstructionTranslatorBase):
         closure: tuple | None,
         output: OutputGraph,
         compiler: Backend,
+        break_points: dict[int, Unsupported],
+        runtime: FrameRuntime,
     ):
         super().__init__(code, f_globals, {}, output, None)
         self.closure = closure
         self.compiler = compiler
+        self.break_points = break_points
+        self.runtime = runtime
         self.dirty_freevars: dict[str, None] = {}
         self.initial_grad_mode = torch.is_grad_enabled()
         self.instructions_out: list | None = None
@@ -64,6 +72,21 @@ class InstructionTranslator(InstructionTranslatorBase):
         )
         for name, value in f_locals.items():
             self.symbolic_locals[name] = self.wrap(value, LocalSource(name))
+
+    # ---- the loop ----------------------------------------------------------------------------
+    def step(self) -> None:
+        reason = self.break_points.get(self.ip)
+        if reason is None:
+            super().step()
+            return
+        inst = self.instructions[self.ip]
+        self.current_instruction = inst
+        try:
+            self.instructions_out = codegen_graph_break(self, inst, reason, self.runtime)
+        except Unsupported as e:
+            e.user_stack = e.user_stack or tuple(self.user_stack())
+            raise
+        self.done = True
 
     # ---- free variables ------------------------------------------------------------------
     def load_freevar(self, name: str) -> VT:
@@ -89,7 +112,7 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def freevar_cell(self, name: str) -> VT:
         self.load_freevar(name)
-        return CellVariable(self.symbolic_locals, name)
+        return CellVariable(self.symbolic_locals, name, self.code)
 
     def inline_call(self, fn: VT, args: list[VT], kwargs: dict[str, VT]) -> VT:
         return inline_call(self, fn, args, kwargs)
@@ -105,10 +128,16 @@ class InstructionTranslator(InstructionTranslatorBase):
     # ---- output ------------------------------------------------------------------------------
     def do_return(self, value: VT) -> None:
         final_grad_mode = torch.is_grad_enabled()
+        graph_sets_grad = self.output.sets_grad_mode()
 
         def tail(codegen: PyCodegen) -> None:
             ret = codegen.store_temp(lambda: codegen.reconstruct(value), "ret")
-            self.codegen_side_effects(codegen, final_grad_mode)
+            self.codegen_side_effects(codegen)
+            if graph_sets_grad or final_grad_mode != self.initial_grad_mode:
+                codegen.load_callable(torch._C._set_grad_enabled)
+                codegen.load_const(final_grad_mode)
+                codegen.call(1)
+                codegen.emit("POP_TOP")
             codegen.load_local(ret)
             codegen.emit("RETURN_VALUE")
 
@@ -116,8 +145,8 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.instructions_out = codegen.instructions
         self.done = True
 
-    def codegen_side_effects(self, codegen: PyCodegen, final_grad_mode: bool) -> None:
-        """Replay mutations, closure writes and the final grad mode after the graph."""
+    def codegen_side_effects(self, codegen: PyCodegen) -> None:
+        """Replay mutations and closure writes after the graph."""
         cells = [
             (name, codegen.store_temp(lambda n=name: codegen.reconstruct(self.symbolic_locals[n])))
             for name in self.dirty_freevars
@@ -127,9 +156,4 @@ class InstructionTranslator(InstructionTranslatorBase):
         for name, temp in cells:
             codegen.load_local(temp)
             codegen.store_local(name)
-        if final_grad_mode != self.initial_grad_mode:
-            codegen.load_callable(torch._C._set_grad_enabled)
-            codegen.load_const(final_grad_mode)
-            codegen.call(1)
-            codegen.emit("POP_TOP")
 

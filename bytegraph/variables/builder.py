@@ -143,16 +143,16 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
             obj = wrap(tx, owner, AttrSource(source, "__self__"))
             return BoundMethodVariable(obj, value.__name__)
 
-    guards.add(IdMatch.of(source, value) if _weakrefable(value) or _immortal(value) else TypeMatch(source, type(value)))
+    if _identity_is_value(value):
+        guards.add(IdMatch.of(source, value))
     return _wrap_by_kind(tx, value, source)
 
 
-def _weakrefable(value: Any) -> bool:
-    return type(value).__weakrefoffset__ != 0
-
-
-def _immortal(value: Any) -> bool:
-    return isinstance(value, (types.BuiltinFunctionType, type, types.ModuleType))
+def _identity_is_value(value: Any) -> bool:
+    """Objects the trace specialises on by identity (functions, classes, modules);
+    other objects are guarded by type and by the attributes the trace reads."""
+    return isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, types.ModuleType,
+                              functools.partial)) or callable(value) and is_torch_callable(value)
 
 
 def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:

@@ -30,10 +30,11 @@ class CellVariable(VariableTracker):
     seen by every function sharing the cell.
     """
 
-    def __init__(self, owner_locals: dict[str, VT], name: str):
+    def __init__(self, owner_locals: dict[str, VT], name: str, owner_code: types.CodeType | None = None):
         super().__init__()
         self.owner_locals = owner_locals
         self.name = name
+        self.owner_code = owner_code  # the frame whose real cell this is, when it has one
 
     def python_type(self) -> type:
         return types.CellType
@@ -51,6 +52,17 @@ class CellVariable(VariableTracker):
 
     def set(self, value: VT) -> None:
         self.owner_locals[self.name] = value
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """The real cell, when it belongs to the frame the code is generated for."""
+        if self.owner_code is not codegen.code:
+            unimplemented(
+                gb_type="escaping closure",
+                context=f"cell {self.name!r} of an inlined frame is live after the graph",
+                explanation="A closure over variables of an inlined function cannot be rebuilt outside it.",
+                hints=("Define the inner function at module level, or outside the compiled function.",),
+            )
+        codegen.load_closure(self.name)
 
 
 class UserFunctionVariable(VariableTracker):
@@ -239,13 +251,6 @@ class NestedUserFunctionVariable(VariableTracker):
         return super().var_getattr(tx, name)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
-        if self.closure:
-            unimplemented(
-                gb_type="escaping closure",
-                context=f"closure {self.qualname} created in the compiled region is live after it",
-                explanation="bytegraph cannot yet rebuild a closure that outlives the graph.",
-                hints=("Define the inner function outside the compiled function.",),
-            )
         flags = 0
         if self.defaults is not None:
             codegen.reconstruct(self.defaults)
@@ -253,6 +258,11 @@ class NestedUserFunctionVariable(VariableTracker):
         if self.kwdefaults is not None:
             codegen.reconstruct(self.kwdefaults)
             flags |= 0x02
+        if self.closure:
+            for cell in self.closure:
+                codegen.reconstruct(cell)
+            codegen.emit("BUILD_TUPLE", len(self.closure))
+            flags |= 0x08
         codegen.load_const(self.code)
         codegen.emit("MAKE_FUNCTION", flags)
 

@@ -1,0 +1,165 @@
+"""Static analysis of 3.11 bytecode for graph breaks.
+
+- :func:`live_locals`: which local variables may be read before being written
+  from a given instruction on (backward dataflow over jumps and exception
+  handlers), so only those are passed to a resume function.
+- :func:`in_loop`: whether an instruction lies inside a loop body.
+- :func:`enclosing_handlers`: the exception handlers protecting an
+  instruction, each classified as a ``with`` cleanup or a ``try`` handler.
+- :func:`stack_inputs`: how many stack slots an instruction consumes.
+"""
+from __future__ import annotations
+
+import dis
+import types
+from functools import lru_cache
+
+from bytegraph.bytecode.instructions import TERMINATORS, DecodedCode, Instruction, decode
+
+_READS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "DELETE_FAST"})
+_WRITES = frozenset({"STORE_FAST"})
+
+
+def _successors(decoded: DecodedCode, inst: Instruction) -> list[int]:
+    out = []
+    if inst.opname not in TERMINATORS and inst.index + 1 < len(decoded.instructions):
+        out.append(inst.index + 1)
+    if inst.target is not None:
+        out.append(inst.target)
+    handler = decoded.handler_for(inst.index)
+    if handler is not None:
+        out.append(handler.target)
+    return out
+
+
+@lru_cache(maxsize=1024)
+def _live_in(code: types.CodeType) -> tuple[frozenset[str], ...]:
+    decoded = decode(code)
+    insts = decoded.instructions
+    succs = [_successors(decoded, inst) for inst in insts]
+    live: list[frozenset[str]] = [frozenset()] * len(insts)
+    changed = True
+    while changed:
+        changed = False
+        for inst in reversed(insts):
+            out: set[str] = set()
+            for s in succs[inst.index]:
+                out |= live[s]
+            if inst.opname in _WRITES:
+                out.discard(inst.argval)
+            if inst.opname in _READS:
+                out.add(inst.argval)
+            new = frozenset(out)
+            if new != live[inst.index]:
+                live[inst.index] = new
+                changed = True
+    return tuple(live)
+
+
+def live_locals(code: types.CodeType, index: int) -> frozenset[str]:
+    """Plain locals (not cells) possibly read at or after instruction ``index``
+    before being overwritten."""
+    return _live_in(code)[index]
+
+
+def in_loop(code: types.CodeType, index: int) -> bool:
+    """Whether instruction ``index`` is inside a loop (some backward jump after
+    it targets an instruction at or before it)."""
+    for inst in decode(code).instructions[index:]:
+        if inst.target is not None and inst.target <= index < inst.index:
+            return True
+    return False
+
+
+def enclosing_handlers(code: types.CodeType, index: int) -> list[tuple[int, str]]:
+    """Exception handlers protecting ``index``, innermost first, as
+    ``(handler index, kind)`` where kind is ``"with"`` for the cleanup of a
+    ``with`` block and ``"try"`` otherwise."""
+    decoded = decode(code)
+    found = []
+    seen = set()
+    entry = decoded.handler_for(index)
+    while entry is not None and entry.target not in seen:
+        seen.add(entry.target)
+        insts = decoded.instructions
+        first = insts[entry.target]
+        if first.opname == "PUSH_EXC_INFO":  # a block's handler; others are cleanups of handlers
+            second = insts[entry.target + 1]
+            found.append((entry.target, "with" if second.opname == "WITH_EXCEPT_START" else "try"))
+        entry = decoded.handler_for(entry.target)
+    return found
+
+
+#: Stack slots each opcode consumes (3.11), for the ones a graph break can stop at.
+_FIXED_INPUTS = {
+    "NOP": 0, "POP_TOP": 1, "BINARY_OP": 2, "BINARY_SUBSCR": 2, "STORE_SUBSCR": 3, "DELETE_SUBSCR": 2,
+    "UNARY_NEGATIVE": 1, "UNARY_POSITIVE": 1, "UNARY_NOT": 1, "UNARY_INVERT": 1, "COMPARE_OP": 2,
+    "IS_OP": 2, "CONTAINS_OP": 2, "GET_ITER": 1, "FOR_ITER": 1, "LOAD_ATTR": 1, "LOAD_METHOD": 1,
+    "STORE_ATTR": 2, "DELETE_ATTR": 1, "LOAD_GLOBAL": 0, "LOAD_FAST": 0, "LOAD_DEREF": 0,
+    "LOAD_CONST": 0, "LOAD_CLOSURE": 0, "PRECALL": 0, "KW_NAMES": 0, "LIST_APPEND": 1, "SET_ADD": 1,
+    "LIST_EXTEND": 1, "SET_UPDATE": 1, "DICT_UPDATE": 1, "DICT_MERGE": 1, "MAP_ADD": 2,
+    "UNPACK_SEQUENCE": 1, "UNPACK_EX": 1, "POP_JUMP_FORWARD_IF_TRUE": 1, "POP_JUMP_FORWARD_IF_FALSE": 1,
+    "POP_JUMP_BACKWARD_IF_TRUE": 1, "POP_JUMP_BACKWARD_IF_FALSE": 1, "POP_JUMP_FORWARD_IF_NONE": 1,
+    "POP_JUMP_FORWARD_IF_NOT_NONE": 1, "POP_JUMP_BACKWARD_IF_NONE": 1, "POP_JUMP_BACKWARD_IF_NOT_NONE": 1,
+    "JUMP_IF_TRUE_OR_POP": 1, "JUMP_IF_FALSE_OR_POP": 1, "BEFORE_WITH": 1, "IMPORT_NAME": 2,
+    "IMPORT_FROM": 1, "STORE_FAST": 1, "STORE_GLOBAL": 1, "STORE_DEREF": 1, "DELETE_FAST": 0,
+    "LOAD_ASSERTION_ERROR": 0, "GET_LEN": 1, "RETURN_VALUE": 1, "LIST_TO_TUPLE": 1,
+}
+
+
+def stack_inputs(inst: Instruction) -> int | None:
+    """Stack slots ``inst`` consumes, or None when not modelled (callers then
+    treat the whole stack as consumed)."""
+    name, arg = inst.opname, inst.arg or 0
+    if name in _FIXED_INPUTS:
+        return _FIXED_INPUTS[name]
+    if name == "CALL":
+        return arg + 2
+    if name == "CALL_FUNCTION_EX":
+        return 3 + (arg & 1)
+    if name in ("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET", "BUILD_STRING", "BUILD_SLICE", "RAISE_VARARGS"):
+        return arg
+    if name == "BUILD_MAP":
+        return 2 * arg
+    if name == "BUILD_CONST_KEY_MAP":
+        return arg + 1
+    if name == "FORMAT_VALUE":
+        return 2 if arg & 0x04 else 1
+    if name == "MAKE_FUNCTION":
+        return 1 + bin(arg & 0x0F).count("1")
+    if name in ("COPY", "SWAP"):
+        return arg
+    return None
+
+
+_FIXED_OUTPUTS = {
+    "CALL": 1, "CALL_FUNCTION_EX": 1, "PRECALL": 0, "KW_NAMES": 0, "LOAD_METHOD": 2, "LOAD_ATTR": 1,
+    "BEFORE_WITH": 2, "IMPORT_FROM": 2, "IMPORT_NAME": 1, "RAISE_VARARGS": 0,
+}
+
+
+def stack_outputs(inst: Instruction, jump: bool) -> int | None:
+    """Stack slots ``inst`` leaves in place of its inputs (for the taken or
+    fall-through path), or None when not modelled."""
+    name, arg = inst.opname, inst.arg or 0
+    if name in _FIXED_OUTPUTS:
+        return _FIXED_OUTPUTS[name]
+    if name == "LOAD_GLOBAL":
+        return 1 + (arg & 1)
+    if name == "FOR_ITER":
+        return 0 if jump else 2
+    if name in ("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
+        return 1 if jump else 0
+    if name == "UNPACK_SEQUENCE":
+        return arg
+    if name == "UNPACK_EX":
+        return (arg & 0xFF) + (arg >> 8) + 1
+    inputs = stack_inputs(inst)
+    if inputs is None:
+        return None
+    opcode = dis.opmap[name]
+    try:
+        effect = dis.stack_effect(opcode, inst.arg if opcode >= dis.HAVE_ARGUMENT else None, jump=jump)
+    except ValueError:
+        return None
+    return inputs + effect

@@ -1,0 +1,153 @@
+"""Code objects for graph breaks: the transformed frame and resume functions.
+
+At a graph break on instruction ``I`` of a frame, the transformed code is::
+
+    <prologue>                       MAKE_CELL..., COPY_FREE_VARS, RESUME
+    <prefix>                         call the graph, rebuild stack and locals, replay side effects
+    JUMP_FORWARD L_I
+    <the original body>              unchanged, with label L_I before I
+        ... I ...                    runs natively, under the original exception table
+        JUMP_FORWARD L_EPILOGUE      (only when continuing in a resume function)
+    <epilogue>                       call the resume function with the stack and live locals
+
+Running ``I`` inside a copy of the original body keeps its exception handlers
+(``with`` cleanups, ``try`` blocks) in force. When resuming is unsafe (inside a
+loop, or inside a ``try``), no epilogue is added and the rest of the frame runs
+natively from the copied body.
+
+A resume function (``resume_in_<fn>_at_<line>``) is the original body again,
+entered by a prologue that rebuilds the stack from its arguments and jumps to
+the instruction after ``I``. Its parameters are the stack values and the live
+locals; the original frame's cells and free variables become its closure, so
+closures keep sharing cells. Resume code objects are cached per
+(code, instruction, stack layout, live locals).
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import types
+from functools import lru_cache
+from typing import Sequence
+
+from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
+
+from bytegraph.bytecode.instructions import decode
+
+_PROLOGUE_OPS = frozenset({"MAKE_CELL", "COPY_FREE_VARS", "RESUME"})
+
+
+@dataclasses.dataclass
+class Body:
+    """A copy of a code object's instructions, with a label before chosen ones.
+
+    Attributes:
+        items: abstract instructions, labels and try markers, prologue removed.
+        labels: decoded instruction index -> the Label placed before it.
+    """
+
+    items: list
+    labels: dict[int, Label]
+
+
+def copy_body(code: types.CodeType, label_at: Sequence[int], cells_as_free: bool = False) -> Body:
+    """The body of ``code`` (no prologue), with a Label before each instruction
+    index in ``label_at``. ``cells_as_free`` turns cell variables into free
+    variables (for resume functions, whose closure carries the original cells)."""
+    items = list(Bytecode.from_code(code))
+    labels = {i: Label() for i in label_at}
+    out = []
+    index = -1
+    for item in items:
+        if isinstance(item, Instr):
+            index += 1
+            if index in labels:
+                out.append(labels[index])
+            if item.name in _PROLOGUE_OPS:
+                continue
+            if cells_as_free and isinstance(item.arg, CellVar):
+                item = Instr(item.name, FreeVar(item.arg.name), location=item.location)
+        out.append(item)
+    count = sum(1 for x in items if isinstance(x, Instr))
+    if count != len(decode(code).instructions):  # pragma: no cover - guards a bytecode/dis mismatch
+        raise RuntimeError(f"bytecode and dis disagree on {code.co_name}: {count} instructions")
+    return Body(out, labels)
+
+
+def _position(body: Body, index: int) -> int:
+    """Position in ``body.items`` of instruction ``index`` (which has a label)."""
+    label = body.labels[index]
+    position = next(p for p, item in enumerate(body.items) if item is label) + 1
+    while not isinstance(body.items[position], Instr):
+        position += 1
+    return position
+
+
+def instruction_at(body: Body, index: int) -> Instr:
+    """The copied instruction ``index`` (which has a label in ``body``)."""
+    return body.items[_position(body, index)]
+
+
+def replace_instruction(body: Body, index: int, replacement: Sequence[Instr | Label]) -> None:
+    """Replace instruction ``index`` (which has a label in ``body``) by ``replacement``."""
+    position = _position(body, index)
+    body.items[position : position + 1] = list(replacement)
+
+
+@dataclasses.dataclass(frozen=True)
+class ResumeSpec:
+    """What a resume function receives.
+
+    Attributes:
+        code: the code object being resumed (the original or a resume function).
+        target: index of the first instruction to run.
+        stack: the logical stack at ``target``, bottom first; True marks a NULL
+            (rebuilt by the prologue), False a value passed as an argument.
+        live: live plain locals at ``target``, passed after the stack values.
+    """
+
+    code: types.CodeType
+    target: int
+    stack: tuple[bool, ...]
+    live: tuple[str, ...]
+
+    @property
+    def closure_names(self) -> tuple[str, ...]:
+        """The resume function's free variables: the frame's cells, then its free variables."""
+        return tuple(self.code.co_cellvars) + tuple(self.code.co_freevars)
+
+    @property
+    def arg_count(self) -> int:
+        return self.stack.count(False) + len(self.live)
+
+
+@lru_cache(maxsize=1024)
+def resume_code(spec: ResumeSpec) -> types.CodeType:
+    """The code object of the resume function described by ``spec`` (cached)."""
+    code = spec.code
+    lineno = decode(code).instructions[spec.target].lineno or code.co_firstlineno
+    body = copy_body(code, [spec.target], cells_as_free=True)
+    stack_names = [f"___stack{i}" for i, is_null in enumerate(spec.stack) if not is_null]
+    prologue: list = []
+    if spec.closure_names:
+        prologue.append(Instr("COPY_FREE_VARS", len(spec.closure_names), lineno=lineno))
+    prologue.append(Instr("RESUME", 0, lineno=lineno))
+    names = iter(stack_names)
+    for is_null in spec.stack:
+        prologue.append(Instr("PUSH_NULL", lineno=lineno) if is_null else Instr("LOAD_FAST", next(names), lineno=lineno))
+    prologue.append(Instr("JUMP_FORWARD", body.labels[spec.target], lineno=lineno))
+
+    bc = Bytecode(prologue + body.items)
+    name = f"resume_in_{code.co_name}_at_{lineno}"
+    bc.name = name
+    bc.qualname = name
+    bc.filename = code.co_filename
+    bc.first_lineno = code.co_firstlineno
+    bc.argnames = stack_names + list(spec.live)
+    bc.argcount = len(bc.argnames)
+    bc.posonlyargcount = 0
+    bc.kwonlyargcount = 0
+    bc.cellvars = []
+    bc.freevars = list(spec.closure_names)
+    bc.flags = (code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)) | inspect.CO_NEWLOCALS
+    return bc.to_code()

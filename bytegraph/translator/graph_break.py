@@ -1,0 +1,233 @@
+"""Graph breaks in the root frame: compile what was traced, run the
+unsupported instruction natively, and continue.
+
+Called by the root translator when it reaches an instruction it was told to
+break at (see :func:`bytegraph.convert.convert_frame`, which restarts tracing
+once it knows where the first unsupported instruction is). The generated code:
+
+1. calls the graph compiled from everything traced so far;
+2. rebuilds the stack and the live locals, replays side effects, and re-enters
+   ``with`` contexts that were entered during the trace;
+3. runs the instruction natively inside a copy of the original body (so the
+   frame's exception handlers stay in force), and then either calls a resume
+   function with the stack and live locals, or — when resuming is unsafe
+   (inside a loop or a ``try`` block) — simply runs the rest of the frame
+   natively.
+
+When the break came from inside an inlined callee, the call instruction is
+where the frame breaks, and the callee is routed through the runtime so its
+own body is compiled as a frame of its own.
+"""
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+import torch
+from bytecode import BinaryOp, CellVar, FreeVar, Instr, Label
+
+from bytegraph.breaks import Unsupported
+from bytegraph.bytecode.analysis import enclosing_handlers, in_loop, live_locals, stack_inputs, stack_outputs
+from bytegraph.bytecode.instructions import TERMINATORS, Instruction
+from bytegraph.bytecode.resume import ResumeSpec, copy_body, instruction_at, replace_instruction, resume_code
+from bytegraph.graph.codegen import PyCodegen
+from bytegraph.guards.source import LocalSource
+from bytegraph.variables.misc import NullVariable
+
+if TYPE_CHECKING:
+    from bytegraph.translator.root import InstructionTranslator
+
+
+class FrameRuntime(Protocol):
+    """What generated code calls at run time (provided by the runtime layer)."""
+
+    def resume_function(self, code: types.CodeType, f_globals: dict) -> Callable[..., Any]:
+        """A callable running resume ``code`` through its own cache; its last
+        argument is the closure tuple (or None)."""
+
+    def route_callee(self, callee: Any) -> Callable[..., Any]:
+        """``callee`` made to run through the runtime (its frame compiled on its own)."""
+
+
+_CALLS = frozenset({"CALL", "CALL_FUNCTION_EX"})
+_FORWARD = {
+    "POP_JUMP_BACKWARD_IF_TRUE": "POP_JUMP_FORWARD_IF_TRUE",
+    "POP_JUMP_BACKWARD_IF_FALSE": "POP_JUMP_FORWARD_IF_FALSE",
+    "POP_JUMP_BACKWARD_IF_NONE": "POP_JUMP_FORWARD_IF_NONE",
+    "POP_JUMP_BACKWARD_IF_NOT_NONE": "POP_JUMP_FORWARD_IF_NOT_NONE",
+}
+
+
+def can_resume(code: types.CodeType, inst: Instruction) -> bool:
+    """Whether the frame may continue in a resume function after ``inst``."""
+    if in_loop(code, inst.index) or stack_inputs(inst) is None:
+        return False
+    return all(kind == "with" for _, kind in enclosing_handlers(code, inst.index))
+
+
+def _callee_slot(tx: InstructionTranslator, inst: Instruction) -> int | None:
+    """Stack index of the callable of a CALL/CALL_FUNCTION_EX."""
+    stack = tx.stack
+    if inst.opname == "CALL":
+        first = len(stack) - inst.arg - 2
+        return first + 1 if isinstance(stack[first], NullVariable) else first
+    return len(stack) - 2 - (inst.arg & 1)
+
+
+def codegen_graph_break(
+    tx: InstructionTranslator, inst: Instruction, reason: Unsupported, runtime: FrameRuntime
+) -> list:
+    """The instructions (after the prologue) of a frame that breaks at ``inst``.
+
+    Raises:
+        Unsupported: when a live value cannot be rebuilt (the caller then runs
+            the whole frame natively).
+    """
+    code = tx.code
+    resumable = can_resume(code, inst)
+    stack = list(tx.stack)
+    consumed = stack_inputs(inst)
+    below = len(stack) - (consumed if consumed is not None else len(stack))
+    physical = [not isinstance(v, NullVariable) or not resumable or i >= below for i, v in enumerate(stack)]
+    route = _callee_slot(tx, inst) if inst.opname in _CALLS and reason.frame_depth > 0 else None
+    bound = {name for name, vt in tx.symbolic_locals.items() if vt is not None}
+    local_names = sorted(live_locals(code, inst.index) & bound) + [n for n in code.co_cellvars if n in bound]
+    grad_at_break = torch.is_grad_enabled()
+    graph_sets_grad = tx.output.sets_grad_mode()
+
+    def tail(cg: PyCodegen) -> None:
+        if graph_sets_grad:
+            _set_grad(cg, tx.initial_grad_mode)
+        temps: list[str | None] = []
+        for i, vt in enumerate(stack):
+            if isinstance(vt, NullVariable):
+                temps.append(None)
+            elif i == route:
+                temps.append(cg.store_temp(lambda vt=vt: _routed(cg, vt, runtime)))
+            else:
+                temps.append(cg.store_temp(lambda vt=vt: cg.reconstruct(vt)))
+        locals_ = [
+            (name, cg.store_temp(lambda n=name: cg.reconstruct(tx.symbolic_locals[n])))
+            for name in local_names
+            if tx.symbolic_locals[name].source != LocalSource(name)
+        ]
+        tx.codegen_side_effects(cg)
+        if _mode_after_reentry(tx) != grad_at_break:
+            _set_grad(cg, grad_at_break)
+        for name, temp in locals_:
+            cg.load_local(temp)
+            cg.store_local(name)
+        for i, temp in enumerate(temps):
+            if not physical[i]:
+                continue
+            if temp is None:
+                cg.emit("PUSH_NULL")
+            else:
+                cg.load_local(temp)
+
+    codegen = tx.output.compile_subgraph(code, tx.f_globals, tail, tx.compiler, code.co_name)
+    entry = _entry_index(tx, inst)
+    body = copy_body(code, sorted({entry, inst.index}))
+    out = list(codegen.instructions)
+    out.append(Instr("JUMP_FORWARD", body.labels[entry], lineno=inst.lineno))
+    epilogues: list = []
+    if resumable and inst.opname not in TERMINATORS:
+        epilogues = _continue_in_resume_functions(tx, inst, body, stack[:below], runtime)
+    return out + body.items + epilogues
+
+
+def _entry_index(tx: InstructionTranslator, inst: Instruction) -> int:
+    """Where native execution starts: ``inst``, or the ``KW_NAMES``/``PRECALL``
+    run just before a ``CALL`` (they set up the call and touch no stack slot)."""
+    index = inst.index
+    while index > 0 and tx.instructions[index - 1].opname in ("KW_NAMES", "PRECALL"):
+        index -= 1
+    return index
+
+
+def _continue_in_resume_functions(
+    tx: InstructionTranslator, inst: Instruction, body: Any, below: list, runtime: FrameRuntime
+) -> list:
+    """Rewrite ``inst`` in ``body`` so that each path after it jumps to an
+    epilogue calling the matching resume function; return the epilogues."""
+    code = tx.code
+    original = instruction_at(body, inst.index)
+    lineno = inst.lineno
+    below_nulls = [isinstance(v, NullVariable) for v in below]
+    pushes_null = inst.opname == "LOAD_METHOD" or (inst.opname == "LOAD_GLOBAL" and inst.arg & 1)
+    if inst.opname == "LOAD_METHOD":
+        replacement = [Instr("LOAD_ATTR", original.arg, location=original.location)]
+    elif pushes_null:
+        replacement = [Instr("LOAD_GLOBAL", (False, original.arg[1]), location=original.location)]
+    else:
+        replacement = [original]
+    paths: list[tuple[int, bool]] = [(inst.index + 1, False)]
+    if inst.target is not None:
+        paths.append((inst.target, True))
+    labels = [Label() for _ in paths]
+    if inst.target is not None:
+        name = _FORWARD.get(original.name, original.name)
+        replacement = [Instr(name, labels[1], location=original.location)]
+    replacement.append(Instr("JUMP_FORWARD", labels[0], lineno=lineno))
+    replace_instruction(body, inst.index, replacement)
+
+    bound = {name for name, vt in tx.symbolic_locals.items() if vt is not None}
+    out: list = []
+    for label, (target, jump) in zip(labels, paths):
+        outputs = stack_outputs(inst, jump)
+        logical = below_nulls + ([True, False] if pushes_null else [False] * outputs)
+        live = tuple(sorted(live_locals(code, target) & bound))
+        spec = ResumeSpec(code, target, tuple(logical), live)
+        fn = runtime.resume_function(resume_code(spec), tx.f_globals)
+        out.append(label)
+        out += _call_resume(fn, spec, logical.count(False), lineno)
+    return out
+
+
+def _call_resume(fn: Any, spec: ResumeSpec, n_stack: int, lineno: int | None) -> list:
+    """Epilogue: ``return fn(*stack, *live_locals, closure)``."""
+    ins = [
+        Instr("BUILD_TUPLE", n_stack, lineno=lineno),
+        Instr("LOAD_CONST", fn, lineno=lineno),
+        Instr("SWAP", 2, lineno=lineno),
+        Instr("PUSH_NULL", lineno=lineno),
+        Instr("SWAP", 3, lineno=lineno),
+        Instr("SWAP", 2, lineno=lineno),
+    ]
+    for name in spec.live:
+        ins.append(Instr("LOAD_FAST", name, lineno=lineno))
+    if spec.closure_names:
+        for name in spec.closure_names:
+            cell = CellVar(name) if name in spec.code.co_cellvars else FreeVar(name)
+            ins.append(Instr("LOAD_CLOSURE", cell, lineno=lineno))
+        ins.append(Instr("BUILD_TUPLE", len(spec.closure_names), lineno=lineno))
+    else:
+        ins.append(Instr("LOAD_CONST", None, lineno=lineno))
+    ins += [
+        Instr("BUILD_TUPLE", len(spec.live) + 1, lineno=lineno),
+        Instr("BINARY_OP", BinaryOp.ADD, lineno=lineno),
+        Instr("CALL_FUNCTION_EX", 0, lineno=lineno),
+        Instr("RETURN_VALUE", lineno=lineno),
+    ]
+    return ins
+
+
+def _routed(cg: PyCodegen, vt: Any, runtime: FrameRuntime) -> None:
+    cg.load_callable(runtime.route_callee)
+    cg.reconstruct(vt)
+    cg.call(1)
+
+
+def _set_grad(cg: PyCodegen, mode: bool) -> None:
+    cg.load_callable(torch._C._set_grad_enabled)
+    cg.load_const(mode)
+    cg.call(1)
+    cg.emit("POP_TOP")
+
+
+def _mode_after_reentry(tx: InstructionTranslator) -> bool:
+    """Grad mode after the generated code re-enters the trace's open contexts."""
+    mode = tx.initial_grad_mode
+    for ctx in tx.block_stack:
+        mode = getattr(ctx, "target_mode", mode)
+    return mode
