@@ -17,8 +17,8 @@ natively from the copied body.
 
 A resume function (``resume_in_<fn>_at_<line>``) is the original body again,
 entered by a prologue that rebuilds the stack from its arguments and jumps to
-the instruction after ``I``. Its parameters are the stack values and the live
-locals; the original frame's cells and free variables become its closure, so
+the instruction after ``I``. Its parameters are the live locals and the stack
+values; the original frame's cells and free variables become its closure, so
 closures keep sharing cells. Resume code objects are cached per
 (code, instruction, stack layout, live locals).
 """
@@ -103,7 +103,7 @@ class ResumeSpec:
         target: index of the first instruction to run.
         stack: the logical stack at ``target``, bottom first; True marks a NULL
             (rebuilt by the prologue), False a value passed as an argument.
-        live: live plain locals at ``target``, passed after the stack values.
+        live: live plain locals at ``target``, passed before the stack values.
     """
 
     code: types.CodeType
@@ -143,7 +143,7 @@ def resume_code(spec: ResumeSpec) -> types.CodeType:
     bc.qualname = name
     bc.filename = code.co_filename
     bc.first_lineno = code.co_firstlineno
-    bc.argnames = stack_names + list(spec.live)
+    bc.argnames = list(spec.live) + stack_names
     bc.argcount = len(bc.argnames)
     bc.posonlyargcount = 0
     bc.kwonlyargcount = 0

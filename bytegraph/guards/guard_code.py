@@ -134,7 +134,7 @@ def _sources_of(guard: Guard) -> tuple:
 def _parameters(code: types.CodeType, fn: Callable | None, builder: _Builder) -> str:
     """Parameter list text matching ``code``'s signature, defaults included."""
     if fn is not None:
-        sig = inspect.signature(fn)
+        sig = inspect.signature(fn, follow_wrapped=False)
         parts = []
         seen_kwonly = False
         last_posonly = False

@@ -116,7 +116,7 @@ class FrameCache:
 
     def _bind(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
         if self._signature is None:
-            self._signature = inspect.signature(fn)
+            self._signature = inspect.signature(fn, follow_wrapped=False)
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
         return dict(bound.arguments)

@@ -176,39 +176,40 @@ def _continue_in_resume_functions(
     for label, (target, jump) in zip(labels, paths):
         outputs = stack_outputs(inst, jump)
         logical = below_nulls + ([True, False] if pushes_null else [False] * outputs)
-        live = tuple(sorted(live_locals(code, target) & bound))
-        spec = ResumeSpec(code, target, tuple(logical), live)
+        spec = ResumeSpec(code, target, tuple(logical), _resume_locals(code, target, bound))
         fn = runtime.resume_function(resume_code(spec), tx.f_globals)
         out.append(label)
         out += _call_resume(fn, spec, logical.count(False), lineno)
     return out
 
 
+def _resume_locals(code: types.CodeType, target: int, bound: set[str]) -> tuple[str, ...]:
+    """Locals a resume function receives, in parameter order. A method using
+    zero-argument ``super()`` keeps its first parameter first: ``super()``
+    reads the frame's first local."""
+    live = sorted(live_locals(code, target) & bound)
+    first = code.co_varnames[0] if code.co_varnames else None
+    if "__class__" in code.co_freevars and first in bound and first not in code.co_cellvars:
+        live = [first] + [n for n in live if n != first]
+    return tuple(live)
+
+
 def _call_resume(fn: Any, spec: ResumeSpec, n_stack: int, lineno: int | None) -> list:
-    """Epilogue: ``return fn(*stack, *live_locals, closure)``."""
-    ins = [
-        Instr("BUILD_TUPLE", n_stack, lineno=lineno),
-        Instr("LOAD_CONST", fn, lineno=lineno),
-        Instr("SWAP", 2, lineno=lineno),
-        Instr("PUSH_NULL", lineno=lineno),
-        Instr("SWAP", 3, lineno=lineno),
-        Instr("SWAP", 2, lineno=lineno),
-    ]
-    for name in spec.live:
-        ins.append(Instr("LOAD_FAST", name, lineno=lineno))
+    """Epilogue: ``return fn(*live_locals, *stack, closure)``."""
+    def at(name: str, *arg: Any) -> Instr:
+        return Instr(name, *arg, lineno=lineno)
+
+    ins = [at("BUILD_TUPLE", n_stack), at("LOAD_CONST", fn), at("SWAP", 2), at("PUSH_NULL"), at("SWAP", 3),
+           at("SWAP", 2)]
+    ins += [at("LOAD_FAST", name) for name in spec.live]
+    ins += [at("BUILD_TUPLE", len(spec.live)), at("SWAP", 2), at("BINARY_OP", BinaryOp.ADD)]
     if spec.closure_names:
         for name in spec.closure_names:
-            cell = CellVar(name) if name in spec.code.co_cellvars else FreeVar(name)
-            ins.append(Instr("LOAD_CLOSURE", cell, lineno=lineno))
-        ins.append(Instr("BUILD_TUPLE", len(spec.closure_names), lineno=lineno))
+            ins.append(at("LOAD_CLOSURE", CellVar(name) if name in spec.code.co_cellvars else FreeVar(name)))
+        ins.append(at("BUILD_TUPLE", len(spec.closure_names)))
     else:
-        ins.append(Instr("LOAD_CONST", None, lineno=lineno))
-    ins += [
-        Instr("BUILD_TUPLE", len(spec.live) + 1, lineno=lineno),
-        Instr("BINARY_OP", BinaryOp.ADD, lineno=lineno),
-        Instr("CALL_FUNCTION_EX", 0, lineno=lineno),
-        Instr("RETURN_VALUE", lineno=lineno),
-    ]
+        ins.append(at("LOAD_CONST", None))
+    ins += [at("BUILD_TUPLE", 1), at("BINARY_OP", BinaryOp.ADD), at("CALL_FUNCTION_EX", 0), at("RETURN_VALUE")]
     return ins
 
 
