@@ -12,10 +12,11 @@ from bytegraph.api import compile, reset
 from bytegraph.backends.registry import list_backends, register_backend
 from bytegraph.breaks import BackendCompilerFailed, Unsupported
 from bytegraph.config import config
+from bytegraph.explain import ExplainOutput, explain
 from bytegraph.logs import set_logs
 from bytegraph.runtime.wrappers import OptimizedModule
 
 __all__ = [
-    "compile", "reset", "list_backends", "register_backend", "Unsupported",
+    "compile", "reset", "explain", "ExplainOutput", "list_backends", "register_backend", "Unsupported",
     "BackendCompilerFailed", "config", "set_logs", "OptimizedModule",
 ]

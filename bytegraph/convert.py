@@ -150,7 +150,7 @@ def _trace(
             code, f_globals, f_locals, closure, output, options.backend, break_points, runtime
         )
         tracer.run()
-        return assemble(code, tracer.instructions_out), output
+        return assemble(code, tracer.instructions_out, tracer.extra_stack), output
     except Unsupported as exc:
         current = tracer.current_instruction if tracer is not None else None
         exc.root_index = current.index if current is not None else None

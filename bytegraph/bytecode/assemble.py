@@ -25,9 +25,35 @@ def prologue(code: types.CodeType, lineno: int) -> list[Instr]:
     return out
 
 
-def assemble(template: types.CodeType, body: Sequence[Instr | Label], name: str | None = None) -> types.CodeType:
+def max_depth(instructions: Sequence[object]) -> int:
+    """Deepest stack reached by a straight-line run of instructions from depth 0
+    (labels and markers ignored, jumps taken as fall-through)."""
+    depth = deepest = 0
+    for ins in instructions:
+        if isinstance(ins, Instr):
+            depth += ins.stack_effect(jump=False)
+            deepest = max(deepest, depth)
+    return deepest
+
+
+def to_code(bc: Bytecode, stacksize: int) -> types.CodeType:
+    """``bc`` as a code object with an explicit stack size.
+
+    Generated code may contain a copy of an original body entered in the
+    middle of a ``try`` region, which defeats the ``bytecode`` package's
+    stack-depth analysis; callers give an upper bound instead (the original
+    code's stack size plus what the generated parts push). Handler depths are
+    kept from the original exception table.
+    """
+    return bc.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
+
+
+def assemble(
+    template: types.CodeType, body: Sequence[Instr | Label], extra_stack: int = 0, name: str | None = None
+) -> types.CodeType:
     """A code object with ``template``'s signature, cells and free variables and
-    the instructions ``prologue(template) + body``.
+    the instructions ``prologue(template) + body``; ``extra_stack`` is the
+    depth the generated parts of ``body`` may add to ``template``'s own.
 
     Raises:
         ValueError / RuntimeError: from the ``bytecode`` package when the
@@ -39,7 +65,7 @@ def assemble(template: types.CodeType, body: Sequence[Instr | Label], name: str 
     bc.extend(body)
     if name is not None:
         bc.name = name
-    code = bc.to_code()
+    code = to_code(bc, template.co_stacksize + extra_stack)
     if enabled("bytecode"):
         text = io.StringIO()
         dis.dis(code, file=text)

@@ -30,8 +30,9 @@ import types
 from functools import lru_cache
 from typing import Sequence
 
-from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
+from bytecode import Bytecode, CellVar, FreeVar, Instr, Label, TryBegin
 
+from bytegraph.bytecode.assemble import to_code
 from bytegraph.bytecode.instructions import decode
 
 _PROLOGUE_OPS = frozenset({"MAKE_CELL", "COPY_FREE_VARS", "RESUME"})
@@ -56,9 +57,14 @@ def copy_body(code: types.CodeType, label_at: Sequence[int], cells_as_free: bool
     variables (for resume functions, whose closure carries the original cells)."""
     items = list(Bytecode.from_code(code))
     labels = {i: Label() for i in label_at}
+    depth_at = {entry.start: entry.depth for entry in decode(code).exception_table}
     out = []
     index = -1
     for item in items:
+        if isinstance(item, TryBegin):
+            # from_code leaves depths to be recomputed, which fails for a body entered
+            # in the middle of a try region; take them from the original table instead
+            item.stack_depth = depth_at[index + 1]
         if isinstance(item, Instr):
             index += 1
             if index in labels:
@@ -150,4 +156,4 @@ def resume_code(spec: ResumeSpec) -> types.CodeType:
     bc.cellvars = []
     bc.freevars = list(spec.closure_names)
     bc.flags = (code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)) | inspect.CO_NEWLOCALS
-    return bc.to_code()
+    return to_code(bc, code.co_stacksize + len(spec.stack))

@@ -135,6 +135,16 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.code.co_name} ip={self.ip}>"
 
+    def root(self) -> InstructionTranslatorBase:
+        tx = self
+        while tx.parent is not None:
+            tx = tx.parent
+        return tx
+
+    def frame_cell_name(self, cell: object) -> str | None:
+        """The free-variable name under which the compiled frame holds ``cell``, if it does."""
+        return self.root().cell_names.get(id(cell))
+
     # ---- frame-kind specific (root frame vs inlined frame) -----------------------------------
     def load_freevar(self, name: str) -> VT:
         raise NotImplementedError(type(self).__name__)

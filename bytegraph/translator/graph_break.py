@@ -27,6 +27,7 @@ import torch
 from bytecode import BinaryOp, CellVar, FreeVar, Instr, Label
 
 from bytegraph.breaks import Unsupported
+from bytegraph.bytecode.assemble import max_depth
 from bytegraph.bytecode.analysis import enclosing_handlers, in_loop, live_locals, stack_inputs, stack_outputs
 from bytegraph.bytecode.instructions import TERMINATORS, Instruction
 from bytegraph.bytecode.resume import ResumeSpec, copy_body, instruction_at, replace_instruction, resume_code
@@ -76,8 +77,9 @@ def _callee_slot(tx: InstructionTranslator, inst: Instruction) -> int | None:
 
 def codegen_graph_break(
     tx: InstructionTranslator, inst: Instruction, reason: Unsupported, runtime: FrameRuntime
-) -> list:
-    """The instructions (after the prologue) of a frame that breaks at ``inst``.
+) -> tuple[list, int]:
+    """The instructions (after the prologue) of a frame that breaks at ``inst``,
+    and the stack depth they may add to the frame's own.
 
     Raises:
         Unsupported: when a live value cannot be rebuilt (the caller then runs
@@ -133,7 +135,8 @@ def codegen_graph_break(
     epilogues: list = []
     if resumable and inst.opname not in TERMINATORS:
         epilogues = _continue_in_resume_functions(tx, inst, body, stack[:below], runtime)
-    return out + body.items + epilogues
+    extra = max(max_depth(out), len(stack) + max_depth(epilogues))
+    return out + body.items + epilogues, extra
 
 
 def _entry_index(tx: InstructionTranslator, inst: Instruction) -> int:

@@ -53,8 +53,13 @@ class InliningTranslator(InstructionTranslatorBase):
         return self.fn.get_closure_cell(self, self.code.co_freevars.index(name))
 
     def store_freevar(self, name: str, value: VT) -> None:
+        index = self.code.co_freevars.index(name)
         if isinstance(self.fn, NestedUserFunctionVariable):
-            self.fn.closure_cell(self.code.co_freevars.index(name)).set(value)
+            self.fn.closure_cell(index).set(value)
+            return
+        shared = self.frame_cell_name(self.fn.fn.__closure__[index])
+        if shared is not None:
+            self.root().store_freevar(shared, value)
             return
         unimplemented(
             gb_type="closure cell write",

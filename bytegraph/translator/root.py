@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from bytegraph.breaks import Unsupported, unimplemented
+from bytegraph.bytecode.assemble import max_depth
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.output_graph import Backend, OutputGraph
 from bytegraph.graph.side_effects import SideEffects
@@ -56,12 +57,14 @@ class InstructionTranslator(InstructionTranslatorBase):
     ):
         super().__init__(code, f_globals, {}, output, None)
         self.closure = closure
+        self.cell_names = {id(cell): name for cell, name in zip(closure or (), code.co_freevars)}
         self.compiler = compiler
         self.break_points = break_points
         self.runtime = runtime
         self.dirty_freevars: dict[str, None] = {}
         self.initial_grad_mode = torch.is_grad_enabled()
         self.instructions_out: list | None = None
+        self.extra_stack = 0  # stack depth the generated code adds to the frame's own
         output.guards.add(GlobalStateMatch(None, torch.is_grad_enabled, self.initial_grad_mode, "grad mode"))
         output.guards.add(
             GlobalStateMatch(None, torch.get_default_dtype, torch.get_default_dtype(), "default dtype")
@@ -82,7 +85,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         inst = self.instructions[self.ip]
         self.current_instruction = inst
         try:
-            self.instructions_out = codegen_graph_break(self, inst, reason, self.runtime)
+            self.instructions_out, self.extra_stack = codegen_graph_break(self, inst, reason, self.runtime)
         except Unsupported as e:
             e.user_stack = e.user_stack or tuple(self.user_stack())
             raise
@@ -143,6 +146,7 @@ class InstructionTranslator(InstructionTranslatorBase):
 
         codegen = self.output.compile_subgraph(self.code, self.f_globals, tail, self.compiler, self.code.co_name)
         self.instructions_out = codegen.instructions
+        self.extra_stack = max_depth(codegen.instructions)
         self.done = True
 
     def codegen_side_effects(self, codegen: PyCodegen) -> None:

@@ -143,7 +143,11 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
             obj = wrap(tx, owner, AttrSource(source, "__self__"))
             return BoundMethodVariable(obj, value.__name__)
 
-    if _identity_is_value(value):
+    if isinstance(value, types.FunctionType) and value.__closure__ is not None:
+        # a closure is recreated on each call of its enclosing function: guard its code
+        # (and, as they are read, its cells and defaults) rather than the object
+        guards.add(IdMatch.of(AttrSource(source, "__code__"), value.__code__))
+    elif _identity_is_value(value):
         guards.add(IdMatch.of(source, value))
     return _wrap_by_kind(tx, value, source)
 

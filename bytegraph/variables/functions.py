@@ -100,6 +100,9 @@ class UserFunctionVariable(VariableTracker):
     def get_closure_cell(self, tx: Tx, index: int) -> VT:
         """Contents of closure cell ``index`` as a VT (guarded through the source)."""
         cell = self.fn.__closure__[index]
+        shared = tx.frame_cell_name(cell)
+        if shared is not None:  # the compiled frame's own cell: its current value may be traced
+            return tx.root().load_freevar(shared)
         try:
             contents = cell.cell_contents
         except ValueError:

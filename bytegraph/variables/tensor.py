@@ -163,15 +163,19 @@ class TensorVariable(VariableTracker):
         )
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name in BREAKING_METHODS:
-            hints = (HINT_DATA_DEPENDENT,) if name in DATA_DEPENDENT_METHODS else (
-                f"Call .{name}() outside the compiled function.",
-            )
+        if name in DATA_DEPENDENT_METHODS:
             unimplemented(
-                gb_type="data-dependent tensor method" if name in DATA_DEPENDENT_METHODS else "unsupported tensor method",
+                gb_type="data-dependent tensor method",
                 context=f"Tensor.{name}()",
                 explanation=f"Tensor.{name} {BREAKING_METHODS[name]}, which cannot be captured in the graph.",
-                hints=hints,
+                hints=(HINT_DATA_DEPENDENT,),
+            )
+        if name in BREAKING_METHODS:
+            unimplemented(
+                gb_type="unsupported tensor method",
+                context=f"Tensor.{name}()",
+                explanation=f"Tensor.{name} {BREAKING_METHODS[name]}, which cannot be captured in the graph.",
+                hints=(f"Call .{name}() outside the compiled function.",),
             )
         if name in STATIC_METHODS:
             values = [a.as_python_constant() for a in args]

@@ -1,0 +1,107 @@
+"""``bytegraph.explain``: what compiling a call produced, in one object.
+
+Mirrors ``torch._dynamo.explain``: ``bytegraph.explain(fn)(*args, **kwargs)``
+compiles ``fn`` afresh (its own caches, backend ``eager``), runs the call once
+and returns an :class:`ExplainOutput`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import torch
+
+from bytegraph.api import compile as bytegraph_compile
+from bytegraph.runtime import metrics
+from bytegraph.runtime.metrics import BreakRecord
+
+
+@dataclasses.dataclass
+class ExplainOutput:
+    """The graphs, graph breaks and guards of one compiled call.
+
+    Attributes:
+        graphs: the captured fx GraphModules, in compile order (resume
+            functions included).
+        graph_count: ``len(graphs)``.
+        graph_break_count: number of graph breaks.
+        break_reasons: each break's gb_type, reason text and user stack.
+        ops_per_graph: for each graph, the targets of its call nodes.
+        guards: the guard conditions of every compiled frame, as Python source.
+        compile_times: seconds spent converting each frame (tracing, guards,
+            codegen and backend).
+        recompile_reasons: why frames were compiled again during the call.
+        result: what the call returned.
+    """
+
+    graphs: list[torch.fx.GraphModule]
+    graph_count: int
+    graph_break_count: int
+    break_reasons: list[BreakRecord]
+    ops_per_graph: list[list[str]]
+    guards: list[str]
+    compile_times: list[float]
+    recompile_reasons: list[str]
+    result: Any = None
+
+    def __str__(self) -> str:
+        lines = [
+            f"Graph count: {self.graph_count}",
+            f"Graph break count: {self.graph_break_count}",
+            f"Op count: {sum(len(ops) for ops in self.ops_per_graph)}",
+        ]
+        if self.break_reasons:
+            lines.append("Break reasons:")
+            for n, br in enumerate(self.break_reasons, 1):
+                lines.append(f"  {n}. [{br.gb_type}] {br.reason}")
+                lines += [f"       {frame}" for frame in br.user_stack]
+        for n, ops in enumerate(self.ops_per_graph, 1):
+            lines.append(f"Ops in graph {n}: {', '.join(ops) if ops else '(none)'}")
+        if self.recompile_reasons:
+            lines.append("Recompile reasons:")
+            lines += [f"  {r}" for r in self.recompile_reasons]
+        lines.append(f"Guards ({len(self.guards)}):")
+        lines += [f"  {g}" for g in self.guards]
+        lines.append("Compile times (s): " + ", ".join(f"{t:.3f}" for t in self.compile_times))
+        return "\n".join(lines)
+
+
+def explain(fn: Callable | torch.nn.Module) -> Callable[..., ExplainOutput]:
+    """``explain(fn)(*args, **kwargs)`` compiles and runs ``fn`` once and
+    returns an :class:`ExplainOutput` describing the compilation.
+
+    Raises:
+        TypeError: when ``fn`` is not a function, method or ``nn.Module``.
+    """
+    if not callable(fn):
+        raise TypeError(f"bytegraph.explain: fn must be a function or nn.Module, got {type(fn).__name__}")
+
+    def run(*args: Any, **kwargs: Any) -> ExplainOutput:
+        with metrics.recording() as rec:
+            result = bytegraph_compile(fn, backend="eager")(*args, **kwargs)
+        graphs = [g.graph_module for g in rec.graphs]
+        ops = [
+            [_target_name(n.target) for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
+            for gm in graphs
+        ]
+        return ExplainOutput(
+            graphs=graphs,
+            graph_count=len(graphs),
+            graph_break_count=len(rec.breaks),
+            break_reasons=list(rec.breaks),
+            ops_per_graph=ops,
+            guards=[g for frame in rec.guards for g in frame],
+            compile_times=list(rec.trace_seconds),
+            recompile_reasons=list(rec.recompile_reasons),
+            result=result,
+        )
+
+    return run
+
+
+def _target_name(target: Any) -> str:
+    if isinstance(target, str):
+        return target
+    module = getattr(target, "__module__", None) or ""
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
+    return f"{module}.{name}" if module and module != "builtins" else name

@@ -1,0 +1,255 @@
+"""Graph breaks that resume: each break kind compiled vs eager, with graph counts."""
+import logging
+
+import pytest
+import torch
+
+import bytegraph
+from bytegraph.runtime import metrics
+from bytegraph.testing import CompileCounter, same
+
+
+def compile_and_compare(fn, *args, calls=2):
+    """Compile ``fn`` with a CompileCounter, check every call against eager."""
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt)
+    for _ in range(calls):
+        assert same(compiled(*args), fn(*args))
+    return cnt
+
+
+def break_types():
+    return [b.gb_type for stats in metrics.FRAMES.values() for b in stats.breaks]
+
+
+def test_break_mid_function_with_live_tensors_and_python_values(capsys):
+    def f(x):
+        scale = 3
+        name = "w"
+        y = x * 2
+        print("native")
+        return y + scale, name * 2, x.sin()
+
+    cnt = compile_and_compare(f, torch.randn(4))
+    assert cnt.frame_count == 2  # before and after the print; second call reuses both
+    assert break_types() == ["print"]
+    assert capsys.readouterr().out.count("native") == 4
+
+
+def test_break_with_values_on_the_stack():
+    def f(x):
+        return torch.cat([x * 2, x + 1, torch.tensor([float(len(str(print("mid"))))])])
+
+    cnt = compile_and_compare(f, torch.randn(3))
+    assert cnt.frame_count == 2
+    assert break_types() == ["print"]
+
+
+def test_two_breaks_in_a_row():
+    def f(x):
+        x = x + 1
+        print("a")
+        x = x * 2
+        print("b")
+        return x - 1
+
+    cnt = compile_and_compare(f, torch.randn(4))
+    assert cnt.frame_count == 3
+    assert break_types() == ["print", "print"]
+
+
+def test_break_inside_python_range_loop_keeps_prefix_compiled():
+    def f(x):
+        y = x.cos()
+        for i in range(3):
+            y = y + i
+            print(i)
+        return y * 2
+
+    cnt = compile_and_compare(f, torch.randn(4))
+    assert cnt.frame_count == 1  # the prefix before the loop; the loop then runs natively
+    assert break_types() == ["print"]
+
+
+def level3(x):
+    print("deep")
+    return x * 5
+
+
+def level2(x):
+    return level3(x + 1) - 1
+
+
+def level1(x):
+    return level2(x * 2) / 2
+
+
+def test_break_three_levels_down_compiles_each_callee_frame():
+    def f(x):
+        return level1(x.sin()).cos()
+
+    cnt = compile_and_compare(f, torch.randn(4))
+    # each frame on the path is split around its call: f, level1, level2 (2 graphs each), level3 (1)
+    assert cnt.frame_count == 7
+    assert set(break_types()) == {"print"}
+    stats = {s.name: s for s in metrics.FRAMES.values()}
+    assert {"level1", "level2", "level3"} <= set(stats)
+
+
+def test_break_inside_no_grad_is_reentered():
+    def f(x):
+        with torch.no_grad():
+            y = x * 2
+            print("inside")
+            z = y + 1
+            inner = torch.is_grad_enabled()
+        return z, inner, torch.is_grad_enabled(), (x * 3).requires_grad
+
+    x = torch.randn(3, requires_grad=True)
+    cnt = compile_and_compare(f, x)
+    assert cnt.frame_count == 2
+    assert torch.is_grad_enabled()
+
+
+def test_data_dependent_if_runs_both_branches_across_calls():
+    def f(x):
+        y = x + 1
+        if y.sum() > 0:
+            return y * 2
+        return y - 2
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    pos, neg = torch.ones(4), -torch.ones(4) * 3
+    assert same(compiled(pos), f(pos))
+    assert same(compiled(neg), f(neg))
+    assert same(compiled(pos), f(pos))
+    assert cnt.frame_count == 3  # prefix, then one resume function per branch
+    assert break_types() == ["data-dependent branching"]
+
+
+def test_item_breaks_when_scalar_capture_is_off():
+    def f(x):
+        v = x.sum().item()
+        return x * v
+
+    cnt = compile_and_compare(f, torch.randn(4))
+    assert cnt.frame_count == 2
+    assert break_types() == ["data-dependent tensor method"]
+
+
+def test_unmodelled_opcode_breaks_and_the_rest_runs_natively():
+    def f(x, d):
+        y = x + 1
+        match d:  # MATCH_MAPPING is not modelled by the translator
+            case {"k": v}:
+                z = y * v
+            case _:
+                z = y
+        return z
+
+    cnt = compile_and_compare(f, torch.randn(4), {"k": 3})
+    assert cnt.frame_count == 1  # the prefix; the match runs natively
+    assert break_types() == ["unsupported bytecode"]
+
+
+def test_exception_from_native_piece_propagates_unchanged():
+    def f(x):
+        y = x + 1
+        print("before")
+        raise KeyError("boom")
+
+    compiled = bytegraph.compile(f, backend="eager")
+    with pytest.raises(KeyError, match="boom"):
+        compiled(torch.ones(2))
+
+
+def test_exception_inside_with_block_restores_grad_mode():
+    def f(x):
+        with torch.no_grad():
+            y = x * 2
+            print("inside")
+            raise ValueError("inside no_grad")
+        return y
+
+    compiled = bytegraph.compile(f, backend="eager")
+    with pytest.raises(ValueError, match="inside no_grad"):
+        compiled(torch.ones(2))
+    assert torch.is_grad_enabled()
+
+
+def test_closure_survives_a_break():
+    def f(x):
+        k = 2
+
+        def g(t):
+            return t * k
+
+        print("c")
+        k = 3
+        return g(x)
+
+    cnt = compile_and_compare(f, torch.randn(4))
+    assert cnt.frame_count == 1
+
+
+def test_fullgraph_raises_with_gb_type_and_user_line():
+    def f(x):
+        y = x + 1
+        print("no")  # the line the message must name
+        return y
+
+    line = f.__code__.co_firstlineno + 2
+    compiled = bytegraph.compile(f, backend="eager", fullgraph=True)
+    with pytest.raises(bytegraph.Unsupported) as info:
+        compiled(torch.ones(2))
+    err = info.value
+    assert err.gb_type == "print"
+    assert err.location == f"{__file__}:{line}"
+    text = str(err)
+    assert "Graph break [print]" in text and f"line {line}" in text and "Hint:" in text
+
+
+def test_explain_reports_graphs_breaks_and_guards():
+    def f(x):
+        y = x.relu()
+        print("explain")
+        return y + 1
+
+    out = bytegraph.explain(f)(torch.randn(3))
+    assert out.graph_count == 2
+    assert out.graph_break_count == 1
+    assert out.break_reasons[0].gb_type == "print"
+    assert out.break_reasons[0].user_stack[-1].name == "f"
+    assert [len(ops) for ops in out.ops_per_graph] == [1, 1]
+    assert any("x" in g for g in out.guards)
+    assert len(out.compile_times) == 2
+    assert same(out.result, f(torch.ones(3)) * 0 + out.result)  # result is returned
+    assert "Graph break count: 1" in str(out)
+
+
+def test_graph_breaks_log_channel(caplog):
+    def f(x):
+        print("logged")
+        return x + 1
+
+    bytegraph.set_logs("graph_breaks")
+    logger = logging.getLogger("bytegraph.graph_breaks")
+    logger.addHandler(caplog.handler)
+    try:
+        bytegraph.compile(f, backend="eager")(torch.ones(2))
+    finally:
+        logger.removeHandler(caplog.handler)
+        bytegraph.set_logs()
+    assert any("Graph break [print]" in r.getMessage() for r in caplog.records)
+
+
+def test_docs_list_every_graph_break_type():
+    import runpy
+
+    gen = runpy.run_path(str(__import__("pathlib").Path(__file__).parent.parent / "tools" / "gen_docs.py"))
+    sites = gen["graph_break_sites"]()
+    doc = (gen["DOCS"] / "graph_breaks.md").read_text()
+    missing = [gb for gb in sites if f"## {gb}\n" not in doc]
+    assert not missing, f"docs/graph_breaks.md lacks {missing}; run python tools/gen_docs.py"
+    assert gen["main"](["--check"]) == 0
