@@ -36,6 +36,7 @@ class SideEffects:
         self._mutated: dict[int, Any] = {}  # id(VT) -> VT whose contents changed
         self._attrs: dict[tuple[int, str], tuple[Any, str, Any]] = {}  # (id(VT), name) -> (VT, name, value VT)
         self._globals: dict[tuple[int, str], tuple[dict, str, Any]] = {}
+        self._raw: set[tuple[int, str]] = set()
 
     # ---- identity of real objects --------------------------------------------------
     def tracked(self, value: Any) -> Any:
@@ -61,7 +62,10 @@ class SideEffects:
         if vt.source is not None:
             self._mutated[id(vt)] = vt
 
-    def store_attr(self, obj: Any, name: str, value: Any) -> None:
+    def store_attr(self, obj: Any, name: str, value: Any, raw: bool = False) -> None:
+        """``obj.name = value`` on a pre-existing object. ``raw``: the store came
+        from ``object.__setattr__`` inside an inlined ``__setattr__`` override, so
+        the replay must bypass the override too."""
         if obj.source is None:
             unimplemented(
                 gb_type="attribute store on new object",
@@ -70,6 +74,10 @@ class SideEffects:
                 hints=("Create the object outside the compiled function.",),
             )
         self._attrs[(id(obj), name)] = (obj, name, value)
+        if raw:
+            self._raw.add((id(obj), name))
+        else:
+            self._raw.discard((id(obj), name))
 
     def delete_attr(self, obj: Any, name: str, existed: bool) -> None:
         """``del obj.name``; ``existed``: whether the real object had it before the call."""
@@ -107,7 +115,8 @@ class SideEffects:
             if value is DELETED:
                 plan.append(("delattr", (obj, name), ""))
             else:
-                plan.append(("attr", (obj, name), codegen.store_temp(lambda v=value: codegen.reconstruct(v))))
+                kind = "rawattr" if (id(obj), name) in self._raw else "attr"
+                plan.append((kind, (obj, name), codegen.store_temp(lambda v=value: codegen.reconstruct(v))))
         for f_globals, name, value in self._globals.values():
             plan.append(("global", (f_globals, name), codegen.store_temp(lambda v=value: codegen.reconstruct(v))))
         return plan
@@ -123,6 +132,14 @@ class SideEffects:
                 codegen.load_local(temp)
                 codegen.load_source(obj.source)
                 codegen.emit("STORE_ATTR", name)
+            elif kind == "rawattr":
+                obj, name = target
+                codegen.load_callable(object.__setattr__)
+                codegen.load_source(obj.source)
+                codegen.load_const(name)
+                codegen.load_local(temp)
+                codegen.call(3)
+                codegen.emit("POP_TOP")
             elif kind == "delattr":
                 obj, name = target
                 codegen.load_source(obj.source)

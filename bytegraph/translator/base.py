@@ -25,6 +25,8 @@ from bytegraph.translator.loads import LoadStoreOps
 from bytegraph.translator.semantics import PythonSemantics
 from bytegraph.translator.stack_ops import StackOps
 from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.exceptions import TracedException
 
 VT = VariableTracker
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -67,6 +69,7 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
         self.current_instruction: Instruction | None = None
         self.kw_names: tuple[str, ...] = ()
         self.block_stack: list[VT] = []
+        self.exc_info: list[VT] = []  # exceptions being handled (PUSH_EXC_INFO / POP_EXCEPT)
         self.done = False
         self.depth = 0 if parent is None else parent.depth + 1
 
@@ -90,6 +93,8 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
                     explanation=f"bytegraph does not model the {inst.opname} instruction.",
                 )
             handler(inst)
+        except TracedException as e:
+            self.handle_exception(inst, e)
         except Unsupported as e:
             if not e.user_stack:
                 e.user_stack = tuple(self.user_stack())
@@ -115,6 +120,19 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
 
     def jump(self, inst: Instruction) -> None:
         self.ip = inst.target  # type: ignore[assignment]
+
+    def handle_exception(self, inst: Instruction, exc: TracedException) -> None:
+        """Jump to this frame's handler for an exception raised at ``inst``, as
+        CPython's exception table says; re-raise to the caller frame when none."""
+        entry = self.decoded.handler_for(inst.index)
+        if entry is None:
+            exc.user_stack = exc.user_stack or tuple(self.user_stack())
+            raise exc
+        del self.stack[entry.depth:]
+        if entry.lasti:
+            self.push(ConstantVariable(inst.offset))
+        self.push(exc.exc)
+        self.ip = entry.target
 
     # ---- diagnostics ------------------------------------------------------------------
     def frame_summary(self) -> UserFrame:

@@ -15,6 +15,7 @@ from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers import GeneratorVariable, IteratorVariable
+from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -162,13 +163,53 @@ class ControlOps:
     def RETURN_VALUE(self: InstructionTranslatorBase, inst: Instruction) -> None:
         self.do_return(self.pop())
 
+    # ---- exceptions -------------------------------------------------------------------------
     def RAISE_VARARGS(self: InstructionTranslatorBase, inst: Instruction) -> None:
-        unimplemented(
-            gb_type="raise",
-            context="raise statement",
-            explanation="The traced code raises an exception; the frame runs natively so the exception is the eager one.",
-            hints=("If the raise is on an error path, this is expected.",),
-        )
+        if inst.arg == 0:
+            if not self.exc_info:
+                unimplemented(
+                    gb_type="raise",
+                    context="bare raise with no active exception",
+                    explanation="The traced code raises RuntimeError; it runs natively so the error is the eager one.",
+                    hints=("Use a bare raise only inside an except block.",),
+                )
+            raise TracedException(self.exc_info[-1])
+        if inst.arg == 2:
+            self.pop()  # the cause; ``__cause__`` is not modelled
+        raised = self.pop()
+        if not isinstance(raised, ExceptionVariable):
+            raised = raised.call_function(self, [], {})  # ``raise SomeError`` instantiates the class
+        if not isinstance(raised, ExceptionVariable):
+            unimplemented(
+                gb_type="raise",
+                context=f"raise {raised}",
+                explanation="bytegraph traces raising exception instances only.",
+                hints=("Raise an exception instance or class.",),
+            )
+        raise TracedException(raised)
+
+    def PUSH_EXC_INFO(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        exc = self.pop()
+        self.push(self.exc_info[-1] if self.exc_info else ConstantVariable(None))
+        self.push(exc)
+        self.exc_info.append(exc)
+
+    def POP_EXCEPT(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.pop()
+        self.exc_info.pop()
+
+    def CHECK_EXC_MATCH(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        match = self.pop().as_python_constant()
+        self.push(ConstantVariable(issubclass(self.peek().python_type(), match)))
+
+    def RERAISE(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        raise TracedException(self.pop())
+
+    def WITH_EXCEPT_START(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        exc = self.peek(1)
+        exit_fn = self.peek(4)
+        args = [self.wrap_const(exc.python_type()), exc, ConstantVariable(None)]
+        self.push(exit_fn.call_function(self, args, {}))
 
     def LOAD_ASSERTION_ERROR(self: InstructionTranslatorBase, inst: Instruction) -> None:
         unimplemented(

@@ -24,6 +24,7 @@ from bytegraph.translator.base import InstructionTranslatorBase
 from bytegraph.translator.graph_break import FrameRuntime, codegen_graph_break
 from bytegraph.translator.inline import inline_call
 from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.functions import CellVariable
 
 VT = VariableTracker
@@ -80,7 +81,20 @@ class InstructionTranslator(InstructionTranslatorBase):
     def step(self) -> None:
         reason = self.break_points.get(self.ip)
         if reason is None:
-            super().step()
+            try:
+                super().step()
+            except TracedException as e:  # nobody in the trace catches it: let eager raise it
+                try:
+                    unimplemented(
+                        gb_type="uncaught exception",
+                        context=f"{e.exc.describe()} raised and not caught in the compiled region",
+                        explanation="The traced code raises an exception it does not catch; the instruction "
+                        "runs natively so the exception is the eager one.",
+                        hints=("If this is an error path, it is expected.",),
+                    )
+                except Unsupported as brk:
+                    brk.user_stack = e.user_stack or tuple(self.user_stack())
+                    raise brk from None
             return
         inst = self.instructions[self.ip]
         self.current_instruction = inst

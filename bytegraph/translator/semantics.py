@@ -7,6 +7,8 @@ inlining all have their one home here.
 """
 from __future__ import annotations
 
+import collections
+import types
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented
@@ -16,11 +18,18 @@ from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap, wrap_const
 from bytegraph.variables.builtin import BuiltinVariable
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers import IteratorVariable, ListIteratorVariable, NamedTupleVariable
+from bytegraph.variables.exceptions import ExceptionVariable
+from bytegraph.variables.containers import IteratorVariable, ListIteratorVariable, NamedTupleVariable, TupleVariable
 from bytegraph.variables.functions import UserFunctionVariable
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.tensor import TensorVariable
-from bytegraph.variables.user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
+from bytegraph.variables.functions import UserMethodVariable
+from bytegraph.variables.user_defined import (
+    NewObjectVariable,
+    UserDefinedClassVariable,
+    UserDefinedObjectVariable,
+    class_attribute,
+)
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
@@ -71,12 +80,42 @@ class PythonSemantics:
                     )
                 values.append(self.wrap_const(defaults[name]))
             return NamedTupleVariable(values, klass)
-        unimplemented(
-            gb_type="object construction",
-            context=f"{klass.__qualname__}(...)",
-            explanation="Creating instances of user classes inside the compiled region is not supported yet.",
-            hints=("Create the object outside the compiled function and pass it in.",),
-        )
+        if issubclass(klass, BaseException) and not kwargs and not any(
+            isinstance(class_attribute(klass, n), (types.FunctionType, staticmethod)) for n in ("__init__", "__new__")
+        ):
+            return ExceptionVariable(klass, args)
+        if type(klass).__call__ is not type.__call__ or issubclass(klass, BaseException):
+            unimplemented(
+                gb_type="object construction",
+                context=f"{klass.__qualname__}(...)",
+                explanation="Classes with a custom metaclass __call__, and exceptions, are not constructed in the trace.",
+                hints=("Create the object outside the compiled function and pass it in.",),
+            )
+        new = class_attribute(klass, "__new__")
+        if isinstance(new, staticmethod) and isinstance(new.__func__, types.FunctionType):
+            obj = self.inline_call(UserFunctionVariable(new.__func__), [cls, *args], kwargs)
+        elif _builtin_new(klass):
+            obj = NewObjectVariable(klass)
+        else:
+            unimplemented(
+                gb_type="object construction",
+                context=f"{klass.__qualname__}(...) with __new__ from {new!r}",
+                explanation="Only classes whose __new__ is object's, a builtin container's, or written in Python "
+                "are constructed in the trace.",
+                hints=("Create the object outside the compiled function and pass it in.",),
+            )
+        if not (isinstance(obj, NewObjectVariable) and issubclass(obj.cls, klass)):
+            return obj  # __new__ returned something else: __init__ is not called
+        init = class_attribute(klass, "__init__")
+        if isinstance(init, types.FunctionType):
+            self.inline_call(UserMethodVariable(init, obj), [obj, *args], kwargs)
+        else:
+            base = getattr(init, "__objclass__", object)
+            obj.call_slot(self, base, "__init__", args, kwargs)
+        return obj
+
+    def make_tuple(self: InstructionTranslatorBase, items: Sequence[VT]) -> VT:
+        return TupleVariable(items)
 
     # ---- iteration ----------------------------------------------------------------------------
     def unpack(self: InstructionTranslatorBase, value: VT) -> list[VT]:
@@ -131,7 +170,7 @@ class PythonSemantics:
         return None
 
     def isinstance_of(self: InstructionTranslatorBase, value: VT, cls: Any) -> bool:
-        if isinstance(value, (UserDefinedObjectVariable, NNModuleVariable)):
+        if isinstance(value, (UserDefinedObjectVariable, NNModuleVariable)) and value.source is not None:
             return isinstance(value.value, cls)
         if isinstance(value, ConstantVariable):
             return isinstance(value.value, cls)
@@ -153,6 +192,9 @@ class PythonSemantics:
         return hasattr(obj.python_type(), name)
 
     def delete_attr(self: InstructionTranslatorBase, obj: VT, name: str) -> None:
+        if isinstance(obj, NewObjectVariable):
+            obj.delete_raw(self, name)
+            return
         if isinstance(obj, UserDefinedObjectVariable) and obj.source is not None and type(
             obj.value
         ).__delattr__ is object.__delattr__:
@@ -168,7 +210,10 @@ class PythonSemantics:
         )
 
     def store_attr(self: InstructionTranslatorBase, obj: VT, name: str, value: VT) -> None:
-        if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)):
+        if isinstance(obj, UserDefinedObjectVariable):
+            obj.store_attr(self, name, value)
+            return
+        if isinstance(obj, NNModuleVariable):
             if isinstance(obj, NNModuleVariable) and isinstance(value, TensorVariable) and (
                 name in obj.value._parameters
             ):
@@ -187,3 +232,10 @@ class PythonSemantics:
             hints=("Move the assignment out of the compiled function.",),
         )
 
+
+
+def _builtin_new(klass: type) -> bool:
+    """Whether instances of ``klass`` are made by a builtin ``__new__`` that
+    takes no part in construction (object's, or a dict's)."""
+    new = klass.__new__
+    return new is object.__new__ or new is dict.__new__ or new is collections.OrderedDict.__new__

@@ -17,11 +17,13 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph.breaks import HINT_REWRITE, unimplemented
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
+from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.containers import (
     BaseSequenceVariable,
     DictVariable,
@@ -35,7 +37,7 @@ from bytegraph.variables.containers import (
     as_dict,
 )
 from bytegraph.variables.tensor import TensorVariable, graph_call
-from bytegraph.variables.user_defined import SuperVariable
+from bytegraph.variables.user_defined import SlotMethodVariable, SuperVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -80,15 +82,6 @@ PURE_BUILTINS = frozenset(
 ) - {operator.setitem, operator.delitem, operator.iconcat}
 
 
-def _user_error(context: str, exc: BaseException) -> None:
-    unimplemented(
-        gb_type="user error",
-        context=f"{context} raised {type(exc).__name__}: {exc}",
-        explanation="The traced code raises an exception; the frame runs natively so the error is the eager one.",
-        hints=("Fix the error in your code.",),
-    )
-
-
 class BuiltinVariable(VariableTracker):
     """A builtin function or ``operator``/``math`` function."""
 
@@ -111,12 +104,25 @@ class BuiltinVariable(VariableTracker):
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_const(self.fn)
 
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        """``object.__setattr__``, ``dict.__setitem__``...: methods of builtin types
+        applied explicitly to an instance; other attributes are read as constants."""
+        if isinstance(self.fn, type):
+            attr = self.fn.__dict__.get(name)
+            if isinstance(attr, (types.WrapperDescriptorType, types.MethodDescriptorType)):
+                return SlotMethodVariable(self.fn, name, None)
+            if hasattr(self.fn, name):
+                return tx.wrap_const(getattr(self.fn, name))
+        return super().var_getattr(tx, name)
+
     def __repr__(self) -> str:
         return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
 
     # ---- dispatch ----------------------------------------------------------
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         fn = self.fn
+        if isinstance(fn, type) and issubclass(fn, BaseException) and not kwargs:
+            return ExceptionVariable(fn, args)
         name = getattr(fn, "__name__", "")
         handler = getattr(self, f"_call_{name}", None) if _HANDLED.get(name) is fn else None
         if handler is not None:
@@ -152,7 +158,7 @@ class BuiltinVariable(VariableTracker):
         try:
             result = self.fn(*values, **kw)
         except Exception as e:  # the eager program raises the same error natively
-            _user_error(getattr(self.fn, "__name__", str(self.fn)), e)
+            raise_traced_from(e)
         if isinstance(result, (map, filter, zip, enumerate, reversed, type(iter([])), type(iter(())))):
             return ListIteratorVariable([tx.wrap_const(v) for v in result])
         return tx.wrap_const(result)
@@ -246,7 +252,7 @@ class BuiltinVariable(VariableTracker):
         try:
             return ConstantVariable(tx.isinstance_of(obj, cls))
         except TypeError as e:
-            _user_error("isinstance", e)
+            raise_traced_from(e)
 
     def _call_issubclass(self, tx: Tx, cls: VT, classes: VT) -> VT | None:
         return None  # constant folding handles it

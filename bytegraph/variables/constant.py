@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import enum
 import types
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 import torch
 
 from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
+from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -104,12 +105,7 @@ class ConstantVariable(VariableTracker):
                     result = method(*[a.as_python_constant() for a in args],
                                     **{k: v.as_python_constant() for k, v in kwargs.items()})
                 except Exception as e:
-                    unimplemented(
-                        gb_type="user error",
-                        context=f"{type(self.value).__name__}.{name} raised {type(e).__name__}: {e}",
-                        explanation="The traced code raises; it runs natively so the error is the eager one.",
-                        hints=("Fix the error in your code.",),
-                    )
+                    raise_traced_from(e)
                 return tx.wrap_const(result)
         return super().call_method(tx, name, args, kwargs)
 
@@ -118,3 +114,14 @@ class ConstantVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"ConstantVariable({self.value!r})"
+
+
+def raise_traced(exc_type: type[BaseException], *args: Any) -> NoReturn:
+    """Make the traced program raise ``exc_type(*args)`` (constants) at this point."""
+    raise TracedException(ExceptionVariable(exc_type, [ConstantVariable(a) for a in args]))
+
+
+def raise_traced_from(error: BaseException) -> NoReturn:
+    """Make the traced program raise what evaluating a folded operation raised
+    at trace time (same type and constant arguments)."""
+    raise TracedException(ExceptionVariable(type(error), [ConstantVariable(a) for a in error.args]))

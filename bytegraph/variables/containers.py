@@ -19,7 +19,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch
 from bytegraph.guards.source import GetItemSource
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -87,12 +87,7 @@ class BaseSequenceVariable(VariableTracker):
         try:
             return self.items[idx]
         except IndexError:
-            unimplemented(
-                gb_type="user error",
-                context=f"{self.python_type().__name__} index {idx} out of range",
-                explanation="The traced code raises IndexError; it runs natively so the error is the eager one.",
-                hints=("Fix the index.",),
-            )
+            raise_traced(IndexError, f"{self.python_type().__name__} index out of range")
 
     def with_items(self, items: Sequence[VT]) -> VT:
         """A new sequence of the same kind holding ``items`` (no source)."""
@@ -278,14 +273,10 @@ def _list_insert(lst: ListVariable, tx: Tx, index: VT, item: VT) -> VT:
 
 
 def _list_pop(lst: ListVariable, tx: Tx, index: VT | None = None) -> VT:
-    if not lst.items:
-        unimplemented(
-            gb_type="user error",
-            context="pop from empty list",
-            explanation="The traced code raises IndexError; it runs natively so the error is the eager one.",
-            hints=("Check the list is non-empty before pop().",),
-        )
-    return lst.items.pop(-1 if index is None else _const_int(tx, index, "index"))
+    try:
+        return lst.items.pop(-1 if index is None else _const_int(tx, index, "index"))
+    except IndexError as e:
+        raise_traced(IndexError, str(e))
 
 
 def _list_clear(lst: ListVariable, tx: Tx) -> VT:
@@ -317,12 +308,7 @@ def _list_remove(lst: ListVariable, tx: Tx, value: VT) -> VT:
         if tx.call_builtin(operator.eq, [item, value]).truthy(tx):
             del lst.items[n]
             return ConstantVariable(None)
-    unimplemented(
-        gb_type="user error",
-        context="list.remove(x): x not in list",
-        explanation="The traced code raises ValueError; it runs natively so the error is the eager one.",
-        hints=("Check membership before remove().",),
-    )
+    raise_traced(ValueError, "list.remove(x): x not in list")
 
 
 _LIST_MUTATORS: dict[str, Callable[..., VT]] = {
@@ -442,12 +428,7 @@ class DictVariable(VariableTracker):
                 context="defaultdict missing key",
                 explanation="bytegraph does not yet call default factories of defaultdicts.",
             )
-        unimplemented(
-            gb_type="user error",
-            context=f"KeyError: {key}",
-            explanation="The traced code raises KeyError; it runs natively so the error is the eager one.",
-            hints=("Check the key exists, or use dict.get().",),
-        )
+        raise_traced(KeyError, hkey if not isinstance(hkey, IdentityKey) else "<object>")
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name == "__getitem__" and len(args) == 1:
@@ -742,12 +723,7 @@ class SetVariable(VariableTracker):
             try:
                 result = getattr(self.values, name)(*consts)
             except (KeyError, TypeError) as e:
-                unimplemented(
-                    gb_type="user error",
-                    context=f"set.{name} raised {type(e).__name__}",
-                    explanation="The traced code raises; it runs natively so the error is the eager one.",
-                    hints=("Fix the set operation.",),
-                )
+                raise_traced_from(e)
             return tx.wrap_const(result)
         if name in ("__contains__", "__len__", "union", "intersection", "difference", "issubset",
                     "issuperset", "symmetric_difference", "copy", "isdisjoint", "__iter__"):
@@ -817,12 +793,7 @@ class IteratorVariable(VariableTracker):
         if name == "__next__":
             item = self.next_item(tx)
             if item is None:
-                unimplemented(
-                    gb_type="user error",
-                    context="next() on an exhausted iterator",
-                    explanation="The traced code raises StopIteration; it runs natively.",
-                    hints=("Pass a default to next().",),
-                )
+                raise_traced(StopIteration)
             return item
         return _bad_method(self, name)
 

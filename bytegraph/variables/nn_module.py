@@ -20,7 +20,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.guards.source import AttrSource, GetItemSource
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.containers import DictVariable, ListIteratorVariable, TupleVariable
 from bytegraph.variables.functions import UserMethodVariable
 from bytegraph.variables.user_defined import _MISSING, bind_class_attribute, class_attribute
@@ -104,12 +104,7 @@ class NNModuleVariable(VariableTracker):
         getattr_fn = class_attribute(cls, "__getattr__")
         if isinstance(getattr_fn, types.FunctionType) and getattr_fn is not torch.nn.Module.__getattr__:
             return UserMethodVariable(getattr_fn, self).call_function(tx, [ConstantVariable(name)], {})
-        unimplemented(
-            gb_type="user error",
-            context=f"{cls.__name__} has no attribute {name!r}",
-            explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
-            hints=("Check the attribute name.",),
-        )
+        raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")
 
     def _empty_hook_dict(self, tx: Tx, name: str) -> VT:
         """An empty hook dict of this module, guarded by the global hook-registration

@@ -7,6 +7,7 @@ class attributes (functions become bound methods), then ``__getattr__``.
 """
 from __future__ import annotations
 
+import collections
 import inspect
 import types
 from typing import TYPE_CHECKING, Any, Sequence
@@ -14,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 from bytegraph.breaks import unimplemented
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.source import AttrSource
-from bytegraph.variables.base import BoundMethodVariable, VariableTracker
-from bytegraph.variables.containers import DictBaseView
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.containers import DictBaseView, DictVariable
+from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
 
 if TYPE_CHECKING:
@@ -56,8 +57,8 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
             )
         return tx.wrap_const(attr.fget).call_function(tx, [owner], {})
     objclass = getattr(attr, "__objclass__", None)
-    if objclass is dict and isinstance(owner, UserDefinedObjectVariable) and owner.source is not None:
-        return BoundMethodVariable(DictBaseView(owner.value, owner.source), name)
+    if isinstance(objclass, type) and issubclass(objclass, dict) and isinstance(owner, UserDefinedObjectVariable):
+        return SlotMethodVariable(objclass, name, owner)
     builtin_method = isinstance(
         attr,
         (types.MethodDescriptorType, types.WrapperDescriptorType, types.BuiltinFunctionType,
@@ -137,7 +138,13 @@ class UserDefinedClassVariable(VariableTracker):
 
 
 class UserDefinedObjectVariable(VariableTracker):
-    """An instance of a user class that existed before the call (has a source)."""
+    """An instance of a user class that existed before the call (read from a source).
+
+    Attribute reads follow Python's lookup (see the module docstring); reads of
+    the instance ``__dict__`` are guarded through the source. Stores go through
+    a Python ``__setattr__`` override when the class has one (inlined), and
+    end as side effects replayed on the real object.
+    """
 
     mutable = True
 
@@ -148,8 +155,46 @@ class UserDefinedObjectVariable(VariableTracker):
     def python_type(self) -> type:
         return type(self.value)
 
+    # ---- instance storage (what differs for objects created in the trace) -----------
+    def instance_attr(self, tx: Tx, name: str) -> VT | None:
+        """The instance ``__dict__`` entry ``name`` as a VT, or None when absent."""
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is DELETED:
+            return None
+        if pending is not None:
+            return pending
+        instance_dict = getattr(self.value, "__dict__", None)
+        if instance_dict is None or name not in instance_dict:
+            return None
+        if self.source is None:
+            return tx.wrap_const(instance_dict[name])
+        return tx.wrap(instance_dict[name], AttrSource(self.source, name))
+
+    def instance_dict(self, tx: Tx) -> VT:
+        if self.source is None:
+            return super().var_getattr(tx, "__dict__")
+        return tx.wrap(self.value.__dict__, AttrSource(self.source, "__dict__"))
+
+    def store_raw(self, tx: Tx, name: str, value: VT) -> None:
+        """``object.__setattr__(self, name, value)``."""
+        tx.output.side_effects.store_attr(self, name, value, raw=self._custom("__setattr__"))
+
+    def delete_raw(self, tx: Tx, name: str) -> None:
+        """``object.__delattr__(self, name)``."""
+        tx.delete_attr(self, name)
+
+    def dict_storage(self, tx: Tx) -> VT:
+        """The plain-dict contents of an instance of a dict subclass."""
+        if self.source is None:
+            _unsupported_base(self.python_type(), "dict storage")
+        return DictBaseView(self.value, self.source)
+
+    def _custom(self, dunder: str) -> bool:
+        return isinstance(class_attribute(self.python_type(), dunder), types.FunctionType)
+
+    # ---- attributes ----------------------------------------------------------------------
     def var_getattr(self, tx: Tx, name: str) -> VT:
-        cls = type(self.value)
+        cls = self.python_type()
         getattribute = class_attribute(cls, "__getattribute__")
         if isinstance(getattribute, types.FunctionType):
             return UserMethodVariable(getattribute, self).call_function(tx, [ConstantVariable(name)], {})
@@ -166,58 +211,83 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def generic_getattr(self, tx: Tx, name: str) -> VT:
         """``object.__getattribute__(self, name)`` then ``__getattr__``."""
-        cls = type(self.value)
-        pending = tx.output.side_effects.pending_attr(self, name)
-        if pending is DELETED:
-            unimplemented(
-                gb_type="user error",
-                context=f"{cls.__qualname__} object has no attribute {name!r} (deleted in the trace)",
-                explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
-                hints=("Check the attribute name.",),
-            )
-        if pending is not None:
-            return pending
-        if name == "__dict__" and self.source is not None:
-            return tx.wrap(self.value.__dict__, AttrSource(self.source, "__dict__"))
+        cls = self.python_type()
+        if name == "__dict__":
+            return self.instance_dict(tx)
+        if name == "__class__":
+            return tx.wrap_const(cls)
         attr = class_attribute(cls, name)
         if attr is not _MISSING and inspect.isdatadescriptor(attr):
             return bind_class_attribute(tx, self, cls, name, attr)
-        instance_dict = getattr(self.value, "__dict__", None)
-        if instance_dict is not None and name in instance_dict:
-            if self.source is None:
-                return tx.wrap_const(instance_dict[name])
-            return tx.wrap(instance_dict[name], AttrSource(self.source, name))
+        found = self.instance_attr(tx, name)
+        if found is not None:
+            return found
         if attr is not _MISSING:
             return bind_class_attribute(tx, self, cls, name, attr)
-        if name == "__class__":
-            return tx.wrap_const(cls)
         getattr_fn = class_attribute(cls, "__getattr__")
         if isinstance(getattr_fn, types.FunctionType):
             return UserMethodVariable(getattr_fn, self).call_function(tx, [ConstantVariable(name)], {})
-        unimplemented(
-            gb_type="user error",
-            context=f"{cls.__qualname__} object has no attribute {name!r}",
-            explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
-            hints=("Check the attribute name.",),
-        )
+        raise_traced(AttributeError, f"{cls.__qualname__!r} object has no attribute {name!r}")
 
+    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
+        """``self.name = value``: through a Python ``__setattr__`` when defined."""
+        setattr_fn = class_attribute(self.python_type(), "__setattr__")
+        if isinstance(setattr_fn, types.FunctionType):
+            UserMethodVariable(setattr_fn, self).call_function(tx, [ConstantVariable(name), value], {})
+        else:
+            self.store_raw(tx, name, value)
+
+    def call_slot(self, tx: Tx, base: type, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        """``base.name(self, *args)`` for a builtin base type, bypassing Python overrides."""
+        if base is object:
+            if name == "__getattribute__":
+                return self.generic_getattr(tx, args[0].as_python_constant())
+            if name == "__setattr__":
+                self.store_raw(tx, args[0].as_python_constant(), args[1])
+                return ConstantVariable(None)
+            if name == "__delattr__":
+                self.delete_raw(tx, args[0].as_python_constant())
+                return ConstantVariable(None)
+            if name == "__init__" and not args and not kwargs:
+                return ConstantVariable(None)
+        if issubclass(base, dict) and issubclass(self.python_type(), dict):
+            if name == "__init__":
+                return self.dict_storage(tx).call_method(tx, "update", args, kwargs)
+            return self.dict_storage(tx).call_method(tx, name, args, kwargs)
+        return _unsupported_base(base, name)
+
+    # ---- protocols -------------------------------------------------------------------------
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        call = class_attribute(type(self.value), "__call__")
+        call = class_attribute(self.python_type(), "__call__")
         if isinstance(call, types.FunctionType):
             return tx.inline_call(UserMethodVariable(call, self), [self, *args], kwargs)
         return super().call_function(tx, args, kwargs)
 
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
     def truthy(self, tx: Tx) -> bool:
-        cls = type(self.value)
+        cls = self.python_type()
         for dunder in ("__bool__", "__len__"):
             fn = class_attribute(cls, dunder)
             if fn is not _MISSING:
                 if isinstance(fn, types.FunctionType):
-                    result = UserMethodVariable(fn, self).call_function(tx, [], {})
-                    value = result.as_python_constant()
-                    return bool(value)
+                    return bool(UserMethodVariable(fn, self).call_function(tx, [], {}).as_python_constant())
+                if issubclass(cls, dict):
+                    return self.dict_storage(tx).truthy(tx)
                 return super().truthy(tx)
         return True
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return class_attribute(self.python_type(), "__iter__") is not _MISSING
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        iter_fn = class_attribute(self.python_type(), "__iter__")
+        if isinstance(iter_fn, types.FunctionType):
+            return tx.unpack(UserMethodVariable(iter_fn, self).call_function(tx, [], {}))
+        if issubclass(self.python_type(), dict):
+            return self.dict_storage(tx).unpack_var_sequence(tx)
+        return super().unpack_var_sequence(tx)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:
@@ -226,7 +296,79 @@ class UserDefinedObjectVariable(VariableTracker):
         super().reconstruct(codegen)
 
     def __repr__(self) -> str:
-        return f"UserDefinedObjectVariable({type(self.value).__qualname__})"
+        return f"UserDefinedObjectVariable({self.python_type().__qualname__})"
+
+
+class NewObjectVariable(UserDefinedObjectVariable):
+    """An instance of a user class created during the trace.
+
+    Its instance dict is a :class:`DictVariable` (so ``obj.__dict__`` is live);
+    instances of dict subclasses also hold their dict contents. When the object
+    outlives the graph it is rebuilt without running ``__init__`` again:
+    the base type's ``__new__``, then ``object.__setattr__`` per attribute and
+    the base dict's ``__setitem__`` per item.
+    """
+
+    def __init__(self, cls: type):
+        super().__init__(None)
+        self.cls = cls
+        self.attrs = DictVariable({})
+        self.dict_items = DictVariable({}) if issubclass(cls, dict) else None
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def instance_attr(self, tx: Tx, name: str) -> VT | None:
+        entry = self.attrs.items.get(name)
+        return entry[1] if entry is not None else None
+
+    def instance_dict(self, tx: Tx) -> VT:
+        return self.attrs
+
+    def store_raw(self, tx: Tx, name: str, value: VT) -> None:
+        self.attrs.items[name] = (ConstantVariable(name), value)
+
+    def delete_raw(self, tx: Tx, name: str) -> None:
+        if name not in self.attrs.items:
+            raise_traced(AttributeError, name)
+        del self.attrs.items[name]
+
+    def dict_storage(self, tx: Tx) -> VT:
+        if self.dict_items is None:
+            _unsupported_base(self.cls, "dict storage")
+        return self.dict_items
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        builtin_base = next(k for k in self.cls.__mro__ if k.__module__ == "builtins" or k is collections.OrderedDict)
+        codegen.load_callable(builtin_base.__new__)
+        codegen.load_const(self.cls)
+        codegen.call(1)
+        for key, value in self.attrs.items.values():
+            _emit_slot_call(codegen, object.__setattr__, key, value)
+        for key, value in (self.dict_items.items.values() if self.dict_items is not None else ()):
+            _emit_slot_call(codegen, builtin_base.__setitem__, key, value)
+
+    def __repr__(self) -> str:
+        return f"NewObjectVariable({self.cls.__qualname__})"
+
+
+def _emit_slot_call(codegen: PyCodegen, slot: Any, key: VT, value: VT) -> None:
+    """With the object on top of the stack: ``slot(obj, key, value)``; the object stays."""
+    for op, arg in (("COPY", 1), ("PUSH_NULL", None), ("SWAP", 2), ("LOAD_CONST", slot), ("SWAP", 2)):
+        codegen.emit(op) if arg is None else codegen.emit(op, arg)
+    codegen.reconstruct(key)
+    codegen.reconstruct(value)
+    codegen.call(3)
+    codegen.emit("POP_TOP")
+
+
+def _unsupported_base(base: type, name: str) -> VT:
+    unimplemented(
+        gb_type="unsupported builtin base method",
+        context=f"{base.__qualname__}.{name} on a user object",
+        explanation="bytegraph does not model this method of a builtin base class on user objects.",
+        hints=("Move this code out of the compiled function.",),
+    )
 
 
 class SuperVariable(VariableTracker):
@@ -254,24 +396,30 @@ class SuperVariable(VariableTracker):
                 explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
                 hints=("Check the attribute name.",),
             )
-        if attr is object.__getattribute__ and hasattr(self.obj, "generic_getattr"):
-            return GenericGetAttrVariable(self.obj)
-        if attr is object.__init__:
-            return tx.wrap_const(_noop)
+        if klass.__module__ == "builtins" or klass is collections.OrderedDict:
+            if isinstance(self.obj, UserDefinedObjectVariable):
+                return SlotMethodVariable(klass, name, self.obj)
+            if attr is object.__init__:
+                return SlotMethodVariable(object, name, None)
         return bind_class_attribute(tx, self.obj, self.obj.python_type(), name, attr)
 
 
-class GenericGetAttrVariable(VariableTracker):
-    """``object.__getattribute__`` bound to an object: the standard lookup,
-    bypassing a Python ``__getattribute__`` override."""
+class SlotMethodVariable(VariableTracker):
+    """A method of a builtin type applied to a user object, bypassing the
+    object's Python overrides: ``super().__setattr__``, ``object.__setattr__(obj, ...)``,
+    ``dict.__setitem__(obj, ...)``. Unbound (``obj`` None) until called with
+    the instance as first argument."""
 
-    def __init__(self, obj: VT):
+    def __init__(self, base: type, name: str, obj: VT | None):
         super().__init__()
+        self.base = base
+        self.name = name
         self.obj = obj
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        return self.obj.generic_getattr(tx, args[0].as_python_constant())
-
-
-def _noop(*args: Any, **kwargs: Any) -> None:
-    """Stands for ``object.__init__`` reached through ``super()``."""
+        obj, rest = (self.obj, list(args)) if self.obj is not None else (args[0] if args else None, list(args[1:]))
+        if self.base is object and self.name == "__init__" and not rest and not kwargs:
+            return ConstantVariable(None)
+        if not isinstance(obj, UserDefinedObjectVariable):
+            return _unsupported_base(self.base, self.name)
+        return obj.call_slot(tx, self.base, self.name, rest, kwargs)
