@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented
-from bytegraph.guards.guards import DictContains
+from bytegraph.guards.guards import DictContains, NoAliasing
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap, wrap_const
@@ -119,9 +119,19 @@ class PythonSemantics:
             return a.value is b.value
         ida, idb = self.identity_of(a), self.identity_of(b)
         if ida is not None and idb is not None:
+            if ida != idb and a.source is not None and b.source is not None:
+                # distinct objects on this call; a later call may pass one object twice
+                self.output.guards.add(NoAliasing(None, (a.source, b.source)))
             return ida == idb
         if isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
-            return None  # distinct VTs, but an op may have returned its input
+            if a.source is None or b.source is None:
+                # An op that returns its input in eager gives back the input's VT
+                # (graph_call compares FakeTensor identity), so a computed tensor
+                # with its own VT is a new object.
+                return False
+            # Two inputs that are distinct objects now: guard that they stay so.
+            self.output.guards.add(NoAliasing(None, (a.source, b.source)))
+            return False
         try:
             ta, tb = a.python_type(), b.python_type()
         except Exception:

@@ -77,7 +77,9 @@ PURE_BUILTINS = frozenset(
     }
     | {getattr(operator, name) for name in dir(operator) if not name.startswith("_")}
     | {getattr(math, name) for name in dir(math) if callable(getattr(math, name))}
-) - {operator.setitem, operator.delitem, operator.iconcat}
+) - {operator.setitem, operator.delitem, operator.iconcat,
+     # identity is not a property of values: as_python_constant() of a list VT is a copy
+     operator.is_, operator.is_not}
 
 
 def _user_error(context: str, exc: BaseException) -> None:
