@@ -69,6 +69,13 @@ class FrameCache:
         self.native = False
         self._signature: inspect.Signature | None = None
 
+    def clear(self) -> None:
+        """Drop every entry and the run-natively decision (``bytegraph.reset``)."""
+        for entry in self.entries:
+            entry.valid = False
+        self.entries = []
+        self.native = False
+
     def invalidate(self, entry: CacheEntry) -> None:
         entry.valid = False
         self.entries = [e for e in self.entries if e is not entry]
@@ -117,6 +124,9 @@ class FrameCache:
 
 
 _CACHES: dict[tuple[types.CodeType, int], FrameCache] = {}
+#: every FrameCache still alive; compiled wrappers hold theirs directly, so
+#: reset() must clear them in place rather than only forget them.
+_LIVE: "weakref.WeakSet[FrameCache]" = weakref.WeakSet()
 
 
 def cache_for(code: types.CodeType, options: CompileOptions) -> FrameCache:
@@ -126,6 +136,7 @@ def cache_for(code: types.CodeType, options: CompileOptions) -> FrameCache:
     if cache is None or cache.options is not options:
         cache = FrameCache(code, options)
         _CACHES[key] = cache
+        _LIVE.add(cache)
     return cache
 
 
@@ -139,6 +150,9 @@ def run(cache: FrameCache, fn: types.FunctionType, args: tuple, kwargs: dict) ->
 
 
 def reset() -> None:
-    """Drop every cache entry and statistic."""
+    """Drop every cache entry and statistic; compiled functions that are still
+    alive recompile on their next call."""
+    for cache in list(_LIVE):
+        cache.clear()
     _CACHES.clear()
     metrics.reset()
