@@ -7,7 +7,11 @@ inlining all have their one home here.
 """
 from __future__ import annotations
 
+import inspect
+import types
 from typing import TYPE_CHECKING, Any, Sequence
+
+import torch
 
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import DictContains, NoAliasing
@@ -20,7 +24,12 @@ from bytegraph.variables.containers import IteratorVariable, ListIteratorVariabl
 from bytegraph.variables.functions import UserFunctionVariable
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.tensor import TensorVariable
-from bytegraph.variables.user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
+from bytegraph.variables.user_defined import (
+    _MISSING,
+    UserDefinedClassVariable,
+    UserDefinedObjectVariable,
+    class_attribute,
+)
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
@@ -165,7 +174,7 @@ class PythonSemantics:
     def delete_attr(self: InstructionTranslatorBase, obj: VT, name: str) -> None:
         if isinstance(obj, UserDefinedObjectVariable) and obj.source is not None and type(
             obj.value
-        ).__delattr__ is object.__delattr__:
+        ).__delattr__ is object.__delattr__ and not inspect.isdatadescriptor(class_attribute(type(obj.value), name)):
             existed = name in getattr(obj.value, "__dict__", {})
             self.output.guards.add(DictContains(AttrSource(obj.source, "__dict__"), name, existed))
             self.output.side_effects.delete_attr(obj, name, existed)
@@ -178,7 +187,34 @@ class PythonSemantics:
         )
 
     def store_attr(self: InstructionTranslatorBase, obj: VT, name: str, value: VT) -> None:
+        """``obj.name = value``: through a property setter (inlined), or recorded
+        as a side effect when the assignment is a plain store that a later read
+        in the trace sees unchanged."""
         if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable)):
+            cls = type(obj.value)
+            attr = class_attribute(cls, name)
+            if isinstance(attr, property):
+                if attr.fset is None:
+                    unimplemented(
+                        gb_type="user error",
+                        context=f"property {cls.__qualname__}.{name} has no setter",
+                        explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
+                        hints=("Assign a property that has a setter.",),
+                    )
+                self.wrap_const(attr.fset).call_function(self, [obj, value], {})
+                return
+            default_setattr = torch.nn.Module.__setattr__ if isinstance(obj, NNModuleVariable) else object.__setattr__
+            if cls.__setattr__ is not default_setattr or (
+                attr is not _MISSING and inspect.isdatadescriptor(attr)
+                and not isinstance(attr, types.MemberDescriptorType)
+            ):
+                unimplemented(
+                    gb_type="unsupported attribute store",
+                    context=f"setting {name!r} on {cls.__qualname__} (custom __setattr__ or descriptor)",
+                    explanation="This assignment runs user code that may store something other than the value; "
+                    "bytegraph traces only plain attribute stores and property setters.",
+                    hints=("Move the assignment out of the compiled function.",),
+                )
             if isinstance(obj, NNModuleVariable) and isinstance(value, TensorVariable) and (
                 name in obj.value._parameters
             ):
