@@ -118,6 +118,56 @@ def test_attribute_store_replayed_on_object():
     assert cnt.frame_count == 1
 
 
+class WithProperty:
+    def __init__(self):
+        self._v = 1.0
+
+    @property
+    def v(self):
+        return self._v
+
+    @v.setter
+    def v(self, value):
+        self._v = value * 10
+
+    @v.deleter
+    def v(self):
+        self._v = None
+
+
+class LoggingSetattr:
+    def __init__(self):
+        object.__setattr__(self, "log", [])
+
+    def __setattr__(self, name, value):
+        self.log.append(name)
+        object.__setattr__(self, name, value * 2)
+
+
+@pytest.mark.parametrize("kind", ["property", "setattr", "custom __setattr__", "property delete"])
+def test_attribute_store_runs_setters_like_eager(kind):
+    def f(x, obj):
+        if kind == "property":
+            obj.v = 2.0
+            return x * obj.v, obj._v
+        if kind == "setattr":
+            setattr(obj, "v", 3.0)
+            return x * obj.v
+        if kind == "custom __setattr__":
+            obj.a = 3.0
+            return x * obj.a, obj.log
+        del obj.v
+        return x + 1, obj._v
+
+    make = LoggingSetattr if kind == "custom __setattr__" else WithProperty
+    eager_obj, compiled_obj = make(), make()
+    x = t(3)
+    expected = f(x, eager_obj)
+    actual = bytegraph.compile(f, backend=CompileCounter())(x, compiled_obj)
+    assert same(actual, expected)
+    assert vars(compiled_obj) == vars(eager_obj)
+
+
 @pytest.mark.parametrize("value", [None, True, 7, 2.5, "s", (1, "a", None), b"b", 1 + 2j])
 def test_constants(value):
     def f(x):
