@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import torch
 
 from bytegraph.breaks import unimplemented
+from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, NoAliasing
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import VariableTracker
@@ -161,9 +162,31 @@ class PythonSemantics:
         return obj.var_getattr(self, name)
 
     def has_attr(self: InstructionTranslatorBase, obj: VT, name: str) -> bool:
+        """``hasattr(obj, name)``; for objects read from a source, guards that the
+        dict the attribute was found in still holds it, or that the dicts it
+        could appear in still lack it."""
         if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable, UserDefinedClassVariable)):
-            if self.output.side_effects.pending_attr(obj, name) is not None:
+            pending = self.output.side_effects.pending_attr(obj, name)
+            if pending is not None:
+                return pending is not DELETED
+            if obj.source is None or isinstance(obj, UserDefinedClassVariable):
+                return hasattr(obj.value, name)
+            instance_dict = getattr(obj.value, "__dict__", None)
+            guarded_dicts = [(AttrSource(obj.source, "__dict__"), instance_dict)] if isinstance(
+                instance_dict, dict) else []
+            if instance_dict is not None and name in instance_dict:
+                self.output.guards.add(DictContains(guarded_dicts[0][0], name, True))
                 return True
+            if class_attribute(type(obj.value), name) is not _MISSING:
+                return True
+            if isinstance(obj, NNModuleVariable):  # what Module.__getattr__ reads
+                guarded_dicts += [(AttrSource(obj.source, h), obj.value.__dict__[h])
+                                  for h in ("_parameters", "_buffers", "_modules")]
+            for source, holder in guarded_dicts:
+                present = name in holder
+                self.output.guards.add(DictContains(source, name, present))
+                if present:
+                    return True
             return hasattr(obj.value, name)
         if isinstance(obj, TensorVariable):
             return hasattr(obj.example, name)
