@@ -23,7 +23,12 @@ from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers import ListIteratorVariable, TupleVariable
 from bytegraph.variables.functions import UserMethodVariable
-from bytegraph.variables.user_defined import _MISSING, bind_class_attribute, class_attribute
+from bytegraph.variables.user_defined import (
+    _MISSING,
+    bind_class_attribute,
+    class_attribute,
+    guard_not_in_instance_dict,
+)
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -93,6 +98,7 @@ class NNModuleVariable(VariableTracker):
             return bind_class_attribute(tx, self, cls, name, attr)
         if name in d:
             return tx.wrap(d[name], AttrSource(self.source, name))
+        guard_not_in_instance_dict(tx, self, name)
         if attr is not _MISSING:
             return bind_class_attribute(tx, self, cls, name, attr)
         getattr_fn = class_attribute(cls, "__getattr__")

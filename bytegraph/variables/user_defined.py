@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented
 from bytegraph.graph.side_effects import DELETED
-from bytegraph.guards.source import AttrSource
+from bytegraph.guards.guards import DictContains, IdMatch
+from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.containers import DictBaseView
 from bytegraph.variables.constant import ConstantVariable
@@ -35,9 +36,47 @@ def class_attribute(cls: type, name: str) -> Any:
     return _MISSING
 
 
+def guard_not_in_instance_dict(tx: Tx, owner: VT, name: str) -> None:
+    """Guard that ``owner.__dict__`` still lacks ``name``: the trace resolved
+    ``owner.name`` past the instance dict (to the class, ``__getattr__``, or
+    nothing), which an instance attribute set later would shadow."""
+    if owner.source is not None and isinstance(getattr(owner_value(owner), "__dict__", None), dict):
+        tx.output.guards.add(DictContains(AttrSource(owner.source, "__dict__"), name, False))
+
+
+def guard_class_attribute(tx: Tx, owner: VT, name: str, attr: Any) -> None:
+    """Guard that ``name`` on ``type(owner)`` is still ``attr`` (a method,
+    property... found on the class), so replacing it on the class recompiles.
+
+    A normal lookup is guarded through ``owner.__class__.name`` (which also sees
+    a subclass overriding it later); an attribute reached through ``super()``
+    is guarded as the defining class's own ``__dict__`` entry.
+    """
+    if owner.source is None:
+        return
+    cls = type(owner_value(owner))
+    if class_attribute(cls, name) is attr:
+        source: Any = AttrSource(AttrSource(owner.source, "__class__"), name)
+        if isinstance(attr, classmethod):
+            source, expected = AttrSource(source, "__func__"), attr.__func__
+        else:
+            expected = getattr(cls, name)
+            if expected is not getattr(cls, name):  # a descriptor that builds a new object per access
+                expected = _MISSING
+        if expected is not _MISSING:
+            tx.output.guards.add(IdMatch.of(source, expected))
+            return
+    klass = next((k for k in cls.__mro__ if k.__dict__.get(name) is attr), None)
+    if klass is not None:
+        source = GetItemSource(AttrSource(ConstSource(klass, klass.__qualname__), "__dict__"), name)
+        tx.output.guards.add(IdMatch.of(source, attr))
+
+
 def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> VT:
     """Apply the descriptor protocol of class attribute ``attr`` to ``owner``
     (an instance VT), inlining Python-level getters."""
+    if isinstance(attr, (types.FunctionType, staticmethod, classmethod, property)):
+        guard_class_attribute(tx, owner, name, attr)
     if isinstance(attr, staticmethod):
         return tx.wrap_const(attr.__func__)
     if isinstance(attr, classmethod):
@@ -187,6 +226,7 @@ class UserDefinedObjectVariable(VariableTracker):
             if self.source is None:
                 return tx.wrap_const(instance_dict[name])
             return tx.wrap(instance_dict[name], AttrSource(self.source, name))
+        guard_not_in_instance_dict(tx, self, name)
         if attr is not _MISSING:
             return bind_class_attribute(tx, self, cls, name, attr)
         if name == "__class__":
