@@ -406,3 +406,92 @@ def test_aliased_inputs_to_a_mutating_graph_recompile():
     assert same(compiled(x, x), f(y, y))
     assert same(x, y)
     assert cnt.frame_count == 2
+
+
+class Plain:
+    factor = 2.0
+
+    def method(self, x):
+        return x + 1
+
+
+class PlainChild(Plain):
+    def method(self, x):
+        return super().method(x) * 2
+
+
+def test_hasattr_and_getattr_default_recompile_when_attribute_appears():
+    def f(x, obj):
+        if hasattr(obj, "extra"):
+            x = x + obj.extra
+        return x * getattr(obj, "scale", 2.0)
+
+    obj = Plain()
+    run = Runner(f)
+    run(torch.randn(3), obj)
+    obj.extra = 5.0
+    run(torch.randn(3), obj)
+    obj.scale = 7.0
+    run(torch.randn(3), obj)
+    del obj.extra
+    run(torch.randn(3), obj)
+    assert run.graphs == 4
+
+
+def test_module_hasattr_recompiles_when_attribute_appears():
+    class M(nn.Module):
+        def forward(self, x):
+            if hasattr(self, "extra"):
+                return x + self.extra
+            return x - 1
+
+    module = M()
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(module, backend=cnt)
+    x = torch.randn(3)
+    assert same(compiled(x), module(x))
+    module.extra = 3.0
+    assert same(compiled(x), module(x))
+    module.register_buffer("other", torch.ones(3))  # unrelated: no effect on the answer
+    del module.extra
+    module.extra = nn.Parameter(torch.ones(3))
+    assert same(compiled(x), module(x))
+
+
+@pytest.mark.parametrize("change", ["instance attribute", "instance method", "class method", "base method"])
+def test_attribute_resolved_on_the_class_is_guarded(change):
+    def f(x, obj):
+        return obj.method(x) * obj.factor
+
+    obj = PlainChild()
+    run = Runner(f)
+    run(torch.randn(3), obj)
+    saved = {"class method": PlainChild.method, "base method": Plain.method}.get(change)
+    try:
+        if change == "instance attribute":
+            obj.factor = 9.0
+        elif change == "instance method":
+            obj.method = lambda x: x - 50
+        elif change == "class method":
+            PlainChild.method = lambda self, x: x * 100
+        else:
+            Plain.method = lambda self, x: x + 1000  # reached through super()
+        run(torch.randn(3), obj)
+    finally:
+        if change == "class method":
+            PlainChild.method = saved
+        if change == "base method":
+            Plain.method = saved
+    assert run.graphs == 2
+
+
+def test_instance_forward_patched_after_compile():
+    module = nn.Linear(3, 3)
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(module, backend=cnt)
+    x = torch.randn(2, 3)
+    assert same(compiled(x), module(x))
+    original = module.forward
+    module.forward = lambda x: original(x) * 2
+    assert same(compiled(x), module(x))
+    assert cnt.frame_count == 2
