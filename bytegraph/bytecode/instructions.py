@@ -65,9 +65,21 @@ class ExceptionEntry:
 
 @dataclasses.dataclass(frozen=True)
 class DecodedCode:
+    """A decoded code object.
+
+    Attributes:
+        instructions: the instructions, jump targets as indices.
+        offset_to_index: byte offset -> instruction index.
+        exception_table: the 3.11 exception table, in instruction indices.
+        caught_indices: instructions an exception raised by would reach a
+            ``try`` statement's ``except``/``finally`` handler in this frame
+            (not only ``with`` cleanups and re-raises).
+    """
+
     instructions: tuple[Instruction, ...]
     offset_to_index: dict[int, int]
     exception_table: tuple[ExceptionEntry, ...]
+    caught_indices: frozenset[int] = frozenset()
 
     def handler_for(self, index: int) -> ExceptionEntry | None:
         """The innermost exception-table entry covering instruction ``index``."""
@@ -102,4 +114,30 @@ def decode(code: types.CodeType) -> DecodedCode:
         start = bisect.bisect_left(offsets, entry.start)
         end = bisect.bisect_left(offsets, entry.end)
         table.append(ExceptionEntry(start, end, offset_to_index[entry.target], entry.depth, entry.lasti))
-    return DecodedCode(tuple(out), offset_to_index, tuple(table))
+    decoded = DecodedCode(tuple(out), offset_to_index, tuple(table))
+    caught = frozenset(n for n in range(len(out)) if _reaches_try_handler(decoded, n))
+    return dataclasses.replace(decoded, caught_indices=caught)
+
+
+def _reaches_try_handler(decoded: DecodedCode, index: int) -> bool:
+    """Whether an exception at ``index`` reaches a ``try`` handler of the frame.
+
+    3.11 handlers: a ``try`` handler starts with ``PUSH_EXC_INFO``; a ``with``
+    block's starts with ``PUSH_EXC_INFO; WITH_EXCEPT_START`` (calls ``__exit__``,
+    then re-raises from a region with its own entry); cleanup handlers
+    (``COPY 3; POP_EXCEPT; RERAISE``) only re-raise. Those last two are
+    followed to the handler that finally catches.
+    """
+    ins = decoded.instructions
+    entry = decoded.handler_for(index)
+    seen = set()
+    while entry is not None and entry.target not in seen:
+        seen.add(entry.target)
+        first = ins[entry.target]
+        if first.opname == "PUSH_EXC_INFO":
+            if entry.target + 1 < len(ins) and ins[entry.target + 1].opname == "WITH_EXCEPT_START":
+                entry = decoded.handler_for(entry.target + 1)
+                continue
+            return True
+        entry = decoded.handler_for(entry.target)
+    return False

@@ -70,6 +70,7 @@ class OutputGraph:
         self.max_instructions = max_instructions
         self.compiled_graphs: list[CompiledGraph] = []
         self.unscoped_grad_mode_changes = 0
+        self.operations = 0  # operation nodes in the graph (kept up to date, O(1) to read)
 
     # ---- budget ----------------------------------------------------------------
     def tick(self) -> None:
@@ -143,10 +144,12 @@ class OutputGraph:
     def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict, example: Any) -> torch.fx.Node:
         node = self.graph.create_node(kind, target, args, kwargs)
         node.meta["example_value"] = example
+        self.operations += 1
         return node
 
     def remove_node(self, node: torch.fx.Node) -> None:
         self.graph.erase_node(node)
+        self.operations -= 1
 
     def op_count(self) -> int:
         """call_function / call_method nodes (what CompileCounter counts)."""

@@ -87,11 +87,33 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
                     context=f"opcode {inst.opname}",
                     explanation=f"bytegraph does not model the {inst.opname} instruction.",
                 )
-            handler(inst)
+            if inst.index in self.decoded.caught_indices:
+                self.step_in_try_block(handler, inst)
+            else:
+                handler(inst)
         except Unsupported as e:
             if not e.user_stack:
                 e.user_stack = tuple(self.user_stack())
             raise
+
+    def step_in_try_block(self, handler, inst: Instruction) -> None:
+        """Run an instruction covered by a ``try`` statement's handler.
+
+        Tracing follows the path on which nothing raises; an operation put in
+        the graph could still raise when the graph runs, and the compiled frame
+        would then skip the ``except``/``finally`` code that eager runs. So such
+        an operation is a graph break.
+        """
+        before = self.output.operations
+        handler(inst)
+        if self.output.operations != before:
+            unimplemented(
+                gb_type="graph operation in try block",
+                context=f"{inst.opname} inside a try statement of {self.code.co_name}",
+                explanation="A tensor operation inside try/except or try/finally could raise when the graph runs, "
+                "and the compiled code cannot route that exception to the handler.",
+                hints=("Move the try statement out of the compiled function, or the tensor work out of the try.",),
+            )
 
     # ---- stack helpers -------------------------------------------------------------
     def push(self, value: VT) -> None:
