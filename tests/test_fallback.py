@@ -266,3 +266,45 @@ def test_error_after_plain_set_grad_enabled_leaves_mode_as_eager():
         assert torch.is_grad_enabled() == eager_mode
     finally:
         torch.set_grad_enabled(True)
+
+
+def test_tensor_work_in_try_except_keeps_eager_exception_handling():
+    def f(x, idx):
+        try:
+            y = x[idx]
+        except IndexError:
+            y = x * 0
+        return y
+
+    compiled, _ = compile_counted(f)
+    x = torch.randn(4)
+    for idx in (torch.tensor([1]), torch.tensor([9])):  # the second raises inside the try
+        assert same(compiled(x, idx), f(x, idx))
+    assert breaks_of(f) == ["graph operation in try block"]
+
+
+def test_try_finally_runs_finally_when_tensor_work_raises():
+    def f(x, idx, log):
+        try:
+            return x[idx] + 1
+        finally:
+            log.append("cleanup")
+
+    compiled, _ = compile_counted(f)
+    x = torch.randn(4)
+    log = []
+    with pytest.raises(IndexError):
+        compiled(x, torch.tensor([9]), log)
+    assert log == ["cleanup"]
+
+
+def test_with_block_is_not_a_try_statement():
+    def f(x):
+        with torch.no_grad():
+            y = x * 2
+        return y + 1
+
+    compiled, cnt = compile_counted(f)
+    x = torch.randn(3, requires_grad=True)
+    assert same(compiled(x), f(x))
+    assert cnt.frame_count == 1
