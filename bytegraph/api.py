@@ -28,7 +28,8 @@ def compile(
     ``@bytegraph.compile(backend="eager")``.
 
     Args:
-        model_or_fn: a Python function, bound method or ``nn.Module``.
+        model_or_fn: a Python function, bound method, ``functools.partial`` of
+            one, or ``nn.Module``.
         fullgraph: raise :class:`bytegraph.Unsupported` at the first graph break
             instead of running that part natively (torch.compile's ``fullgraph``).
         dynamic: None = static first, then dynamic for sizes that change;
@@ -44,7 +45,7 @@ def compile(
         decorator when ``model_or_fn`` is None.
 
     Raises:
-        TypeError: for a ``model_or_fn`` that is not callable, a non-bool
+        TypeError: for a ``model_or_fn`` that is none of those, a non-bool
             ``fullgraph``/``disable``, or a ``dynamic`` that is not None/bool.
         ValueError: for an unknown backend name, or ``mode``/``options`` with a
             backend other than inductor.

@@ -73,21 +73,41 @@ def in_loop(code: types.CodeType, index: int) -> bool:
 
 def enclosing_handlers(code: types.CodeType, index: int) -> list[tuple[int, str]]:
     """Exception handlers protecting ``index``, innermost first, as
-    ``(handler index, kind)`` where kind is ``"with"`` for the cleanup of a
-    ``with`` block and ``"try"`` otherwise."""
+    ``(handler index, kind)``: ``"with"`` for the cleanup of a ``with`` block,
+    ``"except"`` for an ``except`` clause (which may catch), ``"finally"`` for a
+    ``finally`` clause (which always re-raises). Cleanup code of handlers
+    themselves (``COPY 3; POP_EXCEPT; RERAISE``) is skipped."""
     decoded = decode(code)
+    insts = decoded.instructions
     found = []
     seen = set()
     entry = decoded.handler_for(index)
     while entry is not None and entry.target not in seen:
         seen.add(entry.target)
-        insts = decoded.instructions
-        first = insts[entry.target]
-        if first.opname == "PUSH_EXC_INFO":  # a block's handler; others are cleanups of handlers
-            second = insts[entry.target + 1]
-            found.append((entry.target, "with" if second.opname == "WITH_EXCEPT_START" else "try"))
+        if insts[entry.target].opname == "PUSH_EXC_INFO":
+            found.append((entry.target, _handler_kind(insts, entry.target)))
         entry = decoded.handler_for(entry.target)
     return found
+
+
+def _handler_kind(insts: tuple[Instruction, ...], start: int) -> str:
+    if insts[start + 1].opname == "WITH_EXCEPT_START":
+        return "with"
+    for inst in insts[start + 1 :]:
+        if inst.opname in ("CHECK_EXC_MATCH", "POP_EXCEPT"):  # matched, or a bare except that ends handling
+            return "except"
+        if inst.opname == "RERAISE":
+            return "finally"
+    return "finally"
+
+
+@lru_cache(maxsize=1024)
+def catching_indices(code: types.CodeType) -> frozenset[int]:
+    """Instructions of ``code`` protected by an ``except`` clause of the frame."""
+    return frozenset(
+        inst.index for inst in decode(code).instructions
+        if any(kind == "except" for _, kind in enclosing_handlers(code, inst.index))
+    )
 
 
 #: Stack slots each opcode consumes (3.11), for the ones a graph break can stop at.

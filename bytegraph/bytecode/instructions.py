@@ -65,6 +65,14 @@ class ExceptionEntry:
 
 @dataclasses.dataclass(frozen=True)
 class DecodedCode:
+    """A decoded code object.
+
+    Attributes:
+        instructions: the instructions, jump targets as indices.
+        offset_to_index: byte offset -> instruction index.
+        exception_table: the 3.11 exception table, in instruction indices.
+    """
+
     instructions: tuple[Instruction, ...]
     offset_to_index: dict[int, int]
     exception_table: tuple[ExceptionEntry, ...]

@@ -53,6 +53,9 @@ class OutputGraph:
         side_effects: pending mutations of pre-existing Python objects.
         inputs: placeholders in graph order.
         instruction_count: bytecode instructions executed symbolically.
+        unscoped_grad_mode_changes: grad-mode switches in the graph made by a
+            plain ``torch.set_grad_enabled(m)`` call rather than a ``with``
+            block (eager does not undo those when an exception escapes).
     """
 
     def __init__(self, max_instructions: int):
@@ -66,6 +69,8 @@ class OutputGraph:
         self.instruction_count = 0
         self.max_instructions = max_instructions
         self.compiled_graphs: list[CompiledGraph] = []
+        self.unscoped_grad_mode_changes = 0
+        self.operations = 0  # operation nodes in the graph (kept up to date, O(1) to read)
 
     # ---- budget ----------------------------------------------------------------
     def tick(self) -> None:
@@ -139,10 +144,12 @@ class OutputGraph:
     def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict, example: Any) -> torch.fx.Node:
         node = self.graph.create_node(kind, target, args, kwargs)
         node.meta["example_value"] = example
+        self.operations += 1
         return node
 
     def remove_node(self, node: torch.fx.Node) -> None:
         self.graph.erase_node(node)
+        self.operations -= 1
 
     def op_count(self) -> int:
         """call_function / call_method nodes (what CompileCounter counts)."""
@@ -207,6 +214,10 @@ class OutputGraph:
             self.compiled_graphs.append(
                 CompiledGraph(name, gm, self.op_count(), time.perf_counter() - start)
             )
+            if self.unscoped_grad_mode_changes == 0 and any(
+                n.target is torch._C._set_grad_enabled for n in gm.graph.nodes
+            ):
+                compiled = restore_grad_mode_on_error(compiled)
             codegen.load_callable(compiled)
             for inp in self.inputs:
                 codegen.load_source(inp.source)
@@ -219,6 +230,27 @@ class OutputGraph:
                 codegen.emit("POP_TOP")
         tail(codegen)
         return codegen
+
+
+def restore_grad_mode_on_error(compiled: Callable) -> Callable:
+    """``compiled`` that, if it raises, first restores the grad mode it was
+    called under.
+
+    For graphs whose grad-mode switches all come from ``with`` blocks: in eager
+    an exception inside ``with torch.no_grad():`` leaves through ``__exit__``,
+    which restores the mode, but a graph raising between its
+    ``_set_grad_enabled`` nodes would leave the mode switched.
+    """
+
+    def run_graph(*args: Any) -> Any:
+        mode = torch.is_grad_enabled()
+        try:
+            return compiled(*args)
+        except BaseException:
+            torch._C._set_grad_enabled(mode)
+            raise
+
+    return run_graph
 
 
 @dataclasses.dataclass

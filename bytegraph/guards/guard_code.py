@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import keyword
 import types
 from typing import Any, Callable, Sequence
 
@@ -76,6 +77,13 @@ class _Builder:
 
     def freevar_index(self, name: str) -> int:
         return self.code.co_freevars.index(name)
+
+    def local(self, name: str) -> str:
+        """The guard's parameter name for frame local ``name`` (generated code may
+        have locals that are not identifiers, e.g. pytest's ``@py_assert1``)."""
+        if name.isidentifier() and not keyword.iskeyword(name):
+            return name
+        return f"___arg{self.code.co_varnames.index(name)}"
 
     def expr(self, source: Source) -> str:
         temp = self.temps.get(source)
@@ -160,7 +168,7 @@ def _parameters(code: types.CodeType, fn: Callable | None, builder: _Builder) ->
             parts.append("/")
         return ", ".join(parts)
     names = code.co_varnames[: code.co_argcount]
-    return ", ".join(names)
+    return ", ".join(builder.local(n) for n in names)
 
 
 def build_guard_function(

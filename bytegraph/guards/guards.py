@@ -350,8 +350,9 @@ class SameObject(Guard):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class NoAliasing(Guard):
-    """Distinct tensor inputs stay distinct objects (needed when the graph
-    mutates an input). ``sources`` lists the inputs; ``source`` is None."""
+    """Distinct inputs stay distinct objects (needed when the graph mutates an
+    input tensor, or when the trace decided ``a is b`` was False).
+    ``sources`` lists the inputs; ``source`` is None."""
 
     sources: tuple = ()
     order: ClassVar[int] = 4
@@ -363,7 +364,7 @@ class NoAliasing(Guard):
         raise AssertionError("rendered by the code builder, which knows each source's expression")
 
     def explain(self, actual: Any) -> str:
-        return "two tensor inputs that were distinct objects are now the same object: " + ", ".join(
+        return "inputs that were distinct objects are now the same object: " + ", ".join(
             describe_source(s) for s in self.sources
         )
 

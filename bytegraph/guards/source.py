@@ -25,6 +25,8 @@ class GuardNames(Protocol):
 
     def expr(self, source: "Source") -> str: ...
 
+    def local(self, name: str) -> str: ...
+
     def freevar_index(self, name: str) -> int: ...
 
 
@@ -82,7 +84,7 @@ class LocalSource(Source):
         return f"L[{self.local_name!r}]"
 
     def guard_expr(self, names: GuardNames) -> str:
-        return self.local_name
+        return names.local(self.local_name)
 
     def reconstruct(self, codegen: Codegen) -> None:
         codegen.load_local(self.local_name)

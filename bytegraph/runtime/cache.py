@@ -73,6 +73,13 @@ class FrameCache:
         self.native = False
         self._signature: inspect.Signature | None = None
 
+    def clear(self) -> None:
+        """Drop every entry and the run-natively decision (``bytegraph.reset``)."""
+        for entry in self.entries:
+            entry.valid = False
+        self.entries = []
+        self.native = False
+
     def invalidate(self, entry: CacheEntry) -> None:
         entry.valid = False
         self.entries = [e for e in self.entries if e is not entry]
@@ -101,7 +108,9 @@ class FrameCache:
             f_locals = self._bind(fn, args, kwargs)
         except TypeError:
             return fn(*args, **kwargs)  # raises the eager TypeError
-        result = convert_frame(self.code, fn.__globals__, cells, f_locals, fn, self.options, hooks_for(self.options))
+        signature_fn = None if self.code in _RESUME_CODES else fn
+        result = convert_frame(self.code, fn.__globals__, cells, f_locals, signature_fn, self.options,
+                               hooks_for(self.options))
         for reason in result.breaks if isinstance(result, Converted) else ():
             metrics.record_break(self.code, reason)
         if isinstance(result, RunNatively):
@@ -115,6 +124,16 @@ class FrameCache:
         return entry.function_for(fn)(*args, **kwargs)
 
     def _bind(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
+        """The call's arguments by parameter name, bound as CPython would.
+
+        Raises:
+            TypeError: when the arguments do not fit the signature.
+        """
+        code = fn.__code__
+        if code in _RESUME_CODES:  # positional parameters, some not identifiers (e.g. pytest's @py_assert1)
+            if kwargs or len(args) != code.co_argcount:
+                raise TypeError(f"{code.co_name}() takes {code.co_argcount} positional arguments")
+            return dict(zip(code.co_varnames, args))
         if self._signature is None:
             self._signature = inspect.signature(fn, follow_wrapped=False)
         bound = self._signature.bind(*args, **kwargs)
@@ -124,6 +143,10 @@ class FrameCache:
 
 # ---- frames entered by generated code: resume functions and routed callees ----------------
 
+#: code objects of resume functions (weakly held; their parameters are positional only)
+_RESUME_CODES: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
+
+
 class ResumeFunction:
     """Calls a resume function's code through its cache.
 
@@ -132,6 +155,7 @@ class ResumeFunction:
     """
 
     def __init__(self, code: types.CodeType, f_globals: dict, options: CompileOptions):
+        _RESUME_CODES.add(code)
         self.code = code
         self.f_globals = f_globals
         self.cache: FrameCache = cache_for(code, options)
@@ -196,6 +220,9 @@ def hooks_for(options: CompileOptions) -> FrameHooks:
 
 
 _CACHES: dict[tuple[types.CodeType, int], FrameCache] = {}
+#: every FrameCache still alive; compiled wrappers hold theirs directly, so
+#: reset() must clear them in place rather than only forget them.
+_LIVE: "weakref.WeakSet[FrameCache]" = weakref.WeakSet()
 
 
 def cache_for(code: types.CodeType, options: CompileOptions) -> FrameCache:
@@ -205,6 +232,7 @@ def cache_for(code: types.CodeType, options: CompileOptions) -> FrameCache:
     if cache is None or cache.options is not options:
         cache = FrameCache(code, options)
         _CACHES[key] = cache
+        _LIVE.add(cache)
     return cache
 
 
@@ -218,7 +246,10 @@ def run(cache: FrameCache, fn: types.FunctionType, args: tuple, kwargs: dict) ->
 
 
 def reset() -> None:
-    """Drop every cache entry and statistic."""
+    """Drop every cache entry and statistic; compiled functions that are still
+    alive recompile on their next call."""
+    for cache in list(_LIVE):
+        cache.clear()
     _CACHES.clear()
     _HOOKS.clear()
     metrics.reset()

@@ -18,17 +18,21 @@ from bytegraph.runtime.cache import cache_for, run
 
 
 def compile_function(fn: Callable, options: CompileOptions) -> Callable:
-    """Wrap a Python function (or bound method) so each call runs through its cache.
+    """Wrap a Python function (bound method, or ``functools.partial`` of one) so
+    each call runs through its cache.
 
     Raises:
-        TypeError: when ``fn`` is not a Python function or bound method.
+        TypeError: when ``fn`` is none of those.
     """
     if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
         inner = compile_function(fn.__func__, options)
         return types.MethodType(inner, fn.__self__)
+    if isinstance(fn, functools.partial):
+        return functools.partial(compile_function(fn.func, options), *fn.args, **fn.keywords)
     if not isinstance(fn, types.FunctionType):
         raise TypeError(
-            f"bytegraph.compile expects a Python function, method or nn.Module, got {type(fn).__name__}"
+            "bytegraph.compile: model_or_fn must be a Python function, bound method, functools.partial "
+            f"or nn.Module, got {type(fn).__name__}"
         )
     cache = cache_for(fn.__code__, options)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import types
 from bytegraph.breaks import Unsupported, UserFrame, unimplemented
+from bytegraph.bytecode.analysis import catching_indices
 from bytegraph.bytecode.instructions import Instruction, decode
 from bytegraph.graph.output_graph import OutputGraph
 from bytegraph.translator.calls import CallOps
@@ -61,6 +62,7 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
         decoded = decode(code)
         self.decoded = decoded
         self.instructions: tuple[Instruction, ...] = decoded.instructions
+        self.catching = catching_indices(code)
         self.symbolic_locals = symbolic_locals
         self.stack: list[VT] = []
         self.output = output
@@ -92,7 +94,10 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
                     context=f"opcode {inst.opname}",
                     explanation=f"bytegraph does not model the {inst.opname} instruction.",
                 )
-            handler(inst)
+            if inst.index in self.catching:
+                self.step_in_try_block(handler, inst)
+            else:
+                handler(inst)
         except TracedException as e:
             self.handle_exception(inst, e)
         except Unsupported as e:
@@ -100,6 +105,27 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
                 e.user_stack = tuple(self.user_stack())
                 e.frame_depth = self.depth
             raise
+
+    def step_in_try_block(self, handler, inst: Instruction) -> None:
+        """Run an instruction an ``except`` clause of this frame protects.
+
+        Tracing follows the path on which nothing raises; an operation put in
+        the graph could still raise when the graph runs (data-dependent errors),
+        and the compiled frame could not route that exception to the ``except``
+        clause that eager runs. So such an operation is a graph break.
+        (``finally`` clauses and ``with`` cleanups do not catch, so they allow
+        graph operations.)
+        """
+        before = self.output.operations
+        handler(inst)
+        if self.output.operations != before:
+            unimplemented(
+                gb_type="graph operation in try block",
+                context=f"{inst.opname} inside a try statement of {self.code.co_name}",
+                explanation="A tensor operation inside try/except or try/finally could raise when the graph runs, "
+                "and the compiled code cannot route that exception to the handler.",
+                hints=("Move the try statement out of the compiled function, or the tensor work out of the try.",),
+            )
 
     # ---- stack helpers -------------------------------------------------------------
     def push(self, value: VT) -> None:

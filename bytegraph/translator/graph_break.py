@@ -63,7 +63,7 @@ def can_resume(code: types.CodeType, inst: Instruction) -> bool:
     """Whether the frame may continue in a resume function after ``inst``."""
     if in_loop(code, inst.index) or stack_inputs(inst) is None:
         return False
-    return all(kind == "with" for _, kind in enclosing_handlers(code, inst.index))
+    return all(kind == "with" for _, kind in enclosing_handlers(code, inst.index))  # not inside try
 
 
 def _callee_slot(tx: InstructionTranslator, inst: Instruction) -> int | None:

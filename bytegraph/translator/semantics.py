@@ -8,11 +8,15 @@ inlining all have their one home here.
 from __future__ import annotations
 
 import collections
+import inspect
 import types
 from typing import TYPE_CHECKING, Any, Sequence
 
+import torch
+
 from bytegraph.breaks import unimplemented
-from bytegraph.guards.guards import DictContains
+from bytegraph.graph.side_effects import DELETED
+from bytegraph.guards.guards import DictContains, NoAliasing
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap, wrap_const
@@ -25,6 +29,7 @@ from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.tensor import TensorVariable
 from bytegraph.variables.functions import UserMethodVariable
 from bytegraph.variables.user_defined import (
+    _MISSING,
     NewObjectVariable,
     UserDefinedClassVariable,
     UserDefinedObjectVariable,
@@ -158,9 +163,19 @@ class PythonSemantics:
             return a.value is b.value
         ida, idb = self.identity_of(a), self.identity_of(b)
         if ida is not None and idb is not None:
+            if ida != idb and a.source is not None and b.source is not None:
+                # distinct objects on this call; a later call may pass one object twice
+                self.output.guards.add(NoAliasing(None, (a.source, b.source)))
             return ida == idb
         if isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
-            return None  # distinct VTs, but an op may have returned its input
+            if a.source is None or b.source is None:
+                # An op that returns its input in eager gives back the input's VT
+                # (graph_call compares FakeTensor identity), so a computed tensor
+                # with its own VT is a new object.
+                return False
+            # Two inputs that are distinct objects now: guard that they stay so.
+            self.output.guards.add(NoAliasing(None, (a.source, b.source)))
+            return False
         try:
             ta, tb = a.python_type(), b.python_type()
         except Exception:
@@ -181,9 +196,31 @@ class PythonSemantics:
         return obj.var_getattr(self, name)
 
     def has_attr(self: InstructionTranslatorBase, obj: VT, name: str) -> bool:
+        """``hasattr(obj, name)``; for objects read from a source, guards that the
+        dict the attribute was found in still holds it, or that the dicts it
+        could appear in still lack it."""
         if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable, UserDefinedClassVariable)):
-            if self.output.side_effects.pending_attr(obj, name) is not None:
+            pending = self.output.side_effects.pending_attr(obj, name)
+            if pending is not None:
+                return pending is not DELETED
+            if obj.source is None or isinstance(obj, UserDefinedClassVariable):
+                return hasattr(obj.value, name)
+            instance_dict = getattr(obj.value, "__dict__", None)
+            guarded_dicts = [(AttrSource(obj.source, "__dict__"), instance_dict)] if isinstance(
+                instance_dict, dict) else []
+            if instance_dict is not None and name in instance_dict:
+                self.output.guards.add(DictContains(guarded_dicts[0][0], name, True))
                 return True
+            if class_attribute(type(obj.value), name) is not _MISSING:
+                return True
+            if isinstance(obj, NNModuleVariable):  # what Module.__getattr__ reads
+                guarded_dicts += [(AttrSource(obj.source, h), obj.value.__dict__[h])
+                                  for h in ("_parameters", "_buffers", "_modules")]
+            for source, holder in guarded_dicts:
+                present = name in holder
+                self.output.guards.add(DictContains(source, name, present))
+                if present:
+                    return True
             return hasattr(obj.value, name)
         if isinstance(obj, TensorVariable):
             return hasattr(obj.example, name)
@@ -197,7 +234,7 @@ class PythonSemantics:
             return
         if isinstance(obj, UserDefinedObjectVariable) and obj.source is not None and type(
             obj.value
-        ).__delattr__ is object.__delattr__:
+        ).__delattr__ is object.__delattr__ and not inspect.isdatadescriptor(class_attribute(type(obj.value), name)):
             existed = name in getattr(obj.value, "__dict__", {})
             self.output.guards.add(DictContains(AttrSource(obj.source, "__dict__"), name, existed))
             self.output.side_effects.delete_attr(obj, name, existed)
@@ -210,10 +247,36 @@ class PythonSemantics:
         )
 
     def store_attr(self: InstructionTranslatorBase, obj: VT, name: str, value: VT) -> None:
+        """``obj.name = value``: user objects decide (see their ``store_attr``);
+        for modules a property setter is inlined and a plain store is recorded
+        as a side effect."""
         if isinstance(obj, UserDefinedObjectVariable):
             obj.store_attr(self, name, value)
             return
         if isinstance(obj, NNModuleVariable):
+            cls = type(obj.value)
+            attr = class_attribute(cls, name)
+            if isinstance(attr, property):
+                if attr.fset is None:
+                    unimplemented(
+                        gb_type="user error",
+                        context=f"property {cls.__qualname__}.{name} has no setter",
+                        explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
+                        hints=("Assign a property that has a setter.",),
+                    )
+                self.wrap_const(attr.fset).call_function(self, [obj, value], {})
+                return
+            if cls.__setattr__ is not torch.nn.Module.__setattr__ or (
+                attr is not _MISSING and inspect.isdatadescriptor(attr)
+                and not isinstance(attr, types.MemberDescriptorType)
+            ):
+                unimplemented(
+                    gb_type="unsupported attribute store",
+                    context=f"setting {name!r} on {cls.__qualname__} (custom __setattr__ or descriptor)",
+                    explanation="This assignment runs user code that may store something other than the value; "
+                    "bytegraph traces only plain attribute stores and property setters.",
+                    hints=("Move the assignment out of the compiled function.",),
+                )
             if isinstance(obj, NNModuleVariable) and isinstance(value, TensorVariable) and (
                 name in obj.value._parameters
             ):

@@ -79,7 +79,9 @@ PURE_BUILTINS = frozenset(
     }
     | {getattr(operator, name) for name in dir(operator) if not name.startswith("_")}
     | {getattr(math, name) for name in dir(math) if callable(getattr(math, name))}
-) - {operator.setitem, operator.delitem, operator.iconcat}
+) - {operator.setitem, operator.delitem, operator.iconcat,
+     # identity is not a property of values: as_python_constant() of a list VT is a copy
+     operator.is_, operator.is_not}
 
 
 class BuiltinVariable(VariableTracker):
@@ -129,12 +131,24 @@ class BuiltinVariable(VariableTracker):
             result = handler(tx, *args, **kwargs)
             if result is not None:
                 return result
-        if fn in TENSOR_OPERATORS and any(isinstance(a, TensorVariable) for a in args) and not kwargs:
-            return self._tensor_operator(tx, args)
-        if fn in INPLACE_TO_BINARY and not kwargs and len(args) == 2:
+        # ``a op= b`` mutates ``a`` only when ``a`` is a tensor; on any other left
+        # operand it is that type's own in-place rule (list extend, dict update)
+        # or, for immutable values, the binary operator.
+        inplace_on_tensor = fn in INPLACE_TO_BINARY and bool(args) and isinstance(args[0], TensorVariable)
+        if fn in INPLACE_TO_BINARY and not inplace_on_tensor and not kwargs and len(args) == 2:
             result = self._inplace(tx, args)
             if result is not None:
                 return result
+        if fn in TENSOR_OPERATORS and any(isinstance(a, TensorVariable) for a in args) and not kwargs:
+            if fn in INPLACE_TO_BINARY and not inplace_on_tensor:
+                unimplemented(
+                    gb_type="unsupported builtin call",
+                    context=f"{name}({', '.join(type(a).__name__ for a in args)})",
+                    explanation=f"bytegraph cannot trace in-place {name} on a {args[0].python_type().__name__} "
+                    "with a tensor operand.",
+                    hints=(HINT_REWRITE,),
+                )
+            return self._tensor_operator(tx, args)
         if fn in PURE_BUILTINS and all(a.is_python_constant() for a in args) and all(
             v.is_python_constant() for v in kwargs.values()
         ):

@@ -23,7 +23,12 @@ from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.containers import DictVariable, ListIteratorVariable, TupleVariable
 from bytegraph.variables.functions import UserMethodVariable
-from bytegraph.variables.user_defined import _MISSING, bind_class_attribute, class_attribute
+from bytegraph.variables.user_defined import (
+    _MISSING,
+    bind_class_attribute,
+    class_attribute,
+    guard_not_in_instance_dict,
+)
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -99,6 +104,7 @@ class NNModuleVariable(VariableTracker):
             if name in _ALL_HOOK_DICTS and not d[name]:
                 return self._empty_hook_dict(tx, name)
             return tx.wrap(d[name], AttrSource(self.source, name))
+        guard_not_in_instance_dict(tx, self, name)
         if attr is not _MISSING:
             return bind_class_attribute(tx, self, cls, name, attr)
         getattr_fn = class_attribute(cls, "__getattr__")

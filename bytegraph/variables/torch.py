@@ -215,6 +215,7 @@ class GradModeVariable(VariableTracker):
         self.target_mode = target_mode
         self.cls = cls
         self.applied_on_create = applied_on_create
+        self.entered = False
         self.previous_modes: list[bool] = []
 
     @staticmethod
@@ -224,6 +225,8 @@ class GradModeVariable(VariableTracker):
             var = GradModeVariable(bool(mode), cls, applied_on_create=True)
             var.previous_modes.append(torch.is_grad_enabled())
             set_grad_mode(tx, bool(mode))
+            # unscoped until a ``with`` enters it (a plain call is never undone)
+            tx.output.unscoped_grad_mode_changes += 1
             return var
         if args or kwargs:
             unimplemented(
@@ -240,6 +243,9 @@ class GradModeVariable(VariableTracker):
         if not self.applied_on_create:
             self.previous_modes.append(torch.is_grad_enabled())
             set_grad_mode(tx, self.target_mode)
+        elif not self.entered:
+            tx.output.unscoped_grad_mode_changes -= 1
+        self.entered = True
         return ConstantVariable(None)
 
     def exit(self, tx: Tx) -> VT:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented
 from bytegraph.graph.side_effects import DELETED
-from bytegraph.guards.source import AttrSource
+from bytegraph.guards.guards import DictContains, IdMatch
+from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.containers import DictBaseView, DictVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
@@ -36,9 +37,47 @@ def class_attribute(cls: type, name: str) -> Any:
     return _MISSING
 
 
+def guard_not_in_instance_dict(tx: Tx, owner: VT, name: str) -> None:
+    """Guard that ``owner.__dict__`` still lacks ``name``: the trace resolved
+    ``owner.name`` past the instance dict (to the class, ``__getattr__``, or
+    nothing), which an instance attribute set later would shadow."""
+    if owner.source is not None and isinstance(getattr(owner_value(owner), "__dict__", None), dict):
+        tx.output.guards.add(DictContains(AttrSource(owner.source, "__dict__"), name, False))
+
+
+def guard_class_attribute(tx: Tx, owner: VT, name: str, attr: Any) -> None:
+    """Guard that ``name`` on ``type(owner)`` is still ``attr`` (a method,
+    property... found on the class), so replacing it on the class recompiles.
+
+    A normal lookup is guarded through ``owner.__class__.name`` (which also sees
+    a subclass overriding it later); an attribute reached through ``super()``
+    is guarded as the defining class's own ``__dict__`` entry.
+    """
+    if owner.source is None:
+        return
+    cls = type(owner_value(owner))
+    if class_attribute(cls, name) is attr:
+        source: Any = AttrSource(AttrSource(owner.source, "__class__"), name)
+        if isinstance(attr, classmethod):
+            source, expected = AttrSource(source, "__func__"), attr.__func__
+        else:
+            expected = getattr(cls, name)
+            if expected is not getattr(cls, name):  # a descriptor that builds a new object per access
+                expected = _MISSING
+        if expected is not _MISSING:
+            tx.output.guards.add(IdMatch.of(source, expected))
+            return
+    klass = next((k for k in cls.__mro__ if k.__dict__.get(name) is attr), None)
+    if klass is not None:
+        source = GetItemSource(AttrSource(ConstSource(klass, klass.__qualname__), "__dict__"), name)
+        tx.output.guards.add(IdMatch.of(source, attr))
+
+
 def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> VT:
     """Apply the descriptor protocol of class attribute ``attr`` to ``owner``
     (an instance VT), inlining Python-level getters."""
+    if isinstance(attr, (types.FunctionType, staticmethod, classmethod, property)):
+        guard_class_attribute(tx, owner, name, attr)
     if isinstance(attr, staticmethod):
         return tx.wrap_const(attr.__func__)
     if isinstance(attr, classmethod):
@@ -165,6 +204,7 @@ class UserDefinedObjectVariable(VariableTracker):
             return pending
         instance_dict = getattr(self.value, "__dict__", None)
         if instance_dict is None or name not in instance_dict:
+            guard_not_in_instance_dict(tx, self, name)
             return None
         if self.source is None:
             return tx.wrap_const(instance_dict[name])
@@ -230,12 +270,33 @@ class UserDefinedObjectVariable(VariableTracker):
         raise_traced(AttributeError, f"{cls.__qualname__!r} object has no attribute {name!r}")
 
     def store_attr(self, tx: Tx, name: str, value: VT) -> None:
-        """``self.name = value``: through a Python ``__setattr__`` when defined."""
-        setattr_fn = class_attribute(self.python_type(), "__setattr__")
+        """``self.name = value``: through a Python ``__setattr__`` or a property
+        setter when the class defines one (inlined), else a plain store."""
+        cls = self.python_type()
+        setattr_fn = class_attribute(cls, "__setattr__")
         if isinstance(setattr_fn, types.FunctionType):
             UserMethodVariable(setattr_fn, self).call_function(tx, [ConstantVariable(name), value], {})
-        else:
-            self.store_raw(tx, name, value)
+            return
+        self.generic_setattr(tx, name, value)
+
+    def generic_setattr(self, tx: Tx, name: str, value: VT) -> None:
+        """``object.__setattr__(self, name, value)``: data descriptors of the class
+        first (property setters are inlined), else the instance dict."""
+        cls = self.python_type()
+        attr = class_attribute(cls, name)
+        if isinstance(attr, property):
+            if attr.fset is None:
+                raise_traced(AttributeError, f"property {name!r} of {cls.__qualname__!r} object has no setter")
+            tx.wrap_const(attr.fset).call_function(tx, [self, value], {})
+            return
+        if inspect.isdatadescriptor(attr) and not isinstance(attr, types.MemberDescriptorType):
+            unimplemented(
+                gb_type="unsupported attribute store",
+                context=f"setting {name!r} on {cls.__qualname__} ({type(attr).__name__} descriptor)",
+                explanation="This assignment runs a descriptor bytegraph does not model.",
+                hints=("Move the assignment out of the compiled function.",),
+            )
+        self.store_raw(tx, name, value)
 
     def call_slot(self, tx: Tx, base: type, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         """``base.name(self, *args)`` for a builtin base type, bypassing Python overrides."""
@@ -243,7 +304,7 @@ class UserDefinedObjectVariable(VariableTracker):
             if name == "__getattribute__":
                 return self.generic_getattr(tx, args[0].as_python_constant())
             if name == "__setattr__":
-                self.store_raw(tx, args[0].as_python_constant(), args[1])
+                self.generic_setattr(tx, args[0].as_python_constant(), args[1])
                 return ConstantVariable(None)
             if name == "__delattr__":
                 self.delete_raw(tx, args[0].as_python_constant())

@@ -1,0 +1,218 @@
+"""The public API: compile in its three forms, argument checking, reset, config."""
+import functools
+
+import pytest
+import torch
+
+import bytegraph
+from bytegraph.runtime import metrics
+from bytegraph.testing import CompileCounter, same
+
+
+def fn(x, y=1.0):
+    """A docstring."""
+    return x * y + 1
+
+
+def test_compile_call_form():
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt)
+    x = torch.randn(3)
+    assert same(compiled(x), fn(x))
+    assert same(compiled(x, y=2.0), fn(x, y=2.0))
+    assert cnt.frame_count == 2
+
+
+def test_compiled_function_keeps_metadata():
+    compiled = bytegraph.compile(fn, backend="eager")
+    assert compiled.__name__ == "fn"
+    assert compiled.__doc__ == "A docstring."
+    assert compiled.__wrapped__ is fn
+
+
+def test_bare_decorator_uses_inductor_by_default():
+    @bytegraph.compile
+    def f(x):
+        return x.cos() + 1
+
+    x = torch.randn(3)
+    assert same(f(x), x.cos() + 1)
+    assert f.__name__ == "f"
+    (stats,) = metrics.FRAMES.values()
+    assert len(stats.graphs) == 1
+
+
+def test_decorator_with_arguments():
+    cnt = CompileCounter()
+
+    @bytegraph.compile(backend=cnt)
+    def f(x):
+        return x.cos() + 1
+
+    x = torch.randn(3)
+    assert same(f(x), x.cos() + 1)
+    assert cnt.frame_count == 1
+
+
+def test_disable_returns_the_target_itself():
+    assert bytegraph.compile(fn, disable=True) is fn
+    module = torch.nn.Linear(2, 2)
+    assert bytegraph.compile(module, disable=True) is module
+    assert bytegraph.compile(disable=True)(fn) is fn
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, name",
+    [
+        ({"fullgraph": 1}, TypeError, "fullgraph"),
+        ({"disable": "yes"}, TypeError, "disable"),
+        ({"dynamic": "auto"}, TypeError, "dynamic"),
+        ({"options": ["max_autotune"]}, TypeError, "options"),
+        ({"backend": "eager", "mode": "max-autotune"}, ValueError, "mode"),
+        ({"backend": "eager", "options": {"x": 1}}, ValueError, "options"),
+        ({"backend": "not_a_backend"}, ValueError, "not_a_backend"),
+        ({"backend": 3}, TypeError, "backend"),
+    ],
+)
+def test_bad_arguments_name_the_argument(kwargs, error, name):
+    with pytest.raises(error, match=name):
+        bytegraph.compile(fn, **kwargs)
+
+
+def test_bad_arguments_raise_in_decorator_form_too():
+    with pytest.raises(TypeError, match="fullgraph"):
+        bytegraph.compile(fullgraph="no")
+
+
+@pytest.mark.parametrize("target", [42, "fn", len, torch.sin], ids=["int", "str", "builtin", "torch-builtin"])
+def test_unsupported_target_is_type_error_naming_the_argument(target):
+    with pytest.raises(TypeError, match="model_or_fn"):
+        bytegraph.compile(target, backend="eager")
+
+
+def test_compile_functools_partial():
+    part = functools.partial(fn, y=3.0)
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(part, backend=cnt)
+    x = torch.randn(3)
+    assert same(compiled(x), part(x))
+    assert same(compiled(x, y=0.5), part(x, y=0.5))
+    assert cnt.frame_count == 2
+
+
+def test_reset_drops_caches():
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt)
+    x = torch.randn(3)
+    compiled(x)
+    compiled(x)
+    assert cnt.frame_count == 1
+    bytegraph.reset()
+    assert same(compiled(x), fn(x))
+    assert cnt.frame_count == 2
+
+
+def test_reset_drops_module_caches():
+    cnt = CompileCounter()
+    module = torch.nn.Linear(3, 3)
+    compiled = bytegraph.compile(module, backend=cnt)
+    x = torch.randn(2, 3)
+    compiled(x)
+    bytegraph.reset()
+    assert same(compiled(x), module(x))
+    assert cnt.frame_count == 2
+
+
+def test_two_compiles_of_one_function_have_separate_caches():
+    cnt_a, cnt_b = CompileCounter(), CompileCounter()
+    a = bytegraph.compile(fn, backend=cnt_a)
+    b = bytegraph.compile(fn, backend=cnt_b)
+    x = torch.randn(3)
+    a(x)
+    b(x)
+    a(x)
+    assert cnt_a.frame_count == 1 and cnt_b.frame_count == 1
+
+
+def test_config_rejects_unknown_names():
+    with pytest.raises(AttributeError, match="recompile_limt"):
+        bytegraph.config.recompile_limt = 3
+    with pytest.raises(AttributeError, match="no_such"):
+        with bytegraph.config.patch(no_such=True):
+            pass
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [("recompile_limit", "8"), ("recompile_limit", True), ("recompile_limit", 2.0), ("capture_scalar_outputs", 1)],
+)
+def test_config_rejects_wrong_types(name, value):
+    before = getattr(bytegraph.config, name)
+    with pytest.raises(TypeError, match=name):
+        setattr(bytegraph.config, name, value)
+    assert getattr(bytegraph.config, name) == before
+
+
+def test_config_patch_restores_values():
+    before = bytegraph.config.recompile_limit
+    with bytegraph.config.patch(recompile_limit=2):
+        assert bytegraph.config.recompile_limit == 2
+    assert bytegraph.config.recompile_limit == before
+    with pytest.raises(RuntimeError):
+        with bytegraph.config.patch(recompile_limit=3):
+            raise RuntimeError
+    assert bytegraph.config.recompile_limit == before
+
+
+class Model:
+    def __init__(self):
+        self.scale = 3.0
+
+    def forward(self, x):
+        return x * self.scale
+
+    def __call__(self, x):
+        return self.forward(x)
+
+
+def test_compile_bound_method():
+    obj = Model()
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(obj.forward, backend=cnt)
+    x = torch.randn(3)
+    assert same(compiled(x), obj.forward(x))
+    assert compiled.__self__ is obj
+    obj.scale = 4.0
+    assert same(compiled(x), obj.forward(x))
+    assert cnt.frame_count == 2
+
+
+def test_compile_module_forward_method():
+    module = torch.nn.Linear(3, 2)
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(module.forward, backend=cnt)
+    x = torch.randn(4, 3)
+    assert same(compiled(x), module(x))
+    assert cnt.frame_count == 1
+
+
+def test_compile_function_with_closure_and_defaults():
+    offset = torch.randn(3)
+
+    def f(x, *, scale=2.0):
+        return x * scale + offset
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    x = torch.randn(3)
+    assert same(compiled(x), f(x))
+    assert same(compiled(x, scale=0.5), f(x, scale=0.5))
+
+
+def test_wrong_call_arguments_raise_eager_type_error():
+    compiled = bytegraph.compile(fn, backend=CompileCounter())
+    with pytest.raises(TypeError) as eager:
+        fn(torch.randn(3), 1.0, 2.0)
+    with pytest.raises(TypeError) as actual:
+        compiled(torch.randn(3), 1.0, 2.0)
+    assert str(actual.value) == str(eager.value)

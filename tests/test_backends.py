@@ -1,0 +1,156 @@
+"""Backends: names, the registry, callables, and training through each of
+torch's compilers (gradients must match eager)."""
+import pytest
+import torch
+from torch import nn
+
+import bytegraph
+from bytegraph.testing import CompileCounter, same
+
+
+def fn(x, y):
+    return torch.sin(x) * y + x.relu().sum()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_named_backends_forward(backend):
+    x, y = torch.randn(4, 4), torch.randn(4, 4)
+    compiled = bytegraph.compile(fn, backend=backend)
+    assert same(compiled(x, y), fn(x, y), atol=1e-5)
+    assert same(compiled(x, y), fn(x, y), atol=1e-5)
+
+
+def test_callable_backend_receives_graph_and_example_inputs():
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append((gm, example_inputs))
+        return gm.forward
+
+    x, y = torch.randn(3), torch.randn(3)
+    compiled = bytegraph.compile(fn, backend=backend)
+    assert same(compiled(x, y), fn(x, y))
+    ((gm, example_inputs),) = seen
+    assert isinstance(gm, torch.fx.GraphModule)
+    assert all(isinstance(t, torch.Tensor) for t in example_inputs)
+    assert same(gm(*example_inputs)[0], fn(x, y))
+
+
+def test_backend_output_is_what_runs():
+    def doubling_backend(gm, example_inputs):
+        def run(*args):
+            return tuple(out * 2 for out in gm.forward(*args))
+        return run
+
+    x = torch.randn(3)
+    compiled = bytegraph.compile(lambda x: x + 1, backend=doubling_backend)
+    assert same(compiled(x), (x + 1) * 2)
+
+
+def test_list_backends():
+    names = bytegraph.list_backends()
+    assert {"eager", "aot_eager", "inductor"} <= set(names)
+    assert names == sorted(names)
+
+
+def test_register_backend_by_name():
+    cnt = CompileCounter()
+    bytegraph.register_backend(cnt, name="test_counting_backend")
+    assert "test_counting_backend" in bytegraph.list_backends()
+    x = torch.randn(3)
+    compiled = bytegraph.compile(lambda x: x * 3, backend="test_counting_backend")
+    assert same(compiled(x), x * 3)
+    assert cnt.frame_count == 1
+
+
+def test_register_backend_as_decorator():
+    calls = []
+
+    @bytegraph.register_backend
+    def test_decorated_backend(gm, example_inputs):
+        calls.append(gm)
+        return gm.forward
+
+    assert "test_decorated_backend" in bytegraph.list_backends()
+    x = torch.randn(3)
+    assert same(bytegraph.compile(lambda x: x - 1, backend="test_decorated_backend")(x), x - 1)
+    assert len(calls) == 1
+
+
+def test_register_backend_rejects_duplicates_and_non_callables():
+    with pytest.raises(ValueError, match="eager"):
+        bytegraph.register_backend(lambda gm, inputs: gm.forward, name="eager")
+    with pytest.raises(TypeError, match="compiler_fn"):
+        bytegraph.register_backend(42, name="not_callable")
+
+
+def test_unknown_backend_name_raises_value_error():
+    with pytest.raises(ValueError, match="no_such_backend"):
+        bytegraph.compile(fn, backend="no_such_backend")
+
+
+def test_backend_of_wrong_type_raises_type_error():
+    with pytest.raises(TypeError, match="backend"):
+        bytegraph.compile(fn, backend=3)
+
+
+def test_failing_backend_raises_backend_compiler_failed():
+    def broken(gm, example_inputs):
+        raise RuntimeError("boom")
+
+    compiled = bytegraph.compile(fn, backend=broken)
+    with pytest.raises(bytegraph.BackendCompilerFailed, match="boom"):
+        compiled(torch.randn(3), torch.randn(3))
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 1))
+
+    def forward(self, x):
+        return self.net(x).squeeze(-1)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_training_gradients_match_eager(backend):
+    torch.manual_seed(0)
+    eager_model = MLP()
+    model = MLP()
+    model.load_state_dict(eager_model.state_dict())
+    compiled = bytegraph.compile(model, backend=backend)
+    x, target = torch.randn(8, 6), torch.randn(8)
+
+    for step in range(2):
+        eager_loss = nn.functional.mse_loss(eager_model(x), target)
+        eager_loss.backward()
+        loss = nn.functional.mse_loss(compiled(x), target)
+        loss.backward()
+        assert same(loss, eager_loss, atol=1e-5)
+        for (name, p), (_, q) in zip(model.named_parameters(), eager_model.named_parameters()):
+            assert p.grad is not None, name
+            assert same(p.grad, q.grad, atol=1e-5), name
+        with torch.no_grad():  # one SGD step on both, then the next step must agree too
+            for p, q in zip(model.parameters(), eager_model.parameters()):
+                p -= 0.1 * p.grad
+                q -= 0.1 * q.grad
+                p.grad = None
+                q.grad = None
+
+
+def test_loss_computed_inside_compiled_function():
+    torch.manual_seed(0)
+    eager_model, model = MLP(), MLP()
+    model.load_state_dict(eager_model.state_dict())
+
+    def step(m, x, target):
+        return nn.functional.mse_loss(m(x), target)
+
+    x, target = torch.randn(8, 6), torch.randn(8)
+    cnt = CompileCounter()
+    loss = bytegraph.compile(step, backend=cnt)(model, x, target)
+    loss.backward()
+    step(eager_model, x, target).backward()
+    for p, q in zip(model.parameters(), eager_model.parameters()):
+        assert same(p.grad, q.grad, atol=1e-6)
+    assert cnt.frame_count == 1

@@ -1,0 +1,415 @@
+"""Calls of Python functions are inlined into one graph: compiled vs eager."""
+import functools
+
+import pytest
+import torch
+
+import bytegraph
+from bytegraph.runtime import metrics
+import inline_helpers
+from bytegraph.testing import CompileCounter, same
+from helpers import check_compiled
+from inline_helpers import Affine, apply_twice, count_call, scaled
+
+
+def t(*shape):
+    return torch.randn(*shape)
+
+
+def add_mul(a, b, scale=2.0):
+    return (a + b) * scale
+
+
+def test_user_function():
+    def f(x, y):
+        return add_mul(x, y) - add_mul(y, x, 0.5)
+
+    check_compiled(f, t(3), t(3))
+
+
+def test_nested_calls():
+    def inner(x):
+        return x.sin()
+
+    def middle(x):
+        return inner(x) + inner(x * 2)
+
+    def f(x):
+        return middle(middle(x))
+
+    check_compiled(f, t(3))
+
+
+class Scaler:
+    factor = 3.0
+
+    def __init__(self):
+        self.bias = 0.5
+
+    def apply(self, x):
+        return x * self.factor + self.bias
+
+    def twice(self, x):
+        return self.apply(self.apply(x))
+
+    @staticmethod
+    def static(x):
+        return x - 1
+
+    @classmethod
+    def from_class(cls, x):
+        return x * cls.factor
+
+    @property
+    def doubled_bias(self):
+        return self.bias * 2
+
+
+def test_methods():
+    def f(obj, x):
+        return obj.twice(x), obj.static(x), obj.from_class(x), x + obj.doubled_bias, Scaler.static(x)
+
+    check_compiled(f, Scaler(), t(3))
+
+
+def test_unbound_method_called_with_instance():
+    def f(obj, x):
+        return Scaler.apply(obj, x)
+
+    check_compiled(f, Scaler(), t(3))
+
+
+def test_lambdas():
+    double = lambda v: v * 2  # noqa: E731
+
+    def f(x):
+        square = lambda v: v * v  # noqa: E731
+        add = lambda a, b=1.0: a + b  # noqa: E731
+        return double(square(x)), add(x), add(x, b=x), (lambda: x + 3)()
+
+    check_compiled(f, t(3))
+
+
+def test_lambda_passed_to_higher_order_function():
+    def f(x):
+        return apply_twice(lambda v: v * 3 + 1, x), list(map(lambda v: v + 1, [x, x * 2]))
+
+    check_compiled(f, t(3))
+
+
+def test_closure_reads():
+    def make(scale):
+        def fn(x):
+            return x * scale
+        return fn
+
+    triple = make(3.0)
+
+    def f(x):
+        return triple(x) + make(0.5)(x)
+
+    check_compiled(f, t(3))
+
+
+def test_nonlocal_write_in_nested_function():
+    def f(x):
+        total = x
+
+        def add(v):
+            nonlocal total
+            total = total + v
+
+        add(x)
+        add(x * 2)
+        return total
+
+    check_compiled(f, t(3))
+
+
+def test_nonlocal_counter_in_nested_closure_chain():
+    def f(x):
+        count = 0
+
+        def outer():
+            def bump():
+                nonlocal count
+                count += 1
+            bump()
+            bump()
+
+        outer()
+        return x * count, count
+
+    check_compiled(f, t(3))
+
+
+def test_compiled_closure_writes_its_own_free_variable():
+    state = 0
+
+    def f(x):
+        nonlocal state
+        state = state + 1
+        return x + state
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    x = t(3)
+    assert same(compiled(x), x + 1)
+    assert state == 1
+    assert same(compiled(x), x + 2)  # the closure value changed: a recompile or a guard that reads it
+    assert state == 2
+
+
+def test_defaults_and_keyword_only_arguments():
+    def g(a, b=2.0, *, c, d=4.0):
+        return a * b + c - d
+
+    def f(x):
+        return g(x, c=1.0), g(x, 3.0, c=x, d=0.0), g(a=x, c=2.0, b=x)
+
+    check_compiled(f, t(3))
+
+
+def test_positional_only_arguments():
+    def g(a, b, /, c=1.0):
+        return a - b + c
+
+    def f(x, y):
+        return g(x, y), g(y, x, c=5.0)
+
+    check_compiled(f, t(3), t(3))
+
+
+def test_star_args_and_kwargs():
+    def g(*args, **kwargs):
+        out = 0
+        for a in args:
+            out = out + a
+        for k, v in kwargs.items():
+            out = out * v if k.startswith("m") else out + v
+        return out, len(args), sorted(kwargs)
+
+    def f(x, y):
+        return g(x, y, 3.0, m=2.0, a=x), g(), g(*[x, y], **{"mb": 0.5})
+
+    check_compiled(f, t(3), t(3))
+
+
+def test_forwarding_wrapper_with_star_args():
+    def inner(a, b, scale=1.0):
+        return (a - b) * scale
+
+    def forward(*args, **kwargs):
+        return inner(*args, **kwargs)
+
+    def f(x, y):
+        return forward(x, y, scale=3.0), forward(y, b=x)
+
+    check_compiled(f, t(3), t(3))
+
+
+def logged(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs) + 1
+    return wrapper
+
+
+@logged
+def decorated(x, scale=2.0):
+    return x * scale
+
+
+def test_functools_wraps_decorated_function():
+    def f(x):
+        return decorated(x), decorated(x, scale=0.5), decorated.__name__, decorated.__wrapped__(x)
+
+    check_compiled(f, t(3))
+
+
+def plus_one(fn):
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs) + 1
+    return wrapper
+
+
+def test_plain_decorator_applied_inside_the_trace():
+    def f(x):
+        @plus_one
+        def inner(v):
+            return v * 3
+
+        return inner(x)
+
+    check_compiled(f, t(3))
+
+
+def test_generator_consumed_by_for_loop():
+    def gen(x, n):
+        for i in range(n):
+            yield x * i
+
+    def f(x):
+        out = x
+        for v in gen(x, 3):
+            out = out + v
+        return out
+
+    check_compiled(f, t(3))
+
+
+def test_generator_consumed_by_builtins_and_next():
+    def gen(x):
+        yield x + 1
+        yield x + 2
+        yield x + 3
+
+    def delegate(x):
+        yield x
+        yield from gen(x)
+
+    def f(x):
+        it = gen(x)
+        first = next(it)
+        rest = list(it)
+        return first, rest, sum(delegate(x)), tuple(gen(x * 2)), next(gen(x), None)
+
+    check_compiled(f, t(3))
+
+
+def test_generator_with_return_value_via_yield_from():
+    def inner(x):
+        yield x
+        return x * 10
+
+    def outer(x, box):
+        result = yield from inner(x)
+        box.append(result)
+
+    def f(x):
+        box = []
+        items = list(outer(x, box))
+        return items, box
+
+    check_compiled(f, t(3))
+
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+def tree_sum(x, depth):
+    if depth == 0:
+        return x
+    return tree_sum(x * 0.5, depth - 1) + tree_sum(x + 1, depth - 1)
+
+
+def test_bounded_recursion():
+    def f(x):
+        return x * fib(6), tree_sum(x, 3)
+
+    check_compiled(f, t(3))
+
+
+def test_calls_across_modules():
+    def f(x):
+        return scaled(x), inline_helpers.scaled(x * 2), apply_twice(scaled, x)
+
+    check_compiled(f, t(3))
+
+
+def test_cross_module_global_write():
+    def f(x):
+        return count_call(x) + count_call(x)
+
+    inline_helpers.CALLS = 0
+    expected = f(torch.zeros(3))
+    assert inline_helpers.CALLS == 2
+    inline_helpers.CALLS = 0
+    cnt = CompileCounter()
+    actual = bytegraph.compile(f, backend=cnt)(torch.zeros(3))
+    assert same(actual, expected)
+    assert inline_helpers.CALLS == 2
+    assert cnt.frame_count == 1
+
+
+def test_cross_module_global_change_is_seen():
+    def f(x):
+        return scaled(x)
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    x = t(3)
+    assert same(compiled(x), scaled(x))
+    old = inline_helpers.SCALE
+    inline_helpers.SCALE = 5.0
+    try:
+        assert same(compiled(x), scaled(x))
+    finally:
+        inline_helpers.SCALE = old
+    assert cnt.frame_count == 2
+
+
+def test_callable_object_and_its_methods_from_other_module():
+    def f(layer, x):
+        return layer(x), layer.shifted(x), layer.shifted(x, shift=x)
+
+    check_compiled(f, Affine(t(3), t(3)), t(3))
+
+
+def test_inline_depth_limit_is_a_graph_break_not_an_error():
+    def down(x, n):
+        return x if n == 0 else down(x + 1, n - 1)
+
+    def f(x):
+        return down(x, 10)
+
+    with bytegraph.config.patch(max_inline_depth=4):
+        cnt = CompileCounter()
+        x = t(3)
+        assert same(bytegraph.compile(f, backend=cnt)(x), f(x))
+    breaks = {b.gb_type for stats in metrics.FRAMES.values() for b in stats.breaks}
+    assert "inline depth exceeded" in breaks
+
+
+@pytest.mark.parametrize("bad_call", ["missing", "extra", "unknown_kw"])
+def test_bad_call_of_inlined_function_raises_eager_type_error(bad_call):
+    def g(a, b):
+        return a + b
+
+    def f(x):
+        if bad_call == "missing":
+            return g(x)
+        if bad_call == "extra":
+            return g(x, x, x)
+        return g(x, c=x)
+
+    compiled = bytegraph.compile(f, backend=CompileCounter())
+    with pytest.raises(TypeError) as eager:
+        f(t(3))
+    with pytest.raises(TypeError) as actual:
+        compiled(t(3))
+    assert str(actual.value) == str(eager.value)
+
+
+def test_mutable_default_argument_is_mutated_like_eager():
+    def make():
+        def g(x, acc=[]):  # noqa: B006 - the shared default is the point
+            acc.append(len(acc))
+            return x * len(acc)
+        return g
+
+    def run(g, x):
+        return g(x), g(x)
+
+    eager_g, compiled_g = make(), make()
+    x = t(3)
+    expected = run(eager_g, x)
+
+    def f(x):
+        return run(compiled_g, x)
+
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(f, backend=cnt)(x), expected)
+    assert compiled_g.__defaults__ == eager_g.__defaults__ == ([0, 1],)
+    assert cnt.frame_count == 1

@@ -1,0 +1,264 @@
+"""nn.Module capture: parameters and buffers, containers, attributes, training
+mode, OptimizedModule, and a full TransformerEncoder."""
+import pytest
+import torch
+from torch import nn
+
+import bytegraph
+from bytegraph.testing import CompileCounter, same
+
+
+def compile_module(module):
+    cnt = CompileCounter()
+    return bytegraph.compile(module, backend=cnt), cnt
+
+
+def check_module(module, *args, graphs=1, atol=1e-6):
+    """Compiled module vs the module itself on the same inputs."""
+    compiled, cnt = compile_module(module)
+    expected = module(*args)
+    actual = compiled(*args)
+    assert same(actual, expected, atol=atol), f"{actual!r} != {expected!r}"
+    assert cnt.frame_count == graphs
+    return compiled, cnt
+
+
+class WithBuffers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 3)
+        self.scale = nn.Parameter(torch.randn(3))
+        self.register_buffer("offset", torch.randn(3))
+        self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+
+    def forward(self, x):
+        return self.linear(x) * self.scale + self.offset
+
+
+def test_parameters_and_buffers():
+    check_module(WithBuffers(), torch.randn(2, 4))
+
+
+def test_parameters_and_buffers_are_read_at_call_time():
+    module = WithBuffers()
+    compiled, cnt = compile_module(module)
+    x = torch.randn(2, 4)
+    compiled(x)
+    with torch.no_grad():
+        module.linear.weight.add_(1.0)
+        module.scale.mul_(2.0)
+    module.offset.fill_(3.0)
+    assert same(compiled(x), module(x))
+    assert cnt.frame_count == 1  # in-place updates of weights need no recompile
+
+
+def test_buffer_mutation_in_forward():
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("count", torch.zeros(()))
+            self.register_buffer("running", torch.zeros(3))
+
+        def forward(self, x):
+            self.count += 1
+            self.running.mul_(0.9).add_(x.mean(0) * 0.1)
+            return x - self.running
+
+    eager, compiled_mod = Counter(), Counter()
+    compiled, cnt = compile_module(compiled_mod)
+    for _ in range(3):
+        x = torch.randn(4, 3)
+        assert same(compiled(x), eager(x))
+    assert same(compiled_mod.count, eager.count)
+    assert same(compiled_mod.running, eager.running)
+    assert cnt.frame_count == 1
+
+
+def test_sequential():
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2), nn.Tanh())
+    check_module(model, torch.randn(3, 4))
+
+
+class ListModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x):
+        x = self.layers[0](x)
+        x = self.layers[-1](x) + x
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        for i, layer in enumerate(self.layers):
+            x = x + i * layer(x)
+        return x, len(self.layers)
+
+
+def test_module_list_indexing_and_iteration():
+    check_module(ListModel(), torch.randn(2, 4))
+
+
+class DictModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = nn.ModuleDict({"a": nn.Linear(4, 2), "b": nn.Linear(4, 3)})
+
+    def forward(self, x):
+        outs = {name: head(x) for name, head in self.heads.items()}
+        outs["first"] = self.heads["a"](x) * 2
+        keys = list(self.heads.keys())
+        total = sum(head(x).sum() for head in self.heads.values())
+        return outs, keys, total, "a" in self.heads, len(self.heads)
+
+
+def test_module_dict():
+    check_module(DictModel(), torch.randn(2, 4))
+
+
+class Block(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.ff = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+
+    def forward(self, x):
+        return x + self.ff(self.norm(x))
+
+
+class Nested(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(10, 8)
+        self.blocks = nn.Sequential(Block(8), Block(8))
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, tokens):
+        return self.head(self.blocks(self.embed(tokens)).mean(1))
+
+
+def test_nested_modules():
+    check_module(Nested(), torch.randint(0, 10, (2, 5)))
+
+
+class Configured(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.alpha = 0.5
+        self.repeats = 2
+        self.use_bias = True
+        self.mode = "sum"
+        self.linear = nn.Linear(3, 3)
+
+    def forward(self, x):
+        for _ in range(self.repeats):
+            x = self.linear(x) * self.alpha
+        if self.use_bias:
+            x = x + 1
+        return x.sum() if self.mode == "sum" else x.mean()
+
+
+def test_module_constant_attributes():
+    check_module(Configured(), torch.randn(2, 3))
+
+
+@pytest.mark.parametrize(
+    "name, value", [("alpha", 2.0), ("repeats", 3), ("use_bias", False), ("mode", "mean")]
+)
+def test_changed_module_attribute_recompiles(name, value):
+    module = Configured()
+    compiled, cnt = compile_module(module)
+    x = torch.randn(2, 3)
+    assert same(compiled(x), module(x))
+    setattr(module, name, value)
+    assert same(compiled(x), module(x))
+    assert cnt.frame_count == 2
+
+
+class TrainingBranch(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        x = self.drop(self.linear(x))
+        if self.training:
+            return x * 2
+        return x - 1
+
+
+def test_eval_after_compile_recompiles_and_matches():
+    module = TrainingBranch()
+    compiled, cnt = compile_module(module)
+    x = torch.randn(8, 4)
+    torch.manual_seed(1)
+    expected = module(x)
+    torch.manual_seed(1)
+    assert same(compiled(x), expected)
+    assert cnt.frame_count == 1
+    compiled.eval()
+    assert not module.training and not module.drop.training
+    assert same(compiled(x), module(x))
+    assert cnt.frame_count == 2
+    compiled.train()
+    torch.manual_seed(2)
+    expected = module(x)
+    torch.manual_seed(2)
+    assert same(compiled(x), expected)
+    assert cnt.frame_count == 2  # the training entry is still cached
+
+
+def test_optimized_module_behaves_like_the_module():
+    module = Configured()
+    compiled, _ = compile_module(module)
+    assert isinstance(compiled, bytegraph.OptimizedModule)
+    assert isinstance(compiled, nn.Module)
+    assert compiled._orig_mod is module
+    assert [id(p) for p in compiled.parameters()] == [id(p) for p in module.parameters()]
+    assert list(compiled.state_dict()) == ["_orig_mod." + k for k in module.state_dict()]
+    assert compiled.alpha == 0.5 and compiled.linear is module.linear
+    compiled.eval()
+    assert not module.training and not compiled.training
+    compiled.train()
+    assert module.training and compiled.training
+
+
+def test_optimized_module_state_dict_matches_torch_compile_keys():
+    module = WithBuffers()
+    compiled, _ = compile_module(module)
+    expected = list(torch.compile(module, backend="eager").state_dict())
+    assert list(compiled.state_dict()) == expected
+
+
+def test_optimized_module_load_state_dict_round_trip():
+    module = WithBuffers()
+    compiled, _ = compile_module(module)
+    other, _ = compile_module(WithBuffers())
+    other.load_state_dict(compiled.state_dict())
+    x = torch.randn(2, 4)
+    assert same(other(x), module(x))
+
+
+def test_optimized_module_keyword_arguments():
+    class KW(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(3, 3)
+
+        def forward(self, x, *, scale=1.0, bias=None):
+            out = self.linear(x) * scale
+            return out if bias is None else out + bias
+
+    module = KW()
+    compiled, cnt = compile_module(module)
+    x = torch.randn(2, 3)
+    assert same(compiled(x), module(x))
+    assert same(compiled(x, scale=2.0, bias=x), module(x, scale=2.0, bias=x))
+    assert cnt.frame_count == 2
+
+
+def test_transformer_encoder_one_graph():
+    layer = nn.TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=32, dropout=0.0, batch_first=True)
+    model = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False).eval()
+    x = torch.randn(2, 5, 16)
+    check_module(model, x, graphs=1, atol=1e-5)
