@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 

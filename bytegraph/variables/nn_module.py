@@ -20,7 +20,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.guards.source import AttrSource, GetItemSource
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
-from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
+from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers import DictVariable, ListIteratorVariable, TupleVariable
 from bytegraph.variables.functions import UserMethodVariable
 from bytegraph.variables.user_defined import (

@@ -18,7 +18,7 @@ from bytegraph.guards.guards import DictContains, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.containers import DictBaseView, DictVariable
-from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
+from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
 
 if TYPE_CHECKING:
