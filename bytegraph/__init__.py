@@ -8,7 +8,7 @@ backend::
     model = bytegraph.compile(model, backend="inductor")
 """
 from bytegraph import backends as _backends  # noqa: F401  (registers the built-in backends)
-from bytegraph.api import compile, reset
+from bytegraph.api import compile, mark_dynamic, mark_static, maybe_mark_dynamic, reset
 from bytegraph.backends.registry import list_backends, register_backend
 from bytegraph.breaks import BackendCompilerFailed, Unsupported
 from bytegraph.config import config
@@ -17,6 +17,6 @@ from bytegraph.logs import set_logs
 from bytegraph.runtime.wrappers import OptimizedModule
 
 __all__ = [
-    "compile", "reset", "explain", "ExplainOutput", "list_backends", "register_backend", "Unsupported",
+    "compile", "reset", "explain", "ExplainOutput", "mark_dynamic", "maybe_mark_dynamic", "mark_static", "list_backends", "register_backend", "Unsupported",
     "BackendCompilerFailed", "config", "set_logs", "OptimizedModule",
 ]

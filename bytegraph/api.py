@@ -1,15 +1,20 @@
-"""The public API: ``compile``, ``reset`` and friends (mirrors ``torch.compile``)."""
+"""The public API: ``compile``, ``reset``, ``mark_dynamic`` and friends (mirrors
+``torch.compile`` and ``torch._dynamo``'s user functions)."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
 import torch
+from torch.fx.experimental.symbolic_shapes import RelaxedUnspecConstraint, StrictMinMaxConstraint
+from torch.utils._sympy.numbers import int_oo
+from torch.utils._sympy.value_ranges import ValueRanges
 
 from bytegraph.backends.builtin import inductor_with
 from bytegraph.backends.registry import lookup_backend
 from bytegraph.convert import CompileOptions
 from bytegraph.runtime import cache
 from bytegraph.runtime.wrappers import OptimizedModule, compile_function
+from bytegraph.variables.builder import MARKED_DYNAMIC, MARKED_STATIC
 
 
 def compile(
@@ -84,3 +89,70 @@ def compile(
 def reset() -> None:
     """Drop all compiled code and statistics (mirrors ``torch.compiler.reset``)."""
     cache.reset()
+
+
+def mark_dynamic(t: torch.Tensor, index: int | list[int], *, min: int | None = None, max: int | None = None) -> None:
+    """Trace dimension(s) ``index`` of ``t`` symbolically from the first compile
+    (mirrors ``torch._dynamo.mark_dynamic``).
+
+    With ``min``/``max`` the dimension's range is constrained: a call outside it
+    fails the guard and recompiles. If tracing specialises the dimension to one
+    value (e.g. ``if t.size(0) == 4``), compiling raises torch's
+    ``ConstraintViolationError``, as torch.compile does.
+
+    Raises:
+        TypeError: when ``t`` is not a tensor or ``index`` not an int/list of ints.
+        ValueError: for an index out of range or ``min > max``.
+    """
+    dims = _check_dims("mark_dynamic", t, index)
+    if min is not None and max is not None and min > max:
+        raise ValueError(f"mark_dynamic: min ({min}) must not exceed max ({max})")
+    if min is None and max is None:
+        constraint = RelaxedUnspecConstraint(warn_only=False)
+    else:
+        constraint = StrictMinMaxConstraint(vr=ValueRanges(0 if min is None else min, int_oo if max is None else max),
+                                            warn_only=False)
+    _marks(t, MARKED_DYNAMIC, dict).update((d, constraint) for d in dims)
+
+
+def maybe_mark_dynamic(t: torch.Tensor, index: int | list[int]) -> None:
+    """Like :func:`mark_dynamic`, but no error when tracing specialises the
+    dimension (mirrors ``torch._dynamo.maybe_mark_dynamic``).
+
+    Raises:
+        TypeError / ValueError: as :func:`mark_dynamic`.
+    """
+    dims = _check_dims("maybe_mark_dynamic", t, index)
+    _marks(t, MARKED_DYNAMIC, dict).update((d, None) for d in dims)
+
+
+def mark_static(t: torch.Tensor, index: int | list[int] | None = None) -> None:
+    """Keep dimension(s) ``index`` of ``t`` (all when None) static, even under
+    ``dynamic=True`` or automatic dynamic (mirrors ``torch._dynamo.mark_static``).
+
+    Raises:
+        TypeError / ValueError: as :func:`mark_dynamic`.
+    """
+    dims = _check_dims("mark_static", t, list(range(t.dim())) if index is None and isinstance(t, torch.Tensor) else index)
+    _marks(t, MARKED_STATIC, set).update(dims)
+    marked = getattr(t, MARKED_DYNAMIC, {})
+    for d in dims:
+        marked.pop(d, None)
+
+
+def _check_dims(api: str, t: Any, index: Any) -> list[int]:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"bytegraph.{api}: t must be a torch.Tensor, got {type(t).__name__}")
+    dims = [index] if isinstance(index, int) else index
+    if not isinstance(dims, (list, tuple)) or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        raise TypeError(f"bytegraph.{api}: index must be an int or a list of ints, got {index!r}")
+    for d in dims:
+        if not -t.dim() <= d < t.dim():
+            raise ValueError(f"bytegraph.{api}: index {d} out of range for a {t.dim()}-d tensor")
+    return [d % t.dim() for d in dims]
+
+
+def _marks(t: torch.Tensor, attr: str, kind: type) -> Any:
+    if not hasattr(t, attr):
+        setattr(t, attr, kind())
+    return getattr(t, attr)

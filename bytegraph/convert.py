@@ -21,9 +21,10 @@ from bytegraph import logs
 from bytegraph.breaks import BackendCompilerFailed, InternalError, Unsupported, UserFrame, unimplemented
 from bytegraph.bytecode.assemble import assemble
 from bytegraph.config import config
-from bytegraph.graph.output_graph import Backend, CompiledGraph, OutputGraph
+from bytegraph.graph.output_graph import Backend, CompiledGraph, DynamicPolicy, NeedsShapeEnv, OutputGraph
 from bytegraph.guards.guard_code import GuardFunction, build_guard_function
 from bytegraph.guards.guards import Guard, IdMatch, NoAliasing, TensorMatch
+from bytegraph.guards.shape_guards import settle_tensor_guards, shape_env_guards
 from bytegraph.translator.graph_break import FrameRuntime
 from bytegraph.translator.root import InstructionTranslator
 
@@ -80,6 +81,7 @@ def convert_frame(
     signature_fn: Callable | None,
     options: CompileOptions,
     runtime: FrameRuntime,
+    policy: DynamicPolicy = DynamicPolicy(),
 ) -> Converted | RunNatively:
     """Trace ``code`` with the given arguments.
 
@@ -91,6 +93,7 @@ def convert_frame(
             parameters and defaults), or None for positional-only frames.
         options: backend and policies.
         runtime: what generated code calls at run time (resume functions...).
+        policy: which inputs to trace symbolically (dynamic shapes).
 
     Returns:
         :class:`Converted` (split at the first graph break, if any), or
@@ -100,11 +103,16 @@ def convert_frame(
         Unsupported: on a graph break when ``options.fullgraph`` is set.
         BackendCompilerFailed: when the backend fails.
         InternalError: on a bytegraph bug when ``config.raise_on_internal_error``.
+        ConstraintViolationError: when a dim marked with ``mark_dynamic`` was
+            specialised by the trace (as torch.compile raises).
     """
     start = time.perf_counter()
     break_points: dict[int, Unsupported] = {}
     while True:
-        attempt = _trace(code, f_globals, closure, f_locals, options, break_points, runtime)
+        attempt = _trace(code, f_globals, closure, f_locals, options, break_points, runtime, policy)
+        if attempt is None:  # an input must be symbolic: trace again with a ShapeEnv
+            policy = dataclasses.replace(policy, shape_env=True)
+            continue
         if not isinstance(attempt, Unsupported):
             new_code, output = attempt
             break
@@ -118,7 +126,10 @@ def convert_frame(
             return RunNatively(exc)
         break_points[index] = exc  # trace again, breaking the graph at that instruction
 
-    guards: list[Guard] = list(output.guards)
+    examples = {i.source: i.example for i in output.inputs}
+    guards = settle_tensor_guards(output.shape_env, list(output.guards), examples)
+    guards += shape_env_guards(output.shape_env, list(examples.values()), list(examples),
+                               [i.symbolic_context for i in output.inputs])
     tensor_inputs = tuple(g.source for g in guards if isinstance(g, TensorMatch))
     if len(tensor_inputs) > 1 and output.mutates_inputs():
         guards.append(NoAliasing(None, tensor_inputs))
@@ -139,11 +150,13 @@ def _trace(
     options: CompileOptions,
     break_points: dict[int, Unsupported],
     runtime: FrameRuntime,
-) -> tuple[types.CodeType, OutputGraph] | Unsupported:
-    """One tracing attempt: the transformed code, or the graph break that ended
-    it (with ``root_index``: the frame's instruction it happened under)."""
+    policy: DynamicPolicy,
+) -> tuple[types.CodeType, OutputGraph] | Unsupported | None:
+    """One tracing attempt: the transformed code, the graph break that ended
+    it (with ``root_index``: the frame's instruction it happened under), or None
+    when a static trace met an input that must be symbolic."""
     grad_mode = torch.is_grad_enabled()
-    output = OutputGraph(config.max_trace_instructions)
+    output = OutputGraph(config.max_trace_instructions, policy, config.capture_scalar_outputs)
     tracer = None
     try:
         tracer = InstructionTranslator(
@@ -155,8 +168,17 @@ def _trace(
         current = tracer.current_instruction if tracer is not None else None
         exc.root_index = current.index if current is not None else None
         return exc
+    except NeedsShapeEnv:
+        return None
     except BackendCompilerFailed:
         raise
+    except RecursionError:
+        return _frame_break(code, lambda: unimplemented(
+            gb_type="recursion limit",
+            context="tracing exceeded Python's recursion limit",
+            explanation="Deeply recursive user code cannot be traced within Python's stack; the frame runs natively.",
+            hints=("Compile a function that does not recurse this deeply.",),
+        ))
     except Exception as exc:
         if config.raise_on_internal_error:
             raise InternalError(f"bytegraph failed tracing {code.co_qualname}: {type(exc).__name__}: {exc}") from exc
@@ -164,21 +186,22 @@ def _trace(
             "bytegraph internal error while tracing %s (%s: %s); running it natively",
             code.co_qualname, type(exc).__name__, exc,
         )
-        report = _internal_break(code, exc)
-        report.root_index = None
-        return report
-    finally:
-        torch._C._set_grad_enabled(grad_mode)
-
-
-def _internal_break(code: types.CodeType, exc: Exception) -> Unsupported:
-    try:
-        unimplemented(
+        return _frame_break(code, lambda: unimplemented(
             gb_type="internal error",
             context=f"{type(exc).__name__}: {exc}",
             explanation="bytegraph hit a bug while tracing this frame; it runs natively instead.",
             hints=("Please report this with the code that triggers it.",),
-        )
+        ))
+    finally:
+        torch._C._set_grad_enabled(grad_mode)
+
+
+def _frame_break(code: types.CodeType, raise_break: Callable[[], None]) -> Unsupported:
+    """The graph break ``raise_break`` raises, for the whole frame (it will run natively)."""
+    try:
+        raise_break()
     except Unsupported as report:
         report.user_stack = (UserFrame(code.co_filename, code.co_firstlineno, code.co_name),)
+        report.root_index = None
         return report
+    raise AssertionError("raise_break did not raise")

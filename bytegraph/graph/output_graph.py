@@ -14,7 +14,14 @@ import types
 from typing import Any, Callable
 
 import torch
+import torch._guards
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import (
+    DimDynamic,
+    GuardOnDataDependentSymNode,
+    ShapeEnv,
+    StatelessSymbolicContext,
+)
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
@@ -27,6 +34,7 @@ from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.side_effects import SideEffects
 from bytegraph.logs import enabled, get
 from bytegraph.guards.guards import GuardSet
+from bytegraph.guards.shape_guards import ShapeSource
 from bytegraph.guards.source import Source
 
 
@@ -35,12 +43,45 @@ Backend = Callable[[torch.fx.GraphModule, list], Callable]
 
 @dataclasses.dataclass
 class GraphInput:
-    """One placeholder: where its value is loaded from, and the example."""
+    """One placeholder: where its value is loaded from, and the example
+    (a FakeTensor, or a SymInt/SymFloat for a dynamic Python scalar)."""
 
     source: Source
-    value: torch.Tensor
+    value: Any
     node: torch.fx.Node
-    example: torch.Tensor
+    example: Any
+    symbolic_context: Any = None  # the ShapeEnv context it was made symbolic with, if any
+
+
+@dataclasses.dataclass(frozen=True)
+class DynamicPolicy:
+    """Which inputs a trace treats as symbolic (mirrors torch.compile's ``dynamic``).
+
+    Attributes:
+        all_dims: every dimension of every tensor input is dynamic, except
+            parameters and buffers (``dynamic=True``).
+        dims: dynamic dimensions per source (automatic dynamic: the dims that
+            changed between calls).
+        scalars: Python int/float inputs that are symbolic (they changed
+            between calls, or ``specialize_int``/``specialize_float`` is off).
+        shape_env: use a ShapeEnv even with nothing dynamic yet (an input is
+            marked dynamic, or scalar outputs are captured).
+        static: ``dynamic=False``: scalars are never made symbolic.
+    """
+
+    all_dims: bool = False
+    dims: dict = dataclasses.field(default_factory=dict)
+    scalars: frozenset = frozenset()
+    shape_env: bool = False
+    static: bool = False
+
+    def needs_shape_env(self) -> bool:
+        return self.all_dims or bool(self.dims) or bool(self.scalars) or self.shape_env
+
+
+class NeedsShapeEnv(Exception):
+    """Raised when a static trace meets an input that must be symbolic
+    (marked dynamic); the frame is traced again with a ShapeEnv."""
 
 
 class OutputGraph:
@@ -48,7 +89,11 @@ class OutputGraph:
 
     Attributes:
         graph: the fx graph being built.
-        fake_mode: FakeTensorMode used to propagate metadata (no ShapeEnv: static shapes).
+        fake_mode: FakeTensorMode used to propagate metadata; it has a ShapeEnv
+            only when the policy makes something symbolic (symbolic propagation
+            costs several times more per operation).
+        shape_env: that ShapeEnv, or None.
+        policy: which inputs are symbolic.
         guards: guards installed by the trace.
         side_effects: pending mutations of pre-existing Python objects.
         inputs: placeholders in graph order.
@@ -58,9 +103,16 @@ class OutputGraph:
             block (eager does not undo those when an exception escapes).
     """
 
-    def __init__(self, max_instructions: int):
+    def __init__(self, max_instructions: int, policy: DynamicPolicy = DynamicPolicy(),
+                 capture_scalar_outputs: bool = False):
         self.graph = torch.fx.Graph()
-        self.fake_mode = FakeTensorMode()
+        self.policy = policy
+        self.shape_env = (
+            ShapeEnv(allow_scalar_outputs=capture_scalar_outputs, allow_dynamic_output_shape_ops=False)
+            if policy.needs_shape_env() or capture_scalar_outputs else None
+        )
+        self.fake_mode = FakeTensorMode(shape_env=self.shape_env)
+        self._sym_sizes: dict[tuple[torch.fx.Node, int], Any] = {}
         self.guards = GuardSet()
         self.side_effects = SideEffects()
         self.inputs: list[GraphInput] = []
@@ -84,13 +136,59 @@ class OutputGraph:
             )
 
     # ---- inputs ----------------------------------------------------------------
-    def add_graph_input(self, source: Source, value: torch.Tensor) -> tuple[torch.fx.Node, torch.Tensor]:
-        """The placeholder and FakeTensor for ``value`` read from ``source``."""
+    def add_graph_input(
+        self, source: Source, value: torch.Tensor, dynamic: dict[int, Any] | None = None
+    ) -> tuple[torch.fx.Node, torch.Tensor]:
+        """The placeholder and FakeTensor for ``value`` read from ``source``.
+
+        Args:
+            dynamic: dims to make symbolic, each with an optional ShapeEnv
+                constraint (from ``mark_dynamic``: a range, or "must stay dynamic").
+
+        Raises:
+            NeedsShapeEnv: when a dim must be symbolic but this trace is static.
+        """
         index = self._input_index.get(id(value))
         if index is not None:
             existing = self.inputs[index]
             return existing.node, existing.example
-        example = self.fake_mode.from_tensor(value, static_shapes=True)
+        if self.shape_env is None:
+            if dynamic:
+                raise NeedsShapeEnv(source)
+            example = self.fake_mode.from_tensor(value, static_shapes=True)
+        else:
+            context = _symbolic_context(value, dynamic or {})
+            example = self.fake_mode.from_tensor(value, source=ShapeSource(source), symbolic_context=context)
+            node = self._placeholder(source, value, example)
+            self.inputs[-1].symbolic_context = context
+            return node, example
+        return self._placeholder(source, value, example), example
+
+    def add_scalar_input(self, source: Source, value: int | float) -> tuple[torch.fx.Node, Any]:
+        """A placeholder for a Python int/float made symbolic (SymInt/SymFloat)."""
+        index = self._input_index.get(id(value))
+        if index is not None and self.inputs[index].source == source:
+            return self.inputs[index].node, self.inputs[index].example
+        if self.shape_env is None:
+            raise NeedsShapeEnv(source)
+        shape_source = ShapeSource(source)
+        if isinstance(value, int):
+            example = self.shape_env.create_unspecified_symint_and_symbol(value, shape_source, DimDynamic.DYNAMIC)
+        else:
+            symbol = self.shape_env.create_unspecified_symbol(value, shape_source, DimDynamic.DYNAMIC)
+            example = self.shape_env.create_symfloatnode(symbol, hint=value, source=shape_source)
+        return self._placeholder(source, value, example), example
+
+    def sym_size(self, node: torch.fx.Node, example: torch.Tensor, dim: int) -> tuple[torch.fx.Node, Any]:
+        """A node for the symbolic size ``dim`` of the tensor ``node`` (one per node and dim)."""
+        key = (node, dim)
+        if key not in self._sym_sizes:
+            size = example.size(dim)
+            self._sym_sizes[key] = (self.create_node("call_function", torch.ops.aten.sym_size.int, (node, dim), {}, size),
+                                    size)
+        return self._sym_sizes[key]
+
+    def _placeholder(self, source: Source, value: Any, example: Any) -> torch.fx.Node:
         name = _placeholder_name(source)
         if self._last_placeholder is not None:
             ctx = self.graph.inserting_after(self._last_placeholder)
@@ -104,7 +202,7 @@ class OutputGraph:
         self._last_placeholder = node
         self._input_index[id(value)] = len(self.inputs)
         self.inputs.append(GraphInput(source, value, node, example))
-        return node, example
+        return node
 
     def is_input(self, node: torch.fx.Node) -> bool:
         return node.op == "placeholder"
@@ -118,7 +216,7 @@ class OutputGraph:
                 if kind == "call_method":
                     return getattr(args[0], target)(*args[1:], **kwargs)
                 return target(*args, **kwargs)
-        except (DataDependentOutputException, DynamicOutputShapeException) as e:
+        except (DataDependentOutputException, DynamicOutputShapeException, GuardOnDataDependentSymNode) as e:
             unimplemented(
                 gb_type="data-dependent operator",
                 context=f"{name}: {type(e).__name__}",
@@ -207,7 +305,9 @@ class OutputGraph:
                 get("graph").info("graph %s (%s):\n%s", len(self.compiled_graphs), name, format_graph(gm))
             start = time.perf_counter()
             try:
-                compiled = compiler(gm, [inp.value for inp in self.inputs])
+                # backends (aot_autograd, inductor) reuse this FakeTensorMode and ShapeEnv
+                with torch._guards.tracing(torch._guards.TracingContext(self.fake_mode)):
+                    compiled = compiler(gm, [inp.value for inp in self.inputs])
             except Exception as e:
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} failed "
                                             f"compiling a graph of {name}: {type(e).__name__}: {e}") from e
@@ -280,6 +380,12 @@ def format_graph(gm: torch.fx.GraphModule) -> str:
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _symbolic_context(value: torch.Tensor, dynamic: dict[int, Any]) -> StatelessSymbolicContext:
+    sizes = [DimDynamic.DYNAMIC if i in dynamic else DimDynamic.STATIC for i in range(value.dim())]
+    constraints = [dynamic.get(i) for i in range(value.dim())]
+    return StatelessSymbolicContext(dynamic_sizes=sizes, constraint_sizes=constraints)
 
 
 def _is_inplace_name(name: Any) -> bool:

@@ -29,7 +29,16 @@ import keyword
 import types
 from typing import Any, Callable, Sequence
 
-from bytegraph.guards.guards import Guard, NoAliasing, SameObject, TypeMatch, describe_source
+from bytegraph.guards.guards import (
+    ConstantMatch,
+    Guard,
+    NoAliasing,
+    SameObject,
+    TensorMatch,
+    TypeMatch,
+    describe_source,
+)
+from bytegraph.guards.shape_guards import ShapeGuard
 from bytegraph.guards.source import ClosureSource, GlobalSource, LocalSource, Source
 
 
@@ -49,6 +58,15 @@ class GuardFunction:
     guards: list[Guard]
     conditions: list[str]
     text: str
+    observed: list[Guard] = dataclasses.field(default_factory=list)
+    observe_fn: Callable[..., list] | None = None
+
+    def observe(self, cells: Any, args: tuple, kwargs: dict) -> list[tuple[Guard, Any]]:
+        """The current values of the sources of tensor and scalar guards (for
+        automatic dynamic shapes); None where a source cannot be read."""
+        if self.observe_fn is None:
+            return []
+        return list(zip(self.observed, self.observe_fn(cells, *args, **kwargs)))
 
     def first_failure(self, cells: Any, args: tuple, kwargs: dict) -> str | None:
         """Words for the first guard that fails on these arguments, or None."""
@@ -125,6 +143,8 @@ class _Builder:
         if isinstance(guard, SameObject):
             value = self.materialize(guard.source, out)
             return f"{value} is {self.materialize(guard.other, out)}", value
+        if isinstance(guard, ShapeGuard):
+            return guard.render(lambda src: self.materialize(src, out)), "None"
         if guard.source is None:
             return guard.check(self, "None"), "None"
         value = self.materialize(guard.source, out)
@@ -132,7 +152,7 @@ class _Builder:
 
 
 def _sources_of(guard: Guard) -> tuple:
-    if isinstance(guard, NoAliasing):
+    if isinstance(guard, (NoAliasing, ShapeGuard)):
         return guard.sources
     if isinstance(guard, SameObject):
         return (guard.source, guard.other)
@@ -216,6 +236,18 @@ def build_guard_function(
         fail_lines.append(f"___i = {index}")
         fail_lines.append(f"if not ({cond}): return ({index}, {value})")
 
+    observed = [g for g in ordered_guards if _observable(g)]
+    plain = _Builder(code)  # no temporaries: each value read on its own
+    plain.consts, plain._const_names = builder.consts, builder._const_names
+    observe_lines = []
+    for guard in observed:
+        observe_lines += [
+            "try:",
+            f"    ___values.append({plain.expr(guard.source)})",
+            "except Exception:",
+            "    ___values.append(None)",
+        ]
+    observe_body = "\n".join(f"        {line}" for line in observe_lines) or "        pass"
     sig = f"___cells, {params}" if params else "___cells"
     factory_params = ", ".join(builder.consts)
     body = "\n".join(f"            {line}" for line in check_lines) or "            pass"
@@ -224,6 +256,8 @@ def build_guard_function(
         f"def ___make({factory_params}):\n"
         f"    def ___guard({sig}):\n"
         f"        try:\n{body}\n"
+        f"        except RecursionError:\n"
+        f"            raise\n"
         f"        except Exception:\n"
         f"            return False\n"
         f"        return True\n"
@@ -233,9 +267,20 @@ def build_guard_function(
         f"        except Exception:\n"
         f"            return (___i, None)\n"
         f"        return (-1, None)\n"
-        f"    return ___guard, ___first_failure\n"
+        f"    def ___observe({sig}):\n"
+        f"        ___values = []\n"
+        f"{observe_body}\n"
+        f"        return ___values\n"
+        f"    return ___guard, ___first_failure, ___observe\n"
     )
     namespace: dict[str, Any] = {}
     exec(compile(text, f"<bytegraph guards for {code.co_name}>", "exec"), namespace)
-    check, first_failure = namespace["___make"](**builder.consts)
-    return GuardFunction(check, first_failure, ordered_guards, conditions, text)
+    check, first_failure, observe = namespace["___make"](**builder.consts)
+    return GuardFunction(check, first_failure, ordered_guards, conditions, text, observed, observe)
+
+
+def _observable(guard: Guard) -> bool:
+    """Guards whose source values automatic dynamic shapes compares across calls."""
+    if isinstance(guard, TensorMatch):
+        return True
+    return isinstance(guard, ConstantMatch) and type(guard.expected) in (int, float)

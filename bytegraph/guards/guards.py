@@ -251,10 +251,11 @@ class GlobalStateMatch(Guard):
 class TensorMatch(Guard):
     """Tensor metadata the trace specialised on.
 
-    ``sizes``/``strides`` hold ``None`` for dynamic dimensions (not checked).
-    Stride checks collapse to ``is_contiguous()`` when the example was
-    contiguous and every size is static: equal sizes plus contiguity imply equal
-    strides except on size-1 dimensions, whose stride is never used.
+    ``sizes``/``strides`` hold ``None`` for dynamic dimensions (checked by the
+    ShapeEnv's guards instead). Stride checks collapse to ``is_contiguous()``
+    when the example was contiguous: equal sizes plus contiguity imply equal
+    strides except on size-1 dimensions, whose stride is never used. Strides of
+    non-contiguous dynamic tensors are guarded by the ShapeEnv.
     """
 
     tensor_type: type = torch.Tensor
@@ -268,6 +269,8 @@ class TensorMatch(Guard):
 
     @staticmethod
     def of(source: Source, t: torch.Tensor, dynamic_dims: frozenset = frozenset()) -> "TensorMatch":
+        """The guard for ``t``; ``dynamic_dims`` are dims the ShapeEnv made
+        symbolic (their sizes are guarded by ShapeEnv guards instead)."""
         sizes = tuple(None if i in dynamic_dims else int(s) for i, s in enumerate(t.size()))
         strides = tuple(None if dynamic_dims else int(s) for s in t.stride())
         return TensorMatch(
@@ -298,11 +301,9 @@ class TensorMatch(Guard):
             parts.append(f"{v}.dim() == {len(self.sizes)}")
             shape = f"{v}.shape"
             parts += [f"{shape}[{i}] == {s}" for i, s in enumerate(self.sizes) if s is not None]
-        if None in self.sizes:
-            pass  # strides of dynamic tensors follow from sizes under the ShapeEnv guards
-        elif self.contiguous:
+        if self.contiguous:
             parts.append(f"{v}.is_contiguous()")
-        else:
+        elif None not in self.strides:
             parts.append(f"{v}.stride() == {names.const(self.strides)}")
         return " and ".join(parts)
 

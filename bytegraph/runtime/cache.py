@@ -20,7 +20,10 @@ import torch
 from bytegraph import logs
 from bytegraph.config import config
 from bytegraph.convert import CompileOptions, Converted, RunNatively, convert_frame
+from bytegraph.graph.output_graph import DynamicPolicy
 from bytegraph.guards.guard_code import GuardFunction
+from bytegraph.guards.guards import TensorMatch
+from bytegraph.guards.source import Source
 from bytegraph.runtime import metrics
 from bytegraph.variables.nn_module import has_hooks
 
@@ -72,6 +75,30 @@ class FrameCache:
         self.entries: list[CacheEntry] = []
         self.native = False
         self._signature: inspect.Signature | None = None
+        self.dynamic_dims: dict[Source, frozenset[int]] = {}
+        self.dynamic_scalars: set[Source] = set()
+
+    def policy(self) -> DynamicPolicy:
+        """Which inputs the next compile traces symbolically (torch.compile's
+        ``dynamic``: True = all tensor dims, False = none, None = automatic)."""
+        if self.options.dynamic is False:
+            return DynamicPolicy(static=True)
+        return DynamicPolicy(
+            all_dims=self.options.dynamic is True, dims=dict(self.dynamic_dims),
+            scalars=frozenset(self.dynamic_scalars),
+        )
+
+    def note_changes(self, entry: CacheEntry, cells: Any, args: tuple, kwargs: dict) -> None:
+        """Automatic dynamic: tensor dims and Python scalars whose values differ
+        from what ``entry`` was traced with become symbolic in the next compile."""
+        for guard, value in entry.guard.observe(cells, args, kwargs):
+            if isinstance(guard, TensorMatch):
+                if isinstance(value, torch.Tensor) and value.dim() == len(guard.sizes):
+                    changed = {i for i, want in enumerate(guard.sizes) if want is not None and value.size(i) != want}
+                    if changed:
+                        self.dynamic_dims[guard.source] = self.dynamic_dims.get(guard.source, frozenset()) | changed
+            elif type(value) is type(guard.expected) and value != guard.expected:
+                self.dynamic_scalars.add(guard.source)
 
     def clear(self) -> None:
         """Drop every entry and the run-natively decision (``bytegraph.reset``)."""
@@ -104,13 +131,15 @@ class FrameCache:
                 return fn(*args, **kwargs)
             if logs.enabled("recompiles"):
                 logs.get("recompiles").info("recompiling %s: %s", self.code.co_qualname, reason)
+            if self.options.dynamic is None and config.automatic_dynamic_shapes:
+                self.note_changes(self.entries[0], cells, args, kwargs)
         try:
             f_locals = self._bind(fn, args, kwargs)
         except TypeError:
             return fn(*args, **kwargs)  # raises the eager TypeError
         signature_fn = None if self.code in _RESUME_CODES else fn
         result = convert_frame(self.code, fn.__globals__, cells, f_locals, signature_fn, self.options,
-                               hooks_for(self.options))
+                               hooks_for(self.options), self.policy())
         for reason in result.breaks if isinstance(result, Converted) else ():
             metrics.record_break(self.code, reason)
         if isinstance(result, RunNatively):

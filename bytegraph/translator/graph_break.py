@@ -91,7 +91,10 @@ def codegen_graph_break(
     consumed = stack_inputs(inst)
     below = len(stack) - (consumed if consumed is not None else len(stack))
     physical = [not isinstance(v, NullVariable) or not resumable or i >= below for i, v in enumerate(stack)]
-    route = _callee_slot(tx, inst) if inst.opname in _CALLS and reason.frame_depth > 0 else None
+    # a callee that broke inside is compiled as a frame of its own, unless it broke
+    # because inlining recursed too deep (then it runs natively, recursion and all)
+    routable = reason.frame_depth > 0 and reason.gb_type != "inline depth exceeded"
+    route = _callee_slot(tx, inst) if inst.opname in _CALLS and routable else None
     bound = {name for name, vt in tx.symbolic_locals.items() if vt is not None}
     local_names = sorted(live_locals(code, inst.index) & bound) + [n for n in code.co_cellvars if n in bound]
     grad_at_break = torch.is_grad_enabled()

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from bytegraph.breaks import unimplemented
+from bytegraph.config import config
 from bytegraph.guards.guards import (
     ConstantMatch,
     EqualsMatch,
@@ -33,7 +34,7 @@ from bytegraph.guards.guards import (
     TensorMatch,
     TypeMatch,
 )
-from bytegraph.guards.source import AttrSource, GetItemSource, Source
+from bytegraph.guards.source import AttrSource, GetItemSource, LocalSource, Source
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.builtin import BuiltinVariable
 from bytegraph.variables.constant import ConstantVariable, is_constant_value
@@ -49,7 +50,7 @@ from bytegraph.variables.containers import (
 from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.misc import OpaqueConstantVariable
 from bytegraph.variables.nn_module import NNModuleVariable
-from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.tensor import SymNodeVariable, TensorVariable
 from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_callable
 from bytegraph.variables.user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
 
@@ -57,6 +58,10 @@ if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
 
 VT = VariableTracker
+
+#: attributes ``mark_dynamic``/``maybe_mark_dynamic``/``mark_static`` set on tensors
+MARKED_DYNAMIC = "_bytegraph_dynamic_dims"
+MARKED_STATIC = "_bytegraph_static_dims"
 
 #: builtin types and callables answered by BuiltinVariable.
 _BUILTIN_CALLABLES = frozenset(
@@ -92,6 +97,11 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
 
     if isinstance(value, torch.Tensor):
         return _wrap_tensor(tx, value, source)
+
+    if type(value) in (int, float) and _symbolic_scalar(tx, value, source):
+        guards.add(TypeMatch(source, type(value)))
+        node, example = tx.output.add_scalar_input(source, value)
+        return SymNodeVariable(node, example)
 
     if is_constant_value(value) and type(value) is not tuple:
         guards.add(ConstantMatch(source, value))
@@ -191,10 +201,45 @@ def _wrap_tensor(tx: Tx, value: torch.Tensor, source: Source) -> VT:
             explanation="Tensor subclasses are not traced yet.",
             hints=("Pass a plain torch.Tensor.",),
         )
-    tx.output.guards.add(TensorMatch.of(source, value))
-    node, example = tx.output.add_graph_input(source, value)
+    node, example = tx.output.add_graph_input(source, value, _dynamic_dims(tx, value, source))
+    symbolic = frozenset(i for i, size in enumerate(example.shape) if isinstance(size, torch.SymInt))
+    tx.output.guards.add(TensorMatch.of(source, value, symbolic))
     var = TensorVariable(node, example, source, class_type=type(value))
     return tx.output.side_effects.track(value, var)
+
+
+def _dynamic_dims(tx: Tx, value: torch.Tensor, source: Source) -> dict[int, Any]:
+    """Dims of an input tensor to trace symbolically, with their ShapeEnv
+    constraints: the policy's (``dynamic=True``, automatic dynamic), then
+    ``mark_dynamic``/``maybe_mark_dynamic``, minus ``mark_static``. Parameters
+    and buffers stay static (as with torch.compile)."""
+    policy = tx.output.policy
+    dims: dict[int, Any] = {}
+    if not (isinstance(value, torch.nn.Parameter) or _is_buffer_source(source)):
+        if policy.all_dims:
+            dims.update((i, None) for i in range(value.dim()))
+        dims.update((i, None) for i in policy.dims.get(source, ()))
+    dims.update(getattr(value, MARKED_DYNAMIC, {}))
+    for i in getattr(value, MARKED_STATIC, ()):
+        dims.pop(i, None)
+    return dims
+
+
+def _is_buffer_source(source: Source) -> bool:
+    return isinstance(source, GetItemSource) and isinstance(source.base, AttrSource) and (
+        source.base.attr == "_buffers"
+    )
+
+
+def _symbolic_scalar(tx: Tx, value: int | float, source: Source) -> bool:
+    """Whether a Python int/float input is traced as a SymInt/SymFloat: it changed
+    between calls (automatic dynamic), or specialize_int/specialize_float is off
+    for frame arguments."""
+    if source in tx.output.policy.scalars:
+        return True
+    if not isinstance(source, LocalSource) or tx.output.policy.static:
+        return False
+    return not (config.specialize_int if type(value) is int else config.specialize_float)
 
 
 def wrap_const(tx: Tx, value: Any) -> VT:

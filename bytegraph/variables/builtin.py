@@ -18,6 +18,8 @@ import builtins
 import math
 import operator
 import types
+
+import torch
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph.breaks import HINT_REWRITE, unimplemented
@@ -36,7 +38,7 @@ from bytegraph.variables.containers import (
     TupleVariable,
     as_dict,
 )
-from bytegraph.variables.tensor import TensorVariable, graph_call
+from bytegraph.variables.tensor import SymNodeVariable, TensorVariable, graph_call
 from bytegraph.variables.user_defined import SlotMethodVariable, SuperVariable
 
 if TYPE_CHECKING:
@@ -139,8 +141,9 @@ class BuiltinVariable(VariableTracker):
             result = self._inplace(tx, args)
             if result is not None:
                 return result
-        if fn in TENSOR_OPERATORS and any(isinstance(a, TensorVariable) for a in args) and not kwargs:
-            if fn in INPLACE_TO_BINARY and not inplace_on_tensor:
+        symbolic = any(isinstance(a, (TensorVariable, SymNodeVariable)) for a in args)
+        if fn in TENSOR_OPERATORS and symbolic and not kwargs:
+            if fn in INPLACE_TO_BINARY and not inplace_on_tensor and any(isinstance(a, TensorVariable) for a in args):
                 unimplemented(
                     gb_type="unsupported builtin call",
                     context=f"{name}({', '.join(type(a).__name__ for a in args)})",
@@ -149,10 +152,8 @@ class BuiltinVariable(VariableTracker):
                     hints=(HINT_REWRITE,),
                 )
             return self._tensor_operator(tx, args)
-        if fn in PURE_BUILTINS and all(a.is_python_constant() for a in args) and all(
-            v.is_python_constant() for v in kwargs.values()
-        ):
-            return self._fold(tx, args, kwargs)
+        if fn in PURE_BUILTINS and all(_foldable(a) for a in args) and all(_foldable(v) for v in kwargs.values()):
+            return self._fold(tx, args, kwargs)  # symbolic scalars are specialised (guarded) here
         result = self._sequence_operator(tx, args) if not kwargs else None
         if result is not None:
             return result
@@ -384,7 +385,13 @@ class BuiltinVariable(VariableTracker):
         return None if iterable.is_python_constant() else self._short_circuit(tx, iterable, False)
 
     def _minmax(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
-        """min/max over an iterable of constants that is not itself a constant."""
+        """min/max of symbolic scalars (``torch.sym_min``/``sym_max`` in the graph), or
+        over an iterable of constants that is not itself a constant."""
+        if len(args) == 2 and not kwargs and any(isinstance(a, SymNodeVariable) for a in args) and all(
+            isinstance(a, SymNodeVariable) or a.is_python_constant() for a in args
+        ):
+            target = torch.sym_min if self.fn is min else torch.sym_max
+            return graph_call(tx, "call_function", target, list(args), {})
         if len(args) != 1 or args[0].is_python_constant():
             return None
         items = tx.unpack(args[0])
@@ -440,6 +447,10 @@ class BuiltinVariable(VariableTracker):
     def _scalar_conversion(self, tx: Tx, name: str, args: Sequence[VT]) -> VT | None:
         if args and isinstance(args[0], TensorVariable):
             return args[0].call_method(tx, f"__{name}__", [], {})
+        if len(args) == 1 and isinstance(args[0], SymNodeVariable):
+            if args[0].python_type() is (int if name == "int" else float):
+                return args[0]
+            return graph_call(tx, "call_function", torch.sym_int if name == "int" else torch.sym_float, list(args), {})
         return None
 
     def _call_str(self, tx: Tx, *args: VT) -> VT | None:
@@ -451,6 +462,10 @@ class BuiltinVariable(VariableTracker):
                 hints=(HINT_REWRITE,),
             )
         return None
+
+
+def _foldable(vt: VT) -> bool:
+    return vt.is_python_constant() or isinstance(vt, SymNodeVariable)
 
 
 def _identity_eq(vt: VT) -> bool:

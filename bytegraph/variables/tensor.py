@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_unbacked_symbols
 
 from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_CONTROL_FLOW, unimplemented
+from bytegraph.config import config
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
@@ -81,6 +83,8 @@ BREAKING_METHODS = {
     "to_sparse": "changes layout",
 }
 DATA_DEPENDENT_METHODS = frozenset({"item", "tolist", "__bool__", "__int__", "__float__", "__index__"})
+#: data-dependent methods that become symbolic scalars when scalar capture is on
+CAPTURABLE_METHODS = DATA_DEPENDENT_METHODS - {"__bool__"}
 
 
 class TensorVariable(VariableTracker):
@@ -142,7 +146,7 @@ class TensorVariable(VariableTracker):
         if name in STATIC_ATTRS:
             return ConstantVariable(getattr(self.example, name))
         if name == "shape":
-            return SizeVariable([ConstantVariable(int(s)) for s in self.example.shape])
+            return self._sizes(tx)
         if name in GRAPH_ATTRS:
             return graph_call(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
         if name == "__class__":
@@ -163,6 +167,8 @@ class TensorVariable(VariableTracker):
         )
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name in CAPTURABLE_METHODS and config.capture_scalar_outputs:
+            return self._capture_scalars(tx, name)
         if name in DATA_DEPENDENT_METHODS:
             unimplemented(
                 gb_type="data-dependent tensor method",
@@ -180,7 +186,10 @@ class TensorVariable(VariableTracker):
         if name in STATIC_METHODS:
             values = [a.as_python_constant() for a in args]
             kw = {k: v.as_python_constant() for k, v in kwargs.items()}
-            return ConstantVariable(getattr(self.example, name)(*values, **kw))
+            result = getattr(self.example, name)(*values, **kw)
+            if isinstance(result, SYMBOLIC_TYPES):  # e.g. numel() of a dynamic tensor
+                return graph_call(tx, "call_method", name, [self, *args], kwargs)
+            return ConstantVariable(result)
         if name in ("size", "stride"):
             return self._size_or_stride(tx, name, args, kwargs)
         if name == "__len__":
@@ -200,14 +209,38 @@ class TensorVariable(VariableTracker):
             return graph_call(tx, "call_function", operator.setitem, [self, *args], kwargs)
         return graph_call(tx, "call_method", name, [self, *args], kwargs)
 
+    def _capture_scalars(self, tx: Tx, name: str) -> VT:
+        """``item()``/``tolist()``/``int(t)``/``float(t)`` as data-dependent
+        scalars in the graph (``config.capture_scalar_outputs``)."""
+        if name in ("item", "tolist"):
+            return graph_call(tx, "call_method", name, [self], {})
+        item = graph_call(tx, "call_method", "item", [self], {})
+        return tx.call_builtin(int if name in ("__int__", "__index__") else float, [item])
+
+    def _sizes(self, tx: Tx) -> SizeVariable:
+        """``t.shape``: constants for static dims, SymNodeVariables for symbolic ones."""
+        return SizeVariable([self._size(tx, i) for i in range(self.example.dim())])
+
+    def _size(self, tx: Tx, dim: int) -> VT:
+        size = self.example.size(dim)
+        if isinstance(size, torch.SymInt):
+            node, example = tx.output.sym_size(self.node, self.example, dim)
+            return SymNodeVariable(node, example)
+        return ConstantVariable(int(size))
+
     def _size_or_stride(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         dim = args[0] if args else kwargs.get("dim")
-        values = self.example.size() if name == "size" else self.example.stride()
-        if dim is None or dim.as_python_constant() is None:
-            items = [ConstantVariable(int(v)) for v in values]
-            return SizeVariable(items) if name == "size" else TupleVariable(items)
-        d = dim.as_python_constant()
-        return ConstantVariable(int(values[d]))
+        d = None if dim is None else dim.as_python_constant()
+        if name == "size":
+            if d is None:
+                return self._sizes(tx)
+            return self._size(tx, d if d >= 0 else d + self.example.dim())
+        strides = self.example.stride()
+        if any(isinstance(v, torch.SymInt) for v in strides):
+            return graph_call(tx, "call_method", "stride", [self, *args], kwargs)
+        if d is None:
+            return TupleVariable([ConstantVariable(int(v)) for v in strides])
+        return ConstantVariable(int(strides[d]))
 
     def __repr__(self) -> str:
         return f"TensorVariable({self.node.name}, {tuple(self.example.shape)}, {self.example.dtype})"
@@ -266,15 +299,18 @@ def graph_call(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[
 
 
 def wrap_fx_value(tx: Tx, node: torch.fx.Node, example: Any) -> VT:
-    """Wrap the result of a graph node: tensors, containers of them, constants."""
+    """Wrap the result of a graph node: tensors, symbolic scalars, containers of
+    them, constants."""
     if isinstance(example, torch.Tensor):
         return TensorVariable(node, example)
+    if isinstance(example, SYMBOLIC_TYPES):
+        return SymNodeVariable.create(node, example)
     if isinstance(example, (tuple, list)):
         items = []
         for i, item in enumerate(example):
-            if isinstance(item, torch.Tensor):
+            if isinstance(item, (torch.Tensor, tuple, list, *SYMBOLIC_TYPES)):
                 item_node = tx.output.create_node("call_function", operator.getitem, (node, i), {}, item)
-                items.append(TensorVariable(item_node, item))
+                items.append(wrap_fx_value(tx, item_node, item))
             elif _is_plain_constant(item):
                 items.append(ConstantVariable(item))
             else:
@@ -297,6 +333,84 @@ def wrap_fx_value(tx: Tx, node: torch.fx.Node, example: Any) -> VT:
         context=f"{node.target} returned {type(example).__name__}",
         explanation="The operation returned a value bytegraph cannot represent in the graph.",
     )
+
+
+SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+class SymNodeVariable(VariableTracker):
+    """A symbolic Python scalar: an fx node whose example is a SymInt,
+    SymFloat or SymBool of the trace's ShapeEnv (a dynamic size, a size
+    expression, or a dynamic Python int argument).
+
+    Arithmetic stays in the graph. Asking for its concrete value (a branch, a
+    ``range()``) specialises: the ShapeEnv records a guard and the value is
+    returned as a constant.
+    """
+
+    def __init__(self, node: torch.fx.Node, example: Any):
+        super().__init__()
+        self.node = node
+        self.example = example
+
+    @staticmethod
+    def create(node: torch.fx.Node, example: Any) -> "SymNodeVariable":
+        unbacked = bool(free_unbacked_symbols(example))
+        return (FakeItemVariable if unbacked else SymNodeVariable)(node, example)
+
+    def python_type(self) -> type:
+        return {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(self.example)]
+
+    def as_proxy(self) -> Any:
+        return self.node
+
+    def as_example(self) -> Any:
+        return self.example
+
+    def as_python_constant(self) -> Any:
+        """The concrete value, guarded (specialises the symbol)."""
+        return self._concrete(self.python_type())
+
+    def truthy(self, tx: Tx) -> bool:
+        return self._concrete(bool)
+
+    def _concrete(self, kind: type) -> Any:
+        try:
+            return kind(self.example)
+        except GuardOnDataDependentSymNode:
+            unimplemented(
+                gb_type="data-dependent branching",
+                context=f"concrete value of {self.node.name} ({self.example}) needed at trace time",
+                explanation="The value depends on tensor data, which is unknown while tracing.",
+                hints=(HINT_DYNAMIC_CONTROL_FLOW,),
+            )
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_graph_output(self.node)
+
+    def __repr__(self) -> str:
+        return f"SymNodeVariable({self.node.name}: {self.example})"
+
+
+class FakeItemVariable(SymNodeVariable):
+    """A data-dependent scalar (``Tensor.item()`` with scalar capture on): its
+    value exists only when the graph runs, so reading it is a graph break."""
+
+    def as_python_constant(self) -> Any:
+        unimplemented(
+            gb_type="data-dependent scalar",
+            context=f"the value of {self.node.name} (from tensor data) is needed at trace time",
+            explanation="The value of a captured Tensor.item() is unknown until the graph runs.",
+            hints=(HINT_DATA_DEPENDENT,),
+        )
+
+    def truthy(self, tx: Tx) -> bool:
+        unimplemented(
+            gb_type="data-dependent branching",
+            context=f"bool() of the data-dependent scalar {self.node.name}",
+            explanation="The branch taken depends on tensor data, which is unknown while tracing.",
+            hints=(HINT_DYNAMIC_CONTROL_FLOW,),
+        )
 
 
 def _is_plain_constant(value: Any) -> bool:
