@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph.breaks import HINT_REWRITE, unimplemented
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.constant import ConstantVariable, is_constant_value
 from bytegraph.variables.containers import (
     BaseSequenceVariable,
     DictVariable,
@@ -65,6 +65,12 @@ INPLACE_TO_BINARY = {
     operator.imod: operator.mod, operator.ipow: operator.pow, operator.imatmul: operator.matmul,
     operator.iand: operator.and_, operator.ior: operator.or_, operator.ixor: operator.xor,
     operator.ilshift: operator.lshift, operator.irshift: operator.rshift,
+}
+
+#: in-place set operators -> the set method that performs them.
+_SET_INPLACE = {
+    operator.ior: "update", operator.iand: "intersection_update",
+    operator.isub: "difference_update", operator.ixor: "symmetric_difference_update",
 }
 
 #: builtins safe to evaluate at trace time on constant arguments.
@@ -146,7 +152,9 @@ class BuiltinVariable(VariableTracker):
         if fn in PURE_BUILTINS and all(a.is_python_constant() for a in args) and all(
             v.is_python_constant() for v in kwargs.values()
         ):
-            return self._fold(tx, args, kwargs)
+            result = self._fold(tx, args, kwargs)
+            if result is not None:
+                return result
         result = self._sequence_operator(tx, args) if not kwargs else None
         if result is not None:
             return result
@@ -160,13 +168,21 @@ class BuiltinVariable(VariableTracker):
             hints=(HINT_REWRITE,),
         )
 
-    def _fold(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    def _fold(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
+        """Evaluate the call on the arguments' constant values now.
+
+        A mutable argument (list, dict, set) is folded as a *copy*; a result
+        that is itself a mutable object may be (part of) that argument, whose
+        identity the copy lost, so such folds return None (not folded).
+        """
         values = [a.as_python_constant() for a in args]
         kw = {k: v.as_python_constant() for k, v in kwargs.items()}
         try:
             result = self.fn(*values, **kw)
         except Exception as e:  # the eager program raises the same error natively
             _user_error(getattr(self.fn, "__name__", str(self.fn)), e)
+        if any(a.mutable for a in (*args, *kwargs.values())) and not is_constant_value(result):
+            return None
         if isinstance(result, (map, filter, zip, enumerate, reversed, type(iter([])), type(iter(())))):
             return ListIteratorVariable([tx.wrap_const(v) for v in result])
         return tx.wrap_const(result)
@@ -186,7 +202,18 @@ class BuiltinVariable(VariableTracker):
         if isinstance(target, (DictVariable, LazyDictVariable)) and self.fn is operator.ior:
             target.call_method(tx, "update", [value], {})
             return target
-        if target.is_python_constant() or isinstance(target, (TupleVariable, ListVariable)):
+        if isinstance(target, ListVariable) and self.fn is operator.imul and value.is_python_constant():
+            tx.output.side_effects.mutate(target)
+            target.items[:] = target.items * value.as_python_constant()
+            return target
+        if isinstance(target, SetVariable) and target.set_cls is set and self.fn in _SET_INPLACE:
+            if not isinstance(value, SetVariable):
+                return None  # eager raises TypeError: a graph break runs it natively
+            target.call_method(tx, _SET_INPLACE[self.fn], [value], {})
+            return target
+        if target.mutable:
+            return None  # an in-place operator bytegraph does not model on this mutable object
+        if target.is_python_constant() or isinstance(target, TupleVariable):
             return BuiltinVariable(INPLACE_TO_BINARY[self.fn]).call_function(tx, args, {})
         return None
 
@@ -378,13 +405,23 @@ class BuiltinVariable(VariableTracker):
         return None if iterable.is_python_constant() else self._short_circuit(tx, iterable, False)
 
     def _minmax(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
-        """min/max over an iterable of constants that is not itself a constant."""
-        if len(args) != 1 or args[0].is_python_constant():
+        """min/max over one iterable whose items are constants: the winning item's
+        own VT (so a list item keeps its identity)."""
+        if len(args) != 1 or isinstance(args[0], ConstantVariable) or set(kwargs) - {"key", "default"}:
             return None
         items = tx.unpack(args[0])
         if not all(i.is_python_constant() for i in items):
             return None
-        return self._fold(tx, [tx.wrap_const([i.as_python_constant() for i in items])], kwargs)
+        if not items:
+            return kwargs["default"] if "default" in kwargs else None  # None: eager's ValueError by folding
+        key = kwargs.get("key", ConstantVariable(None))
+        use_key = not (key.is_python_constant() and key.as_python_constant() is None)
+        keys = [(key.call_function(tx, [i], {}) if use_key else i).as_python_constant() for i in items]
+        pick = max if self.fn is max else min
+        try:
+            return items[pick(range(len(items)), key=keys.__getitem__)]
+        except TypeError as e:
+            _user_error(self.fn.__name__, e)
 
     def _call_min(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
         return self._minmax(tx, args, kwargs)

@@ -728,7 +728,8 @@ class SetVariable(VariableTracker):
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         consts = [a.as_python_constant() for a in args]
-        if name in ("add", "discard", "remove", "update", "clear", "pop", "difference_update", "intersection_update"):
+        if name in ("add", "discard", "remove", "update", "clear", "pop", "difference_update", "intersection_update",
+                    "symmetric_difference_update"):
             tx.output.side_effects.mutate(self)
             try:
                 result = getattr(self.values, name)(*consts)
