@@ -293,6 +293,42 @@ def test_inplace_op_on_python_scalar_with_tensor():
     assert out[0] is not x and out[1] is not x
 
 
+def test_list_items_keep_identity_through_subscript_and_max():
+    def f(x, outer):
+        inner = outer[0]
+        inner.append(x + 1)
+        biggest = max(outer[1:])
+        biggest.append(0)
+        outer.append(inner)
+        return outer
+
+    outer = [[1], [2], [3]]
+    out, _ = check_compiled(f, t(2), outer)
+    assert out is outer and outer[0] is outer[-1]
+
+
+@pytest.mark.parametrize("op", ["|", "&", "-", "^"])
+def test_inplace_set_operators_mutate_the_set(op):
+    fn = make_binop(op, inplace=True)
+
+    def f(x, s):
+        r = fn(s, {2, 5})
+        return x * len(r), r is s
+
+    s = {1, 2, 3}
+    out, _ = check_compiled(f, t(2), s)
+    assert out[1] is True
+
+
+def test_inplace_repeat_mutates_the_list():
+    def f(x, items):
+        alias = items
+        items *= 2
+        return x + len(alias), alias is items
+
+    check_compiled(f, t(2), [1, 2])
+
+
 def test_string_concatenation_and_repeat():
     def f(x, name):
         key = name + "_" + name * 2
