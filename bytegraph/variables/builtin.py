@@ -25,13 +25,17 @@ from bytegraph.variables.constant import ConstantVariable, is_constant_value
 from bytegraph.variables.containers import (
     BaseSequenceVariable,
     DictVariable,
+    EnumerateVariable,
+    FilterVariable,
     IteratorVariable,
     LazyDictVariable,
     ListIteratorVariable,
     ListVariable,
+    MapVariable,
     SetVariable,
     SliceVariable,
     TupleVariable,
+    ZipVariable,
     as_dict,
 )
 from bytegraph.variables.tensor import TensorVariable, graph_call
@@ -354,24 +358,17 @@ class BuiltinVariable(VariableTracker):
 
     def _call_enumerate(self, tx: Tx, obj: VT, start: VT | None = None) -> VT | None:
         first = start.as_python_constant() if start is not None else 0
-        items = tx.unpack(obj)
-        return ListIteratorVariable([TupleVariable([ConstantVariable(first + i), v]) for i, v in enumerate(items)])
+        return EnumerateVariable(tx.get_iter(obj), first)
 
     def _call_zip(self, tx: Tx, *iterables: VT, strict: VT | None = None) -> VT | None:
-        lists = [tx.unpack(it) for it in iterables]
-        if strict is not None and strict.as_python_constant() and len({len(x) for x in lists}) > 1:
-            return None
-        return ListIteratorVariable([TupleVariable(list(group)) for group in zip(*lists)])
+        return ZipVariable([tx.get_iter(it) for it in iterables], bool(strict and strict.as_python_constant()))
 
     def _call_map(self, tx: Tx, fn: VT, *iterables: VT) -> VT | None:
-        lists = [tx.unpack(it) for it in iterables]
-        return ListIteratorVariable([fn.call_function(tx, list(group), {}) for group in zip(*lists)])
+        return MapVariable(fn, [tx.get_iter(it) for it in iterables])
 
     def _call_filter(self, tx: Tx, fn: VT, iterable: VT) -> VT | None:
-        items = tx.unpack(iterable)
-        if fn.is_python_constant() and fn.as_python_constant() is None:
-            return ListIteratorVariable([i for i in items if i.truthy(tx)])
-        return ListIteratorVariable([i for i in items if fn.call_function(tx, [i], {}).truthy(tx)])
+        keep_truthy = fn.is_python_constant() and fn.as_python_constant() is None
+        return FilterVariable(None if keep_truthy else fn, tx.get_iter(iterable))
 
     def _call_reversed(self, tx: Tx, obj: VT) -> VT | None:
         if isinstance(obj, (BaseSequenceVariable, DictVariable, LazyDictVariable)) or obj.is_python_constant():
