@@ -15,7 +15,9 @@ matching ``operator`` functions.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
+import types
 import operator
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -181,6 +183,8 @@ class BuiltinVariable(VariableTracker):
         """
         values = [a.as_python_constant() for a in args]
         kw = {k: v.as_python_constant() for k, v in kwargs.items()}
+        if any(_runs_user_code(v) for v in (*values, *kw.values())):
+            return None  # calling it now would run user code at trace time only
         try:
             result = self.fn(*values, **kw)
         except Exception as e:  # the eager program raises the same error natively
@@ -404,9 +408,11 @@ class BuiltinVariable(VariableTracker):
     def _minmax(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
         """min/max over one iterable whose items are constants: the winning item's
         own VT (so a list item keeps its identity)."""
-        if len(args) != 1 or isinstance(args[0], ConstantVariable) or set(kwargs) - {"key", "default"}:
+        if not args or set(kwargs) - {"key", "default"} or (len(args) > 1 and "default" in kwargs):
             return None
-        items = tx.unpack(args[0])
+        if len(args) == 1 and isinstance(args[0], ConstantVariable) and "key" not in kwargs:
+            return None  # folded
+        items = list(args) if len(args) > 1 else tx.unpack(args[0])
         if not all(i.is_python_constant() for i in items):
             return None
         if not items:
@@ -479,6 +485,14 @@ class BuiltinVariable(VariableTracker):
                 hints=(HINT_REWRITE,),
             )
         return None
+
+
+def _runs_user_code(value: Any) -> bool:
+    """Whether passing ``value`` to a builtin may call Python code of the user
+    (a key function, a callable object...)."""
+    if isinstance(value, (types.FunctionType, types.MethodType, functools.partial)):
+        return True
+    return callable(value) and not isinstance(value, (type, types.BuiltinFunctionType, types.BuiltinMethodType))
 
 
 def _identity_eq(vt: VT) -> bool:
