@@ -1,5 +1,4 @@
 """Each opcode family, compiled vs eager: one graph per function, same results."""
-import operator
 
 import pytest
 import torch
