@@ -23,7 +23,7 @@ from bytegraph.bytecode.assemble import assemble
 from bytegraph.config import config
 from bytegraph.graph.output_graph import Backend, CompiledGraph, DynamicPolicy, NeedsShapeEnv, OutputGraph
 from bytegraph.guards.guard_code import GuardFunction, build_guard_function
-from bytegraph.guards.guards import Guard, IdMatch, NoAliasing, TensorMatch
+from bytegraph.guards.guards import IdMatch, NoAliasing, TensorMatch
 from bytegraph.guards.shape_guards import settle_tensor_guards, shape_env_guards
 from bytegraph.translator.graph_break import FrameRuntime
 from bytegraph.translator.root import InstructionTranslator
@@ -186,9 +186,10 @@ def _trace(
             "bytegraph internal error while tracing %s (%s: %s); running it natively",
             code.co_qualname, type(exc).__name__, exc,
         )
+        what = f"{type(exc).__name__}: {exc}"
         return _frame_break(code, lambda: unimplemented(
             gb_type="internal error",
-            context=f"{type(exc).__name__}: {exc}",
+            context=what,
             explanation="bytegraph hit a bug while tracing this frame; it runs natively instead.",
             hints=("Please report this with the code that triggers it.",),
         ))

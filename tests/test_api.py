@@ -209,10 +209,22 @@ def test_compile_function_with_closure_and_defaults():
     assert same(compiled(x, scale=0.5), f(x, scale=0.5))
 
 
-def test_wrong_call_arguments_raise_eager_type_error():
-    compiled = bytegraph.compile(fn, backend=CompileCounter())
+X = torch.randn(3)
+
+
+@pytest.mark.parametrize(
+    "args, kwargs",
+    [((X, 1.0, 2.0), {}), ((X,), {"z": 2.0}), ((), {"x": X}), ((), {})],
+    ids=["too-many", "unknown-keyword", "positional-only-as-keyword", "missing"],
+)
+def test_wrong_call_arguments_raise_eager_type_error(args, kwargs):
+    def f(x, /, y=1.0):
+        return x * y
+
+    compiled = bytegraph.compile(f, backend=CompileCounter())
+    compiled(torch.randn(3))  # a cache entry exists: its guard sees the bad call first
     with pytest.raises(TypeError) as eager:
-        fn(torch.randn(3), 1.0, 2.0)
+        f(*args, **kwargs)
     with pytest.raises(TypeError) as actual:
-        compiled(torch.randn(3), 1.0, 2.0)
+        compiled(*args, **kwargs)
     assert str(actual.value) == str(eager.value)

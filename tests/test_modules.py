@@ -223,6 +223,25 @@ def test_optimized_module_behaves_like_the_module():
     assert module.training and compiled.training
 
 
+def test_optimized_module_forwards_attribute_writes_and_mode():
+    module = Configured()
+    compiled, cnt = compile_module(module)
+    x = torch.randn(2, 3)
+    compiled(x)
+    module.eval()  # on the original: the wrapper reports it
+    assert compiled.training is False
+    compiled.train()
+    compiled.alpha = 3.0  # on the wrapper: lands on the original, and the next call sees it
+    assert module.alpha == 3.0
+    assert same(compiled(x), module(x))
+    compiled.extra = nn.Linear(3, 3)
+    assert module.extra is compiled.extra
+    assert "_orig_mod.extra.weight" in compiled.state_dict()
+    del compiled.extra
+    assert not hasattr(module, "extra")
+    assert cnt.frame_count == 2
+
+
 def test_optimized_module_state_dict_matches_torch_compile_keys():
     module = WithBuffers()
     compiled, _ = compile_module(module)

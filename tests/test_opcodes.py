@@ -292,6 +292,42 @@ def test_inplace_op_on_python_scalar_with_tensor():
     assert out[0] is not x and out[1] is not x
 
 
+def test_list_items_keep_identity_through_subscript_and_max():
+    def f(x, outer):
+        inner = outer[0]
+        inner.append(x + 1)
+        biggest = max(outer[1:])
+        biggest.append(0)
+        outer.append(inner)
+        return outer
+
+    outer = [[1], [2], [3]]
+    out, _ = check_compiled(f, t(2), outer)
+    assert out is outer and outer[0] is outer[-1]
+
+
+@pytest.mark.parametrize("op", ["|", "&", "-", "^"])
+def test_inplace_set_operators_mutate_the_set(op):
+    fn = make_binop(op, inplace=True)
+
+    def f(x, s):
+        r = fn(s, {2, 5})
+        return x * len(r), r is s
+
+    s = {1, 2, 3}
+    out, _ = check_compiled(f, t(2), s)
+    assert out[1] is True
+
+
+def test_inplace_repeat_mutates_the_list():
+    def f(x, items):
+        alias = items
+        items *= 2
+        return x + len(alias), alias is items
+
+    check_compiled(f, t(2), [1, 2])
+
+
 def test_string_concatenation_and_repeat():
     def f(x, name):
         key = name + "_" + name * 2
@@ -737,6 +773,82 @@ def test_while_loop_on_python_counter():
         return x, n
 
     check_compiled(f, t(2))
+
+
+def test_enumerate_zip_map_filter_are_lazy():
+    def f(x, log):
+        def numbers(tag):
+            for i in range(4):
+                log.append((tag, i))
+                yield i
+
+        def double(v):
+            log.append(("map", v))
+            return v * 2
+
+        out = x
+        for i, v in enumerate(numbers("enumerate")):
+            out = out + v
+            if i == 1:
+                break
+        pairs = list(zip(numbers("zip"), [10, 20]))
+        for v in map(double, [1, 2, 3]):
+            if v == 4:
+                break
+        first_odd = next(filter(lambda v: v % 2, numbers("filter")))
+        return out, pairs, first_odd
+
+    check_compiled(f, t(2), [])
+
+
+def test_loop_sees_items_appended_to_the_list():
+    def f(x, items):
+        total = x
+        for v in items:
+            if v < 3:
+                items.append(v + 10)
+            total = total + v
+        return total
+
+    check_compiled(f, t(2), [1, 2, 5])
+
+
+def test_dict_resized_during_iteration_raises_like_eager():
+    def f(x, d):
+        for k in d:
+            d[k + "_copy"] = x
+        return d
+
+    with pytest.raises(RuntimeError) as eager:
+        f(t(2), {"a": 1})
+    with pytest.raises(RuntimeError) as actual:
+        bytegraph.compile(f, backend=CompileCounter())(t(2), {"a": 1})
+    assert str(actual.value) == str(eager.value)
+
+
+def key_logging(v):
+    KEY_LOG.append(v)
+    return -v
+
+
+KEY_LOG = []
+
+
+def test_key_functions_run_at_call_time():
+    def f(x, items):
+        return x * max(items, key=key_logging), min(1, 2, key=key_logging), sorted(items, key=key_logging)
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    x = t(2)
+    KEY_LOG.clear()
+    expected = f(x, [3, 1, 2])
+    eager_log = list(KEY_LOG)
+    for _ in range(2):  # a cached call runs the key function too
+        KEY_LOG.clear()
+        assert same(compiled(x, [3, 1, 2]), expected)
+        assert KEY_LOG == eager_log
+    assert cnt.frame_count == 1
 
 
 def test_comprehensions():

@@ -269,7 +269,11 @@ def run(cache: FrameCache, fn: types.FunctionType, args: tuple, kwargs: dict) ->
     """Call ``fn`` through its cache: first entry whose guard passes, else a miss."""
     cells = fn.__closure__
     for entry in cache.entries:
-        if entry.check(cells, *args, **kwargs):
+        try:
+            hit = entry.check(cells, *args, **kwargs)
+        except TypeError:  # the arguments do not bind to the signature: raise eager's error
+            return fn(*args, **kwargs)
+        if hit:
             return entry.function_for(fn)(*args, **kwargs)
     return cache.miss(fn, args, kwargs)
 

@@ -52,10 +52,14 @@ class OptimizedModule(torch.nn.Module):
     The original module is ``_orig_mod`` (registered as a submodule, so
     ``state_dict`` keys are prefixed ``_orig_mod.`` as with torch.compile);
     every other attribute is forwarded to it, so parameters, ``train()`` /
-    ``eval()`` and custom attributes behave as on the original.
+    ``eval()`` and custom attributes behave as on the original. Reads, writes
+    and deletes are all forwarded, and ``training`` mirrors the original's, so
+    the wrapper never holds a diverging copy of the module's state.
     """
 
     _orig_mod: torch.nn.Module
+    #: attributes that belong to the wrapper itself
+    _OWN_ATTRIBUTES = frozenset({"_orig_mod", "_compiled_call"})
 
     def __init__(self, module: torch.nn.Module, options: CompileOptions):
         super().__init__()
@@ -71,10 +75,32 @@ class OptimizedModule(torch.nn.Module):
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self._compiled_call(self._orig_mod, *args, **kwargs)
 
+    @property  # type: ignore[override]
+    def training(self) -> bool:
+        return self._orig_mod.training
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        # nn.Module.__init__ sets the default before _orig_mod exists: ignore it
+        if "_orig_mod" in self.__dict__.get("_modules", {}):
+            self._orig_mod.training = value
+
     def __getattr__(self, name: str) -> Any:
         if name == "_orig_mod":
             return self._modules["_orig_mod"]
         return getattr(self._orig_mod, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._OWN_ATTRIBUTES or hasattr(type(self), name):
+            super().__setattr__(name, value)
+        else:
+            setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._OWN_ATTRIBUTES or hasattr(type(self), name):
+            super().__delattr__(name)
+        else:
+            delattr(self._orig_mod, name)
 
     def __repr__(self) -> str:
         return f"OptimizedModule({self._orig_mod!r})"

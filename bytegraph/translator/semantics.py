@@ -23,7 +23,16 @@ from bytegraph.variables.builder import wrap, wrap_const
 from bytegraph.variables.builtin import BuiltinVariable
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.exceptions import ExceptionVariable
-from bytegraph.variables.containers import IteratorVariable, ListIteratorVariable, NamedTupleVariable, TupleVariable
+from bytegraph.variables.containers import (
+    DictVariable,
+    DictViewVariable,
+    IteratorVariable,
+    LazyDictVariable,
+    ListIteratorVariable,
+    ListVariable,
+    NamedTupleVariable,
+    TupleVariable,
+)
 from bytegraph.variables.functions import UserFunctionVariable
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.tensor import TensorVariable
@@ -132,8 +141,12 @@ class PythonSemantics:
         return value.unpack_var_sequence(self)
 
     def get_iter(self: InstructionTranslatorBase, value: VT) -> VT:
+        """``iter(value)``; iterators over lists and dicts see mutations made
+        during the loop, as in eager."""
         if isinstance(value, IteratorVariable):
             return value
+        if isinstance(value, (ListVariable, DictVariable, LazyDictVariable, DictViewVariable)):
+            return value.call_method(self, "__iter__", [], {})
         return ListIteratorVariable(self.unpack(value))
 
     def sort_items(self: InstructionTranslatorBase, items: list[VT], key: VT, reverse: bool) -> list[VT]:

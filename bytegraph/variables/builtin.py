@@ -15,27 +15,32 @@ matching ``operator`` functions.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import operator
 import types
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
-from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph.breaks import HINT_REWRITE, unimplemented
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.constant import ConstantVariable, raise_traced_from
+from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.containers import (
     BaseSequenceVariable,
     DictVariable,
+    EnumerateVariable,
+    FilterVariable,
     IteratorVariable,
     LazyDictVariable,
     ListIteratorVariable,
     ListVariable,
+    MapVariable,
     SetVariable,
     SliceVariable,
     TupleVariable,
+    ZipVariable,
     as_dict,
 )
 from bytegraph.variables.tensor import SymNodeVariable, TensorVariable, graph_call
@@ -69,6 +74,12 @@ INPLACE_TO_BINARY = {
     operator.imod: operator.mod, operator.ipow: operator.pow, operator.imatmul: operator.matmul,
     operator.iand: operator.and_, operator.ior: operator.or_, operator.ixor: operator.xor,
     operator.ilshift: operator.lshift, operator.irshift: operator.rshift,
+}
+
+#: in-place set operators -> the set method that performs them.
+_SET_INPLACE = {
+    operator.ior: "update", operator.iand: "intersection_update",
+    operator.isub: "difference_update", operator.ixor: "symmetric_difference_update",
 }
 
 #: builtins safe to evaluate at trace time on constant arguments.
@@ -153,7 +164,9 @@ class BuiltinVariable(VariableTracker):
                 )
             return self._tensor_operator(tx, args)
         if fn in PURE_BUILTINS and all(_foldable(a) for a in args) and all(_foldable(v) for v in kwargs.values()):
-            return self._fold(tx, args, kwargs)  # symbolic scalars are specialised (guarded) here
+            result = self._fold(tx, args, kwargs)  # symbolic scalars are specialised (guarded) here
+            if result is not None:
+                return result
         result = self._sequence_operator(tx, args) if not kwargs else None
         if result is not None:
             return result
@@ -167,13 +180,23 @@ class BuiltinVariable(VariableTracker):
             hints=(HINT_REWRITE,),
         )
 
-    def _fold(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    def _fold(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
+        """Evaluate the call on the arguments' constant values now.
+
+        A mutable argument (list, dict, set) is folded as a *copy*; a result
+        that is itself a mutable object may be (part of) that argument, whose
+        identity the copy lost, so such folds return None (not folded).
+        """
         values = [a.as_python_constant() for a in args]
         kw = {k: v.as_python_constant() for k, v in kwargs.items()}
+        if any(_runs_user_code(v) for v in (*values, *kw.values())):
+            return None  # calling it now would run user code at trace time only
         try:
             result = self.fn(*values, **kw)
         except Exception as e:  # the eager program raises the same error natively
             raise_traced_from(e)
+        if any(a.mutable for a in (*args, *kwargs.values())) and not is_constant_value(result):
+            return None
         if isinstance(result, (map, filter, zip, enumerate, reversed, type(iter([])), type(iter(())))):
             return ListIteratorVariable([tx.wrap_const(v) for v in result])
         return tx.wrap_const(result)
@@ -193,7 +216,18 @@ class BuiltinVariable(VariableTracker):
         if isinstance(target, (DictVariable, LazyDictVariable)) and self.fn is operator.ior:
             target.call_method(tx, "update", [value], {})
             return target
-        if target.is_python_constant() or isinstance(target, (TupleVariable, ListVariable)):
+        if isinstance(target, ListVariable) and self.fn is operator.imul and value.is_python_constant():
+            tx.output.side_effects.mutate(target)
+            target.items[:] = target.items * value.as_python_constant()
+            return target
+        if isinstance(target, SetVariable) and target.set_cls is set and self.fn in _SET_INPLACE:
+            if not isinstance(value, SetVariable):
+                return None  # eager raises TypeError: a graph break runs it natively
+            target.call_method(tx, _SET_INPLACE[self.fn], [value], {})
+            return target
+        if target.mutable:
+            return None  # an in-place operator bytegraph does not model on this mutable object
+        if target.is_python_constant() or isinstance(target, TupleVariable):
             return BuiltinVariable(INPLACE_TO_BINARY[self.fn]).call_function(tx, args, {})
         return None
 
@@ -334,24 +368,17 @@ class BuiltinVariable(VariableTracker):
 
     def _call_enumerate(self, tx: Tx, obj: VT, start: VT | None = None) -> VT | None:
         first = start.as_python_constant() if start is not None else 0
-        items = tx.unpack(obj)
-        return ListIteratorVariable([TupleVariable([ConstantVariable(first + i), v]) for i, v in enumerate(items)])
+        return EnumerateVariable(tx.get_iter(obj), first)
 
     def _call_zip(self, tx: Tx, *iterables: VT, strict: VT | None = None) -> VT | None:
-        lists = [tx.unpack(it) for it in iterables]
-        if strict is not None and strict.as_python_constant() and len({len(x) for x in lists}) > 1:
-            return None
-        return ListIteratorVariable([TupleVariable(list(group)) for group in zip(*lists)])
+        return ZipVariable([tx.get_iter(it) for it in iterables], bool(strict and strict.as_python_constant()))
 
     def _call_map(self, tx: Tx, fn: VT, *iterables: VT) -> VT | None:
-        lists = [tx.unpack(it) for it in iterables]
-        return ListIteratorVariable([fn.call_function(tx, list(group), {}) for group in zip(*lists)])
+        return MapVariable(fn, [tx.get_iter(it) for it in iterables])
 
     def _call_filter(self, tx: Tx, fn: VT, iterable: VT) -> VT | None:
-        items = tx.unpack(iterable)
-        if fn.is_python_constant() and fn.as_python_constant() is None:
-            return ListIteratorVariable([i for i in items if i.truthy(tx)])
-        return ListIteratorVariable([i for i in items if fn.call_function(tx, [i], {}).truthy(tx)])
+        keep_truthy = fn.is_python_constant() and fn.as_python_constant() is None
+        return FilterVariable(None if keep_truthy else fn, tx.get_iter(iterable))
 
     def _call_reversed(self, tx: Tx, obj: VT) -> VT | None:
         if isinstance(obj, (BaseSequenceVariable, DictVariable, LazyDictVariable)) or obj.is_python_constant():
@@ -386,18 +413,30 @@ class BuiltinVariable(VariableTracker):
 
     def _minmax(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
         """min/max of symbolic scalars (``torch.sym_min``/``sym_max`` in the graph), or
-        over an iterable of constants that is not itself a constant."""
+        over one iterable whose items are constants: the winning item's own VT
+        (so a list item keeps its identity)."""
         if len(args) == 2 and not kwargs and any(isinstance(a, SymNodeVariable) for a in args) and all(
             isinstance(a, SymNodeVariable) or a.is_python_constant() for a in args
         ):
             target = torch.sym_min if self.fn is min else torch.sym_max
             return graph_call(tx, "call_function", target, list(args), {})
-        if len(args) != 1 or args[0].is_python_constant():
+        if not args or set(kwargs) - {"key", "default"} or (len(args) > 1 and "default" in kwargs):
             return None
-        items = tx.unpack(args[0])
+        if len(args) == 1 and isinstance(args[0], ConstantVariable) and "key" not in kwargs:
+            return None  # folded
+        items = list(args) if len(args) > 1 else tx.unpack(args[0])
         if not all(i.is_python_constant() for i in items):
             return None
-        return self._fold(tx, [tx.wrap_const([i.as_python_constant() for i in items])], kwargs)
+        if not items:
+            return kwargs["default"] if "default" in kwargs else None  # None: eager's ValueError by folding
+        key = kwargs.get("key", ConstantVariable(None))
+        use_key = not (key.is_python_constant() and key.as_python_constant() is None)
+        keys = [(key.call_function(tx, [i], {}) if use_key else i).as_python_constant() for i in items]
+        pick = max if self.fn is max else min
+        try:
+            return items[pick(range(len(items)), key=keys.__getitem__)]
+        except TypeError as e:
+            raise_traced_from(e)
 
     def _call_min(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
         return self._minmax(tx, args, kwargs)
@@ -466,6 +505,14 @@ class BuiltinVariable(VariableTracker):
 
 def _foldable(vt: VT) -> bool:
     return vt.is_python_constant() or isinstance(vt, SymNodeVariable)
+
+
+def _runs_user_code(value: Any) -> bool:
+    """Whether passing ``value`` to a builtin may call Python code of the user
+    (a key function, a callable object...)."""
+    if isinstance(value, (types.FunctionType, types.MethodType, functools.partial)):
+        return True
+    return callable(value) and not isinstance(value, (type, types.BuiltinFunctionType, types.BuiltinMethodType))
 
 
 def _identity_eq(vt: VT) -> bool:

@@ -104,7 +104,7 @@ class BaseSequenceVariable(VariableTracker):
             consts = [i.as_python_constant() for i in self.items]
             return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
         if name == "__iter__" and not args:
-            return ListIteratorVariable(self.items)
+            return ListIteratorVariable(self.items, shared=self.mutable)
         return _bad_method(self, name)
 
     def reconstruct_items(self, codegen: PyCodegen) -> None:
@@ -451,7 +451,7 @@ class DictVariable(VariableTracker):
         if name == "copy" and not args:
             return DictVariable(self.items, self.dict_cls)
         if name == "__iter__" and not args:
-            return ListIteratorVariable(self.unpack_var_sequence(tx))
+            return DictIteratorVariable(self, "keys")
         if name in ("__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem"):
             return self._mutate(tx, name, args, kwargs)
         return _bad_method(self, name)
@@ -678,7 +678,7 @@ class DictViewVariable(VariableTracker):
         if name == "__contains__" and self.kind == "keys":
             return self.dict_vt.call_method(tx, "__contains__", args, kwargs)
         if name == "__iter__":
-            return ListIteratorVariable(self.unpack_var_sequence(tx))
+            return DictIteratorVariable(self.dict_vt, self.kind)
         return _bad_method(self, name)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
@@ -718,7 +718,8 @@ class SetVariable(VariableTracker):
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         consts = [a.as_python_constant() for a in args]
-        if name in ("add", "discard", "remove", "update", "clear", "pop", "difference_update", "intersection_update"):
+        if name in ("add", "discard", "remove", "update", "clear", "pop", "difference_update", "intersection_update",
+                    "symmetric_difference_update"):
             tx.output.side_effects.mutate(self)
             try:
                 result = getattr(self.values, name)(*consts)
@@ -817,11 +818,15 @@ class GeneratorVariable(IteratorVariable):
 
 
 class ListIteratorVariable(IteratorVariable):
-    """An iterator over items known at trace time (loops are unrolled)."""
+    """An iterator over items known at trace time (loops are unrolled).
 
-    def __init__(self, items: Sequence[VT], index: int = 0):
+    With ``shared=True`` ``items`` is a list VT's own item list, not a copy:
+    items appended to the list during the loop are visited, as in eager.
+    """
+
+    def __init__(self, items: Sequence[VT], index: int = 0, shared: bool = False):
         super().__init__()
-        self.items = list(items)
+        self.items = items if shared and isinstance(items, list) else list(items)
         self.index = index
 
     def python_type(self) -> type:
@@ -848,3 +853,135 @@ class ListIteratorVariable(IteratorVariable):
 
     def __repr__(self) -> str:
         return f"ListIteratorVariable({self.index}/{len(self.items)})"
+
+
+class DictIteratorVariable(IteratorVariable):
+    """``iter(d)`` or ``iter(d.keys()/values()/items())`` of a DictVariable.
+
+    Keys are visited in their order when iteration started; values are read at
+    each step. Changing the dict's size meanwhile is eager's RuntimeError.
+    """
+
+    def __init__(self, dict_vt: DictVariable, kind: str = "keys"):
+        super().__init__()
+        self.dict_vt = dict_vt
+        self.kind = kind
+        self.keys = list(dict_vt.items)
+        self.size = len(dict_vt.items)
+        self.index = 0
+
+    def python_type(self) -> type:
+        return type(iter(getattr({}, self.kind)()))
+
+    def next_item(self, tx: Tx) -> VT | None:
+        if len(self.dict_vt.items) != self.size or (
+            self.index < len(self.keys) and self.keys[self.index] not in self.dict_vt.items
+        ):
+            unimplemented(
+                gb_type="user error",
+                context="dictionary changed size during iteration",
+                explanation="The traced code raises RuntimeError; it runs natively so the error is the eager one.",
+                hints=("Iterate over a copy (list(d)) when changing the dict in the loop.",),
+            )
+        if self.index >= len(self.keys):
+            return None
+        key, value = self.dict_vt.items[self.keys[self.index]]
+        self.index += 1
+        if self.kind == "keys":
+            return key
+        if self.kind == "values":
+            return value
+        return TupleVariable([key, value])
+
+    def __repr__(self) -> str:
+        return f"DictIteratorVariable({self.kind}, {self.index}/{len(self.keys)})"
+
+
+class EnumerateVariable(IteratorVariable):
+    """``enumerate(it, start)``: advances ``it`` one item per step (lazy, as in eager)."""
+
+    def __init__(self, iterator: IteratorVariable, start: int):
+        super().__init__()
+        self.iterator = iterator
+        self.count = start
+
+    def python_type(self) -> type:
+        return enumerate
+
+    def next_item(self, tx: Tx) -> VT | None:
+        item = self.iterator.next_item(tx)
+        if item is None:
+            return None
+        self.count += 1
+        return TupleVariable([ConstantVariable(self.count - 1), item])
+
+
+class ZipVariable(IteratorVariable):
+    """``zip(*iterators, strict=...)``: one item from each iterator per step,
+    stopping at the first exhausted one (items already taken are dropped, as in eager)."""
+
+    def __init__(self, iterators: Sequence[IteratorVariable], strict: bool):
+        super().__init__()
+        self.iterators = list(iterators)
+        self.strict = strict
+
+    def python_type(self) -> type:
+        return zip
+
+    def next_item(self, tx: Tx) -> VT | None:
+        if not self.iterators:
+            return None
+        items = []
+        for n, iterator in enumerate(self.iterators):
+            item = iterator.next_item(tx)
+            if item is None:
+                if self.strict and (n > 0 or any(it.next_item(tx) is not None for it in self.iterators[1:])):
+                    unimplemented(
+                        gb_type="user error",
+                        context="zip(strict=True) over iterables of different lengths",
+                        explanation="The traced code raises ValueError; it runs natively so the error is the eager one.",
+                        hints=("Zip iterables of equal length.",),
+                    )
+                return None
+            items.append(item)
+        return TupleVariable(items)
+
+
+class MapVariable(IteratorVariable):
+    """``map(fn, *iterators)``: calls ``fn`` (traced) one step at a time."""
+
+    def __init__(self, fn: VT, iterators: Sequence[IteratorVariable]):
+        super().__init__()
+        self.fn = fn
+        self.iterators = list(iterators)
+
+    def python_type(self) -> type:
+        return map
+
+    def next_item(self, tx: Tx) -> VT | None:
+        args = []
+        for iterator in self.iterators:
+            item = iterator.next_item(tx)
+            if item is None:
+                return None
+            args.append(item)
+        return self.fn.call_function(tx, args, {})
+
+
+class FilterVariable(IteratorVariable):
+    """``filter(fn, iterator)`` (``fn`` None: truth of the item), one step at a time."""
+
+    def __init__(self, fn: VT | None, iterator: IteratorVariable):
+        super().__init__()
+        self.fn = fn
+        self.iterator = iterator
+
+    def python_type(self) -> type:
+        return filter
+
+    def next_item(self, tx: Tx) -> VT | None:
+        while (item := self.iterator.next_item(tx)) is not None:
+            keep = item if self.fn is None else self.fn.call_function(tx, [item], {})
+            if keep.truthy(tx):
+                return item
+        return None
