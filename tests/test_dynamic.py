@@ -1,0 +1,235 @@
+"""Dynamic shapes, symbolic scalars and scalar capture: compiled vs eager, with
+the number of compiles each policy promises."""
+import pytest
+import torch
+from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
+
+import bytegraph
+from bytegraph.runtime import metrics
+from bytegraph.testing import CompileCounter, same
+
+
+def counted(fn, **kwargs):
+    cnt = CompileCounter()
+    return bytegraph.compile(fn, backend=cnt, **kwargs), cnt
+
+
+def elementwise(x):
+    return torch.relu(x * 2).sum(dim=-1)
+
+
+def test_automatic_dynamic_compiles_twice_for_many_sizes():
+    compiled, cnt = counted(elementwise)
+    for n in range(3, 9):
+        x = torch.randn(n, 4)
+        assert same(compiled(x), elementwise(x))
+    assert cnt.frame_count == 2  # static first, then dim 0 dynamic
+    (stats,) = metrics.FRAMES.values()
+    assert stats.recompile_reasons == ["tensor 'x' size mismatch at index 0: expected 3, got 4"]
+
+
+def test_dynamic_true_compiles_once():
+    compiled, cnt = counted(elementwise, dynamic=True)
+    for n in range(3, 9):
+        x = torch.randn(n, 4)
+        assert same(compiled(x), elementwise(x))
+    assert cnt.frame_count == 1
+
+
+def test_dynamic_false_recompiles_every_size():
+    compiled, cnt = counted(elementwise, dynamic=False)
+    for n in range(3, 6):
+        x = torch.randn(n, 4)
+        assert same(compiled(x), elementwise(x))
+    assert cnt.frame_count == 3
+
+
+def test_symbolic_arithmetic_and_view_stay_in_one_graph():
+    def f(x):
+        rows = x.shape[0]
+        y = x.view(-1, x.size(1) * 2)
+        return y * rows + x.numel(), rows * 2 + 1
+
+    compiled, cnt = counted(f, dynamic=True)
+    for n in (4, 6, 10):
+        x = torch.randn(n, 3)
+        assert same(compiled(x), f(x))
+    assert cnt.frame_count == 1
+    gm = cnt.graphs[0]
+    assert any(n.target is torch.ops.aten.sym_size.int for n in gm.graph.nodes)
+
+
+def test_branch_on_symbolic_size_guards_and_specialises():
+    def f(x):
+        if x.shape[0] > 4:
+            return x * 2
+        return x - 1
+
+    compiled, cnt = counted(f, dynamic=True)
+    for n in (3, 5, 6, 2, 4):
+        x = torch.randn(n)
+        assert same(compiled(x), f(x))
+    assert cnt.frame_count == 2  # one graph per side of the branch
+
+
+def test_int_argument_that_changes_every_call_compiles_at_most_twice():
+    def f(x, n):
+        return x * n + n
+
+    compiled, cnt = counted(f)
+    for n in range(2, 10):
+        x = torch.randn(3)
+        assert same(compiled(x, n), f(x, n))
+    assert cnt.frame_count == 2
+
+
+def test_specialize_int_false_makes_ints_symbolic_from_the_start():
+    def f(x, n):
+        return x + n
+
+    with bytegraph.config.patch(specialize_int=False):
+        compiled, cnt = counted(f)
+        for n in range(2, 6):
+            x = torch.randn(3)
+            assert same(compiled(x, n), f(x, n))
+    assert cnt.frame_count == 1
+
+
+def test_mark_dynamic_with_range_recompiles_outside_it():
+    compiled, cnt = counted(elementwise)
+    x = torch.randn(5, 3)
+    bytegraph.mark_dynamic(x, 0, min=2, max=10)
+    assert same(compiled(x), elementwise(x))
+    mid = torch.randn(9, 3)
+    assert same(compiled(mid), elementwise(mid))
+    assert cnt.frame_count == 1  # 9 is in range
+    big = torch.randn(12, 3)
+    assert same(compiled(big), elementwise(big))
+    assert cnt.frame_count == 2  # 12 is not
+
+
+def test_mark_dynamic_then_specialising_raises_like_torch():
+    def f(x):
+        if x.size(0) == 5:
+            return x + 1
+        return x
+
+    x = torch.randn(5, 2)
+    bytegraph.mark_dynamic(x, 0)
+    with pytest.raises(ConstraintViolationError):
+        bytegraph.compile(f, backend="eager")(x)
+
+
+def test_maybe_mark_dynamic_allows_specialisation():
+    def f(x):
+        if x.size(0) == 5:
+            return x + 1
+        return x
+
+    x = torch.randn(5, 2)
+    bytegraph.maybe_mark_dynamic(x, 0)
+    assert same(bytegraph.compile(f, backend="eager")(x), f(x))
+
+
+def test_mark_static_overrides_dynamic_true():
+    compiled, cnt = counted(elementwise, dynamic=True)
+    for n in (3, 4):
+        x = torch.randn(n, 2)
+        bytegraph.mark_static(x, 0)
+        assert same(compiled(x), elementwise(x))
+    assert cnt.frame_count == 2
+
+
+def test_mark_dynamic_rejects_bad_arguments():
+    with pytest.raises(TypeError, match="t must be a torch.Tensor"):
+        bytegraph.mark_dynamic([1, 2], 0)
+    with pytest.raises(ValueError, match="out of range"):
+        bytegraph.mark_dynamic(torch.randn(2), 3)
+    with pytest.raises(ValueError, match="min"):
+        bytegraph.mark_dynamic(torch.randn(2), 0, min=5, max=3)
+
+
+def test_size_one_is_specialised():
+    # torch's rule: sizes 0 and 1 are never symbolic (broadcasting behaves differently)
+    compiled, cnt = counted(elementwise, dynamic=True)
+    for n in (1, 4, 7):
+        x = torch.randn(n, 3)
+        assert same(compiled(x), elementwise(x))
+    assert cnt.frame_count == 2
+
+
+def test_item_with_capture_is_one_graph():
+    def f(x):
+        v = x.sum().item()
+        return x * v
+
+    with bytegraph.config.patch(capture_scalar_outputs=True):
+        compiled, cnt = counted(f)
+        for _ in range(3):
+            x = torch.randn(4)
+            assert same(compiled(x), f(x))
+    assert cnt.frame_count == 1
+    assert not [b for s in metrics.FRAMES.values() for b in s.breaks]
+
+
+def test_item_without_capture_is_a_reported_break():
+    def f(x):
+        return x * x.sum().item()
+
+    compiled, cnt = counted(f)
+    x = torch.randn(4)
+    assert same(compiled(x), f(x))
+    assert [b.gb_type for s in metrics.FRAMES.values() for b in s.breaks] == ["data-dependent tensor method"]
+
+
+def test_captured_item_used_in_python_control_flow_breaks():
+    def f(x):
+        v = x.sum().item()
+        if v > 0:
+            return x + 1
+        return x - 1
+
+    with bytegraph.config.patch(capture_scalar_outputs=True):
+        compiled, _ = counted(f)
+        for x in (torch.ones(3), -torch.ones(3)):
+            assert same(compiled(x), f(x))
+    assert "data-dependent branching" in [b.gb_type for s in metrics.FRAMES.values() for b in s.breaks]
+
+
+def test_tolist_with_capture():
+    def f(x):
+        a, b = x.tolist()
+        return x * a + b
+
+    with bytegraph.config.patch(capture_scalar_outputs=True):
+        compiled, cnt = counted(f)
+        x = torch.tensor([2.0, 3.0])
+        assert same(compiled(x), f(x))
+    assert cnt.frame_count == 1
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_dynamic_graphs_through_compiling_backends(backend):
+    def f(x):
+        return (x.view(-1, x.size(1) * 2) * 3).sum(0) + x.shape[0]
+
+    compiled = bytegraph.compile(f, backend=backend, dynamic=True)
+    for n in (4, 6, 8):
+        x = torch.randn(n, 4)
+        assert same(compiled(x), f(x))
+    (stats,) = metrics.FRAMES.values()
+    assert len(stats.graphs) == 1
+
+
+def test_same_tensor_twice_vs_two_tensors_is_guarded():
+    def f(a, b):
+        a.add_(1)
+        return b * 2
+
+    compiled, cnt = counted(f)
+    x, y = torch.ones(3), torch.ones(3)
+    assert same(compiled(x, y), torch.full((3,), 2.0))
+    z = torch.ones(3)
+    out = compiled(z, z)  # aliased: b sees a's update, as in eager
+    assert same(out, torch.full((3,), 4.0))
+    assert cnt.frame_count == 2
