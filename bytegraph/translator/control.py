@@ -33,16 +33,19 @@ class WithExitVariable(VariableTracker):
 
     def call_function(self, tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         tx.block_stack.remove(self.ctx)
-        return self.ctx.exit(tx)
+        return self.ctx.exit(tx, list(args))
 
     def reconstruct(self, codegen: PyCodegen) -> None:
-        """Re-create the context, enter it, and leave its ``__exit__``: the
-        generated code resumes inside the ``with`` block."""
+        """Leave the context's ``__exit__``: the generated code resumes inside
+        the ``with`` block. A torch state context (grad mode) is re-created and
+        entered again (its effect lives in global state, which the graph
+        boundary resets); a user context is rebuilt as it is, already entered."""
         codegen.reconstruct(self.ctx)
-        codegen.emit("COPY", 1)
-        codegen.emit("LOAD_METHOD", "__enter__")
-        codegen.call(0)
-        codegen.emit("POP_TOP")
+        if getattr(self.ctx, "reenter_on_reconstruct", False):
+            codegen.emit("COPY", 1)
+            codegen.emit("LOAD_METHOD", "__enter__")
+            codegen.call(0)
+            codegen.emit("POP_TOP")
         codegen.load_attr("__exit__")
 
 
@@ -152,7 +155,8 @@ class ControlOps:
             unimplemented(
                 gb_type="unsupported context manager",
                 context=f"with {ctx}",
-                explanation="bytegraph traces only context managers it models (grad mode, ...).",
+                explanation="bytegraph traces torch's state context managers and ones whose __enter__/__exit__ "
+                "are written in Python.",
                 hints=("Move the with block out of the compiled function.",),
             )
         self.push(WithExitVariable(ctx))

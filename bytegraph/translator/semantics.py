@@ -8,7 +8,9 @@ inlining all have their one home here.
 from __future__ import annotations
 
 import collections
+import enum
 import inspect
+import operator
 import types
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -21,9 +23,10 @@ from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap, wrap_const
 from bytegraph.variables.builtin import BuiltinVariable
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.constant import ConstantVariable, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.containers import (
+    DequeVariable,
     DictVariable,
     DictViewVariable,
     IteratorVariable,
@@ -72,14 +75,43 @@ class PythonSemantics:
         return BuiltinVariable(fn).call_function(self, list(args), kwargs or {})
 
     def call_dunder(self: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
-        """Operators defined in Python by user classes (``__add__``...); None when
-        no user-defined dunder applies."""
+        """Operators defined in Python by user classes (``__add__``, then the
+        reflected ``__radd__``; ``__contains__``...), inlined; None when no
+        user-defined dunder applies."""
+        if kwargs:
+            return None
+        if fn is operator.contains and len(args) == 2:
+            method = _python_method(args[0], "__contains__")
+            if method is not None:
+                return ConstantVariable(method.call_function(self, [args[1]], {}).truthy(self))
+            return None
+        if fn in _UNARY_DUNDERS and len(args) == 1:
+            method = _python_method(args[0], _UNARY_DUNDERS[fn])
+            return method.call_function(self, [], {}) if method is not None else None
+        names = _BINARY_DUNDERS.get(fn)
+        if names is None or len(args) != 2:
+            return None
+        a, b = args
+        for obj, other, name in ((a, b, names[0]), (b, a, names[1])):
+            method = _python_method(obj, name)
+            if method is not None:
+                result = method.call_function(self, [other], {})
+                if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
+                    return result
         return None
 
     def construct_object(self: InstructionTranslatorBase, cls: UserDefinedClassVariable, args: Sequence[VT],
                          kwargs: dict[str, VT]) -> VT:
         """``cls(*args, **kwargs)`` for a user class."""
         klass = cls.value
+        builtin_container = _CONTAINER_CONSTRUCTORS.get(klass)
+        if builtin_container is not None:
+            return builtin_container(self, args, kwargs)
+        if issubclass(klass, enum.Enum) and all(a.is_python_constant() for a in args) and not kwargs:
+            try:
+                return ConstantVariable(klass(*[a.as_python_constant() for a in args]))
+            except ValueError as e:
+                raise_traced_from(e)
         if issubclass(klass, tuple) and hasattr(klass, "_fields"):
             field_names = klass._fields
             values = list(args) + [kwargs[name] for name in field_names[len(args):] if name in kwargs]
@@ -308,6 +340,53 @@ class PythonSemantics:
             hints=("Move the assignment out of the compiled function.",),
         )
 
+
+
+def _make_ordered_dict(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    result = DictVariable({}, collections.OrderedDict)
+    result.call_method(tx, "update", args, kwargs)
+    return result
+
+
+def _make_defaultdict(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    factory = args[0] if args else ConstantVariable(None)
+    result = DictVariable({}, collections.defaultdict, default_factory=factory)
+    result.call_method(tx, "update", args[1:], kwargs)
+    return result
+
+
+def _make_deque(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    maxlen_vt = args[1] if len(args) > 1 else kwargs.get("maxlen", ConstantVariable(None))
+    result = DequeVariable([], maxlen_vt.as_python_constant())
+    if args:
+        result.call_method(tx, "extend", [args[0]], {})
+    return result
+
+
+#: construction of builtin container classes from ``collections`` (exact types only)
+_CONTAINER_CONSTRUCTORS = {
+    collections.OrderedDict: _make_ordered_dict,
+    collections.defaultdict: _make_defaultdict,
+    collections.deque: _make_deque,
+}
+
+_BINARY_DUNDERS = {
+    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),
+    operator.mul: ("__mul__", "__rmul__"), operator.truediv: ("__truediv__", "__rtruediv__"),
+    operator.floordiv: ("__floordiv__", "__rfloordiv__"), operator.mod: ("__mod__", "__rmod__"),
+    operator.pow: ("__pow__", "__rpow__"), operator.matmul: ("__matmul__", "__rmatmul__"),
+    operator.and_: ("__and__", "__rand__"), operator.or_: ("__or__", "__ror__"),
+    operator.xor: ("__xor__", "__rxor__"), operator.lshift: ("__lshift__", "__rlshift__"),
+    operator.rshift: ("__rshift__", "__rrshift__"),
+    operator.lt: ("__lt__", "__gt__"), operator.le: ("__le__", "__ge__"), operator.gt: ("__gt__", "__lt__"),
+    operator.ge: ("__ge__", "__le__"), operator.eq: ("__eq__", "__eq__"), operator.ne: ("__ne__", "__ne__"),
+}
+_UNARY_DUNDERS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__",
+                  operator.abs: "__abs__"}
+
+
+def _python_method(vt: VT, name: str) -> VT | None:
+    return vt.python_method(name) if isinstance(vt, UserDefinedObjectVariable) else None
 
 
 def _builtin_new(klass: type) -> bool:

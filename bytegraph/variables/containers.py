@@ -324,6 +324,73 @@ _LIST_MUTATORS: dict[str, Callable[..., VT]] = {
 }
 
 
+class DequeVariable(ListVariable):
+    """A ``collections.deque``: a list with ``maxlen`` and operations at both ends."""
+
+    def __init__(self, items: Sequence[VT], maxlen: int | None = None, source=None):
+        super().__init__(items, source)
+        self.maxlen = maxlen
+
+    def python_type(self) -> type:
+        return collections.deque
+
+    def with_items(self, items: Sequence[VT]) -> VT:
+        return DequeVariable(items, self.maxlen)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        ends = {"appendleft", "popleft", "extendleft", "rotate", "append", "extend"}
+        if name in ends and not kwargs:
+            tx.output.side_effects.mutate(self)
+            if name in ("append", "extend", "appendleft", "extendleft"):
+                new = [args[0]] if name.startswith("append") else tx.unpack(args[0])
+                for item in new:
+                    if name.endswith("left"):
+                        self.items.insert(0, item)
+                        del self.items[len(self.items) if self.maxlen is None else self.maxlen:]
+                    else:
+                        self.items.append(item)
+                        del self.items[: max(0, len(self.items) - (self.maxlen or len(self.items)))]
+                return ConstantVariable(None)
+            if name == "popleft":
+                if not self.items:
+                    raise_traced(IndexError, "pop from an empty deque")
+                return self.items.pop(0)
+            steps = args[0].as_python_constant() if args else 1
+            if self.items:
+                steps %= len(self.items)
+                self.items[:] = self.items[-steps:] + self.items[:-steps] if steps else self.items
+            return ConstantVariable(None)
+        if name == "copy" and not args:
+            return DequeVariable(self.items, self.maxlen)
+        if name == "__getitem__" and args and isinstance(args[0].as_python_constant(), slice):
+            raise_traced(TypeError, "sequence index must be integer, not 'slice'")
+        return super().call_method(tx, name, args, kwargs)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name == "maxlen":
+            return ConstantVariable(self.maxlen)
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        codegen.load_callable(collections.deque)
+        self.reconstruct_contents(codegen)
+        codegen.load_const(self.maxlen)
+        codegen.call(2)
+
+    def apply_contents(self, codegen: PyCodegen, temp: str) -> None:
+        """``source.clear(); source.extend(temp)``."""
+        for method, method_args in (("clear", ()), ("extend", (temp,))):
+            codegen.load_source(self.source)
+            codegen.emit("LOAD_METHOD", method)
+            for arg in method_args:
+                codegen.load_local(arg)
+            codegen.call(len(method_args))
+            codegen.emit("POP_TOP")
+
+
 class SliceVariable(VariableTracker):
     """``slice(start, stop, step)`` whose parts may be symbolic."""
 
@@ -361,15 +428,18 @@ class DictVariable(VariableTracker):
     """A dict (or OrderedDict/defaultdict) whose keys are known at trace time.
 
     ``items`` maps a hashable key (a constant, or ``IdentityKey`` for objects
-    compared by identity) to ``(key VT, value VT)``.
+    compared by identity) to ``(key VT, value VT)``. A defaultdict keeps its
+    ``default_factory`` (a VT), called for a missing key as eager does.
     """
 
     mutable = True
 
-    def __init__(self, items: dict[Any, tuple[VT, VT]], dict_cls: type = dict, source=None):
+    def __init__(self, items: dict[Any, tuple[VT, VT]], dict_cls: type = dict, source=None,
+                 default_factory: VT | None = None):
         super().__init__(source)
         self.items = dict(items)
         self.dict_cls = dict_cls
+        self.default_factory = default_factory
 
     def python_type(self) -> type:
         return self.dict_cls
@@ -398,10 +468,14 @@ class DictVariable(VariableTracker):
         return IdentityKey(identity)
 
     def is_python_constant(self) -> bool:
-        return all(k.is_python_constant() and v.is_python_constant() for k, v in self.items.values())
+        factory_known = self.default_factory is None or self.default_factory.is_python_constant()
+        return factory_known and all(k.is_python_constant() and v.is_python_constant() for k, v in self.items.values())
 
     def as_python_constant(self) -> Any:
-        return self.dict_cls((k.as_python_constant(), v.as_python_constant()) for k, v in self.items.values())
+        pairs = [(k.as_python_constant(), v.as_python_constant()) for k, v in self.items.values()]
+        if self.dict_cls is collections.defaultdict:
+            return collections.defaultdict(self.default_factory.as_python_constant(), pairs)
+        return self.dict_cls(pairs)
 
     def as_proxy(self) -> Any:
         return {k.as_python_constant(): v.as_proxy() for k, v in self.items.values()}
@@ -422,12 +496,11 @@ class DictVariable(VariableTracker):
         hkey = self.key_of(tx, key)
         if hkey in self.items:
             return self.items[hkey][1]
-        if self.dict_cls is collections.defaultdict:
-            unimplemented(
-                gb_type="unsupported container method",
-                context="defaultdict missing key",
-                explanation="bytegraph does not yet call default factories of defaultdicts.",
-            )
+        factory = self.default_factory
+        if factory is not None and not (factory.is_python_constant() and factory.as_python_constant() is None):
+            value = factory.call_function(tx, [], {})  # defaultdict.__missing__
+            self._mutate(tx, "__setitem__", [key, value], {})
+            return value
         raise_traced(KeyError, hkey if not isinstance(hkey, IdentityKey) else "<object>")
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
@@ -449,10 +522,10 @@ class DictVariable(VariableTracker):
         if name == "items" and not args:
             return DictViewVariable(self, "items")
         if name == "copy" and not args:
-            return DictVariable(self.items, self.dict_cls)
+            return DictVariable(self.items, self.dict_cls, default_factory=self.default_factory)
         if name == "__iter__" and not args:
             return DictIteratorVariable(self, "keys")
-        if name in ("__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem"):
+        if name in ("__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem", "move_to_end"):
             return self._mutate(tx, name, args, kwargs)
         return _bad_method(self, name)
 
@@ -495,17 +568,36 @@ class DictVariable(VariableTracker):
         if name == "clear":
             self.items.clear()
             return ConstantVariable(None)
+        if name == "popitem":
+            if not self.items:
+                raise_traced(KeyError, "popitem(): dictionary is empty")
+            last = _flag(args, 0, kwargs, "last", True)
+            hkey = next(reversed(self.items)) if last else next(iter(self.items))
+            return TupleVariable(list(self.items.pop(hkey)))
+        if name == "move_to_end" and self.dict_cls is collections.OrderedDict:
+            hkey = self.key_of(tx, args[0])
+            if hkey not in self.items:
+                raise_traced(KeyError, hkey)
+            entry = self.items.pop(hkey)
+            if _flag(args, 1, kwargs, "last", True):
+                self.items[hkey] = entry
+            else:
+                self.items = {hkey: entry, **self.items}
+            return ConstantVariable(None)
         return _bad_method(self, name)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:
             codegen.load_source(self.source)
             return
-        if self.dict_cls is not dict:
-            codegen.load_callable(self.dict_cls)
+        if self.dict_cls is dict:
+            self.reconstruct_contents(codegen)
+            return
+        codegen.load_callable(self.dict_cls)
+        if self.dict_cls is collections.defaultdict:
+            codegen.reconstruct(self.default_factory)
         self.reconstruct_contents(codegen)
-        if self.dict_cls is not dict:
-            codegen.call(1)
+        codegen.call(2 if self.dict_cls is collections.defaultdict else 1)
 
     def reconstruct_contents(self, codegen: PyCodegen) -> None:
         for key, value in self.items.values():
@@ -630,6 +722,13 @@ def as_dict(tx: Tx, vt: VT) -> DictVariable | None:
     if isinstance(vt, LazyDictVariable):
         return vt.materialize(tx)
     return vt if isinstance(vt, DictVariable) else None
+
+
+def _flag(args: Sequence[VT], index: int, kwargs: dict[str, VT], name: str, default: Any) -> Any:
+    """Constant value of an optional positional-or-keyword argument."""
+    if len(args) > index:
+        return args[index].as_python_constant()
+    return kwargs[name].as_python_constant() if name in kwargs else default
 
 
 class IdentityKey:

@@ -210,6 +210,8 @@ class GradModeVariable(VariableTracker):
     was active before.
     """
 
+    reenter_on_reconstruct = True  # grad mode is global state: re-entered after a graph break
+
     def __init__(self, target_mode: bool, cls: type, applied_on_create: bool):
         super().__init__()
         self.target_mode = target_mode
@@ -248,7 +250,7 @@ class GradModeVariable(VariableTracker):
         self.entered = True
         return ConstantVariable(None)
 
-    def exit(self, tx: Tx) -> VT:
+    def exit(self, tx: Tx, args: Sequence[VT] = ()) -> VT:
         set_grad_mode(tx, self.previous_modes.pop())
         return ConstantVariable(None)
 
@@ -281,7 +283,7 @@ class GradModeWrappedFunction(VariableTracker):
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         self.ctx.enter(tx)
         result = self.fn.call_function(tx, args, kwargs)
-        self.ctx.exit(tx)
+        self.ctx.exit(tx, [])
         return result
 
 

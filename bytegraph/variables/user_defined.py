@@ -318,6 +318,31 @@ class UserDefinedObjectVariable(VariableTracker):
         return _unsupported_base(base, name)
 
     # ---- protocols -------------------------------------------------------------------------
+    def python_method(self, name: str) -> VT | None:
+        """``type(self).name`` bound to self when it is a Python function, else None."""
+        fn = class_attribute(self.python_type(), name)
+        return UserMethodVariable(fn, self) if isinstance(fn, types.FunctionType) else None
+
+    def enter(self, tx: Tx) -> VT:
+        """``with self``: inline ``__enter__``."""
+        return self._context_method("__enter__").call_function(tx, [], {})
+
+    def exit(self, tx: Tx, args: Sequence[VT]) -> VT:
+        """Leaving ``with self``: inline ``__exit__(exc_type, exc, traceback)``."""
+        padded = list(args) + [ConstantVariable(None)] * (3 - len(args))
+        return self._context_method("__exit__").call_function(tx, padded, {})
+
+    def _context_method(self, name: str) -> VT:
+        method = self.python_method(name)
+        if method is None:
+            unimplemented(
+                gb_type="unsupported context manager",
+                context=f"with {self.python_type().__qualname__} ({name} is not written in Python)",
+                explanation="bytegraph traces context managers whose __enter__/__exit__ are Python functions.",
+                hints=("Move the with block out of the compiled function.",),
+            )
+        return method
+
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         call = class_attribute(self.python_type(), "__call__")
         if isinstance(call, types.FunctionType):
