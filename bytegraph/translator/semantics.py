@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import enum
+import functools
 import inspect
 import operator
 import types
@@ -23,7 +24,7 @@ from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap, wrap_const
 from bytegraph.variables.builtin import BuiltinVariable
-from bytegraph.variables.constant import ConstantVariable, raise_traced_from
+from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.containers import (
     DequeVariable,
@@ -39,7 +40,7 @@ from bytegraph.variables.containers import (
 from bytegraph.variables.functions import UserFunctionVariable
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.tensor import TensorVariable
-from bytegraph.variables.functions import UserMethodVariable
+from bytegraph.variables.functions import PartialVariable, UserMethodVariable
 from bytegraph.variables.user_defined import (
     _MISSING,
     NewObjectVariable,
@@ -342,6 +343,12 @@ class PythonSemantics:
 
 
 
+def _make_partial(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    if not args:
+        raise_traced(TypeError, "type 'partial' takes at least one argument")
+    return PartialVariable(args[0], args[1:], kwargs)
+
+
 def _make_ordered_dict(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
     result = DictVariable({}, collections.OrderedDict)
     result.call_method(tx, "update", args, kwargs)
@@ -368,6 +375,7 @@ _CONTAINER_CONSTRUCTORS = {
     collections.OrderedDict: _make_ordered_dict,
     collections.defaultdict: _make_defaultdict,
     collections.deque: _make_deque,
+    functools.partial: _make_partial,
 }
 
 _BINARY_DUNDERS = {

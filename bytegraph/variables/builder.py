@@ -27,6 +27,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.config import config
 from bytegraph.guards.guards import (
     ConstantMatch,
+    DictKeysMatch,
     EqualsMatch,
     IdMatch,
     LenMatch,
@@ -47,7 +48,13 @@ from bytegraph.variables.containers import (
     SizeVariable,
     TupleVariable,
 )
-from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
+from bytegraph.variables.functions import (
+    PartialVariable,
+    UserFunctionVariable,
+    UserMethodVariable,
+    WrappedFunctionVariable,
+)
+from bytegraph.variables.iterators import ItertoolsFunctionVariable, is_itertools_callable
 from bytegraph.variables.misc import OpaqueConstantVariable
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.tensor import SymNodeVariable, TensorVariable
@@ -147,6 +154,19 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
             return UserMethodVariable(value.__func__, obj, source)
         return BoundMethodVariable(obj, value.__func__.__name__)
 
+    if type(value) is functools.partial:
+        guards.add(TypeMatch(source, functools.partial))
+        func = wrap(tx, value.func, AttrSource(source, "func"))
+        args = [wrap(tx, a, GetItemSource(AttrSource(source, "args"), i)) for i, a in enumerate(value.args)]
+        guards.add(LenMatch(AttrSource(source, "args"), tuple, len(value.args)))
+        guards.add(DictKeysMatch(AttrSource(source, "keywords"), dict, tuple(value.keywords)))
+        keywords = {k: wrap(tx, v, GetItemSource(AttrSource(source, "keywords"), k)) for k, v in value.keywords.items()}
+        return PartialVariable(func, args, keywords, source)
+
+    if isinstance(value, functools._lru_cache_wrapper) and isinstance(value.__wrapped__, types.FunctionType):
+        guards.add(IdMatch.of(source, value))
+        return WrappedFunctionVariable(value, wrap(tx, value.__wrapped__, AttrSource(source, "__wrapped__")), source)
+
     if isinstance(value, types.BuiltinMethodType) and not isinstance(value.__self__, types.ModuleType):
         owner = value.__self__
         if not is_torch_callable(value) and not _is_builtin_callable(value):
@@ -175,13 +195,15 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         return TorchFunctionVariable(value, source)
     if _is_builtin_callable(value):
         return BuiltinVariable(value, source)
+    if is_itertools_callable(value):
+        return ItertoolsFunctionVariable(value, source)
     if isinstance(value, types.FunctionType):
         return UserFunctionVariable(value, source)
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value, source)
     if isinstance(value, type):
         return UserDefinedClassVariable(value, source)
-    if isinstance(value, functools.partial) or type(value).__module__ in ("logging", "typing"):
+    if type(value).__module__ in ("logging", "typing"):
         return OpaqueConstantVariable(value, source)
     if source is None:
         return OpaqueConstantVariable(value)
@@ -267,4 +289,6 @@ def wrap_const(tx: Tx, value: Any) -> VT:
         )
     if isinstance(value, enum.Enum):
         return ConstantVariable(value)
+    if isinstance(value, functools._lru_cache_wrapper) and isinstance(value.__wrapped__, types.FunctionType):
+        return WrappedFunctionVariable(value, UserFunctionVariable(value.__wrapped__))
     return _wrap_by_kind(tx, value, None)

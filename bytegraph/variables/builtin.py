@@ -67,6 +67,12 @@ TENSOR_OPERATORS = frozenset(
     }
 )
 
+#: operators of sets (constant items): folded to a new set or a bool.
+SET_OPERATORS = frozenset({
+    operator.or_, operator.and_, operator.sub, operator.xor, operator.le, operator.lt, operator.ge,
+    operator.gt, operator.eq, operator.ne,
+})
+
 #: in-place operator -> its out-of-place twin, for immutable operands.
 INPLACE_TO_BINARY = {
     operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
@@ -233,6 +239,11 @@ class BuiltinVariable(VariableTracker):
 
     def _sequence_operator(self, tx: Tx, args: Sequence[VT]) -> VT | None:
         fn = self.fn
+        if len(args) == 2 and fn in SET_OPERATORS and all(isinstance(a, SetVariable) for a in args):
+            result = fn(args[0].values, args[1].values)  # a new set (or a bool), never an operand
+            if isinstance(result, (set, frozenset)):
+                return SetVariable([ConstantVariable(v) for v in result], type(result))
+            return ConstantVariable(result)
         if len(args) == 2:
             a, b = args
             if fn is operator.getitem:

@@ -197,7 +197,21 @@ class NamedTupleVariable(TupleVariable):
         fields = self.fields()
         if name in fields:
             return self.items[fields.index(name)]
+        if name == "_fields" and hasattr(self.tuple_cls, "_fields"):
+            return ConstantVariable(self.tuple_cls._fields)
         return super().var_getattr(tx, name)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if hasattr(self.tuple_cls, "_fields"):  # collections.namedtuple helpers
+            fields = self.fields()
+            if name == "_asdict" and not args and not kwargs:
+                return DictVariable({f: (ConstantVariable(f), v) for f, v in zip(fields, self.items)})
+            if name == "_replace" and not args:
+                unknown = set(kwargs) - set(fields)
+                if unknown:
+                    raise_traced(ValueError, f"Got unexpected field names: {sorted(unknown)!r}")
+                return NamedTupleVariable([kwargs.get(f, v) for f, v in zip(fields, self.items)], self.tuple_cls)
+        return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:

@@ -7,6 +7,8 @@ closure cells.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import types
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -131,6 +133,9 @@ class UserFunctionVariable(VariableTracker):
         return True
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if self.fn in FOLDABLE_LIBRARY_FUNCTIONS and all(a.is_python_constant() for a in (*args, *kwargs.values())):
+            values = [a.as_python_constant() for a in args]
+            return tx.wrap_const(self.fn(*values, **{k: v.as_python_constant() for k, v in kwargs.items()}))
         return tx.inline_call(self, args, kwargs)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
@@ -152,6 +157,15 @@ class UserFunctionVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"UserFunctionVariable({self.fn.__qualname__})"
+
+
+#: library functions with no side effects, evaluated at trace time when every
+#: argument is a constant (functions and classes count as constants: they are
+#: guarded by identity)
+FOLDABLE_LIBRARY_FUNCTIONS = frozenset({
+    inspect.signature, inspect.isclass, inspect.isfunction, inspect.ismethod, inspect.isgeneratorfunction,
+    inspect.iscoroutinefunction, inspect.getfullargspec, inspect.isabstract, inspect.unwrap,
+})
 
 
 class UserMethodVariable(UserFunctionVariable):
@@ -271,3 +285,79 @@ class NestedUserFunctionVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"NestedUserFunctionVariable({self.qualname})"
+
+
+class PartialVariable(VariableTracker):
+    """``functools.partial(func, *args, **keywords)``: calling it calls ``func``
+    with the stored arguments first."""
+
+    def __init__(self, func: VT, args: Sequence[VT], keywords: dict[str, VT], source=None):
+        super().__init__(source)
+        self.func = func
+        self.args = list(args)
+        self.keywords = dict(keywords)
+
+    def python_type(self) -> type:
+        return functools.partial
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return self.func.call_function(tx, [*self.args, *args], {**self.keywords, **kwargs})
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name == "func":
+            return self.func
+        if name == "args":
+            return tx.make_tuple(self.args)
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        codegen.load_callable(functools.partial)
+        codegen.reconstruct(self.func)
+        for arg in self.args:
+            codegen.reconstruct(arg)
+        for value in self.keywords.values():
+            codegen.reconstruct(value)
+        if self.keywords:
+            codegen.emit("KW_NAMES", tuple(self.keywords))
+        codegen.call(1 + len(self.args) + len(self.keywords))
+
+    def __repr__(self) -> str:
+        return f"PartialVariable({self.func})"
+
+
+class WrappedFunctionVariable(VariableTracker):
+    """A C-level wrapper around a pure Python function (``functools.lru_cache``):
+    calls trace the wrapped function (the cache only saves time, the results
+    are the same); the object itself is the wrapper."""
+
+    def __init__(self, wrapper: Any, inner: VT, source=None):
+        super().__init__(source)
+        self.wrapper = wrapper
+        self.inner = inner
+
+    def python_type(self) -> type:
+        return type(self.wrapper)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.wrapper
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return self.inner.call_function(tx, args, kwargs)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+        else:
+            codegen.load_const(self.wrapper)

@@ -1,0 +1,162 @@
+"""``itertools`` on traced values.
+
+Functions that only rearrange their inputs (``chain``, ``product``,
+``zip_longest``, ``islice``, ``combinations``, ``permutations``, ``pairwise``,
+``compress``, ``repeat`` with a count) are applied to the *lists of VTs* the
+iterables unpack to: the real ``itertools`` function does the rearranging, and
+the VTs ride along unchanged. ``accumulate`` adds with the traced ``+``.
+``count`` and ``repeat`` without a count are infinite: they become lazy
+iterators, so ``zip(count(), xs)`` works.
+"""
+from __future__ import annotations
+
+import itertools
+import operator
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from bytegraph.breaks import unimplemented
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.containers import IteratorVariable, ListIteratorVariable, TupleVariable
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+VT = VariableTracker
+
+#: itertools functions applied to unpacked VT lists; the value says which
+#: arguments are iterables ("all", or the indices of iterable positions).
+REARRANGING: dict[Callable, Any] = {
+    itertools.chain: "all",
+    itertools.product: "all",
+    itertools.zip_longest: "all",
+    itertools.islice: (0,),
+    itertools.combinations: (0,),
+    itertools.combinations_with_replacement: (0,),
+    itertools.permutations: (0,),
+    itertools.pairwise: (0,),
+    itertools.compress: (0, 1),
+}
+
+
+def _as_vt(value: Any) -> VT:
+    """Re-wrap what the real itertools produced from VT lists: tuples of VTs."""
+    if isinstance(value, tuple):
+        return TupleVariable([_as_vt(v) for v in value])
+    return value
+
+
+class CountIteratorVariable(IteratorVariable):
+    """``itertools.count(start, step)`` (or ``repeat(obj)``): infinite, so lazy."""
+
+    def __init__(self, start: VT, step: VT | None):
+        super().__init__()
+        self.current = start
+        self.step = step
+
+    def next_item(self, tx: Tx) -> VT | None:
+        item = self.current
+        if self.step is not None:
+            self.current = tx.call_builtin(operator.add, [self.current, self.step])
+        return item
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        unimplemented(
+            gb_type="infinite iterator",
+            context="materialising itertools.count/repeat",
+            explanation="The iterator never ends; only lazy consumption (zip, next, a loop with break) is traced.",
+            hints=("Bound it, e.g. with zip() or itertools.islice().",),
+        )
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.step is None:
+            codegen.load_callable(itertools.repeat)
+            codegen.reconstruct(self.current)
+            codegen.call(1)
+        else:
+            codegen.load_callable(itertools.count)
+            codegen.reconstruct(self.current)
+            codegen.reconstruct(self.step)
+            codegen.call(2)
+
+
+class ItertoolsFunctionVariable(VariableTracker):
+    """One callable of ``itertools``."""
+
+    def __init__(self, fn: Callable, source: Any = None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_const(self.fn)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if self.fn is itertools.chain and name == "from_iterable":
+            return ItertoolsFunctionVariable(itertools.chain.from_iterable)
+        return super().var_getattr(tx, name)
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        fn = self.fn
+        if fn is itertools.chain.from_iterable and len(args) == 1 and not kwargs:
+            return ListIteratorVariable([item for part in tx.unpack(args[0]) for item in tx.unpack(part)])
+        if fn is itertools.count:
+            start = args[0] if args else kwargs.get("start", ConstantVariable(0))
+            step = args[1] if len(args) > 1 else kwargs.get("step", ConstantVariable(1))
+            return CountIteratorVariable(start, step)
+        if fn is itertools.repeat:
+            times = args[1] if len(args) > 1 else kwargs.get("times")
+            if times is None:
+                return CountIteratorVariable(args[0], None)
+            return ListIteratorVariable([args[0]] * times.as_python_constant())
+        if fn is itertools.accumulate and len(args) == 1:
+            return self._accumulate(tx, args[0], kwargs)
+        positions = REARRANGING.get(fn)
+        if positions is not None:
+            return self._rearrange(tx, positions, args, kwargs)
+        unimplemented(
+            gb_type="unsupported itertools function",
+            context=f"itertools.{getattr(fn, '__name__', fn)}",
+            explanation="This itertools function calls user code or is not modelled.",
+            hints=("Materialise the values first, or move this out of the compiled function.",),
+        )
+
+    def _rearrange(self, tx: Tx, positions: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        iterable = set(range(len(args))) if positions == "all" else set(positions)
+        real_args = [tx.unpack(a) if i in iterable else a.as_python_constant() for i, a in enumerate(args)]
+        real_kwargs = {k: (v if k == "fillvalue" else v.as_python_constant()) for k, v in kwargs.items()}
+        if self.fn is itertools.zip_longest:
+            real_kwargs.setdefault("fillvalue", ConstantVariable(None))
+        return ListIteratorVariable([_as_vt(v) for v in self.fn(*real_args, **real_kwargs)])
+
+    def _accumulate(self, tx: Tx, iterable: VT, kwargs: dict[str, VT]) -> VT:
+        func = kwargs.get("func")
+        initial = kwargs.get("initial")
+        out: list[VT] = [] if initial is None else [initial]
+        for item in tx.unpack(iterable):
+            if not out:
+                out.append(item)
+            elif func is None or (func.is_python_constant() and func.as_python_constant() is None):
+                out.append(tx.call_builtin(operator.add, [out[-1], item]))
+            else:
+                out.append(func.call_function(tx, [out[-1], item], {}))
+        return ListIteratorVariable(out)
+
+    def __repr__(self) -> str:
+        return f"ItertoolsFunctionVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+def is_itertools_callable(value: Any) -> bool:
+    return callable(value) and getattr(value, "__module__", None) == "itertools" or value is itertools.chain.from_iterable
