@@ -37,6 +37,7 @@ class SideEffects:
         self._attrs: dict[tuple[int, str], tuple[Any, str, Any]] = {}  # (id(VT), name) -> (VT, name, value VT)
         self._globals: dict[tuple[int, str], tuple[dict, str, Any]] = {}
         self._raw: set[tuple[int, str]] = set()
+        self._calls: list[tuple[Any, tuple, dict]] = []
 
     # ---- identity of real objects --------------------------------------------------
     def tracked(self, value: Any) -> Any:
@@ -99,8 +100,13 @@ class SideEffects:
         entry = self._globals.get((id(f_globals), name))
         return entry[2] if entry is not None else None
 
+    def record_call(self, fn: Any, args: tuple, kwargs: dict) -> None:
+        """A call with constant arguments whose only effect is outside the
+        program's values (a warning, a log line): made after the graph runs."""
+        self._calls.append((fn, args, kwargs))
+
     def is_empty(self) -> bool:
-        return not (self._mutated or self._attrs or self._globals)
+        return not (self._mutated or self._attrs or self._globals or self._calls)
 
     # ---- replay ------------------------------------------------------------------------
     def codegen_values(self, codegen: PyCodegen) -> list[tuple[str, Any, str]]:
@@ -119,6 +125,7 @@ class SideEffects:
                 plan.append((kind, (obj, name), codegen.store_temp(lambda v=value: codegen.reconstruct(v))))
         for f_globals, name, value in self._globals.values():
             plan.append(("global", (f_globals, name), codegen.store_temp(lambda v=value: codegen.reconstruct(v))))
+        plan += [("call", call, "") for call in self._calls]
         return plan
 
     @staticmethod
@@ -139,6 +146,15 @@ class SideEffects:
                 codegen.load_const(name)
                 codegen.load_local(temp)
                 codegen.call(3)
+                codegen.emit("POP_TOP")
+            elif kind == "call":
+                fn, args, kwargs = target
+                codegen.load_callable(fn)
+                for arg in (*args, *kwargs.values()):
+                    codegen.load_const(arg)
+                if kwargs:
+                    codegen.emit("KW_NAMES", tuple(kwargs))
+                codegen.call(len(args) + len(kwargs))
                 codegen.emit("POP_TOP")
             elif kind == "delattr":
                 obj, name = target

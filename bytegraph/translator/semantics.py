@@ -13,7 +13,7 @@ import functools
 import inspect
 import operator
 import types
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
@@ -23,7 +23,7 @@ from bytegraph.guards.guards import DictContains, NoAliasing
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap, wrap_const
-from bytegraph.variables.builtin import BuiltinVariable
+from bytegraph.variables.builtin import BuiltinVariable, OperatorGetterVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.containers import (
@@ -105,7 +105,7 @@ class PythonSemantics:
                          kwargs: dict[str, VT]) -> VT:
         """``cls(*args, **kwargs)`` for a user class."""
         klass = cls.value
-        builtin_container = _CONTAINER_CONSTRUCTORS.get(klass)
+        builtin_container = _LIBRARY_CONSTRUCTORS.get(klass)
         if builtin_container is not None:
             return builtin_container(self, args, kwargs)
         if issubclass(klass, enum.Enum) and all(a.is_python_constant() for a in args) and not kwargs:
@@ -370,12 +370,22 @@ def _make_deque(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[
     return result
 
 
-#: construction of builtin container classes from ``collections`` (exact types only)
-_CONTAINER_CONSTRUCTORS = {
+def _make_operator_getter(kind: type) -> Callable[..., VT]:
+    def make(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return OperatorGetterVariable(kind, args, kwargs)
+
+    return make
+
+
+#: construction of library classes modelled by a VT kind (exact types only)
+_LIBRARY_CONSTRUCTORS = {
     collections.OrderedDict: _make_ordered_dict,
     collections.defaultdict: _make_defaultdict,
     collections.deque: _make_deque,
     functools.partial: _make_partial,
+    operator.itemgetter: _make_operator_getter(operator.itemgetter),
+    operator.attrgetter: _make_operator_getter(operator.attrgetter),
+    operator.methodcaller: _make_operator_getter(operator.methodcaller),
 }
 
 _BINARY_DUNDERS = {

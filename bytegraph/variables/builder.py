@@ -55,7 +55,7 @@ from bytegraph.variables.functions import (
     WrappedFunctionVariable,
 )
 from bytegraph.variables.iterators import ItertoolsFunctionVariable, is_itertools_callable
-from bytegraph.variables.misc import OpaqueConstantVariable
+from bytegraph.variables.misc import DEFERRED_CALLS, DeferredCallVariable, OpaqueConstantVariable
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.tensor import SymNodeVariable, TensorVariable
 from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_callable
@@ -193,6 +193,8 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
     """The VT kind for functions, classes, modules and other objects."""
     if is_torch_callable(value):
         return TorchFunctionVariable(value, source)
+    if any(value is deferred for deferred in DEFERRED_CALLS):
+        return DeferredCallVariable(value)
     if _is_builtin_callable(value):
         return BuiltinVariable(value, source)
     if is_itertools_callable(value):

@@ -541,3 +541,46 @@ _HANDLED = {
     for name in dir(BuiltinVariable)
     if name.startswith("_call_") and hasattr(builtins, name[len("_call_"):])
 }
+
+
+class OperatorGetterVariable(VariableTracker):
+    """``operator.itemgetter(*keys)``, ``attrgetter(*names)`` or
+    ``methodcaller(name, *args, **kwargs)``: calling it applies the traced
+    subscript, attribute read or method call."""
+
+    def __init__(self, kind: type, args: Sequence[VT], kwargs: dict[str, VT]):
+        super().__init__()
+        self.kind = kind
+        self.args = list(args)
+        self.kwargs = dict(kwargs)
+
+    def python_type(self) -> type:
+        return self.kind
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        (obj,) = args
+        if self.kind is operator.methodcaller:
+            name = self.args[0].as_python_constant()
+            return tx.get_attr(obj, name).call_function(tx, self.args[1:], self.kwargs)
+        results = [self._one(tx, obj, key) for key in self.args]
+        return results[0] if len(results) == 1 else tx.make_tuple(results)
+
+    def _one(self, tx: Tx, obj: VT, key: VT) -> VT:
+        if self.kind is operator.itemgetter:
+            return tx.call_builtin(operator.getitem, [obj, key])
+        for part in key.as_python_constant().split("."):
+            obj = tx.get_attr(obj, part)
+        return obj
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_callable(self.kind)
+        for arg in self.args:
+            codegen.reconstruct(arg)
+        for value in self.kwargs.values():
+            codegen.reconstruct(value)
+        if self.kwargs:
+            codegen.emit("KW_NAMES", tuple(self.kwargs))
+        codegen.call(len(self.args) + len(self.kwargs))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import types
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -164,7 +165,7 @@ class UserFunctionVariable(VariableTracker):
 #: guarded by identity)
 FOLDABLE_LIBRARY_FUNCTIONS = frozenset({
     inspect.signature, inspect.isclass, inspect.isfunction, inspect.ismethod, inspect.isgeneratorfunction,
-    inspect.iscoroutinefunction, inspect.getfullargspec, inspect.isabstract, inspect.unwrap,
+    inspect.iscoroutinefunction, inspect.getfullargspec, inspect.isabstract, inspect.unwrap, logging.getLogger,
 })
 
 

@@ -1,9 +1,13 @@
 """Small VariableTracker kinds that have no other home."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import logging
+import warnings
+from typing import TYPE_CHECKING, Any, Sequence
 
+from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import ConstantVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -47,7 +51,10 @@ class OpaqueConstantVariable(VariableTracker):
         return bool(self.value)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
-        return tx.wrap_const(getattr(self.value, name))
+        value = getattr(self.value, name)
+        if isinstance(self.value, logging.Logger) and callable(value):
+            return DeferredCallVariable(value)
+        return tx.wrap_const(value)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:
@@ -57,3 +64,39 @@ class OpaqueConstantVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"OpaqueConstantVariable({type(self.value).__name__})"
+
+
+class DeferredCallVariable(VariableTracker):
+    """A call whose only effect is outside the program's values (``warnings.warn``,
+    a logger method): with constant arguments it is recorded and made after
+    the graph runs, instead of breaking the graph."""
+
+    def __init__(self, fn: Any):
+        super().__init__()
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if not all(a.is_python_constant() for a in (*args, *kwargs.values())):
+            unimplemented(
+                gb_type="logging or warning with traced values",
+                context=f"{getattr(self.fn, '__qualname__', self.fn)} with non-constant arguments",
+                explanation="A warning or log message built from traced values is only known when the graph runs.",
+                hints=("Log constants, or move the call out of the compiled function.",),
+            )
+        tx.output.side_effects.record_call(
+            self.fn, tuple(a.as_python_constant() for a in args), {k: v.as_python_constant() for k, v in kwargs.items()}
+        )
+        return ConstantVariable(None)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_const(self.fn)
+
+
+#: callables made after the graph rather than traced (see DeferredCallVariable)
+DEFERRED_CALLS = frozenset({warnings.warn})
