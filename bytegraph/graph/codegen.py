@@ -123,6 +123,11 @@ class PyCodegen:
     def load_source(self, source: Any) -> None:
         source.reconstruct(self)
 
+    def load_callable_source(self, source: Any) -> None:
+        """Push NULL and the value of ``source``, ready for ``call(n)``."""
+        self.emit("PUSH_NULL")
+        self.load_source(source)
+
     def pop_to_temp(self, hint: str = "tmp") -> str:
         """Store TOS in a new temporary local; returns its name."""
         temp = self.new_temp(hint)

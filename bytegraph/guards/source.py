@@ -43,6 +43,10 @@ class Codegen(Protocol):
 
     def subscr(self) -> None: ...
 
+    def load_callable_source(self, source: "Source") -> None: ...
+
+    def call(self, nargs: int) -> None: ...
+
 
 @dataclasses.dataclass(frozen=True)
 class Source:
@@ -179,6 +183,27 @@ class GetItemSource(Source):
         self.base_source.reconstruct(codegen)
         codegen.load_const(self.key)
         codegen.subscr()
+
+
+@dataclasses.dataclass(frozen=True)
+class WeakRefCallSource(Source):
+    """``base()`` for a weak reference ``base``: the object it refers to."""
+
+    base_source: Source
+
+    @property
+    def base(self) -> Source:
+        return self.base_source
+
+    def name(self) -> str:
+        return f"{self.base_source.name()}()"
+
+    def guard_expr(self, names: GuardNames) -> str:
+        return f"{names.expr(self.base_source)}()"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        codegen.load_callable_source(self.base_source)
+        codegen.call(0)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -113,6 +113,16 @@ def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
             hints=("Call it outside the compiled function.",),
         )
     module = fn.get_globals().get("__name__", "") or ""
+    if module.startswith("torch._dynamo"):
+        wrapped = getattr(getattr(fn, "fn", None), "__wrapped__", None)
+        target = getattr(wrapped, "__qualname__", name)
+        unimplemented(
+            gb_type="function disabled for compilers",
+            context=f"call to {target}, which torch marks as not to be compiled",
+            explanation="torch wraps this function so that compilers run it natively "
+            "(torch.utils.checkpoint.checkpoint is one).",
+            hints=("It runs natively, the rest of the frame stays compiled.",),
+        )
     if is_skipped_module(module):
         unimplemented(
             gb_type="call to skipped function",

@@ -26,6 +26,7 @@ from bytegraph.translator.inline import inline_call
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.functions import CellVariable
+from bytegraph.variables.torch_state import autocast_state
 
 VT = VariableTracker
 
@@ -74,6 +75,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             GlobalStateMatch(None, torch._C._len_torch_function_stack, torch._C._len_torch_function_stack(),
                              "torch function mode stack depth")
         )
+        output.guards.add(GlobalStateMatch(None, autocast_state, autocast_state(), "autocast state"))
         for name, value in f_locals.items():
             self.symbolic_locals[name] = self.wrap(value, LocalSource(name))
 

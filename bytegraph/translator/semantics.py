@@ -39,7 +39,7 @@ from bytegraph.variables.containers import (
 )
 from bytegraph.variables.functions import UserFunctionVariable
 from bytegraph.variables.nn_module import NNModuleVariable
-from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.tensor import TensorVariable, graph_call
 from bytegraph.variables.functions import PartialVariable, UserMethodVariable
 from bytegraph.variables.user_defined import (
     _MISSING,
@@ -160,6 +160,11 @@ class PythonSemantics:
             base = getattr(init, "__objclass__", object)
             obj.call_slot(self, base, "__init__", args, kwargs)
         return obj
+
+    def graph_call(self: InstructionTranslatorBase, kind: str, target: Any, args: Sequence[VT],
+                   kwargs: dict[str, VT]) -> VT:
+        """Put ``target(*args, **kwargs)`` in the graph (see ``variables.tensor.graph_call``)."""
+        return graph_call(self, kind, target, args, kwargs)
 
     def make_tuple(self: InstructionTranslatorBase, items: Sequence[VT]) -> VT:
         return TupleVariable(items)

@@ -19,6 +19,7 @@ import functools
 import math
 import operator
 import types
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -55,7 +56,7 @@ from bytegraph.variables.functions import (
     WrappedFunctionVariable,
 )
 from bytegraph.variables.iterators import ItertoolsFunctionVariable, is_itertools_callable
-from bytegraph.variables.misc import DEFERRED_CALLS, DeferredCallVariable, OpaqueConstantVariable
+from bytegraph.variables.misc import DEFERRED_CALLS, DeferredCallVariable, OpaqueConstantVariable, WeakRefVariable
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.tensor import SymNodeVariable, TensorVariable
 from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_callable
@@ -153,6 +154,10 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         if isinstance(value.__func__, types.FunctionType):
             return UserMethodVariable(value.__func__, obj, source)
         return BoundMethodVariable(obj, value.__func__.__name__)
+
+    if type(value) is weakref.ReferenceType:
+        guards.add(TypeMatch(source, weakref.ReferenceType))
+        return WeakRefVariable(value, source)
 
     if type(value) is functools.partial:
         guards.add(TypeMatch(source, functools.partial))

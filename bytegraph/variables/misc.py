@@ -6,6 +6,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented
+from bytegraph.guards.source import WeakRefCallSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 
@@ -100,3 +101,23 @@ class DeferredCallVariable(VariableTracker):
 
 #: callables made after the graph rather than traced (see DeferredCallVariable)
 DEFERRED_CALLS = frozenset({warnings.warn})
+
+
+class WeakRefVariable(VariableTracker):
+    """A ``weakref.ref`` read from a source; calling it reads the referent,
+    guarded through ``ref()`` (so its death or replacement recompiles)."""
+
+    def __init__(self, ref: Any, source: Any):
+        super().__init__(source)
+        self.ref = ref
+
+    def python_type(self) -> type:
+        return type(self.ref)
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if args or kwargs:
+            return super().call_function(tx, args, kwargs)
+        return tx.wrap(self.ref(), WeakRefCallSource(self.source))

@@ -52,6 +52,12 @@ def hook_registrations() -> int:
     return RemovableHandle.next_id
 
 
+def _has_backward_hooks(module: torch.nn.Module) -> bool:
+    module_mod = torch.nn.modules.module
+    return bool(module._backward_hooks or module._backward_pre_hooks or module_mod._global_backward_hooks
+                or module_mod._global_backward_pre_hooks)
+
+
 def has_hooks(module: torch.nn.Module) -> bool:
     if any(getattr(module, name, None) for name in _HOOK_DICTS):
         return True
@@ -131,12 +137,16 @@ class NNModuleVariable(VariableTracker):
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         module = self.value
         if has_hooks(module):
-            unimplemented(
-                gb_type="module hooks",
-                context=f"call of {type(module).__name__} with hooks registered",
-                explanation="Modules with forward/backward hooks are not traced yet.",
-                hints=("Remove the hooks, or accept the graph break.",),
-            )
+            if _has_backward_hooks(module):
+                unimplemented(
+                    gb_type="module backward hooks",
+                    context=f"call of {type(module).__name__} with backward hooks registered",
+                    explanation="Module backward hooks wrap the inputs and outputs in autograd nodes; "
+                    "bytegraph does not trace them.",
+                    hints=("Register a hook on the output tensor instead, or accept the graph break.",),
+                )
+            # forward (pre-)hooks: trace torch's own Module._call_impl, which runs them
+            return tx.inline_call(UserMethodVariable(torch.nn.Module._call_impl, self), [self, *args], kwargs)
         tx.output.guards.add(
             GlobalStateMatch(None, hook_registrations, hook_registrations(), "hook registrations")
         )

@@ -7,9 +7,9 @@ classifies the callable once:
   tensor API, plus the factory functions): calls become graph nodes;
 - a **state query** (``torch.is_grad_enabled`` ...): folded to a constant and
   guarded with a :class:`~bytegraph.guards.guards.GlobalStateMatch`;
-- a **grad-mode context manager** (``no_grad``, ``enable_grad``,
-  ``set_grad_enabled``): a :class:`GradModeVariable`, which switches grad mode
-  both at trace time and inside the graph;
+- a **state context manager** (``no_grad``, ``enable_grad``,
+  ``set_grad_enabled``, ``autocast``, ``inference_mode``): see
+  :mod:`bytegraph.variables.torch_state`;
 - a **pure helper** (``torch.Size``, ``torch.device``, ``torch.finfo`` ...):
   folded when its arguments are constants;
 - anything else from torch written in Python is inlined like user code; the
@@ -29,6 +29,7 @@ from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers import SizeVariable
 from bytegraph.variables.tensor import graph_call
+from bytegraph.variables.torch_state import STATE_CONTEXTS, create_state_context
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -83,7 +84,6 @@ IS_COMPILING_NAMES = frozenset(
     }
 )
 
-GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
 
 #: ``has_torch_function`` checks: answered from the Python types of the arguments.
 HAS_TORCH_FUNCTION = frozenset(
@@ -135,7 +135,7 @@ def is_torch_callable(fn: Any) -> bool:
         fn in HAS_TORCH_FUNCTION
     ):
         return True
-    if isinstance(fn, type) and issubclass(fn, GRAD_MODE_CLASSES):
+    if isinstance(fn, type) and issubclass(fn, STATE_CONTEXTS):
         return True
     module = getattr(fn, "__module__", None) or ""
     return isinstance(fn, types.BuiltinFunctionType) and (module.startswith("torch") or module == "")
@@ -177,8 +177,8 @@ class TorchFunctionVariable(VariableTracker):
         if fn in HAS_TORCH_FUNCTION:
             values = tx.unpack(args[0]) if fn is torch._C._has_torch_function else list(args)
             return ConstantVariable(any(_overrides_torch_function(v.python_type()) for v in values))
-        if isinstance(fn, type) and issubclass(fn, GRAD_MODE_CLASSES):
-            return GradModeVariable.create(tx, fn, args, kwargs)
+        if isinstance(fn, type) and issubclass(fn, STATE_CONTEXTS):
+            return create_state_context(tx, fn, args, kwargs)
         if fn is torch.Size and len(args) == 1 and not kwargs:
             return SizeVariable(tx.unpack(args[0]))
         constant_args = all(a.is_python_constant() for a in args) and all(
@@ -199,100 +199,6 @@ class TorchFunctionVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"TorchFunctionVariable({getattr(self.fn, '__name__', self.fn)})"
-
-
-class GradModeVariable(VariableTracker):
-    """``torch.no_grad()``, ``torch.enable_grad()`` or ``torch.set_grad_enabled(m)``.
-
-    Entering switches grad mode at trace time (so FakeTensor results carry the
-    right ``requires_grad``) and adds ``torch._C._set_grad_enabled`` to the
-    graph (so the compiled graph switches too); exiting restores the mode that
-    was active before.
-    """
-
-    reenter_on_reconstruct = True  # grad mode is global state: re-entered after a graph break
-
-    def __init__(self, target_mode: bool, cls: type, applied_on_create: bool):
-        super().__init__()
-        self.target_mode = target_mode
-        self.cls = cls
-        self.applied_on_create = applied_on_create
-        self.entered = False
-        self.previous_modes: list[bool] = []
-
-    @staticmethod
-    def create(tx: Tx, cls: type, args: Sequence[VT], kwargs: dict[str, VT]) -> "GradModeVariable":
-        if issubclass(cls, torch.set_grad_enabled):
-            mode = (args[0] if args else kwargs["mode"]).as_python_constant()
-            var = GradModeVariable(bool(mode), cls, applied_on_create=True)
-            var.previous_modes.append(torch.is_grad_enabled())
-            set_grad_mode(tx, bool(mode))
-            # unscoped until a ``with`` enters it (a plain call is never undone)
-            tx.output.unscoped_grad_mode_changes += 1
-            return var
-        if args or kwargs:
-            unimplemented(
-                gb_type="unsupported context manager",
-                context=f"{cls.__name__} with arguments",
-                explanation="This grad-mode context manager takes no arguments here.",
-            )
-        return GradModeVariable(issubclass(cls, torch.enable_grad), cls, applied_on_create=False)
-
-    def python_type(self) -> type:
-        return self.cls
-
-    def enter(self, tx: Tx) -> VT:
-        if not self.applied_on_create:
-            self.previous_modes.append(torch.is_grad_enabled())
-            set_grad_mode(tx, self.target_mode)
-        elif not self.entered:
-            tx.output.unscoped_grad_mode_changes -= 1
-        self.entered = True
-        return ConstantVariable(None)
-
-    def exit(self, tx: Tx, args: Sequence[VT] = ()) -> VT:
-        set_grad_mode(tx, self.previous_modes.pop())
-        return ConstantVariable(None)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        codegen.load_callable(self.cls)
-        if issubclass(self.cls, torch.set_grad_enabled):
-            codegen.load_const(self.target_mode)
-            codegen.call(1)
-        else:
-            codegen.call(0)
-
-    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        # used as a decorator: @torch.no_grad()
-        if len(args) == 1 and not kwargs:
-            return GradModeWrappedFunction(self, args[0])
-        return super().call_function(tx, args, kwargs)
-
-    def __repr__(self) -> str:
-        return f"GradModeVariable({self.cls.__name__}, mode={self.target_mode})"
-
-
-class GradModeWrappedFunction(VariableTracker):
-    """A function decorated inside the trace by a grad-mode context manager."""
-
-    def __init__(self, ctx: GradModeVariable, fn: VT):
-        super().__init__()
-        self.ctx = ctx
-        self.fn = fn
-
-    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        self.ctx.enter(tx)
-        result = self.fn.call_function(tx, args, kwargs)
-        self.ctx.exit(tx, [])
-        return result
-
-
-def set_grad_mode(tx: Tx, mode: bool) -> None:
-    """Switch grad mode now and in the graph (no-op when unchanged)."""
-    if torch.is_grad_enabled() == mode:
-        return
-    torch._C._set_grad_enabled(mode)
-    tx.output.create_node("call_function", torch._C._set_grad_enabled, (mode,), {}, None)
 
 
 class PythonModuleVariable(VariableTracker):

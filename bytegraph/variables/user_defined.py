@@ -10,6 +10,9 @@ from __future__ import annotations
 import collections
 import inspect
 import types
+import weakref
+
+import torch
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented
@@ -140,6 +143,8 @@ class UserDefinedClassVariable(VariableTracker):
         return True
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name == "apply" and issubclass(self.value, torch.autograd.Function):
+            return AutogradFunctionApplyVariable(self.value)
         attr = class_attribute(self.value, name)
         if attr is _MISSING:
             if name in ("__name__", "__qualname__", "__module__"):
@@ -509,3 +514,36 @@ class SlotMethodVariable(VariableTracker):
         if not isinstance(obj, UserDefinedObjectVariable):
             return _unsupported_base(self.base, self.name)
         return obj.call_slot(tx, self.base, self.name, rest, kwargs)
+
+
+class AutogradFunctionApplyVariable(VariableTracker):
+    """``MyFunction.apply`` of a ``torch.autograd.Function`` subclass: the call
+    goes in the graph as one node, so autograd uses the user's ``backward``
+    (backends that trace the joint graph run it too). The ``forward`` is run on
+    FakeTensors once while tracing, to infer its outputs."""
+
+    def __init__(self, fn_cls: type):
+        super().__init__()
+        self.fn_cls = fn_cls
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return tx.graph_call("call_function", _apply_target(self.fn_cls), args, kwargs)
+
+
+_APPLY_TARGETS: "weakref.WeakKeyDictionary[type, Any]" = weakref.WeakKeyDictionary()
+
+
+def _apply_target(fn_cls: type) -> Any:
+    """A plain function calling ``fn_cls.apply``: an fx target the graph's code
+    can name (fx cannot import a classmethod bound to a user class)."""
+    target = _APPLY_TARGETS.get(fn_cls)
+    if target is None:
+        def target(*args: Any, **kwargs: Any) -> Any:
+            return fn_cls.apply(*args, **kwargs)
+
+        target.__name__ = target.__qualname__ = f"{fn_cls.__name__}_apply"
+        _APPLY_TARGETS[fn_cls] = target
+    return target

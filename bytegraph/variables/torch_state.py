@@ -1,0 +1,228 @@
+"""torch's global-state context managers: grad mode, autocast, inference mode.
+
+Each switches the state at trace time (so FakeTensor results carry the right
+``requires_grad``/dtype) and inside the graph (so the compiled graph switches
+too), and restores it on exit. After a graph break inside one, the generated
+code re-creates and re-enters it (the state is global, and the graph boundary
+resets it to the frame's entry state).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+import torch
+import torch.amp.autocast_mode as autocast_mode
+import torch.autograd.grad_mode as grad_mode
+
+from bytegraph.breaks import unimplemented
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import ConstantVariable
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+VT = VariableTracker
+
+GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
+STATE_CONTEXTS = (*GRAD_MODE_CLASSES, torch.autocast, torch.inference_mode)
+
+
+def create_state_context(tx: Tx, cls: type, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """The VT for ``cls(*args, **kwargs)``, ``cls`` one of :data:`STATE_CONTEXTS`."""
+    if issubclass(cls, torch.autocast):
+        return AutocastVariable.create(tx, cls, args, kwargs)
+    if issubclass(cls, torch.inference_mode):
+        mode = (args[0] if args else kwargs.get("mode", ConstantVariable(True))).as_python_constant()
+        return InferenceModeVariable(bool(mode))
+    return GradModeVariable.create(tx, cls, args, kwargs)
+
+
+class GradModeVariable(VariableTracker):
+    """``torch.no_grad()``, ``torch.enable_grad()`` or ``torch.set_grad_enabled(m)``.
+
+    Entering switches grad mode at trace time (so FakeTensor results carry the
+    right ``requires_grad``) and adds ``torch._C._set_grad_enabled`` to the
+    graph (so the compiled graph switches too); exiting restores the mode that
+    was active before.
+    """
+
+    reenter_on_reconstruct = True  # grad mode is global state: re-entered after a graph break
+
+    def __init__(self, target_mode: bool, cls: type, applied_on_create: bool):
+        super().__init__()
+        self.target_mode = target_mode
+        self.cls = cls
+        self.applied_on_create = applied_on_create
+        self.entered = False
+        self.previous_modes: list[bool] = []
+
+    @staticmethod
+    def create(tx: Tx, cls: type, args: Sequence[VT], kwargs: dict[str, VT]) -> "GradModeVariable":
+        if issubclass(cls, torch.set_grad_enabled):
+            mode = (args[0] if args else kwargs["mode"]).as_python_constant()
+            var = GradModeVariable(bool(mode), cls, applied_on_create=True)
+            var.previous_modes.append(torch.is_grad_enabled())
+            set_grad_mode(tx, bool(mode))
+            # unscoped until a ``with`` enters it (a plain call is never undone)
+            tx.output.unscoped_grad_mode_changes += 1
+            return var
+        if args or kwargs:
+            unimplemented(
+                gb_type="unsupported context manager",
+                context=f"{cls.__name__} with arguments",
+                explanation="This grad-mode context manager takes no arguments here.",
+            )
+        return GradModeVariable(issubclass(cls, torch.enable_grad), cls, applied_on_create=False)
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def enter(self, tx: Tx) -> VT:
+        if not self.applied_on_create:
+            self.previous_modes.append(torch.is_grad_enabled())
+            set_grad_mode(tx, self.target_mode)
+        elif not self.entered:
+            tx.output.unscoped_grad_mode_changes -= 1
+        self.entered = True
+        return ConstantVariable(None)
+
+    def exit(self, tx: Tx, args: Sequence[VT] = ()) -> VT:
+        set_grad_mode(tx, self.previous_modes.pop())
+        return ConstantVariable(None)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_callable(self.cls)
+        if issubclass(self.cls, torch.set_grad_enabled):
+            codegen.load_const(self.target_mode)
+            codegen.call(1)
+        else:
+            codegen.call(0)
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        # used as a decorator: @torch.no_grad()
+        if len(args) == 1 and not kwargs:
+            return GradModeWrappedFunction(self, args[0])
+        return super().call_function(tx, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"GradModeVariable({self.cls.__name__}, mode={self.target_mode})"
+
+
+class GradModeWrappedFunction(VariableTracker):
+    """A function decorated inside the trace by a grad-mode context manager."""
+
+    def __init__(self, ctx: GradModeVariable, fn: VT):
+        super().__init__()
+        self.ctx = ctx
+        self.fn = fn
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        self.ctx.enter(tx)
+        result = self.fn.call_function(tx, args, kwargs)
+        self.ctx.exit(tx, [])
+        return result
+
+
+def set_grad_mode(tx: Tx, mode: bool) -> None:
+    """Switch grad mode now and in the graph (no-op when unchanged)."""
+    if torch.is_grad_enabled() == mode:
+        return
+    torch._C._set_grad_enabled(mode)
+    tx.output.create_node("call_function", torch._C._set_grad_enabled, (mode,), {}, None)
+
+
+class AutocastVariable(VariableTracker):
+    """``torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``.
+
+    Entering runs ``torch.amp._enter_autocast`` now and as a graph node;
+    exiting runs ``torch.amp._exit_autocast`` on what entering returned.
+    """
+
+    reenter_on_reconstruct = True
+
+    def __init__(self, cls: type, values: tuple):
+        super().__init__()
+        self.cls = cls
+        self.values = values  # device_type, dtype, enabled, cache_enabled
+        self.entered: list[tuple[Any, Any]] = []  # (real mode object, its graph node)
+
+    @staticmethod
+    def create(tx: Tx, cls: type, args: Sequence[VT], kwargs: dict[str, VT]) -> "AutocastVariable":
+        names = ("device_type", "dtype", "enabled", "cache_enabled")
+        bound = dict(zip(names, (a.as_python_constant() for a in args)))
+        bound.update((k, v.as_python_constant()) for k, v in kwargs.items())
+        unknown = set(bound) - set(names)
+        if unknown or "device_type" not in bound:
+            unimplemented(
+                gb_type="unsupported context manager",
+                context=f"torch.autocast with arguments {sorted(bound)}",
+                explanation="torch.autocast takes device_type, dtype, enabled and cache_enabled.",
+                hints=("Pass those arguments only.",),
+            )
+        device = bound["device_type"]
+        dtype = bound.get("dtype") or torch.get_autocast_dtype(device)
+        values = (device, dtype, bound.get("enabled", True), bound.get("cache_enabled"))
+        return AutocastVariable(cls, values)
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def enter(self, tx: Tx) -> VT:
+        mode = autocast_mode._enter_autocast(*self.values)
+        node = tx.output.create_node("call_function", autocast_mode._enter_autocast, self.values, {}, None)
+        self.entered.append((mode, node))
+        return ConstantVariable(None)
+
+    def exit(self, tx: Tx, args: Sequence[VT] = ()) -> VT:
+        mode, node = self.entered.pop()
+        autocast_mode._exit_autocast(mode)
+        tx.output.create_node("call_function", autocast_mode._exit_autocast, (node,), {}, None)
+        return ConstantVariable(None)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        device, dtype, enabled, cache_enabled = self.values
+        codegen.load_callable(self.cls)
+        for value in (device, dtype, enabled, cache_enabled):
+            codegen.load_const(value)
+        codegen.call(4)
+
+    def __repr__(self) -> str:
+        return f"AutocastVariable{self.values}"
+
+
+class InferenceModeVariable(VariableTracker):
+    """``torch.inference_mode(mode)``: ``torch.autograd.grad_mode._enter_inference_mode``
+    now and in the graph; exit on what entering returned."""
+
+    reenter_on_reconstruct = True
+
+    def __init__(self, mode: bool):
+        super().__init__()
+        self.mode = mode
+        self.entered: list[tuple[Any, Any]] = []
+
+    def python_type(self) -> type:
+        return torch.inference_mode
+
+    def enter(self, tx: Tx) -> VT:
+        context = grad_mode._enter_inference_mode(self.mode)
+        node = tx.output.create_node("call_function", grad_mode._enter_inference_mode, (self.mode,), {}, None)
+        self.entered.append((context, node))
+        return ConstantVariable(None)
+
+    def exit(self, tx: Tx, args: Sequence[VT] = ()) -> VT:
+        context, node = self.entered.pop()
+        grad_mode._exit_inference_mode(context)
+        tx.output.create_node("call_function", grad_mode._exit_inference_mode, (node,), {}, None)
+        return ConstantVariable(None)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_callable(torch.inference_mode)
+        codegen.load_const(self.mode)
+        codegen.call(1)
+
+
+def autocast_state() -> tuple:
+    """The autocast state a trace specialises on (CPU: enabled, dtype)."""
+    return (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))
