@@ -8,6 +8,7 @@ backend::
     model = bytegraph.compile(model, backend="inductor")
 """
 from bytegraph import backends as _backends  # noqa: F401  (registers the built-in backends)
+from bytegraph import testing  # noqa: F401  (bytegraph.testing.CompileCounter without a separate import)
 from bytegraph.api import compile, mark_dynamic, mark_static, maybe_mark_dynamic, reset
 from bytegraph.backends.registry import list_backends, register_backend
 from bytegraph.breaks import BackendCompilerFailed, Unsupported

@@ -10,7 +10,16 @@ leaves it.
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import NoReturn, Sequence
+
+#: bytegraph's own source directory: frames of its files are not user frames
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def is_user_file(filename: str) -> bool:
+    """Whether code from ``filename`` is the user's (not bytegraph's own)."""
+    return not filename.startswith(PACKAGE_DIR)
 
 
 @dataclasses.dataclass(frozen=True)

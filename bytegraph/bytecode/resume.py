@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import types
+import weakref
 from functools import lru_cache
 from typing import Sequence
 
@@ -127,6 +128,12 @@ class ResumeSpec:
         return self.stack.count(False) + len(self.live)
 
 
+#: code objects of resume functions -> how many pieces of one eager frame come
+#: before them (1 for the resume function of an original frame, 2 for a resume
+#: function of that resume function, ...)
+RESUME_DEPTH: "weakref.WeakKeyDictionary[types.CodeType, int]" = weakref.WeakKeyDictionary()
+
+
 @lru_cache(maxsize=1024)
 def resume_code(spec: ResumeSpec) -> types.CodeType:
     """The code object of the resume function described by ``spec`` (cached)."""
@@ -156,4 +163,6 @@ def resume_code(spec: ResumeSpec) -> types.CodeType:
     bc.cellvars = []
     bc.freevars = list(spec.closure_names)
     bc.flags = (code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)) | inspect.CO_NEWLOCALS
-    return to_code(bc, code.co_stacksize + len(spec.stack))
+    resumed = to_code(bc, code.co_stacksize + len(spec.stack))
+    RESUME_DEPTH[resumed] = RESUME_DEPTH.get(code, 0) + 1
+    return resumed

@@ -19,6 +19,7 @@ import torch
 
 from bytegraph import logs
 from bytegraph.config import config
+from bytegraph.bytecode.resume import RESUME_DEPTH
 from bytegraph.convert import CompileOptions, Converted, RunNatively, convert_frame
 from bytegraph.graph.output_graph import DynamicPolicy
 from bytegraph.guards.guard_code import GuardFunction
@@ -137,7 +138,7 @@ class FrameCache:
             f_locals = self._bind(fn, args, kwargs)
         except TypeError:
             return fn(*args, **kwargs)  # raises the eager TypeError
-        signature_fn = None if self.code in _RESUME_CODES else fn
+        signature_fn = None if self.code in RESUME_DEPTH else fn
         result = convert_frame(self.code, fn.__globals__, cells, f_locals, signature_fn, self.options,
                                hooks_for(self.options), self.policy())
         for reason in result.breaks if isinstance(result, Converted) else ():
@@ -159,7 +160,7 @@ class FrameCache:
             TypeError: when the arguments do not fit the signature.
         """
         code = fn.__code__
-        if code in _RESUME_CODES:  # positional parameters, some not identifiers (e.g. pytest's @py_assert1)
+        if code in RESUME_DEPTH:  # positional parameters, some not identifiers (e.g. pytest's @py_assert1)
             if kwargs or len(args) != code.co_argcount:
                 raise TypeError(f"{code.co_name}() takes {code.co_argcount} positional arguments")
             return dict(zip(code.co_varnames, args))
@@ -172,10 +173,6 @@ class FrameCache:
 
 # ---- frames entered by generated code: resume functions and routed callees ----------------
 
-#: code objects of resume functions (weakly held; their parameters are positional only)
-_RESUME_CODES: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
-
-
 class ResumeFunction:
     """Calls a resume function's code through its cache.
 
@@ -184,7 +181,6 @@ class ResumeFunction:
     """
 
     def __init__(self, code: types.CodeType, f_globals: dict, options: CompileOptions):
-        _RESUME_CODES.add(code)
         self.code = code
         self.f_globals = f_globals
         self.cache: FrameCache = cache_for(code, options)

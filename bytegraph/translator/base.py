@@ -14,9 +14,8 @@ for inlined calls.
 """
 from __future__ import annotations
 
-import os
 import types
-from bytegraph.breaks import Unsupported, UserFrame, unimplemented
+from bytegraph.breaks import Unsupported, UserFrame, is_user_file, unimplemented
 from bytegraph.bytecode.analysis import catching_indices
 from bytegraph.bytecode.instructions import Instruction, decode
 from bytegraph.graph.output_graph import OutputGraph
@@ -30,7 +29,6 @@ from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.exceptions import TracedException
 
 VT = VariableTracker
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, PythonSemantics):
@@ -165,16 +163,20 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
         lineno = self.current_instruction.lineno if self.current_instruction else self.code.co_firstlineno
         return UserFrame(self.code.co_filename, lineno, self.code.co_name)
 
-    def user_stack(self) -> list[UserFrame]:
-        """User frames from the root frame to this one (bytegraph's own frames,
-        such as an OptimizedModule's entry frame, are left out)."""
+    def user_frames(self) -> list[InstructionTranslatorBase]:
+        """Translators of user frames from this one out to the root (bytegraph's
+        own frames, such as an OptimizedModule's entry frame, are left out)."""
         frames = []
         tx: InstructionTranslatorBase | None = self
         while tx is not None:
-            if not tx.code.co_filename.startswith(_PACKAGE_DIR):
-                frames.append(tx.frame_summary())
+            if is_user_file(tx.code.co_filename):
+                frames.append(tx)
             tx = tx.parent
-        return list(reversed(frames))
+        return frames
+
+    def user_stack(self) -> list[UserFrame]:
+        """User frames from the root frame to this one."""
+        return [tx.frame_summary() for tx in reversed(self.user_frames())]
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.code.co_name} ip={self.ip}>"

@@ -20,6 +20,7 @@ import math
 import operator
 import types
 import weakref
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -56,7 +57,7 @@ from bytegraph.variables.functions import (
     WrappedFunctionVariable,
 )
 from bytegraph.variables.iterators import ItertoolsFunctionVariable, is_itertools_callable
-from bytegraph.variables.misc import DEFERRED_CALLS, DeferredCallVariable, OpaqueConstantVariable, WeakRefVariable
+from bytegraph.variables.misc import DeferredCallVariable, OpaqueConstantVariable, WeakRefVariable
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.tensor import SymNodeVariable, TensorVariable
 from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_callable
@@ -198,7 +199,7 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
     """The VT kind for functions, classes, modules and other objects."""
     if is_torch_callable(value):
         return TorchFunctionVariable(value, source)
-    if any(value is deferred for deferred in DEFERRED_CALLS):
+    if value is warnings.warn:
         return DeferredCallVariable(value)
     if _is_builtin_callable(value):
         return BuiltinVariable(value, source)

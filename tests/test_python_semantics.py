@@ -1,0 +1,701 @@
+"""Breadth of Python that real model code uses, traced into one graph and
+compared with eager: library containers, objects and protocols, builtins and
+standard-library helpers, torch global state."""
+import abc
+import collections
+import contextlib
+import dataclasses
+import enum
+import functools
+import inspect
+import itertools
+import logging
+import math
+import operator
+import warnings
+
+import pytest
+import torch
+
+import bytegraph
+from bytegraph.runtime import metrics
+from bytegraph.testing import CompileCounter, same
+from helpers import check_compiled
+
+
+def t(*shape):
+    return torch.randn(*shape)
+
+
+def breaks():
+    return [b.reason for stats in metrics.FRAMES.values() for b in stats.breaks]
+
+
+# --- containers -----------------------------------------------------------
+
+Point = collections.namedtuple("Point", "a b")
+
+
+def test_ordered_dict_built_and_reordered():
+    def f(x):
+        d = collections.OrderedDict()
+        d["a"] = x
+        d["b"] = x * 2
+        d.move_to_end("a")
+        first = next(iter(d.values()))
+        return first + d["a"], list(d), d.popitem(last=False)[0]
+
+    check_compiled(f, t(4))
+
+
+def test_defaultdict_factory_runs_in_the_trace():
+    def f(x):
+        d = collections.defaultdict(list)
+        d["k"].append(x)
+        d["k"].append(x * 2)
+        counts = collections.defaultdict(int)
+        for word in ("a", "b", "a"):
+            counts[word] += 1
+        return d["k"][1] + len(d), dict(counts)
+
+    check_compiled(f, t(4))
+
+
+def test_defaultdict_returned_keeps_its_type_and_factory():
+    def f(x):
+        d = collections.defaultdict(list)
+        d["k"].append(x + 1)
+        return d
+
+    out, _ = check_compiled(f, t(4))
+    assert out.default_factory is list
+
+
+def test_deque_with_maxlen():
+    def f(x):
+        q = collections.deque([x, x + 1], maxlen=3)
+        q.append(x * 3)
+        q.appendleft(x - 1)
+        return q[0] + q[-1] + len(q), q.maxlen
+
+    check_compiled(f, t(4))
+
+
+def test_namedtuple_helpers():
+    def f(x):
+        p = Point(x, 2)
+        p2 = p._replace(b=3)
+        return p.a * p.b + p2.b, p._fields, p._asdict()["b"], p2
+
+    out, _ = check_compiled(f, t(4))
+    assert type(out[3]) is Point
+
+
+def test_frozenset_and_set_algebra():
+    def f(x):
+        s = {1, 2}
+        s.add(3)
+        fs = frozenset([1, 5])
+        return x * len(s | fs), 2 in s, sorted(s & fs), sorted(s - fs), s ^ {9}
+
+    check_compiled(f, t(4))
+
+
+def test_slicing_sorting_and_membership():
+    def f(x):
+        items = [(3, "c"), (1, "a"), (2, "b")]
+        items.sort(key=lambda pair: pair[0])
+        by_name = sorted(items, key=operator.itemgetter(1), reverse=True)
+        return x * items[0][0], by_name[::2], items[-2:], (2, "b") in items, "z" in "xyz"
+
+    check_compiled(f, t(4))
+
+
+def test_star_and_double_star_unpacking():
+    def g(*args, **kwargs):
+        return sum(args) + sum(kwargs.values())
+
+    def f(x):
+        a, *rest = [1, 2, 3]
+        (c, d), e = (4, 5), 6
+        opts = {"p": 1, **{"q": 2}}
+        return x * (a + sum(rest) + c + d + e + g(*rest, **opts)), [*rest, *(7,)]
+
+    check_compiled(f, t(4))
+
+
+@dataclasses.dataclass
+class Config:
+    scale: float = 2.0
+    name: str = "c"
+    layers: list = dataclasses.field(default_factory=lambda: [1, 2])
+
+
+def test_dataclass_read_and_built_in_the_trace():
+    def f(x, cfg):
+        local = Config(scale=cfg.scale + 1)
+        return x * cfg.scale + local.scale + len(local.layers), dataclasses.replace(cfg, name="d").name
+
+    check_compiled(f, t(4), Config())
+
+
+class ModelOutput(collections.OrderedDict):
+    """A HuggingFace ``ModelOutput``-style hybrid: a dataclass whose set
+    fields are also dict items, indexable by name and position."""
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if value is not None:
+                self[field.name] = value
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return dict(self.items())[key]
+        return self.to_tuple()[key]
+
+    def __setattr__(self, name, value):
+        if name in self.keys() and value is not None:
+            super().__setitem__(name, value)
+        super().__setattr__(name, value)
+
+    def to_tuple(self):
+        return tuple(self[k] for k in self.keys())
+
+
+@dataclasses.dataclass
+class LayerOutput(ModelOutput):
+    hidden: torch.Tensor = None
+    attentions: tuple = None
+    loss: torch.Tensor = None
+
+
+def test_model_output_style_dict_dataclass_hybrid():
+    def f(x):
+        out = LayerOutput(hidden=x * 2, attentions=(x + 1,))
+        return out.hidden + out["hidden"] + out[0], len(out), out.loss is None, list(out.keys()), out
+
+    result, _ = check_compiled(f, t(4), graphs=None)
+    assert type(result[4]) is LayerOutput and list(result[4].keys()) == ["hidden", "attentions"]
+
+
+# --- objects and protocols -------------------------------------------------
+
+class Protocols:
+    def __init__(self):
+        self._v = 3
+
+    @property
+    def v(self):
+        return self._v
+
+    @staticmethod
+    def static(a):
+        return a * 2
+
+    @classmethod
+    def klass(cls, a):
+        return a + 1
+
+    def __len__(self):
+        return 7
+
+    def __getitem__(self, i):
+        return i * 10
+
+    def __contains__(self, k):
+        return k == 1
+
+    def __iter__(self):
+        return iter((1, 2, 3))
+
+    def __add__(self, other):
+        return self._v + other
+
+    def __call__(self, y):
+        return y * self._v
+
+
+def test_python_defined_protocols():
+    obj = Protocols()
+
+    def f(x):
+        return (x * obj.v + obj.static(1) + obj.klass(1) + len(obj) + obj[2] + (1 in obj) + (obj + 1)
+                + sum(obj), obj(x), list(obj))
+
+    check_compiled(f, t(4))
+
+
+class Fallback:
+    def __init__(self):
+        self.data = {"w": 2.0}
+
+    def __getattr__(self, name):
+        if name in self.data:
+            return self.data[name]
+        raise AttributeError(name)
+
+
+class Logged:
+    def __init__(self):
+        self.reads = 0
+
+    def __getattribute__(self, name):
+        if name == "scale":
+            return 5.0
+        return object.__getattribute__(self, name)
+
+
+def test_getattr_and_getattribute_fallbacks():
+    fb, lg = Fallback(), Logged()
+
+    def f(x):
+        return x * fb.w, hasattr(fb, "missing"), getattr(fb, "missing", 7), x * lg.scale
+
+    check_compiled(f, t(4), graphs=None)
+
+
+def test_attribute_set_and_delete_on_a_new_object():
+    class Box:
+        pass
+
+    def f(x):
+        b = Box()
+        b.value = x + 1
+        b.extra = 2
+        del b.extra
+        return b.value, hasattr(b, "extra"), vars(b).keys() == {"value"}
+
+    check_compiled(f, t(4))
+
+
+class Base:
+    def f(self, x):
+        return x + 1
+
+
+class Derived(Base):
+    def f(self, x):
+        return super().f(x) * 2
+
+
+class Grand(Derived):
+    def f(self, x):
+        return super(Derived, self).f(x) - super().f(x)
+
+
+def test_super_zero_and_two_argument_forms():
+    def f(x):
+        return Derived().f(x), Grand().f(x)
+
+    check_compiled(f, t(4))
+
+
+class Shape(abc.ABC):
+    @abc.abstractmethod
+    def area(self):
+        ...
+
+
+class Square(Shape):
+    def __init__(self, side):
+        self.side = side
+
+    def area(self):
+        return self.side * self.side
+
+
+def test_isinstance_and_issubclass_with_abcs_and_tuples():
+    sq = Square(3)
+
+    def f(x):
+        return (x * sq.area(), isinstance(sq, Shape), isinstance(x, (int, torch.Tensor)),
+                issubclass(bool, int), isinstance([], collections.abc.Sequence),
+                isinstance({}, collections.abc.Mapping), issubclass(Square, (Shape, int)))
+
+    check_compiled(f, t(4))
+
+
+class Color(enum.Enum):
+    RED = 1
+    BLUE = 2
+
+
+class Flag(enum.IntFlag):
+    A = 1
+    B = 2
+
+
+def test_enums():
+    def f(x, color):
+        y = x * color.value if color is Color.RED else x
+        return y, Color(2).name, Color["RED"] is color, int(Flag.A | Flag.B)
+
+    check_compiled(f, t(4), Color.RED)
+
+
+def test_enum_argument_change_recompiles():
+    cnt = CompileCounter()
+
+    def f(x, color):
+        return x + 1 if color is Color.RED else x - 1
+
+    cf = bytegraph.compile(f, backend=cnt)
+    x = t(4)
+    assert same(cf(x, Color.RED), x + 1)
+    assert same(cf(x, Color.BLUE), x - 1)
+    assert cnt.frame_count == 2
+
+
+# --- functools, contextlib, generators, exceptions -------------------------
+
+@functools.lru_cache(maxsize=None)
+def cached_square(n):
+    return n * n
+
+
+def test_functools_partial_and_lru_cache():
+    add_two = functools.partial(torch.add, other=2)
+
+    def f(x):
+        scale = functools.partial(operator.mul, 3)
+        return add_two(x) * scale(2) * cached_square(3)
+
+    check_compiled(f, t(4))
+
+
+@contextlib.contextmanager
+def recording(log):
+    log.append("enter")
+    try:
+        yield 5
+    finally:
+        log.append("exit")
+
+
+def test_contextmanager_decorated_generator():
+    def f(x, log):
+        with recording(log) as v:
+            y = x * v
+        return y
+
+    check_compiled(f, t(4), [])
+
+
+class Tracked:
+    def __enter__(self):
+        self.entered = True
+        return self
+
+    def __exit__(self, *exc):
+        self.exited = exc[0] is None
+        return False
+
+
+def test_user_context_manager_class():
+    def f(x):
+        with Tracked() as c:
+            y = x + 1
+        return y, c.entered, c.exited
+
+    check_compiled(f, t(4))
+
+
+def test_generators_and_yield_from():
+    def f(x):
+        def g(n):
+            for i in range(n):
+                yield x * i
+
+        def h():
+            total = yield from g(2)
+            yield x
+            return total
+
+        return list(h()), sum(i for i in range(4))
+
+    check_compiled(f, t(4))
+
+
+def test_exception_caught_inside_the_trace_does_not_break():
+    def parse(value):
+        try:
+            return int(value)
+        except ValueError:
+            return -1
+        finally:
+            pass
+
+    def f(x):
+        try:
+            raise KeyError("k")
+        except (KeyError, IndexError) as e:
+            msg = e.args[0]
+        return x * parse("3") + parse("x"), msg
+
+    check_compiled(f, t(4))
+    assert breaks() == []
+
+
+def test_assert_on_shape_passes_in_the_graph():
+    def f(x):
+        assert x.shape[0] == 4, "bad"
+        return x + 1
+
+    check_compiled(f, t(4))
+
+
+def test_failed_assert_raises_assertion_error():
+    def f(x):
+        assert x.shape[0] == 5, "needs five"
+        return x + 1
+
+    with pytest.raises(AssertionError, match="needs five"):
+        bytegraph.compile(f, backend="eager")(t(4))
+
+
+# --- builtins and standard library -----------------------------------------
+
+def test_builtins_on_constants():
+    def f(x):
+        return (x * sum(map(abs, [-1, 2])), divmod(7, 3), pow(2, 3), hash("a") == hash("a"),
+                callable(f), all([1, 2]), any([0]), round(2.567, 2), sorted([3, 1], reverse=True),
+                list(reversed([1, 2])), tuple(filter(None, [0, 1])), int("7"), float("2.5"), bool([]),
+                str(3) + repr(2), min(3, 1, key=lambda v: -v), max([2, 5]), list(zip("ab", range(2))),
+                dict(enumerate("xy")), set([1, 1]), next(iter([4])), type(3)(4.5), id(f) == id(f))
+
+    check_compiled(f, t(4))
+
+
+def test_strings_and_formatting():
+    def f(x):
+        s = f"{x.shape[0]}:{'a'!r}:{3.14159:.2f}"
+        return x * len(s), "%d-%s" % (3, "b"), "{}|{k}".format(4, k="v"), "a,b".split(","), "-".join(["x", "y"]), s
+
+    check_compiled(f, t(4))
+
+
+def test_math_operator_and_itertools():
+    def f(x):
+        acc = x * math.floor(2.7) + math.sqrt(4.0) + operator.add(1, 2) + operator.itemgetter(1)([3, 4])
+        for a, b in itertools.product([1, 2], [3]):
+            acc = acc + a * b
+        for i in itertools.chain([1], [2, 3]):
+            acc = acc + i
+        for a, b in itertools.zip_longest([1, 2], [3], fillvalue=0):
+            acc = acc + a + b
+        return acc, list(itertools.accumulate([1, 2, 3])), list(itertools.islice(itertools.count(5), 2))
+
+    check_compiled(f, t(4))
+
+
+def test_inspect_signature_of_known_function():
+    def target(a, b=1, *, c):
+        return a
+
+    def f(x):
+        params = inspect.signature(target).parameters
+        return x * len(params), list(params)
+
+    check_compiled(f, t(4))
+
+
+def _warnings_of(fn, *args):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn(*args)
+    return [(str(w.message), w.category, w.filename, w.lineno) for w in caught]
+
+
+def warn_from_library(x):
+    warnings.warn("deprecated argument", DeprecationWarning, stacklevel=2)
+    return x * 2
+
+
+def test_warnings_are_issued_on_every_call_from_the_line_eager_reports():
+    def f(x):
+        warnings.warn("careful")
+        y = warn_from_library(x)
+        warnings.warn("outer", RuntimeWarning, stacklevel=2)
+        return y + 1
+
+    def caller(fn, x):
+        return fn(x)
+
+    cnt = CompileCounter()
+    cf = bytegraph.compile(f, backend=cnt)
+    expected = _warnings_of(caller, f, t(4))
+    assert [w[3] for w in expected[:2]] == [f.__code__.co_firstlineno + 1, f.__code__.co_firstlineno + 2]
+    for _ in range(2):
+        assert _warnings_of(caller, cf, t(4)) == expected
+    assert cnt.frame_count == 1 and breaks() == []
+
+
+def test_warning_after_a_graph_break_points_past_the_split_frame():
+    def f(x):
+        y = x + 1
+        print("break")
+        warnings.warn("from the resumed piece", stacklevel=2)
+        return y * 2
+
+    def caller(fn, x):
+        return fn(x)
+
+    expected = _warnings_of(caller, f, t(4))
+    assert _warnings_of(caller, bytegraph.compile(f, backend="eager"), t(4)) == expected
+
+
+def test_default_warning_action_shows_once_per_location_like_eager():
+    def f(x):
+        warnings.warn("only once per location", UserWarning)
+        return x + 1
+
+    cf = bytegraph.compile(f, backend="eager")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for _ in range(3):
+            cf(t(4))
+    assert len(caught) == 1
+
+
+def test_warning_turned_into_an_error_raises_before_later_side_effects():
+    def f(x, log):
+        log.append("before")
+        warnings.warn("strict", UserWarning)
+        log.append("after")
+        return x + 1
+
+    for fn in (f, bytegraph.compile(f, backend="eager")):
+        log = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(UserWarning, match="strict"):
+                fn(t(4), log)
+        assert log == ["before"]
+
+
+def test_warnings_filters_changed_to_error_after_compiling_are_respected():
+    def f(x):
+        warnings.warn("strict", UserWarning)
+        return x + 1
+
+    cf = bytegraph.compile(f, backend="eager")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cf(t(4))
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning):
+            cf(t(4))
+
+
+def test_log_records_are_made_every_call_with_the_users_location(caplog):
+    logger = logging.getLogger("bytegraph.tests.semantics")
+
+    def f(x):
+        logger.info("scale %d", 3)
+        logger.log(logging.WARNING, "plain")
+        if logger.isEnabledFor(logging.DEBUG):
+            x = x * 2
+        return x + 1
+
+    records = []
+    for fn in (f, bytegraph.compile(f, backend="eager"), bytegraph.compile(f, backend="eager")):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger=logger.name):
+            out = fn(torch.ones(2))
+        assert same(out, torch.full((2,), 2.0))
+        records.append([(r.levelname, r.getMessage(), r.pathname, r.lineno, r.funcName) for r in caplog.records])
+    assert records[0][0][3] == f.__code__.co_firstlineno + 1
+    assert records[1] == records[0] and records[2] == records[0]
+    with caplog.at_level(logging.DEBUG, logger=logger.name):
+        assert same(bytegraph.compile(f, backend="eager")(torch.ones(2)), f(torch.ones(2)))
+
+
+# --- torch global state ------------------------------------------------------
+
+def test_grad_mode_context_managers_inside_the_graph():
+    def f(x):
+        with torch.no_grad():
+            a = x * 2
+            with torch.enable_grad():
+                b = x * 3
+        with torch.set_grad_enabled(False):
+            c = x * 4
+        return a, b, c, torch.is_grad_enabled()
+
+    check_compiled(f, t(4).requires_grad_())
+
+
+def test_set_grad_enabled_as_a_function():
+    def f(x):
+        torch.set_grad_enabled(False)
+        y = x * 2
+        torch.set_grad_enabled(True)
+        return y
+
+    out, _ = check_compiled(f, t(4).requires_grad_())
+    assert not out.requires_grad and torch.is_grad_enabled()
+
+
+def test_inference_mode_block():
+    def f(x):
+        with torch.inference_mode():
+            y = x * 2
+        return y.is_inference(), y
+
+    check_compiled(f, t(4))
+
+
+def test_cpu_autocast_block():
+    def f(x, w):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = x @ w
+            inner = torch.is_autocast_enabled("cpu")
+        return y, inner
+
+    check_compiled(f, t(3, 8), t(8, 8))
+
+
+def test_default_dtype_and_grad_queries():
+    def f(x):
+        return x * torch.is_grad_enabled(), torch.get_default_dtype(), torch.zeros(2).dtype
+
+    check_compiled(f, t(4))
+
+
+class Square_(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return a * a
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        return 2 * a * grad
+
+
+def test_autograd_function_forward_traced_backward_correct():
+    def f(x):
+        return Square_.apply(x).sum()
+
+    x_eager = t(3).requires_grad_()
+    x_compiled = x_eager.detach().clone().requires_grad_()
+    f(x_eager).backward()
+    cnt = CompileCounter()
+    bytegraph.compile(f, backend=cnt)(x_compiled).backward()
+    assert same(x_compiled.grad, x_eager.grad) and same(x_eager.grad, 2 * x_eager.detach())
+    assert cnt.frame_count == 1
+
+
+def test_checkpoint_is_a_clear_break_with_correct_gradients():
+    def f(x):
+        y = x.cos()
+        return torch.utils.checkpoint.checkpoint(lambda v: v.sin() * 2, y, use_reentrant=False).sum()
+
+    x_eager = t(3).requires_grad_()
+    x_compiled = x_eager.detach().clone().requires_grad_()
+    f(x_eager).backward()
+    bytegraph.compile(f, backend="eager")(x_compiled).backward()
+    assert same(x_compiled.grad, x_eager.grad)
+    assert any("disabled for compilers" in reason for reason in breaks())
