@@ -74,22 +74,16 @@ class GraphTimer:
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         fn = self.inner(gm, example_inputs)
         timer = self
-        if getattr(fn, "_boxed_call", False):
-            def timed(args: list) -> Any:
-                start = time.perf_counter()
-                try:
-                    return fn(args)
-                finally:
-                    timer.seconds += time.perf_counter() - start
 
-            timed._boxed_call = True  # type: ignore[attr-defined]
-        else:
-            def timed(*args: Any) -> Any:
-                start = time.perf_counter()
-                try:
-                    return fn(*args)
-                finally:
-                    timer.seconds += time.perf_counter() - start
+        def timed(*args: Any, **kwargs: Any) -> Any:  # boxed or not: the arguments pass through unchanged
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                timer.seconds += time.perf_counter() - start
+
+        if hasattr(fn, "_boxed_call"):
+            timed._boxed_call = fn._boxed_call  # type: ignore[attr-defined]
         return timed
 
 
