@@ -40,6 +40,8 @@ def _status(r: dict | None) -> str:
         return f"**error** ({r.get('error_phase') or '?'})"
     if status == "wrong":
         return "**wrong**"
+    if any(b.get("gb_type") == "internal error" for b in r.get("first_breaks") or []):
+        return f"{status}, **internal error**"
     return status
 
 
@@ -80,7 +82,8 @@ def markdown_table(results: list[dict]) -> str:
 LEGEND = """\
 bg = bytegraph, tc = torch.compile, both with the same backend; one fresh process per model and frontend.
 **max abs diff**: first call vs eager (training entries: loss and every parameter gradient); a model is
-**wrong** when any of its three calls is not allclose to eager. **graphs / graph breaks**: on the first
+**wrong** when any of its three calls is not allclose to eager; "internal error": bytegraph hit a bug
+of its own and ran a frame natively. **graphs / graph breaks**: on the first
 call (a frame torch.compile skips entirely counts as one break). **recompiles**: over three calls
 (`inputs`, `inputs`, then `inputs2` of another shape); "+N warm!" counts recompiles during the warm
 timing calls, which repeat identical inputs. **cold s**: first call minus one eager call (each frontend first compiled a two-op function, so one-time
@@ -255,9 +258,10 @@ def write_chart(results: list[dict], path: Path, meta: dict) -> None:
         ("cold trace time", lambda r: r.get("cold_s") if r.get("status") != "error" else None),
         ("frontend time per call", lambda r: r.get("frontend_us") if r.get("status") != "error" else None),
     ]
-    fig, ax = plt.subplots(figsize=(max(8, 0.9 * len(models) + 3), 5))
+    fig, ax = plt.subplots(figsize=(max(8, 0.9 * len(models) + 3), 5.5))
     width = 0.8 / len(metrics)
     colors = ["#4C72B0", "#DD8452", "#55A868"]
+    all_ratios = []
     for i, (label, get) in enumerate(metrics):
         xs, ys, missing = [], [], []
         for j, model in enumerate(models):
@@ -270,21 +274,29 @@ def write_chart(results: list[dict], path: Path, meta: dict) -> None:
             else:
                 xs.append(x)
                 ys.append(ratio)
-        ax.bar(xs, ys, width, label=label, color=colors[i % len(colors)])
+        all_ratios += ys
+        # bars grow from parity (1) up or down, so the side of the line reads at a glance
+        ax.bar(xs, [y - 1 for y in ys], width, bottom=1, label=label, color=colors[i % len(colors)])
+        for x, y in zip(xs, ys):
+            ax.text(x, y * (1.08 if y >= 1 else 1 / 1.08), f"{y:.2g}", ha="center",
+                    va="bottom" if y >= 1 else "top", fontsize=6)
         for x in missing:
-            ax.text(x, 1.0, "n/a", ha="center", va="bottom", fontsize=6, rotation=90, color="gray")
+            ax.text(x, 1.08, "n/a", ha="center", va="bottom", fontsize=6, rotation=90, color="gray")
     for j, model in enumerate(models):
-        bg = table[model].get("bytegraph", {})
-        if bg.get("status") in ("error", "wrong"):
-            ax.text(j, 0.02, bg["status"].upper(), ha="center", va="bottom", fontsize=8, color="red",
+        status = table[model].get("bytegraph", {}).get("status")
+        if status in ("error", "wrong"):
+            ax.text(j, 0.03, f"bytegraph\n{status.upper()}", ha="center", va="bottom", fontsize=7, color="red",
                     transform=ax.get_xaxis_transform())
+    low = min([0.1, *all_ratios]) / 1.6
+    high = max([10.0, *all_ratios]) * 1.6
+    ax.set_ylim(low, high)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
     ax.set_xticks(range(len(models)))
     ax.set_xticklabels(models, rotation=35, ha="right")
     ax.set_ylabel("bytegraph / torch.compile (log; < 1: bytegraph lower)")
     ax.set_title(f"bytegraph vs torch.compile, backend={meta['backend']} — {meta['date']}")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left")
     ax.grid(axis="y", which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
