@@ -34,11 +34,11 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q -m ""
 
-# bytegraph vs torch.compile on the whole model corpus (backend eager; about 5 min);
+# bytegraph vs torch.compile on the whole model corpus (backend eager; about 6 min on 2 cores);
 # rewrites README.md's benchmark block and benchmarks/results/readme/.
 bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.compare --readme
 
-# The quick subset (about 2 min); results in benchmarks/results/ only.
+# The quick subset (about 1-2 min); results in benchmarks/results/ only.
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.compare --quick
