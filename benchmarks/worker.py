@@ -26,9 +26,11 @@ or ``torch.compile``). The protocol, identical for both frontends:
    compared with eager too.
 
 A failure in any phase is recorded (phase, exception, traceback) with what
-was measured before it; the result file is always written. The bytegraph
-process never imports ``torch._dynamo``; the torch.compile process imports it
-before measuring so neither cold time includes importing the frontend.
+was measured before it; the result file is always written. The benchmark
+never imports ``torch._dynamo`` in the bytegraph process (``import bytegraph``
+does, through ``torch._functorch.aot_autograd``: see ``dynamo_imported`` in
+the result); each frontend is imported before measuring, so no cold time
+includes importing it.
 """
 from __future__ import annotations
 
