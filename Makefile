@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all venv
+.PHONY: demo test test-all venv bench bench-quick
 
 $(STAMP): requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,6 +13,13 @@ $(STAMP): requirements-dev.txt pyproject.toml
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# The bench extra (pyproject.toml) on top of the dev set-up; constrained to the
+# dev pins so it never replaces torch.
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/pip install --quiet -c requirements-dev.txt -e '.[bench]'
+	touch $(BENCH_STAMP)
 
 # The main job: real models (torch's TransformerEncoder, HF GPT-2) through `bytegraph run`.
 demo: $(STAMP)
@@ -26,3 +33,12 @@ test: $(STAMP)
 # Everything, including slow model-scale tests.
 test-all: $(STAMP)
 	$(BIN)/python -m pytest -q -m ""
+
+# bytegraph vs torch.compile on the whole model corpus (backend eager; about 6 min on 2 cores);
+# rewrites README.md's benchmark block and benchmarks/results/readme/.
+bench: $(BENCH_STAMP)
+	$(BIN)/python -m benchmarks.compare --readme
+
+# The quick subset (about 1-2 min); results in benchmarks/results/ only.
+bench-quick: $(BENCH_STAMP)
+	$(BIN)/python -m benchmarks.compare --quick
