@@ -165,8 +165,7 @@ def _trace(
         tracer.run()
         return assemble(code, tracer.instructions_out, tracer.extra_stack), output
     except Unsupported as exc:
-        current = tracer.current_instruction if tracer is not None else None
-        exc.root_index = current.index if current is not None else None
+        exc.root_index = tracer.break_index() if tracer is not None else None
         return exc
     except NeedsShapeEnv:
         return None

@@ -11,7 +11,6 @@ The quick tier runs three fast models; the ``slow`` tier runs all of them
 import copy
 
 import pytest
-import torch
 
 import bytegraph
 from benchmarks import report

@@ -1,5 +1,6 @@
 """Graph breaks that resume: each break kind compiled vs eager, with graph counts."""
 import logging
+import sys
 
 import pytest
 import torch
@@ -255,3 +256,31 @@ def test_docs_list_every_graph_break_type():
     missing = [gb for gb in sites if f"## {gb}\n" not in doc]
     assert not missing, f"docs/graph_breaks.md lacks {missing}; run python tools/gen_docs.py"
     assert gen["main"](["--check"]) == 0
+
+
+def test_break_inside_an_except_clause_runs_the_handler_under_the_real_exception(capsys):
+    def f(x, d):
+        y = x + 1
+        try:
+            value = d["missing"]
+        except KeyError as e:
+            print("handling", e)
+            info = sys.exc_info()[0]
+            value = y * 2
+        return value, info
+
+    cnt = compile_and_compare(f, torch.randn(4), {})
+    assert cnt.frame_count >= 1
+    assert capsys.readouterr().out.count("handling 'missing'") == 4
+
+
+def test_bare_raise_after_a_break_in_an_except_clause_reraises():
+    def f(x):
+        try:
+            raise ValueError("original")
+        except ValueError:
+            print("logged")
+            raise
+
+    with pytest.raises(ValueError, match="original"):
+        bytegraph.compile(f, backend="eager")(torch.ones(2))

@@ -4,6 +4,7 @@ standard-library helpers, torch global state."""
 import abc
 import collections
 import contextlib
+import copy
 import dataclasses
 import enum
 import functools
@@ -345,6 +346,137 @@ def test_enum_argument_change_recompiles():
     assert same(cf(x, Color.RED), x + 1)
     assert same(cf(x, Color.BLUE), x - 1)
     assert cnt.frame_count == 2
+
+
+class HFStyleConfig:
+    """Like a HuggingFace config: attribute aliases through __setattr__ and
+    __getattribute__, nested containers."""
+
+    attribute_map = {"num_layers": "n_layer"}
+
+    def __init__(self):
+        self.n_layer = 2
+        self.decoder_layers = 3
+        self.id2label = {0: "a", 1: "b"}
+        self.shared = [1, 2]
+        self.alias = self.shared
+
+    def __setattr__(self, key, value):
+        if key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        super().__setattr__(key, value)
+
+    def __getattribute__(self, key):
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+
+
+def test_deepcopy_of_a_config_object_is_a_new_object_in_the_trace():
+    cfg = HFStyleConfig()
+
+    def f(x):
+        c = copy.deepcopy(cfg)
+        c.num_layers = c.decoder_layers
+        c.id2label[2] = "c"
+        value = c.decoder_layers
+        delattr(c, "decoder_layers")
+        return x * c.n_layer + value, c, hasattr(c, "decoder_layers"), c.alias is c.shared, c.shared is cfg.shared
+
+    cnt = CompileCounter()
+    out = bytegraph.compile(f, backend=cnt)(t(4))
+    expected = f(out[0].new_ones(4))
+    assert type(out[1]) is HFStyleConfig and vars(out[1]) == vars(expected[1])
+    assert out[2:] == (False, True, False) == expected[2:]
+    assert cfg.n_layer == 2 and cfg.decoder_layers == 3 and cfg.id2label == {0: "a", 1: "b"}
+    assert cnt.frame_count == 1 and breaks() == []
+
+
+def test_shallow_copy_shares_contents():
+    cfg = HFStyleConfig()
+
+    def f(x):
+        c = copy.copy(cfg)
+        c.n_layer = 7
+        return x * c.n_layer, c.shared is cfg.shared, copy.copy([1, [2]]), copy.deepcopy((1, (2, 3)))
+
+    check_compiled(f, t(4))
+    assert cfg.n_layer == 2
+
+
+def test_copy_of_a_tensor_breaks_and_matches_eager():
+    def f(x):
+        y = copy.deepcopy(x)
+        y.add_(1)
+        return x, y
+
+    check_compiled(f, t(4), graphs=None)
+    assert any("unsupported copy" in reason for reason in breaks())
+
+
+class Slotted:
+    __slots__ = ("a",)
+
+    def __init__(self):
+        self.a = 1
+
+
+def test_copy_of_an_object_with_slots_breaks_and_matches_eager():
+    obj = Slotted()
+
+    def f(x):
+        return x * copy.deepcopy(obj).a
+
+    check_compiled(f, t(4), graphs=None)
+    assert any("unsupported copy" in reason for reason in breaks())
+
+
+def test_delattr_on_existing_object_and_missing_attribute():
+    class Box:
+        pass
+
+    def f(x, box):
+        delattr(box, "value")
+        try:
+            del box.value
+        except AttributeError as e:
+            message = str(e)
+        return x + 1, message
+
+    box, eager_box = Box(), Box()
+    box.value = eager_box.value = 1
+    cnt = CompileCounter()
+    out = bytegraph.compile(f, backend=cnt)(torch.ones(2), box)
+    assert out[1] == f(torch.ones(2), eager_box)[1] and not hasattr(box, "value")
+    assert cnt.frame_count == 1
+
+
+def test_callable_of_values():
+    def default(d):
+        return d() if callable(d) else d
+
+    def f(x):
+        return x * len(default((0, 1, 2))), callable([1]), callable(x), callable(len), callable(Protocols), \
+            callable(Protocols()), callable(Base().f), default(lambda: 4)
+
+    check_compiled(f, t(4))
+
+
+class ChunkedLayer(torch.nn.Module):
+    def chunk(self, a, b=1):
+        return a * b
+
+    def forward(self, x):
+        n = len(inspect.signature(self.chunk).parameters)
+        return self.chunk(x, n)
+
+
+def test_inspect_signature_of_a_bound_method_folds():
+    layer = ChunkedLayer()
+    cnt = CompileCounter()
+    x = t(4)
+    assert same(bytegraph.compile(layer, backend=cnt)(x), layer(x))
+    assert cnt.frame_count == 1 and breaks() == []
 
 
 # --- functools, contextlib, generators, exceptions -------------------------

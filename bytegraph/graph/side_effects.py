@@ -93,6 +93,10 @@ class SideEffects:
         entry = self._attrs.get((id(obj), name))
         return entry[2] if entry is not None else None
 
+    def pending_attr_names(self, obj: Any) -> list[str]:
+        """Names of ``obj``'s attributes stored or deleted earlier in the trace."""
+        return [name for (ident, name) in self._attrs if ident == id(obj)]
+
     def store_global(self, f_globals: dict, name: str, value: Any) -> None:
         self._globals[(id(f_globals), name)] = (f_globals, name, value)
 
@@ -156,10 +160,13 @@ class SideEffects:
                     codegen.emit("KW_NAMES", tuple(kwargs))
                 codegen.call(len(args) + len(kwargs))
                 codegen.emit("POP_TOP")
-            elif kind == "delattr":
+            elif kind == "delattr":  # recorded deletes are object.__delattr__'s (overrides were inlined)
                 obj, name = target
+                codegen.load_callable(object.__delattr__)
                 codegen.load_source(obj.source)
-                codegen.emit("DELETE_ATTR", name)
+                codegen.load_const(name)
+                codegen.call(2)
+                codegen.emit("POP_TOP")
             else:
                 f_globals, name = target
                 codegen.load_local(temp)

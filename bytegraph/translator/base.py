@@ -70,6 +70,7 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
         self.kw_names: tuple[str, ...] = ()
         self.block_stack: list[VT] = []
         self.exc_info: list[VT] = []  # exceptions being handled (PUSH_EXC_INFO / POP_EXCEPT)
+        self.raised_at: dict[int, int] = {}  # id(exception VT) -> index of the instruction that raised it here
         self.done = False
         self.depth = 0 if parent is None else parent.depth + 1
 
@@ -125,6 +126,16 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
                 hints=("Move the try statement out of the compiled function, or the tensor work out of the try.",),
             )
 
+    def break_index(self) -> int | None:
+        """The instruction this frame breaks at when tracing cannot go on now:
+        the current one, or, while handling an exception this frame raised, the
+        instruction that raised it, so the exception is raised natively and the
+        handler runs under the real exception state (``sys.exc_info()``, bare
+        ``raise``), which generated code cannot recreate mid-handler."""
+        if self.exc_info and id(self.exc_info[0]) in self.raised_at:
+            return self.raised_at[id(self.exc_info[0])]
+        return self.current_instruction.index if self.current_instruction is not None else None
+
     # ---- stack helpers -------------------------------------------------------------
     def push(self, value: VT) -> None:
         self.stack.append(value)
@@ -152,6 +163,7 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
         if entry is None:
             exc.user_stack = exc.user_stack or tuple(self.user_stack())
             raise exc
+        self.raised_at.setdefault(id(exc.exc), inst.index)
         del self.stack[entry.depth:]
         if entry.lasti:
             self.push(ConstantVariable(inst.offset))

@@ -280,20 +280,22 @@ class PythonSemantics:
         return hasattr(obj.python_type(), name)
 
     def delete_attr(self: InstructionTranslatorBase, obj: VT, name: str) -> None:
-        if isinstance(obj, NewObjectVariable):
-            obj.delete_raw(self, name)
-            return
-        if isinstance(obj, UserDefinedObjectVariable) and obj.source is not None and type(
-            obj.value
-        ).__delattr__ is object.__delattr__ and not inspect.isdatadescriptor(class_attribute(type(obj.value), name)):
-            existed = name in getattr(obj.value, "__dict__", {})
-            self.output.guards.add(DictContains(AttrSource(obj.source, "__dict__"), name, existed))
-            self.output.side_effects.delete_attr(obj, name, existed)
-            return
+        """``del obj.name``: through a Python ``__delattr__`` override (inlined),
+        else from the instance dict of a user object."""
+        if isinstance(obj, UserDefinedObjectVariable):
+            cls = obj.python_type()
+            delattr_fn = class_attribute(cls, "__delattr__")
+            if isinstance(delattr_fn, types.FunctionType):
+                UserMethodVariable(delattr_fn, obj).call_function(self, [ConstantVariable(name)], {})
+                return
+            if delattr_fn is object.__delattr__ and not inspect.isdatadescriptor(class_attribute(cls, name)):
+                obj.delete_raw(self, name)
+                return
         unimplemented(
             gb_type="attribute delete",
             context=f"del {obj}.{name}",
-            explanation="bytegraph can delete attributes only of plain objects that existed before the call.",
+            explanation="bytegraph deletes instance attributes of user objects (not descriptors, not "
+                        "attributes of modules or builtin objects).",
             hints=("Move the del out of the compiled function.",),
         )
 

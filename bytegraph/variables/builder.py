@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import copy
 import enum
 import functools
 import math
@@ -57,6 +58,7 @@ from bytegraph.variables.functions import (
     WrappedFunctionVariable,
 )
 from bytegraph.variables.iterators import ItertoolsFunctionVariable, is_itertools_callable
+from bytegraph.variables.copying import CopyFunctionVariable
 from bytegraph.variables.misc import DeferredCallVariable, OpaqueConstantVariable, WeakRefVariable
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.tensor import SymNodeVariable, TensorVariable
@@ -199,6 +201,8 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
     """The VT kind for functions, classes, modules and other objects."""
     if is_torch_callable(value):
         return TorchFunctionVariable(value, source)
+    if value is copy.copy or value is copy.deepcopy:
+        return CopyFunctionVariable(value, source)
     if value is warnings.warn:
         return DeferredCallVariable(value)
     if _is_builtin_callable(value):

@@ -335,8 +335,12 @@ class BuiltinVariable(VariableTracker):
         tx.store_attr(obj, name.as_python_constant(), value)
         return ConstantVariable(None)
 
+    def _call_delattr(self, tx: Tx, obj: VT, name: VT) -> VT | None:
+        tx.delete_attr(obj, name.as_python_constant())
+        return ConstantVariable(None)
+
     def _call_callable(self, tx: Tx, obj: VT) -> VT | None:
-        return ConstantVariable(callable(obj.python_type()) and _is_callable_type(obj.python_type()))
+        return ConstantVariable(_instances_are_callable(obj.python_type()))
 
     def _call_iter(self, tx: Tx, obj: VT, *rest: VT) -> VT | None:
         if rest:
@@ -504,6 +508,10 @@ class BuiltinVariable(VariableTracker):
         return None
 
     def _call_str(self, tx: Tx, *args: VT) -> VT | None:
+        if len(args) == 1 and isinstance(args[0], ExceptionVariable):
+            folded = args[0].as_text(str)
+            if folded is not None:
+                return ConstantVariable(folded)
         if args and not args[0].is_python_constant():
             unimplemented(
                 gb_type="str of traced value",
@@ -532,8 +540,10 @@ def _identity_eq(vt: VT) -> bool:
     return from_type.__eq__ is object.__eq__
 
 
-def _is_callable_type(cls: type) -> bool:
-    return hasattr(cls, "__call__")
+def _instances_are_callable(cls: type) -> bool:
+    """``callable(x)`` for any ``x`` of type ``cls``: whether the class (not its
+    metaclass) defines ``__call__``."""
+    return any("__call__" in vars(klass) for klass in cls.__mro__)
 
 
 _HANDLED = {

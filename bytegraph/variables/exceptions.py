@@ -9,6 +9,7 @@ compiled frame, so the native run raises it exactly as eager does.
 """
 from __future__ import annotations
 
+import types
 from typing import TYPE_CHECKING, Sequence
 
 from bytegraph.variables.base import VariableTracker
@@ -42,6 +43,14 @@ class ExceptionVariable(VariableTracker):
         if name in ("__cause__", "__context__"):
             return tx.wrap_const(None)
         return super().var_getattr(tx, name)
+
+    def as_text(self, fn: type) -> str | None:
+        """``str(exc)`` or ``repr(exc)`` (``fn``) when the arguments are constants
+        and the class's ``__str__``/``__repr__`` is builtin, else None."""
+        method = getattr(self.exc_type, f"__{fn.__name__}__")
+        if isinstance(method, types.FunctionType) or not all(a.is_python_constant() for a in self.args):
+            return None
+        return fn(self.exc_type(*[a.as_python_constant() for a in self.args]))
 
     def describe(self) -> str:
         shown = ", ".join(repr(a.as_python_constant()) if a.is_python_constant() else "..." for a in self.args)

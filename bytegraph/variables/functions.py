@@ -134,9 +134,10 @@ class UserFunctionVariable(VariableTracker):
         return True
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if self.fn in FOLDABLE_LIBRARY_FUNCTIONS and all(a.is_python_constant() for a in (*args, *kwargs.values())):
-            values = [a.as_python_constant() for a in args]
-            return tx.wrap_const(self.fn(*values, **{k: v.as_python_constant() for k, v in kwargs.items()}))
+        if self.fn in FOLDABLE_LIBRARY_FUNCTIONS:
+            values = [_fold_argument(self.fn, a) for a in (*args, *kwargs.values())]
+            if all(v is not _NOT_CONSTANT for v in values):
+                return tx.wrap_const(self.fn(*values[:len(args)], **dict(zip(kwargs, values[len(args):]))))
         return tx.inline_call(self, args, kwargs)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
@@ -167,6 +168,26 @@ FOLDABLE_LIBRARY_FUNCTIONS = frozenset({
     inspect.signature, inspect.isclass, inspect.isfunction, inspect.ismethod, inspect.isgeneratorfunction,
     inspect.iscoroutinefunction, inspect.getfullargspec, inspect.isabstract, inspect.unwrap, logging.getLogger,
 })
+
+
+#: foldable functions that only read a callable's signature and kind: a bound
+#: method's ``self`` does not matter to them
+_SIGNATURE_READERS = frozenset({
+    inspect.signature, inspect.ismethod, inspect.isfunction, inspect.isgeneratorfunction, inspect.iscoroutinefunction,
+    inspect.getfullargspec,
+})
+_NOT_CONSTANT = object()
+
+
+def _fold_argument(fn: Any, arg: VT) -> Any:
+    """The value ``arg`` stands for in a folded call of ``fn``, or _NOT_CONSTANT.
+    For signature readers a bound Python method is a method bound to a
+    placeholder (its signature and kind do not depend on the object)."""
+    if arg.is_python_constant():
+        return arg.as_python_constant()
+    if fn in _SIGNATURE_READERS and isinstance(arg, UserMethodVariable):
+        return types.MethodType(arg.fn, _NOT_CONSTANT)
+    return _NOT_CONSTANT
 
 
 class UserMethodVariable(UserFunctionVariable):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented
 from bytegraph.graph.side_effects import DELETED
-from bytegraph.guards.guards import DictContains, IdMatch
+from bytegraph.guards.guards import DictContains, DictKeysMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.containers import DictBaseView, DictVariable
@@ -220,13 +220,41 @@ class UserDefinedObjectVariable(VariableTracker):
             return super().var_getattr(tx, "__dict__")
         return tx.wrap(self.value.__dict__, AttrSource(self.source, "__dict__"))
 
+    def attribute_items(self, tx: Tx) -> list[tuple[str, VT]]:
+        """The instance ``__dict__``'s current entries, in order, as VTs (what
+        the trace stored or deleted so far included); its keys are guarded."""
+        if self.source is None:
+            unimplemented(
+                gb_type="unsupported copy",
+                context=f"copy of {self} that has no source",
+                explanation="bytegraph cannot enumerate the attributes of this object.",
+                hints=("Copy the object outside the compiled function.",),
+            )
+        names = list(getattr(self.value, "__dict__", {}))
+        tx.output.guards.add(DictKeysMatch(AttrSource(self.source, "__dict__"), dict, tuple(names)))
+        names += [n for n in tx.output.side_effects.pending_attr_names(self) if n not in names]
+        return [(name, vt) for name in names if (vt := self.instance_attr(tx, name)) is not None]
+
     def store_raw(self, tx: Tx, name: str, value: VT) -> None:
         """``object.__setattr__(self, name, value)``."""
         tx.output.side_effects.store_attr(self, name, value, raw=self._custom("__setattr__"))
 
     def delete_raw(self, tx: Tx, name: str) -> None:
-        """``object.__delattr__(self, name)``."""
-        tx.delete_attr(self, name)
+        """``object.__delattr__(self, name)``: from the instance dict, guarded on
+        whether the real object had the attribute."""
+        if self.source is None:
+            unimplemented(
+                gb_type="attribute delete",
+                context=f"del {self}.{name}",
+                explanation="bytegraph cannot delete attributes of this object, which has no source.",
+                hints=("Move the del out of the compiled function.",),
+            )
+        existed = name in getattr(self.value, "__dict__", {})
+        tx.output.guards.add(DictContains(AttrSource(self.source, "__dict__"), name, existed))
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is DELETED or (pending is None and not existed):
+            _no_attribute(self.python_type(), name)
+        tx.output.side_effects.delete_attr(self, name, existed)
 
     def dict_storage(self, tx: Tx) -> VT:
         """The plain-dict contents of an instance of a dict subclass."""
@@ -272,7 +300,7 @@ class UserDefinedObjectVariable(VariableTracker):
         getattr_fn = class_attribute(cls, "__getattr__")
         if isinstance(getattr_fn, types.FunctionType):
             return UserMethodVariable(getattr_fn, self).call_function(tx, [ConstantVariable(name)], {})
-        raise_traced(AttributeError, f"{cls.__qualname__!r} object has no attribute {name!r}")
+        _no_attribute(cls, name)
 
     def store_attr(self, tx: Tx, name: str, value: VT) -> None:
         """``self.name = value``: through a Python ``__setattr__`` or a property
@@ -416,12 +444,15 @@ class NewObjectVariable(UserDefinedObjectVariable):
     def instance_dict(self, tx: Tx) -> VT:
         return self.attrs
 
+    def attribute_items(self, tx: Tx) -> list[tuple[str, VT]]:
+        return [(name, value) for name, (_, value) in self.attrs.items.items()]
+
     def store_raw(self, tx: Tx, name: str, value: VT) -> None:
         self.attrs.items[name] = (ConstantVariable(name), value)
 
     def delete_raw(self, tx: Tx, name: str) -> None:
         if name not in self.attrs.items:
-            raise_traced(AttributeError, name)
+            _no_attribute(self.cls, name)
         del self.attrs.items[name]
 
     def dict_storage(self, tx: Tx) -> VT:
@@ -441,6 +472,11 @@ class NewObjectVariable(UserDefinedObjectVariable):
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__qualname__})"
+
+
+def _no_attribute(cls: type, name: str) -> None:
+    """Raise eager's AttributeError for a missing instance attribute."""
+    raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")
 
 
 def _emit_slot_call(codegen: PyCodegen, slot: Any, key: VT, value: VT) -> None:
