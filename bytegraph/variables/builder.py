@@ -19,6 +19,7 @@ import enum
 import functools
 import math
 import operator
+import os
 import types
 import weakref
 import warnings
@@ -59,7 +60,7 @@ from bytegraph.variables.functions import (
 )
 from bytegraph.variables.iterators import ItertoolsFunctionVariable, is_itertools_callable
 from bytegraph.variables.copying import CopyFunctionVariable
-from bytegraph.variables.misc import DeferredCallVariable, OpaqueConstantVariable, WeakRefVariable
+from bytegraph.variables.misc import DeferredCallVariable, EnvironVariable, OpaqueConstantVariable, WeakRefVariable
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.tensor import SymNodeVariable, TensorVariable
 from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_callable
@@ -205,6 +206,8 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         return CopyFunctionVariable(value, source)
     if value is warnings.warn:
         return DeferredCallVariable(value)
+    if value is os.environ:
+        return EnvironVariable(source)
     if _is_builtin_callable(value):
         return BuiltinVariable(value, source)
     if is_itertools_callable(value):

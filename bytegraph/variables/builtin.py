@@ -27,6 +27,7 @@ from bytegraph.breaks import HINT_REWRITE, unimplemented
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
+from bytegraph.variables.misc import EnvironVariable
 from bytegraph.variables.containers import (
     BaseSequenceVariable,
     DictVariable,
@@ -288,7 +289,7 @@ class BuiltinVariable(VariableTracker):
         return None
 
     def _contains(self, tx: Tx, container: VT, item: VT) -> VT | None:
-        if isinstance(container, (DictVariable, LazyDictVariable)):
+        if isinstance(container, (DictVariable, LazyDictVariable, EnvironVariable)):
             return container.call_method(tx, "__contains__", [item], {})
         if isinstance(container, TensorVariable):
             return graph_call(tx, "call_method", "__contains__", [container, item], {})

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import os
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented
@@ -11,8 +12,8 @@ from bytegraph.bytecode.resume import RESUME_DEPTH
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.guards.source import AttrSource, WeakRefCallSource
 from bytegraph.runtime import deferred
-from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.base import BoundMethodVariable, VariableTracker
+from bytegraph.variables.constant import ConstantVariable, raise_traced
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -178,6 +179,53 @@ def logger_method(logger: logging.Logger, name: str) -> DeferredCallVariable | N
     if name in deferred.LOG_LEVELS:
         return DeferredCallVariable(getattr(logger, name), logger, deferred.LOG_LEVELS[name])
     return None
+
+
+class EnvironVariable(VariableTracker):
+    """``os.environ``. Reads (``get``, ``[key]``, ``key in``) are folded at trace
+    time and guarded on that variable's value, so changing the environment
+    variable recompiles; anything else (writes, iteration) is a graph break."""
+
+    def __init__(self, source=None):
+        super().__init__(source)
+
+    def python_type(self) -> type:
+        return type(os.environ)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name in ("get", "__getitem__", "__contains__"):
+            return BoundMethodVariable(self, name)
+        return super().var_getattr(tx, name)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name not in ("get", "__getitem__", "__contains__") or kwargs or not all(
+                a.is_python_constant() for a in args) or not args or (name != "get" and len(args) != 1):
+            unimplemented(
+                gb_type="unsupported environment access",
+                context=f"os.environ.{name} with {len(args)} arguments",
+                explanation="bytegraph folds os.environ.get(key[, default]), os.environ[key] and key in os.environ "
+                            "with constant keys; other uses run natively.",
+                hints=("Read the environment outside the compiled function.",),
+            )
+        key = args[0].as_python_constant()
+        value = os.environ.get(key)
+        tx.output.guards.add(GlobalStateMatch(None, _environ_getter(key), value, f"environment variable {key}"))
+        if name == "__contains__":
+            return ConstantVariable(value is not None)
+        if value is None and name == "__getitem__":
+            raise_traced(KeyError, key)
+        if value is None:
+            return args[1] if len(args) > 1 else ConstantVariable(None)
+        return ConstantVariable(value)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_const(os.environ)
+
+
+@functools.lru_cache(maxsize=None)
+def _environ_getter(key: str) -> Any:
+    """``os.environ.get(key)`` as a guard's getter (one per key, so equal guards merge)."""
+    return functools.partial(os.environ.get, key)
 
 
 class WeakRefVariable(VariableTracker):

@@ -5,23 +5,24 @@ become graph inputs read through ``_parameters[...]``/``_buffers[...]`` (fast in
 guards and in the generated code); submodules are modules again; other instance
 attributes are guarded constants or objects. Calling a module inlines its
 ``forward`` (or a Python ``__call__`` override) when it has no hooks; the
-absence of hooks is guarded by the global hook-registration counter, so
-registering any hook later forces a recompile.
+absence of hooks is guarded per module (:class:`NoModuleHooks`) and for the
+global hook dicts, so registering a module hook later forces a recompile
+(hooks on tensors, which torch's own compilers register, do not).
 """
 from __future__ import annotations
 
+import collections
 import types
 from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
-from torch.utils.hooks import RemovableHandle
 
 from bytegraph.breaks import unimplemented
-from bytegraph.guards.guards import GlobalStateMatch
+from bytegraph.guards.guards import MODULE_HOOK_DICTS, DictKeysMatch, GlobalStateMatch, NoModuleHooks
 from bytegraph.guards.source import AttrSource, GetItemSource
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.containers import DictVariable, ListIteratorVariable, TupleVariable
+from bytegraph.variables.containers import ListIteratorVariable, TupleVariable
 from bytegraph.variables.functions import UserMethodVariable
 from bytegraph.variables.user_defined import (
     _MISSING,
@@ -36,20 +37,16 @@ if TYPE_CHECKING:
 
 VT = VariableTracker
 
-_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-_ALL_HOOK_DICTS = frozenset(_HOOK_DICTS) | {
-    "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks_with_kwargs",
-    "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks",
-}
 _GLOBAL_HOOK_DICTS = (
     "_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
     "_global_backward_pre_hooks", "_global_forward_hooks_always_called",
 )
 
 
-def hook_registrations() -> int:
-    """How many hooks were ever registered in this process (``RemovableHandle.next_id``)."""
-    return RemovableHandle.next_id
+def global_module_hooks() -> bool:
+    """Whether any global module hook (``register_module_forward_hook``...) is registered."""
+    module_mod = torch.nn.modules.module
+    return any(getattr(module_mod, name, None) for name in _GLOBAL_HOOK_DICTS)
 
 
 def _has_backward_hooks(module: torch.nn.Module) -> bool:
@@ -59,10 +56,7 @@ def _has_backward_hooks(module: torch.nn.Module) -> bool:
 
 
 def has_hooks(module: torch.nn.Module) -> bool:
-    if any(getattr(module, name, None) for name in _HOOK_DICTS):
-        return True
-    module_mod = torch.nn.modules.module
-    return any(getattr(module_mod, name, None) for name in _GLOBAL_HOOK_DICTS)
+    return any(getattr(module, name, None) for name in MODULE_HOOK_DICTS) or global_module_hooks()
 
 
 class NNModuleVariable(VariableTracker):
@@ -107,8 +101,6 @@ class NNModuleVariable(VariableTracker):
         if attr is not _MISSING and isinstance(attr, property):
             return bind_class_attribute(tx, self, cls, name, attr)
         if name in d:
-            if name in _ALL_HOOK_DICTS and not d[name]:
-                return self._empty_hook_dict(tx, name)
             return tx.wrap(d[name], AttrSource(self.source, name))
         guard_not_in_instance_dict(tx, self, name)
         if attr is not _MISSING:
@@ -117,18 +109,6 @@ class NNModuleVariable(VariableTracker):
         if isinstance(getattr_fn, types.FunctionType) and getattr_fn is not torch.nn.Module.__getattr__:
             return UserMethodVariable(getattr_fn, self).call_function(tx, [ConstantVariable(name)], {})
         raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")
-
-    def _empty_hook_dict(self, tx: Tx, name: str) -> VT:
-        """An empty hook dict of this module, guarded by the global hook-registration
-        counter instead of a per-dict check: it stays empty unless a hook is registered."""
-        tx.output.guards.add(
-            GlobalStateMatch(None, hook_registrations, hook_registrations(), "hook registrations")
-        )
-        holder = self.value.__dict__[name]
-        existing = tx.output.side_effects.tracked(holder)
-        if existing is not None:
-            return existing
-        return tx.output.side_effects.track(holder, DictVariable({}, type(holder), AttrSource(self.source, name)))
 
     def has_attr(self, tx: Tx, name: str) -> bool:
         return hasattr(self.value, name)
@@ -147,9 +127,9 @@ class NNModuleVariable(VariableTracker):
                 )
             # forward (pre-)hooks: trace torch's own Module._call_impl, which runs them
             return tx.inline_call(UserMethodVariable(torch.nn.Module._call_impl, self), [self, *args], kwargs)
-        tx.output.guards.add(
-            GlobalStateMatch(None, hook_registrations, hook_registrations(), "hook registrations")
-        )
+        tx.output.guards.add(GlobalStateMatch(None, global_module_hooks, False, "global module hooks"))
+        if self.source is not None:
+            tx.output.guards.add(NoModuleHooks(self.source))
         call = class_attribute(type(module), "__call__")
         if isinstance(call, types.FunctionType) and call is not torch.nn.Module.__call__:
             return tx.inline_call(UserMethodVariable(call, self), [self, *args], kwargs)
@@ -161,25 +141,30 @@ class NNModuleVariable(VariableTracker):
             return self._listing(tx, name, args, kwargs)
         container = _container_holder(self.value)
         if container is not None:
+            is_dict = isinstance(self.value, (torch.nn.ModuleDict, torch.nn.ParameterDict))
             if name == "__len__" and not args:
-                return ConstantVariable(len(self.value))
+                return ConstantVariable(len(self.container_keys(tx)))
             if name == "__getitem__" and len(args) == 1:
                 return self._container_item(tx, container, args[0].as_python_constant())
             if name == "__iter__" and not args:
                 return ListIteratorVariable(self.unpack_var_sequence(tx))
-            if name == "__contains__" and isinstance(self.value, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
-                return ConstantVariable(args[0].as_python_constant() in self.value)
-            if name in ("keys", "values", "items") and isinstance(
-                self.value, (torch.nn.ModuleDict, torch.nn.ParameterDict)
-            ):
-                keys = list(self.value.keys())
+            if name == "__contains__" and is_dict:
+                return ConstantVariable(args[0].as_python_constant() in self.container_keys(tx))
+            if name in ("keys", "values", "items") and is_dict:
+                keys = self.container_keys(tx)
                 if name == "keys":
                     return ListIteratorVariable([ConstantVariable(k) for k in keys])
-                values = [self._container_item(tx, container, k) for k in keys]
+                values = [self._item_by_key(tx, container, k) for k in keys]
                 if name == "values":
                     return ListIteratorVariable(values)
                 return ListIteratorVariable([TupleVariable([ConstantVariable(k), v]) for k, v in zip(keys, values)])
         return super().call_method(tx, name, args, kwargs)
+
+    def container_keys(self, tx: Tx) -> list:
+        """The keys of a module container's items, guarded (appending a layer
+        after compiling recompiles)."""
+        container = _container_holder(self.value)
+        return _guarded_keys(tx, self.value.__dict__[container], AttrSource(self.source, container))
 
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return _container_holder(self.value) is not None
@@ -188,7 +173,7 @@ class NNModuleVariable(VariableTracker):
         container = _container_holder(self.value)
         if container is None:
             return super().unpack_var_sequence(tx)
-        keys = list(self.value.__dict__[container].keys())
+        keys = self.container_keys(tx)
         if isinstance(self.value, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
             return [ConstantVariable(k) for k in keys]
         return [self._item_by_key(tx, container, k) for k in keys]
@@ -197,45 +182,49 @@ class NNModuleVariable(VariableTracker):
         """``module[index]`` for ModuleList/Sequential/ModuleDict/ParameterList/ParameterDict."""
         if isinstance(self.value, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
             return self._item_by_key(tx, container, index)
+        keys = self.container_keys(tx)
+        if isinstance(index, slice) and type(self.value) in (torch.nn.ModuleList, torch.nn.Sequential):
+            items = [(k, self._item_by_key(tx, container, k)) for k in keys[index]]
+            return ModuleSliceVariable(type(self.value), items)
+        try:
+            key = keys[index]
+        except (IndexError, TypeError) as e:
+            raise_traced(type(e), f"index {index!r} is out of range" if isinstance(e, IndexError) else str(e))
         if isinstance(index, slice):
             unimplemented(
                 gb_type="module container slice",
                 context=f"{type(self.value).__name__}[{index}]",
-                explanation="Slicing a module container creates a new module; not traced yet.",
+                explanation="Slicing a subclass of a module container runs its own constructor; not traced.",
                 hints=("Index single elements, or iterate over the container.",),
-            )
-        keys = list(self.value.__dict__[container].keys())
-        try:
-            key = keys[index]
-        except (IndexError, TypeError) as e:
-            unimplemented(
-                gb_type="user error",
-                context=f"{type(self.value).__name__}[{index!r}] raised {type(e).__name__}",
-                explanation="The traced code raises; it runs natively so the error is the eager one.",
-                hints=("Fix the index.",),
             )
         return self._item_by_key(tx, container, key)
 
     def _item_by_key(self, tx: Tx, container: str, key: str) -> VT:
         holder = self.value.__dict__[container]
         if key not in holder:
-            unimplemented(
-                gb_type="user error",
-                context=f"{type(self.value).__name__} has no key {key!r}",
-                explanation="The traced code raises KeyError; it runs natively so the error is the eager one.",
-                hints=("Check the key.",),
-            )
+            raise_traced(KeyError, key)
         return tx.wrap(holder[key], GetItemSource(AttrSource(self.source, container), key))
 
     def _listing(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        """``parameters()``, ``named_modules()``... as an iterator of guarded VTs."""
+        """``parameters()``, ``named_modules()``... as an iterator of guarded VTs;
+        the holder dicts walked are guarded by their keys (a parameter or
+        submodule added after compiling recompiles)."""
         values = [a.as_python_constant() for a in args]
         kw = {k: v.as_python_constant() for k, v in kwargs.items()}
-        named = getattr(self.value, name if name.startswith("named_") else f"named_{name}")
+        kind = name.removeprefix("named_")
+        named = getattr(self.value, f"named_{kind}")
         items = []
         for path, obj in named(*values, **kw):
             vt = tx.wrap(obj, self._path_source(path)) if path else self
             items.append(TupleVariable([ConstantVariable(path), vt]) if name.startswith("named_") else vt)
+        recurse = kw.get("recurse", True) if kind in ("parameters", "buffers") else kind == "modules"
+        holders = {"parameters": ("_parameters",), "buffers": ("_buffers",)}.get(kind, ("_modules",))
+        if recurse:
+            holders = tuple({"_modules", *holders})
+        for path, module in (self.value.named_modules() if recurse else [("", self.value)]):
+            source = self._path_source(path) if path else self.source
+            for holder in holders:
+                _guarded_keys(tx, module.__dict__[holder], AttrSource(source, holder))
         return ListIteratorVariable(items)
 
     def _path_source(self, path: str):
@@ -253,6 +242,80 @@ class NNModuleVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"NNModuleVariable({type(self.value).__name__})"
+
+
+def _guarded_keys(tx: Tx, holder: dict, source: Any) -> list:
+    """``list(holder)``, guarded through ``source``."""
+    keys = list(holder)
+    tx.output.guards.add(DictKeysMatch(source, type(holder), tuple(keys)))
+    return keys
+
+
+class ModuleSliceVariable(VariableTracker):
+    """``container[a:b]`` of an ``nn.ModuleList`` or ``nn.Sequential``: a new
+    container holding the same submodules, as eager builds with
+    ``type(container)(...)`` (a ModuleList renumbers its keys, a Sequential
+    keeps them). Calling a Sequential slice calls its modules in order."""
+
+    def __init__(self, cls: type, items: list[tuple[str, VT]]):
+        super().__init__()
+        self.cls = cls
+        self.items = items
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def truthy(self, tx: Tx) -> bool:
+        return bool(self.items)
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return True
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        return [vt for _, vt in self.items]
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "__len__" and not args:
+            return ConstantVariable(len(self.items))
+        if name == "__iter__" and not args:
+            return ListIteratorVariable(self.unpack_var_sequence(tx))
+        if name == "__getitem__" and len(args) == 1:
+            index = args[0].as_python_constant()
+            if isinstance(index, slice):
+                return ModuleSliceVariable(self.cls, self.items[index])
+            try:
+                return self.items[index][1]
+            except (IndexError, TypeError) as e:
+                raise_traced(type(e), str(e))
+        return super().call_method(tx, name, args, kwargs)
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if self.cls is not torch.nn.Sequential or len(args) != 1 or kwargs:
+            return super().call_function(tx, args, kwargs)
+        tx.output.guards.add(GlobalStateMatch(None, global_module_hooks, False, "global module hooks"))
+        value = args[0]
+        for _, module in self.items:
+            value = module.call_function(tx, [value], {})
+        return value
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_callable(self.cls)
+        if self.cls is torch.nn.Sequential:
+            codegen.load_callable(collections.OrderedDict)
+            for key, module in self.items:
+                codegen.load_const(key)
+                codegen.reconstruct(module)
+                codegen.emit("BUILD_TUPLE", 2)
+            codegen.emit("BUILD_LIST", len(self.items))
+            codegen.call(1)
+        else:
+            for _, module in self.items:
+                codegen.reconstruct(module)
+            codegen.emit("BUILD_LIST", len(self.items))
+        codegen.call(1)
+
+    def __repr__(self) -> str:
+        return f"ModuleSliceVariable({self.cls.__name__}, {len(self.items)})"
 
 
 def _container_holder(module: torch.nn.Module) -> str | None:

@@ -547,9 +547,21 @@ class SlotMethodVariable(VariableTracker):
         obj, rest = (self.obj, list(args)) if self.obj is not None else (args[0] if args else None, list(args[1:]))
         if self.base is object and self.name == "__init__" and not rest and not kwargs:
             return ConstantVariable(None)
-        if not isinstance(obj, UserDefinedObjectVariable):
-            return _unsupported_base(self.base, self.name)
-        return obj.call_slot(tx, self.base, self.name, rest, kwargs)
+        if isinstance(obj, UserDefinedObjectVariable):
+            return obj.call_slot(tx, self.base, self.name, rest, kwargs)
+        if obj is not None and self.base is not object and issubclass(obj.python_type(), self.base):
+            return obj.call_method(tx, self.name, rest, kwargs)  # ``str.count(s, "x")``: s's own VT models it
+        return _unsupported_base(self.base, self.name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        method = getattr(self.base, self.name)
+        if self.obj is None:
+            codegen.load_const(method)
+            return
+        codegen.load_callable(types.MethodType)
+        codegen.load_const(method)
+        codegen.reconstruct(self.obj)
+        codegen.call(2)
 
 
 class AutogradFunctionApplyVariable(VariableTracker):

@@ -1,0 +1,204 @@
+"""nn.Module behaviour real models rely on: containers and their slices,
+parameter/module listings, hooks (also added after compiling), buffer updates,
+RNNs, training with torch's compiling backends. Compiled vs eager."""
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+import bytegraph
+from bytegraph.backends.registry import lookup_backend
+from bytegraph.runtime import metrics
+from bytegraph.testing import CompileCounter, same
+
+
+def breaks():
+    return [b.reason for stats in metrics.FRAMES.values() for b in stats.breaks]
+
+
+def run_both(module, *args, calls=1, backend=None):
+    """Compile ``module`` (CompileCounter unless ``backend``), call it ``calls``
+    times; compare the last output with a deep copy of the module run eagerly
+    the same number of times. Returns (compiled output, counter)."""
+    reference = copy.deepcopy(module)
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(module, backend=backend or cnt)
+    for _ in range(calls):
+        actual = compiled(*args)
+        expected = reference(*args)
+    assert same(actual, expected, atol=1e-5), f"{actual!r} != {expected!r}"
+    return actual, cnt
+
+
+class Containers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+        self.pl = nn.ParameterList([nn.Parameter(torch.randn(8)) for _ in range(2)])
+        self.pd = nn.ParameterDict({"a": nn.Parameter(torch.randn(8))})
+        self.md = nn.ModuleDict({"l": nn.Linear(8, 8)})
+        self.seq = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8))
+
+    def forward(self, x, n: int = 2):
+        for layer in self.layers[:n]:
+            x = layer(x)
+        for p in self.pl:
+            x = x * p
+        for _, m in self.md.items():
+            x = m(x)
+        x = self.seq[1:](x) + self.seq[-1](x)
+        count = sum(p.numel() for _, p in self.named_parameters())
+        return (x + self.pd["a"] + count + len(list(self.children())) + len(list(self.modules())),
+                len(self.layers[1:]), type(self.layers[::2]).__name__)
+
+
+def test_module_and_parameter_containers_and_slices():
+    run_both(Containers(), torch.randn(3, 8))
+    assert breaks() == []
+
+
+def test_sliced_module_list_does_not_recompile():
+    module = Containers()
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(module, backend=cnt)
+    x = torch.randn(3, 8)
+    for _ in range(3):
+        assert same(compiled(x), module(x))
+    assert cnt.frame_count == 1
+
+
+def test_returned_module_slice_is_a_new_container_of_the_same_modules():
+    module = Containers()
+
+    def f(x):
+        return module.layers[1:], module.seq[:2](x)
+
+    out, _ = bytegraph.compile(f, backend="eager")(torch.randn(2, 8)), None
+    sliced, expected = out[0], module.layers[1:]
+    assert type(sliced) is nn.ModuleList and list(sliced) == list(expected) and sliced is not module.layers
+
+
+def test_batchnorm_running_stats_match_after_steps():
+    model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8)).train()
+    _, cnt = run_both(model, torch.randn(4, 8), calls=3)
+    assert cnt.frame_count == 1
+
+
+class Hooked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.inner(x).relu()
+
+
+def test_forward_hooks_registered_before_compiling():
+    model = Hooked()
+    model.inner.register_forward_hook(lambda m, i, o: o * 2)
+    model.inner.register_forward_pre_hook(lambda m, i: (i[0] + 1,))
+    _, cnt = run_both(model, torch.randn(2, 8))
+    assert cnt.frame_count == 1 and breaks() == []
+
+
+def test_forward_hook_added_and_removed_after_compiling_recompiles():
+    model = Hooked()
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(model, backend=cnt)
+    x = torch.randn(2, 8)
+    assert same(compiled(x), model(x))
+    handle = model.inner.register_forward_hook(lambda m, i, o: o + 100)
+    assert same(compiled(x), model(x)) and cnt.frame_count == 2
+    handle.remove()
+    assert same(compiled(x), model(x)) and cnt.frame_count == 2  # the first entry applies again
+
+
+def test_global_module_hook_added_after_compiling_is_seen():
+    model = Hooked()
+    compiled = bytegraph.compile(model, backend="eager")
+    x = torch.randn(2, 8)
+    compiled(x)
+    handle = nn.modules.module.register_module_forward_hook(lambda m, i, o: o * 0 if isinstance(m, nn.Linear) else o)
+    try:
+        assert same(compiled(x), model(x)) and float(model(x).abs().sum()) == 0.0
+    finally:
+        handle.remove()
+
+
+def test_tensor_hooks_registered_between_calls_do_not_recompile():
+    model = Hooked()
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(model, backend=cnt)
+    for _ in range(3):
+        x = torch.randn(2, 8, requires_grad=True)
+        x.register_hook(lambda g: g * 2)
+        compiled(x).sum().backward()
+    assert cnt.frame_count == 1
+
+
+@pytest.mark.parametrize("backend", ["aot_eager"])
+def test_training_steps_with_a_compiling_backend_do_not_recompile(backend):
+    calls = []
+    real = lookup_backend(backend)
+
+    def counting(gm, example_inputs):
+        calls.append(gm)
+        return real(gm, example_inputs)
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 1)).train()
+    reference = copy.deepcopy(model)
+    compiled = bytegraph.compile(model, backend=counting)
+    x = torch.randn(4, 8)
+    for _ in range(3):
+        compiled(x).sum().backward()
+        reference(x).sum().backward()
+    for p, q in zip(model.parameters(), reference.parameters()):
+        assert same(p.grad, q.grad, atol=1e-5)
+    assert len(calls) == 1
+
+
+class SelfCache(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("steps", torch.zeros(()))
+
+    def forward(self, x):
+        self.cache = x * 3
+        self.count = getattr(self, "count", 0) + 1
+        self.steps += 1
+        return self.cache + self.steps
+
+
+def test_module_attribute_rebinding_and_buffer_updates_replay_each_call():
+    model = SelfCache()
+    compiled = bytegraph.compile(model, backend="eager")
+    x = torch.randn(3)
+    compiled(x)
+    out = compiled(x)
+    assert same(model.cache, x * 3) and model.count == 2 and model.steps.item() == 2.0
+    assert same(out, x * 3 + 2)
+
+
+@pytest.mark.parametrize("cls,shape", [(nn.LSTM, (2, 5, 8)), (nn.GRU, (2, 5, 8)), (nn.RNN, (2, 5, 8))])
+def test_recurrent_modules_in_one_graph(cls, shape):
+    model = cls(8, 4, num_layers=2, batch_first=True, bidirectional=True)
+    _, cnt = run_both(model, torch.randn(*shape), calls=2)
+    assert cnt.frame_count == 1 and breaks() == []
+
+
+def test_training_flag_is_guarded():
+    class TrainFlag(nn.Module):
+        def forward(self, x):
+            return x * 2 if self.training else x - 1
+
+    model = TrainFlag()
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(model, backend=cnt)
+    x = torch.randn(3)
+    assert same(compiled(x), x * 2)
+    model.eval()
+    assert same(compiled(x), x - 1)
+    model.train()
+    assert same(compiled(x), x * 2) and cnt.frame_count == 2
