@@ -193,6 +193,7 @@ def _trace(
             hints=("Please report this with the code that triggers it.",),
         ))
     finally:
+        output.close_open_states()
         torch._C._set_grad_enabled(grad_mode)
 
 

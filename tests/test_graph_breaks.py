@@ -284,3 +284,27 @@ def test_bare_raise_after_a_break_in_an_except_clause_reraises():
 
     with pytest.raises(ValueError, match="original"):
         bytegraph.compile(f, backend="eager")(torch.ones(2))
+
+
+def test_break_inside_autocast_and_inference_mode_leaves_no_state_behind(capsys):
+    def f(a, b):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = a @ b
+            print("break")
+            z = a @ b
+        return y, z, a @ b
+
+    def g(a):
+        with torch.inference_mode():
+            y = a * 2
+            print("break")
+            z = a * 3
+        return y.is_inference(), z.is_inference(), (a * 4).is_inference()
+
+    a, b = torch.randn(4, 4), torch.randn(4, 4)
+    for fn, args in ((f, (a, b)), (g, (a,))):
+        expected = fn(*args)
+        compiled = bytegraph.compile(fn, backend="eager")
+        for _ in range(2):
+            assert same(compiled(*args), expected)
+            assert not torch.is_autocast_enabled("cpu") and not torch.is_inference_mode_enabled()

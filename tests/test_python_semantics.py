@@ -788,6 +788,26 @@ def test_cpu_autocast_block():
     check_compiled(f, t(3, 8), t(8, 8))
 
 
+AMP = torch.autocast("cpu", dtype=torch.bfloat16)
+
+
+@torch.autocast("cpu", enabled=False)
+def full_precision_matmul(a, b):
+    return a @ b
+
+
+def test_autocast_objects_made_before_the_call_decorators_and_with():
+    def f(a, b):
+        with AMP:
+            low = a @ b
+            high = full_precision_matmul(a, b)
+        return low, high, a @ b
+
+    out, _ = check_compiled(f, t(4, 4), t(4, 4))
+    assert [o.dtype for o in out] == [torch.bfloat16, torch.float32, torch.float32]
+    assert breaks() == [] and not torch.is_autocast_enabled("cpu")
+
+
 def test_default_dtype_and_grad_queries():
     def f(x):
         return x * torch.is_grad_enabled(), torch.get_default_dtype(), torch.zeros(2).dtype

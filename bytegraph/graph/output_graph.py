@@ -101,6 +101,9 @@ class OutputGraph:
         unscoped_grad_mode_changes: grad-mode switches in the graph made by a
             plain ``torch.set_grad_enabled(m)`` call rather than a ``with``
             block (eager does not undo those when an exception escapes).
+        open_states: undo functions of the process state (autocast, inference
+            mode) that tracing entered and has not left yet, innermost last;
+            :meth:`close_open_states` runs them when tracing ends early.
     """
 
     def __init__(self, max_instructions: int, policy: DynamicPolicy = DynamicPolicy(),
@@ -122,7 +125,14 @@ class OutputGraph:
         self.max_instructions = max_instructions
         self.compiled_graphs: list[CompiledGraph] = []
         self.unscoped_grad_mode_changes = 0
+        self.open_states: list[Callable[[], Any]] = []
         self.operations = 0  # operation nodes in the graph (kept up to date, O(1) to read)
+
+    def close_open_states(self) -> None:
+        """Leave, innermost first, the state contexts tracing entered for real
+        and did not leave (tracing stopped inside their ``with`` block)."""
+        while self.open_states:
+            self.open_states.pop()()
 
     # ---- budget ----------------------------------------------------------------
     def tick(self) -> None:

@@ -34,6 +34,7 @@ from bytegraph.bytecode.resume import ResumeSpec, copy_body, instruction_at, rep
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.guards.source import LocalSource
 from bytegraph.variables.misc import NullVariable
+from bytegraph.variables.torch_state import StateContextVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.root import InstructionTranslator
@@ -130,6 +131,9 @@ def codegen_graph_break(
             else:
                 cg.load_local(temp)
 
+    for ctx in reversed(tx.block_stack):  # the graph leaves autocast/inference mode as it found them
+        if isinstance(ctx, StateContextVariable):
+            ctx.close_for_graph_break(tx)
     codegen = tx.output.compile_subgraph(code, tx.f_globals, tail, tx.compiler, code.co_name)
     entry = _entry_index(tx, inst)
     body = copy_body(code, sorted({entry, inst.index}))

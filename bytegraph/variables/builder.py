@@ -21,8 +21,8 @@ import math
 import operator
 import os
 import types
-import weakref
 import warnings
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -41,7 +41,7 @@ from bytegraph.guards.guards import (
 )
 from bytegraph.guards.source import AttrSource, GetItemSource, LocalSource, Source
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
-from bytegraph.variables.builtin import BuiltinVariable
+from bytegraph.variables.builtin import BuiltinVariable, bound_to_constant
 from bytegraph.variables.constant import ConstantVariable, is_constant_value
 from bytegraph.variables.containers import (
     DictVariable,
@@ -52,19 +52,35 @@ from bytegraph.variables.containers import (
     SizeVariable,
     TupleVariable,
 )
+from bytegraph.variables.copying import CopyFunctionVariable
 from bytegraph.variables.functions import (
     PartialVariable,
     UserFunctionVariable,
     UserMethodVariable,
     WrappedFunctionVariable,
 )
-from bytegraph.variables.iterators import ItertoolsFunctionVariable, is_itertools_callable
-from bytegraph.variables.copying import CopyFunctionVariable
-from bytegraph.variables.misc import DeferredCallVariable, EnvironVariable, OpaqueConstantVariable, WeakRefVariable
+from bytegraph.variables.iterators import (
+    ItertoolsFunctionVariable,
+    is_itertools_callable,
+)
+from bytegraph.variables.misc import (
+    DeferredCallVariable,
+    EnvironVariable,
+    OpaqueConstantVariable,
+    WeakRefVariable,
+)
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.tensor import SymNodeVariable, TensorVariable
-from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_callable
-from bytegraph.variables.user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
+from bytegraph.variables.torch import (
+    PythonModuleVariable,
+    TorchFunctionVariable,
+    is_torch_callable,
+)
+from bytegraph.variables.torch_state import STATE_CONTEXTS, StateContextVariable, existing_state_context
+from bytegraph.variables.user_defined import (
+    UserDefinedClassVariable,
+    UserDefinedObjectVariable,
+)
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
@@ -89,7 +105,8 @@ def _is_builtin_callable(value: Any) -> bool:
     except TypeError:
         return False
     module = getattr(value, "__module__", None)
-    return isinstance(value, types.BuiltinFunctionType) and module in ("_operator", "operator", "math")
+    return isinstance(value, types.BuiltinFunctionType) and module in ("_operator", "operator", "math") or (
+        bound_to_constant(value))
 
 
 def _is_namedtuple(value: Any) -> bool:
@@ -155,6 +172,8 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
     if isinstance(value, types.MethodType):
         guards.add(IdMatch.of(AttrSource(source, "__func__"), value.__func__))
         obj = wrap(tx, value.__self__, AttrSource(source, "__self__"))
+        if isinstance(obj, StateContextVariable):
+            return obj.var_getattr(tx, value.__func__.__name__)
         if isinstance(value.__func__, types.FunctionType):
             return UserMethodVariable(value.__func__, obj, source)
         return BoundMethodVariable(obj, value.__func__.__name__)
@@ -208,6 +227,10 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         return DeferredCallVariable(value)
     if value is os.environ:
         return EnvironVariable(source)
+    if isinstance(value, STATE_CONTEXTS) and source is not None:
+        existing = existing_state_context(tx, value, source)
+        if existing is not None:
+            return existing
     if _is_builtin_callable(value):
         return BuiltinVariable(value, source)
     if is_itertools_callable(value):

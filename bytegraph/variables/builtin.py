@@ -170,7 +170,7 @@ class BuiltinVariable(VariableTracker):
                     hints=(HINT_REWRITE,),
                 )
             return self._tensor_operator(tx, args)
-        if fn in PURE_BUILTINS and all(_foldable(a) for a in args) and all(_foldable(v) for v in kwargs.values()):
+        if (fn in PURE_BUILTINS or bound_to_constant(fn)) and all(_foldable(a) for a in args) and all(_foldable(v) for v in kwargs.values()):
             result = self._fold(tx, args, kwargs)  # symbolic scalars are specialised (guarded) here
             if result is not None:
                 return result
@@ -521,6 +521,18 @@ class BuiltinVariable(VariableTracker):
                 hints=(HINT_REWRITE,),
             )
         return None
+
+
+def bound_to_constant(fn: Any) -> bool:
+    """Whether ``fn`` is a builtin method of an immutable constant
+    (``"a,b".split``, ``keyword.iskeyword``, a frozenset's ``__contains__``):
+    pure, so folded on constant arguments."""
+    owner = getattr(fn, "__self__", None)
+    if not isinstance(fn, types.BuiltinMethodType) or isinstance(owner, types.ModuleType):
+        return False
+    if type(owner) is frozenset:
+        return all(is_constant_value(v) for v in owner)
+    return is_constant_value(owner)
 
 
 def _foldable(vt: VT) -> bool:

@@ -138,7 +138,12 @@ def is_torch_callable(fn: Any) -> bool:
     if isinstance(fn, type) and issubclass(fn, STATE_CONTEXTS):
         return True
     module = getattr(fn, "__module__", None) or ""
-    return isinstance(fn, types.BuiltinFunctionType) and (module.startswith("torch") or module == "")
+    if not isinstance(fn, types.BuiltinFunctionType):
+        return False
+    if module == "":  # a C binding without a module: torch's when bound to a torch module, not to an object
+        owner = getattr(fn, "__self__", None)
+        return isinstance(owner, types.ModuleType) and owner.__name__.startswith("torch")
+    return module.startswith("torch")
 
 
 class TorchFunctionVariable(VariableTracker):

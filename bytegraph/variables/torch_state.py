@@ -8,14 +8,16 @@ resets it to the frame's entry state).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 import torch
 import torch.amp.autocast_mode as autocast_mode
 import torch.autograd.grad_mode as grad_mode
 
 from bytegraph.breaks import unimplemented
-from bytegraph.variables.base import VariableTracker
+from bytegraph.guards.guards import TypeMatch
+from bytegraph.guards.source import AttrSource
+from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 
 if TYPE_CHECKING:
@@ -38,7 +40,81 @@ def create_state_context(tx: Tx, cls: type, args: Sequence[VT], kwargs: dict[str
     return GradModeVariable.create(tx, cls, args, kwargs)
 
 
-class GradModeVariable(VariableTracker):
+def existing_state_context(tx: Tx, value: Any, source: Any) -> VT | None:
+    """An ``autocast`` or ``inference_mode`` object made before the call (the
+    instance an ``@autocast(...)`` decorator closes over) as the VT that
+    creating it in the trace would give, reconstructed as the object itself;
+    the settings it is entered with are guarded. None for grad-mode objects,
+    whose Python ``__enter__``/``__exit__`` are inlined instead."""
+    def read(name: str) -> Any:
+        return tx.wrap(getattr(value, name), AttrSource(source, name)).as_python_constant()
+
+    if isinstance(value, torch.autocast):
+        tx.output.guards.add(TypeMatch(source, type(value)))
+        settings = (read("device"), read("fast_dtype"), read("_enabled"), read("_cache_enabled"))
+        return AutocastVariable(type(value), settings, source)
+    if isinstance(value, torch.inference_mode):
+        tx.output.guards.add(TypeMatch(source, type(value)))
+        return InferenceModeVariable(bool(read("mode")), source)
+    return None
+
+
+def _enter_state(tx: Tx, entered: list, enter_fn: Callable, exit_fn: Callable, args: tuple) -> None:
+    """``enter_fn(*args)`` now (recording how to undo it if tracing stops
+    early) and as a graph node; ``entered`` gets ``(real result, node)``."""
+    real = enter_fn(*args)
+    tx.output.open_states.append(lambda: exit_fn(real))
+    entered.append((real, tx.output.create_node("call_function", enter_fn, args, {}, None)))
+
+
+def _exit_state(tx: Tx, ctx: VT, entered: list, exit_fn: Callable) -> None:
+    """Undo the innermost entry of ``ctx`` now and in the graph."""
+    if not entered:
+        _not_entered_here(ctx)
+    real, node = entered.pop()
+    tx.output.open_states.pop()()
+    tx.output.create_node("call_function", exit_fn, (node,), {}, None)
+
+
+def _not_entered_here(ctx: VT) -> NoReturn:
+    unimplemented(
+        gb_type="unsupported context manager",
+        context=f"leaving {ctx} entered before the trace",
+        explanation="The context was entered outside the traced code (before a graph break); its exit "
+                    "restores state only the real object holds.",
+        hints=("Expected after a graph break inside such a with block; the exit runs natively.",),
+    )
+
+
+class StateContextVariable(VariableTracker):
+    """Base of the torch state contexts: ``ctx.__enter__()``/``ctx.__exit__(...)``
+    called explicitly (or on a bound method passed in) act as ``with`` does."""
+
+    def enter(self, tx: Tx) -> VT:
+        raise NotImplementedError
+
+    def exit(self, tx: Tx, args: Sequence[VT] = ()) -> VT:
+        raise NotImplementedError
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name in ("__enter__", "__exit__"):
+            return BoundMethodVariable(self, name)
+        return super().var_getattr(tx, name)
+
+    def close_for_graph_break(self, tx: Tx) -> None:
+        """Leave every entry made in this trace, in the graph and now, so the
+        graph ends in the state it started in (the generated code then enters
+        the context again before running the rest)."""
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "__enter__" and not args and not kwargs:
+            return self.enter(tx)
+        if name == "__exit__" and not kwargs:
+            return self.exit(tx, args)
+        return super().call_method(tx, name, args, kwargs)
+
+
+class GradModeVariable(StateContextVariable):
     """``torch.no_grad()``, ``torch.enable_grad()`` or ``torch.set_grad_enabled(m)``.
 
     Entering switches grad mode at trace time (so FakeTensor results carry the
@@ -132,7 +208,7 @@ def set_grad_mode(tx: Tx, mode: bool) -> None:
     tx.output.create_node("call_function", torch._C._set_grad_enabled, (mode,), {}, None)
 
 
-class AutocastVariable(VariableTracker):
+class AutocastVariable(StateContextVariable):
     """``torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``.
 
     Entering runs ``torch.amp._enter_autocast`` now and as a graph node;
@@ -141,8 +217,8 @@ class AutocastVariable(VariableTracker):
 
     reenter_on_reconstruct = True
 
-    def __init__(self, cls: type, values: tuple):
-        super().__init__()
+    def __init__(self, cls: type, values: tuple, source=None):
+        super().__init__(source)
         self.cls = cls
         self.values = values  # device_type, dtype, enabled, cache_enabled
         self.entered: list[tuple[Any, Any]] = []  # (real mode object, its graph node)
@@ -169,18 +245,21 @@ class AutocastVariable(VariableTracker):
         return self.cls
 
     def enter(self, tx: Tx) -> VT:
-        mode = autocast_mode._enter_autocast(*self.values)
-        node = tx.output.create_node("call_function", autocast_mode._enter_autocast, self.values, {}, None)
-        self.entered.append((mode, node))
+        _enter_state(tx, self.entered, autocast_mode._enter_autocast, autocast_mode._exit_autocast, self.values)
         return ConstantVariable(None)
 
     def exit(self, tx: Tx, args: Sequence[VT] = ()) -> VT:
-        mode, node = self.entered.pop()
-        autocast_mode._exit_autocast(mode)
-        tx.output.create_node("call_function", autocast_mode._exit_autocast, (node,), {}, None)
+        _exit_state(tx, self, self.entered, autocast_mode._exit_autocast)
         return ConstantVariable(None)
 
+    def close_for_graph_break(self, tx: Tx) -> None:
+        while self.entered:
+            self.exit(tx)
+
     def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
         device, dtype, enabled, cache_enabled = self.values
         codegen.load_callable(self.cls)
         for value in (device, dtype, enabled, cache_enabled):
@@ -191,14 +270,14 @@ class AutocastVariable(VariableTracker):
         return f"AutocastVariable{self.values}"
 
 
-class InferenceModeVariable(VariableTracker):
+class InferenceModeVariable(StateContextVariable):
     """``torch.inference_mode(mode)``: ``torch.autograd.grad_mode._enter_inference_mode``
     now and in the graph; exit on what entering returned."""
 
     reenter_on_reconstruct = True
 
-    def __init__(self, mode: bool):
-        super().__init__()
+    def __init__(self, mode: bool, source=None):
+        super().__init__(source)
         self.mode = mode
         self.entered: list[tuple[Any, Any]] = []
 
@@ -206,18 +285,21 @@ class InferenceModeVariable(VariableTracker):
         return torch.inference_mode
 
     def enter(self, tx: Tx) -> VT:
-        context = grad_mode._enter_inference_mode(self.mode)
-        node = tx.output.create_node("call_function", grad_mode._enter_inference_mode, (self.mode,), {}, None)
-        self.entered.append((context, node))
+        _enter_state(tx, self.entered, grad_mode._enter_inference_mode, grad_mode._exit_inference_mode, (self.mode,))
         return ConstantVariable(None)
 
     def exit(self, tx: Tx, args: Sequence[VT] = ()) -> VT:
-        context, node = self.entered.pop()
-        grad_mode._exit_inference_mode(context)
-        tx.output.create_node("call_function", grad_mode._exit_inference_mode, (node,), {}, None)
+        _exit_state(tx, self, self.entered, grad_mode._exit_inference_mode)
         return ConstantVariable(None)
 
+    def close_for_graph_break(self, tx: Tx) -> None:
+        while self.entered:
+            self.exit(tx)
+
     def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
         codegen.load_callable(torch.inference_mode)
         codegen.load_const(self.mode)
         codegen.call(1)
