@@ -294,3 +294,34 @@ def test_with_block_is_not_a_try_statement():
     x = torch.randn(3, requires_grad=True)
     assert same(compiled(x), f(x))
     assert cnt.frame_count == 1
+
+
+class LibraryError(RuntimeError):
+    """A library's own error class (like einops.EinopsError)."""
+
+
+@pytest.mark.parametrize("clause, breaks", [
+    ("KeyError", False),
+    ("(KeyError, LibraryError)", False),
+    ("LookupError", True),  # catches IndexError
+    ("(KeyError, ValueError)", True),
+    ("Exception", True),
+    ("", True),  # bare except
+])
+def test_tensor_work_in_try_breaks_only_when_an_except_clause_can_catch_torch_errors(clause, breaks):
+    namespace = {"LibraryError": LibraryError}
+    exec(
+        "def f(x, d):\n"
+        "    try:\n"
+        "        y = x.sin() * d['scale']\n"
+        f"    except {clause}:\n"
+        "        y = x * 0\n"
+        "    return y\n",
+        namespace,
+    )
+    f = namespace["f"]
+    compiled, cnt = compile_counted(f)
+    x = torch.randn(4)
+    for d in ({"scale": 2.0}, {}):  # the second raises KeyError inside the try
+        assert same(compiled(x, d), f(x, d))
+    assert (breaks_of(f) == ["graph operation in try block"]) == breaks

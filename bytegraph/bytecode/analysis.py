@@ -102,6 +102,32 @@ def _handler_kind(insts: tuple[Instruction, ...], start: int) -> str:
 
 
 @lru_cache(maxsize=1024)
+def except_clauses(code: types.CodeType, handler: int) -> tuple[tuple[Instruction, ...], ...] | None:
+    """The exception-type expressions of the ``except`` clauses of the handler
+    starting at ``handler`` (its ``PUSH_EXC_INFO``), in order: the instructions
+    that compute each clause's class or tuple of classes before
+    ``CHECK_EXC_MATCH``. None when a clause is a bare ``except:``."""
+    insts = decode(code).instructions
+    clauses = []
+    start = handler + 1
+    while insts[start].opname != "RERAISE":
+        end = start
+        while insts[end].opname != "CHECK_EXC_MATCH":
+            if insts[end].opname not in _TYPE_EXPRESSION_OPS:
+                return None  # a bare except (or something this reader does not know)
+            end += 1
+        clauses.append(insts[start:end])
+        jump = insts[end + 1]
+        if jump.opname != "POP_JUMP_FORWARD_IF_FALSE":
+            return None
+        start = jump.target
+    return tuple(clauses)
+
+
+_TYPE_EXPRESSION_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR", "LOAD_FAST", "LOAD_DEREF", "BUILD_TUPLE"})
+
+
+@lru_cache(maxsize=1024)
 def catching_indices(code: types.CodeType) -> frozenset[int]:
     """Instructions of ``code`` protected by an ``except`` clause of the frame."""
     return frozenset(

@@ -14,9 +14,14 @@ for inlined calls.
 """
 from __future__ import annotations
 
+import builtins
 import types
+from typing import Any
+
+import torch
+
 from bytegraph.breaks import Unsupported, UserFrame, is_user_file, unimplemented
-from bytegraph.bytecode.analysis import catching_indices
+from bytegraph.bytecode.analysis import catching_indices, enclosing_handlers, except_clauses
 from bytegraph.bytecode.instructions import Instruction, decode
 from bytegraph.graph.output_graph import OutputGraph
 from bytegraph.translator.calls import CallOps
@@ -29,6 +34,13 @@ from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.exceptions import TracedException
 
 VT = VariableTracker
+
+#: what a torch operation raises when a graph runs into bad data (an ``except``
+#: clause that catches one of these cannot protect graph operations)
+GRAPH_ERRORS: tuple[type, ...] = (
+    RuntimeError, IndexError, ValueError, TypeError, NotImplementedError, ZeroDivisionError, OverflowError,
+    MemoryError, torch.OutOfMemoryError, torch.AcceleratorError, torch.linalg.LinAlgError,
+)
 
 
 class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, PythonSemantics):
@@ -111,13 +123,15 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
         Tracing follows the path on which nothing raises; an operation put in
         the graph could still raise when the graph runs (data-dependent errors),
         and the compiled frame could not route that exception to the ``except``
-        clause that eager runs. So such an operation is a graph break.
-        (``finally`` clauses and ``with`` cleanups do not catch, so they allow
-        graph operations.)
+        clause that eager runs. So such an operation is a graph break, unless
+        no enclosing ``except`` clause can catch what torch raises (e.g.
+        ``except KeyError`` or a library's own error class). (``finally``
+        clauses and ``with`` cleanups do not catch, so they allow graph
+        operations.)
         """
         before = self.output.operations
         handler(inst)
-        if self.output.operations != before:
+        if self.output.operations != before and self._may_catch_graph_errors(inst.index):
             unimplemented(
                 gb_type="graph operation in try block",
                 context=f"{inst.opname} inside a try statement of {self.code.co_name}",
@@ -125,6 +139,47 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
                 "and the compiled code cannot route that exception to the handler.",
                 hints=("Move the try statement out of the compiled function, or the tensor work out of the try.",),
             )
+
+    def _may_catch_graph_errors(self, index: int) -> bool:
+        """Whether an ``except`` clause protecting ``index`` could catch an error
+        raised by a torch operation (one of :data:`GRAPH_ERRORS`); clauses whose
+        classes cannot be read statically count as catching."""
+        for handler, kind in enclosing_handlers(self.code, index):
+            if kind != "except":
+                continue
+            clauses = except_clauses(self.code, handler)
+            if clauses is None:
+                return True
+            for expression in clauses:
+                caught = self._static_value(expression)
+                caught = caught if isinstance(caught, tuple) else (caught,)
+                if not all(isinstance(c, type) for c in caught) or any(
+                        issubclass(error, c) for c in caught for error in GRAPH_ERRORS):
+                    return True
+        return False
+
+    def _static_value(self, expression: tuple[Instruction, ...]) -> Any:
+        """The value of a short expression of globals, attributes and tuples,
+        or None when it reads anything else."""
+        stack: list[Any] = []
+        for inst in expression:
+            if inst.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                name = inst.argval
+                if name in self.f_globals:
+                    stack.append(self.f_globals[name])
+                elif hasattr(builtins, name):
+                    stack.append(getattr(builtins, name))
+                else:
+                    return None
+            elif inst.opname == "LOAD_ATTR" and stack:
+                stack.append(getattr(stack.pop(), inst.argval, None))
+            elif inst.opname == "BUILD_TUPLE" and len(stack) >= inst.arg:
+                items = tuple(stack[len(stack) - inst.arg:])
+                del stack[len(stack) - inst.arg:]
+                stack.append(items)
+            else:
+                return None
+        return stack[-1] if len(stack) == 1 else None
 
     def break_index(self) -> int | None:
         """The instruction this frame breaks at when tracing cannot go on now:
