@@ -40,7 +40,7 @@ from bytegraph.variables.containers import (
 from bytegraph.variables.functions import UserFunctionVariable
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.tensor import TensorVariable, graph_call
-from bytegraph.variables.functions import PartialVariable, UserMethodVariable
+from bytegraph.variables.functions import NestedUserFunctionVariable, PartialVariable, UserMethodVariable
 from bytegraph.variables.user_defined import (
     _MISSING,
     NewObjectVariable,
@@ -303,7 +303,7 @@ class PythonSemantics:
         """``obj.name = value``: user objects decide (see their ``store_attr``);
         for modules a property setter is inlined and a plain store is recorded
         as a side effect."""
-        if isinstance(obj, UserDefinedObjectVariable):
+        if isinstance(obj, (UserDefinedObjectVariable, NestedUserFunctionVariable)):
             obj.store_attr(self, name, value)
             return
         if isinstance(obj, NNModuleVariable):

@@ -86,10 +86,7 @@ class ConstantVariable(VariableTracker):
         return [ConstantVariable(v) for v in self.value]
 
     def var_getattr(self, tx: Tx, name: str) -> VariableTracker:
-        try:
-            member = getattr(self.value, name)
-        except AttributeError:
-            return super().var_getattr(tx, name)
+        member = getattr_or_raise(self.value, name)
         if callable(member) and not isinstance(member, type):
             return BoundMethodVariable(self, name)
         return tx.wrap_const(member)
@@ -118,6 +115,16 @@ class ConstantVariable(VariableTracker):
 def raise_traced(exc_type: type[BaseException], *args: Any) -> NoReturn:
     """Make the traced program raise ``exc_type(*args)`` (constants) at this point."""
     raise TracedException(ExceptionVariable(exc_type, [ConstantVariable(a) for a in args]))
+
+
+def getattr_or_raise(value: Any, name: str) -> Any:
+    """``getattr(value, name)`` at trace time; a missing attribute raises eager's
+    AttributeError in the traced program (so ``try``/``except AttributeError``
+    and ``hasattr``-style code behave as in eager)."""
+    try:
+        return getattr(value, name)
+    except AttributeError as e:
+        raise_traced_from(e)
 
 
 def raise_traced_from(error: BaseException) -> NoReturn:

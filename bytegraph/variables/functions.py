@@ -17,6 +17,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.guards.source import AttrSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.containers import DictVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -228,7 +229,14 @@ class UserMethodVariable(UserFunctionVariable):
 
 
 class NestedUserFunctionVariable(VariableTracker):
-    """A function created by ``MAKE_FUNCTION`` during the trace."""
+    """A function created by ``MAKE_FUNCTION`` during the trace.
+
+    Attribute stores (``functools.wraps`` sets ``__name__``, ``__doc__``,
+    ``__wrapped__``...) are kept here and applied when the function is rebuilt.
+    """
+
+    #: writable attributes stored in the function object itself, not its ``__dict__``
+    SLOT_ATTRIBUTES = ("__name__", "__qualname__", "__module__", "__doc__")
 
     def __init__(
         self,
@@ -246,6 +254,8 @@ class NestedUserFunctionVariable(VariableTracker):
         self.defaults = defaults
         self.kwdefaults = kwdefaults
         self.closure = closure
+        self.slots: dict[str, VT] = {}
+        self.func_dict = DictVariable({})
 
     def get_code(self) -> types.CodeType:
         return self.code
@@ -283,11 +293,37 @@ class NestedUserFunctionVariable(VariableTracker):
         return tx.inline_call(self, args, kwargs)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name in self.slots:
+            return self.slots[name]
         if name in ("__name__", "__qualname__"):
-            return ConstantVariable(self.qualname.rsplit(".", 1)[-1] if name == "__name__" else self.qualname)
+            return ConstantVariable(self.code.co_name if name == "__name__" else self.qualname)
+        if name == "__module__":
+            return ConstantVariable(self.f_globals.get("__name__"))
+        if name == "__doc__":
+            doc = self.code.co_consts[0] if self.code.co_consts else None
+            return ConstantVariable(doc if isinstance(doc, str) else None)
         if name == "__code__":
             return ConstantVariable(self.code)
+        if name == "__dict__":
+            return self.func_dict
+        if name in self.func_dict.items:
+            return self.func_dict.items[name][1]
         return super().var_getattr(tx, name)
+
+    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
+        """``fn.name = value`` on the new function."""
+        if name in self.SLOT_ATTRIBUTES:
+            self.slots[name] = value
+        elif name.startswith("__") and name.endswith("__") and name != "__wrapped__":
+            unimplemented(
+                gb_type="unsupported attribute store",
+                context=f"setting {name!r} on {self}",
+                explanation="bytegraph keeps the name, module, doc and plain attributes of functions made in the "
+                            "trace; this special attribute is not modelled.",
+                hints=("Set it outside the compiled function.",),
+            )
+        else:
+            self.func_dict.items[name] = (ConstantVariable(name), value)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         flags = 0
@@ -304,6 +340,11 @@ class NestedUserFunctionVariable(VariableTracker):
             flags |= 0x08
         codegen.load_const(self.code)
         codegen.emit("MAKE_FUNCTION", flags)
+        for name, value in [*self.slots.items(), *((k, v) for k, (_, v) in self.func_dict.items.items())]:
+            codegen.emit("COPY", 1)
+            codegen.reconstruct(value)
+            codegen.emit("SWAP", 2)
+            codegen.emit("STORE_ATTR", name)
 
     def __repr__(self) -> str:
         return f"NestedUserFunctionVariable({self.qualname})"

@@ -13,7 +13,7 @@ from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.guards.source import AttrSource, WeakRefCallSource
 from bytegraph.runtime import deferred
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
-from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -59,7 +59,7 @@ class OpaqueConstantVariable(VariableTracker):
     def var_getattr(self, tx: Tx, name: str) -> VT:
         if isinstance(self.value, logging.Logger) and (method := logger_method(self.value, name)) is not None:
             return method
-        value = getattr(self.value, name)
+        value = getattr_or_raise(self.value, name)
         if self.source is not None:
             return tx.wrap(value, AttrSource(self.source, name))
         return tx.wrap_const(value)

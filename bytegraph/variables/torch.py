@@ -26,7 +26,7 @@ import torch
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.constant import ConstantVariable, getattr_or_raise
 from bytegraph.variables.containers import SizeVariable
 from bytegraph.variables.tensor import graph_call
 from bytegraph.variables.torch_state import STATE_CONTEXTS, create_state_context
@@ -169,7 +169,7 @@ class TorchFunctionVariable(VariableTracker):
         codegen.load_const(self.fn)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
-        return tx.wrap_const(getattr(self.fn, name))
+        return tx.wrap_const(getattr_or_raise(self.fn, name))
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         fn = self.fn

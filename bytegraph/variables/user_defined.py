@@ -21,7 +21,7 @@ from bytegraph.guards.guards import DictContains, DictKeysMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.containers import DictBaseView, DictVariable
-from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
 from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
 
 if TYPE_CHECKING:
@@ -88,7 +88,10 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
             attr.__func__, types.FunctionType
         ) else tx.wrap_const(getattr(cls, name))
     if isinstance(attr, types.FunctionType):
-        return UserMethodVariable(attr, owner)
+        # sourced as ``owner.name`` when that is this function (not under super()),
+        # so its closure and defaults are read through guards
+        plain = owner.source is not None and class_attribute(type(owner_value(owner)), name) is attr
+        return UserMethodVariable(attr, owner, AttrSource(owner.source, name) if plain else None)
     if isinstance(attr, property):
         if attr.fget is None:
             unimplemented(
@@ -146,17 +149,8 @@ class UserDefinedClassVariable(VariableTracker):
         if name == "apply" and issubclass(self.value, torch.autograd.Function):
             return AutogradFunctionApplyVariable(self.value)
         attr = class_attribute(self.value, name)
-        if attr is _MISSING:
-            if name in ("__name__", "__qualname__", "__module__"):
-                return ConstantVariable(getattr(self.value, name))
-            if name == "__mro__":
-                return tx.wrap_const(self.value.__mro__)
-            unimplemented(
-                gb_type="user error",
-                context=f"class {self.value.__name__} has no attribute {name!r}",
-                explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
-                hints=("Check the attribute name.",),
-            )
+        if attr is _MISSING:  # an attribute of the metaclass (``__name__``, ``__mro__``...), or none
+            return tx.wrap_const(getattr_or_raise(self.value, name))
         if isinstance(attr, staticmethod):
             return tx.wrap_const(attr.__func__)
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
@@ -165,7 +159,7 @@ class UserDefinedClassVariable(VariableTracker):
             src = AttrSource(self.source, name) if self.source else None
             return UserFunctionVariable(attr, src)
         src = AttrSource(self.source, name) if self.source else None
-        value = getattr(self.value, name)
+        value = getattr_or_raise(self.value, name)
         return tx.wrap(value, src) if src else tx.wrap_const(value)
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
