@@ -101,6 +101,9 @@ class OutputGraph:
         unscoped_grad_mode_changes: grad-mode switches in the graph made by a
             plain ``torch.set_grad_enabled(m)`` call rather than a ``with``
             block (eager does not undo those when an exception escapes).
+        subclass_dispatch_disabled: depth of ``DisableTorchFunctionSubclass``
+            blocks entered in the trace; while positive, tensor-subclass
+            operations do not call ``__torch_function__``.
     """
 
     def __init__(self, max_instructions: int, policy: DynamicPolicy = DynamicPolicy(),
@@ -122,6 +125,7 @@ class OutputGraph:
         self.max_instructions = max_instructions
         self.compiled_graphs: list[CompiledGraph] = []
         self.unscoped_grad_mode_changes = 0
+        self.subclass_dispatch_disabled = 0
         self.operations = 0  # operation nodes in the graph (kept up to date, O(1) to read)
 
     # ---- budget ----------------------------------------------------------------
@@ -265,6 +269,7 @@ class OutputGraph:
                     return True
             if node.op == "call_function" and (
                 _is_inplace_name(getattr(node.target, "__name__", "")) or "out" in node.kwargs
+                or node.meta.get("mutates_args")  # set by the tracer when the FakeTensor run wrote an argument
             ):
                 return True
         return False
