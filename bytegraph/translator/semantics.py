@@ -34,9 +34,11 @@ from bytegraph.variables.containers import (
     TupleVariable,
 )
 from bytegraph.variables.functions import UserFunctionVariable
+from bytegraph.variables import torch_function
 from bytegraph.variables.nn_module import NNModuleVariable
-from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.tensor import TensorSubclassVariable, TensorVariable
 from bytegraph.variables.functions import UserMethodVariable
+from bytegraph.variables.torch import TorchFunctionVariable
 from bytegraph.variables.user_defined import (
     _MISSING,
     NewObjectVariable,
@@ -80,6 +82,9 @@ class PythonSemantics:
                          kwargs: dict[str, VT]) -> VT:
         """``cls(*args, **kwargs)`` for a user class."""
         klass = cls.value
+        if issubclass(klass, torch.Tensor):
+            torch_function.check_traceable(klass)
+            return torch_function.construct(self, cls, args, kwargs)
         if issubclass(klass, tuple) and hasattr(klass, "_fields"):
             field_names = klass._fields
             values = list(args) + [kwargs[name] for name in field_names[len(args):] if name in kwargs]
@@ -127,6 +132,32 @@ class PythonSemantics:
             base = getattr(init, "__objclass__", object)
             obj.call_slot(self, base, "__init__", args, kwargs)
         return obj
+
+    # ---- tensor subclasses (variables/torch_function.py) ---------------------------------------
+    def dispatch_torch_function(self: InstructionTranslatorBase, fn: TorchFunctionVariable, args: Sequence[VT],
+                                kwargs: dict[str, VT]) -> VT:
+        """A torch function called with tensor-subclass arguments: through their ``__torch_function__``."""
+        return torch_function.dispatch_call(self, fn, args, kwargs)
+
+    def dispatch_tensor_method(self: InstructionTranslatorBase, obj: TensorVariable, name: str,
+                               args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        """``obj.name(*args)`` where ``obj`` or an argument is a dispatching tensor subclass."""
+        return torch_function.dispatch_tensor_method(self, obj, name, args, kwargs)
+
+    def subclass_getattr(self: InstructionTranslatorBase, obj: TensorSubclassVariable, name: str) -> VT:
+        return torch_function.subclass_getattr(self, obj, name)
+
+    def subclass_call_method(self: InstructionTranslatorBase, obj: TensorSubclassVariable, name: str,
+                             args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return torch_function.subclass_call_method(self, obj, name, args, kwargs)
+
+    def subclass_operator(self: InstructionTranslatorBase, fn: Any, args: Sequence[VT]) -> VT:
+        """An operator with a dispatching tensor-subclass operand, resolved as Python does."""
+        return torch_function.dispatch_operator(self, fn, args)
+
+    def make_tensor_subclass(self: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        """``torch.Tensor._make_subclass(cls, data, require_grad=False)``."""
+        return torch_function.make_subclass(self, args, kwargs)
 
     def make_tuple(self: InstructionTranslatorBase, items: Sequence[VT]) -> VT:
         return TupleVariable(items)
@@ -235,6 +266,8 @@ class PythonSemantics:
                 if present:
                     return True
             return hasattr(obj.value, name)
+        if isinstance(obj, TensorSubclassVariable):
+            return torch_function.subclass_has_attr(self, obj, name)
         if isinstance(obj, TensorVariable):
             return hasattr(obj.example, name)
         if obj.is_python_constant():
@@ -265,6 +298,9 @@ class PythonSemantics:
         as a side effect."""
         if isinstance(obj, UserDefinedObjectVariable):
             obj.store_attr(self, name, value)
+            return
+        if isinstance(obj, TensorSubclassVariable):
+            torch_function.subclass_store_attr(self, obj, name, value)
             return
         if isinstance(obj, NNModuleVariable):
             cls = type(obj.value)
