@@ -67,6 +67,7 @@ UNSUPPORTED_ATTRS = {
     "tostring": "it copies the raw bytes of the data into Python",
     "data": "it exposes the raw memory buffer",
     "ctypes": "it exposes the raw memory buffer",
+    "resize": "it reshapes the array in place (NumPy refuses when memory is shared), which is not modelled",
     "item": "it converts an array element to a Python scalar (data-dependent)",
     "tolist": "it converts the array to Python values (data-dependent)",
     "__bool__": "it converts an array to a Python bool (data-dependent)",
@@ -225,18 +226,24 @@ def _function_table() -> dict[int, tuple[Any, Callable[..., Any], str]]:
         for name in dir(tnp_mod):
             twin = getattr(tnp_mod, name)
             value = getattr(np_mod, name, None)
-            if name.startswith("_") or value is None or isinstance(value, (type, types.ModuleType)):
+            scalar_type = isinstance(value, type) and issubclass(value, np.generic)  # np.float32(x)
+            if name.startswith("_") or value is None or isinstance(value, types.ModuleType) or (
+                isinstance(value, type) and not scalar_type
+            ):
                 continue
-            if callable(value) and callable(twin) and not isinstance(twin, type):
+            if callable(value) and callable(twin) and (scalar_type or not isinstance(twin, type)):
                 table[id(value)] = (value, twin, name)
     return table
 
 
 def is_numpy_callable(value: Any) -> bool:
     """Whether ``value`` is a function of NumPy's namespace (``np.sin``,
-    ``np.linalg.norm``, ``np.random.rand``...), i.e. gets the NumPy treatment."""
-    if np is None or isinstance(value, type) or not callable(value):
+    ``np.linalg.norm``, ``np.random.rand``...) or a scalar type (``np.float32``),
+    i.e. gets the NumPy treatment."""
+    if np is None or not callable(value):
         return False
+    if isinstance(value, type):
+        return issubclass(value, np.generic)
     module = getattr(value, "__module__", None) or ""
     if isinstance(value, np.ufunc):
         return True
@@ -253,8 +260,21 @@ def tnp_twin(fn: Any) -> tuple[Callable[..., Any], str] | None:
     return entry[1], entry[2]
 
 
+#: the dunder methods of ndarray that are traced when called explicitly (``a.__add__(b)``)
+OPERATOR_DUNDERS = frozenset(
+    f"__{prefix}{op}__"
+    for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift",
+               "rshift")
+    for prefix in ("", "r", "i")
+) | {"__neg__", "__pos__", "__abs__", "__invert__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
+     "__divmod__", "__rdivmod__"}
+
+
 def has_method(name: str) -> bool:
-    """Whether torch._numpy's ndarray has the method ``name``."""
+    """Whether ``ndarray.<name>`` is a method traced through torch._numpy's ndarray
+    (public methods both have, and the operator dunders)."""
+    if name.startswith("_") and name not in OPERATOR_DUNDERS:
+        return False
     return callable(getattr(tnp.ndarray, name, None)) and np is not None and hasattr(np.ndarray, name)
 
 

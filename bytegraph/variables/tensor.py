@@ -915,7 +915,7 @@ def numpy_call(tx: Tx, op: npops.NumpyOp, args: Sequence[VT], kwargs: dict[str, 
         for array in mutated:
             if array.example is example:
                 return array  # written in place, like a += b
-        if name in npops.IDENTITY_OPS and arrays and args and args[0] is arrays[0] and (
+        if name in npops.IDENTITY_OPS and arrays and args and args[0] is arrays[0] and not arrays[0].scalar and (
             example.dtype == arrays[0].example.dtype and example.shape == arrays[0].example.shape
         ):
             if not node.users:
