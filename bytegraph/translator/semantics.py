@@ -151,6 +151,10 @@ class PythonSemantics:
                              args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         return torch_function.subclass_call_method(self, obj, name, args, kwargs)
 
+    def torch_tensor_attr(self: InstructionTranslatorBase, obj: TensorVariable, name: str) -> VT:
+        """``obj.name`` resolved on ``torch.Tensor`` itself (``super().name`` in a subclass)."""
+        return torch_function.torch_tensor_attr(self, obj, name)
+
     def subclass_operator(self: InstructionTranslatorBase, fn: Any, args: Sequence[VT]) -> VT:
         """An operator with a dispatching tensor-subclass operand, resolved as Python does."""
         return torch_function.dispatch_operator(self, fn, args)

@@ -227,12 +227,13 @@ def _wrap_tensor_subclass(tx: Tx, value: torch.Tensor, source: Source) -> VT:
     check_traceable(cls)
     tx.output.guards.add(TypeMatch(source, cls))
     plain = as_plain_tensor(value)
-    with torch._C.DisableTorchFunctionSubclass():
+    plain_source = ConvertSource(source, as_plain_tensor, "as_plain_tensor")
+    with torch._C.DisableTorchFunctionSubclass():  # reading the real input must not run the user's override
         leaf = value.is_leaf
+        dynamic = _dynamic_dims(tx, value, plain_source)
     # the example is a leaf when the input is (the alias itself is not)
     example_value = plain.detach().requires_grad_() if leaf and plain.requires_grad else plain
-    plain_source = ConvertSource(source, as_plain_tensor, "as_plain_tensor")
-    node, example = tx.output.add_graph_input(plain_source, example_value, _dynamic_dims(tx, value, plain_source))
+    node, example = tx.output.add_graph_input(plain_source, example_value, dynamic)
     symbolic = frozenset(i for i, size in enumerate(example.shape) if isinstance(size, torch.SymInt))
     tx.output.guards.add(TensorMatch.of(plain_source, example_value, symbolic))
     var = TensorSubclassVariable(node, example, cls, source, value)

@@ -220,9 +220,9 @@ def dispatch_call(tx: Tx, fn: TorchFunctionVariable, args: Sequence[VT], kwargs:
 
 
 def dispatch_tensor_method(tx: Tx, obj: TensorVariable, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-    """``obj.name(*args, **kwargs)`` for a torch-level Tensor method when an
-    argument (or ``obj``) is overloaded."""
-    attr = class_attribute(obj.python_type(), name)
+    """``torch.Tensor.name(obj, *args, **kwargs)`` (torch's implementation, whatever
+    ``obj``'s class overrides) when an argument (or ``obj``) is overloaded."""
+    attr = class_attribute(torch.Tensor, name)
     if isinstance(attr, types.FunctionType):
         fn = TorchFunctionVariable(attr) if is_torch_op(attr) else UserFunctionVariable(attr)
         if attr.__code__ is _WRAPPER_CODE:
@@ -380,9 +380,50 @@ def subclass_call_method(tx: Tx, obj: TensorSubclassVariable, name: str, args: S
         _instance_attr(tx, obj, name) is not None
     ):
         return subclass_getattr(tx, obj, name).call_function(tx, list(args), kwargs)
-    if overloaded_args(tx, [obj]):
+    return torch_method_call(tx, obj, name, args, kwargs)
+
+
+def torch_method_call(tx: Tx, obj: TensorVariable, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """``torch.Tensor.name(obj, *args, **kwargs)``: dispatched when ``obj`` or an
+    argument is overloaded, else the plain tensor operation."""
+    if overloaded_args(tx, [obj, *args, *kwargs.values()]):
         return dispatch_tensor_method(tx, obj, name, args, kwargs)
     return TensorVariable.call_method(obj, tx, name, args, kwargs)
+
+
+class TorchMethodVariable(VariableTracker):
+    """``torch.Tensor``'s own method ``name`` bound to a tensor, bypassing what the
+    tensor's class overrides (``super().__add__(other)`` inside a subclass)."""
+
+    def __init__(self, obj: TensorVariable, name: str):
+        super().__init__()
+        self.obj = obj
+        self.name = name
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return torch_method_call(tx, self.obj, self.name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"TorchMethodVariable({self.obj}.{self.name})"
+
+
+def torch_tensor_attr(tx: Tx, obj: TensorVariable, name: str) -> VT:
+    """``obj.name`` resolved on ``torch.Tensor`` (``super().name`` in a subclass)."""
+    attr = class_attribute(torch.Tensor, name)
+    if attr is _MISSING:
+        raise_traced(AttributeError, f"'super' object has no attribute {name!r}")
+    if isinstance(attr, property):
+        return tx.wrap_const(attr.fget).call_function(tx, [obj], {})
+    if inspect.isdatadescriptor(attr):
+        if overloaded_args(tx, [obj]):
+            return dispatch(tx, TorchFunctionVariable(attr.__get__), [obj], None)
+        return TensorVariable.var_getattr(obj, tx, name)
+    if callable(attr):
+        return TorchMethodVariable(obj, name)
+    return tx.wrap_const(getattr(torch.Tensor, name))
 
 
 def subclass_has_attr(tx: Tx, obj: TensorSubclassVariable, name: str) -> bool:

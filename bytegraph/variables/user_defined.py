@@ -12,6 +12,8 @@ import inspect
 import types
 from typing import TYPE_CHECKING, Any, Sequence
 
+import torch
+
 from bytegraph.breaks import unimplemented
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, IdMatch
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
 VT = VariableTracker
 _MISSING = object()
+_TORCH_TENSOR_CLASSES = (torch.Tensor, torch._C.TensorBase)
 
 
 def class_attribute(cls: type, name: str) -> Any:
@@ -459,6 +462,8 @@ class SuperVariable(VariableTracker):
                 explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
                 hints=("Check the attribute name.",),
             )
+        if klass in _TORCH_TENSOR_CLASSES:  # super() inside a tensor subclass: torch's own implementation
+            return tx.torch_tensor_attr(self.obj, name)
         if klass.__module__ == "builtins" or klass is collections.OrderedDict:
             if isinstance(self.obj, UserDefinedObjectVariable):
                 return SlotMethodVariable(klass, name, self.obj)
