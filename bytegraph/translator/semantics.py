@@ -34,7 +34,8 @@ from bytegraph.variables.containers import (
     TupleVariable,
 )
 from bytegraph.variables.functions import UserFunctionVariable
-from bytegraph.variables import torch_function
+from bytegraph.variables import ndarray, torch_function
+from bytegraph.variables import numpy as npops
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.tensor import TensorSubclassVariable, TensorVariable
 from bytegraph.variables.functions import UserMethodVariable
@@ -133,7 +134,26 @@ class PythonSemantics:
             obj.call_slot(self, base, "__init__", args, kwargs)
         return obj
 
+    # ---- NumPy (variables/ndarray.py) ------------------------------------------------------------
+    def numpy_call(self: InstructionTranslatorBase, op: npops.NumpyOp, args: Sequence[VT],
+                   kwargs: dict[str, VT]) -> VT:
+        """The NumPy operation ``op`` on traced values, as a graph node with NumPy's result semantics."""
+        return ndarray.numpy_call(self, op, args, kwargs)
+
+    def numpy_operator(self: InstructionTranslatorBase, fn: Any, args: Sequence[VT]) -> VT:
+        """An operator (``a + b``, ``a[i]``, ``a[i] = v``...) with an ndarray operand."""
+        return ndarray.numpy_operator(self, fn, args)
+
+    def tensor_to_numpy(self: InstructionTranslatorBase, tensor: TensorVariable, args: Sequence[VT],
+                        kwargs: dict[str, VT]) -> VT:
+        """``tensor.numpy(force=False)``."""
+        return ndarray.tensor_to_numpy(self, tensor, args, kwargs)
+
     # ---- tensor subclasses (variables/torch_function.py) ---------------------------------------
+    def as_subclass(self: InstructionTranslatorBase, tensor: TensorVariable, cls: VT) -> VT:
+        """``tensor.as_subclass(cls)``."""
+        return torch_function.as_subclass(self, tensor, cls)
+
     def dispatch_torch_function(self: InstructionTranslatorBase, fn: TorchFunctionVariable, args: Sequence[VT],
                                 kwargs: dict[str, VT]) -> VT:
         """A torch function called with tensor-subclass arguments: through their ``__torch_function__``."""

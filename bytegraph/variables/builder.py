@@ -51,16 +51,10 @@ from bytegraph.variables.containers import (
 from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.misc import OpaqueConstantVariable
 from bytegraph.variables.nn_module import NNModuleVariable
-from bytegraph.variables.tensor import (
-    NumpyFunctionVariable,
-    NumpyNdarrayVariable,
-    SymNodeVariable,
-    TensorSubclassVariable,
-    TensorVariable,
-    as_plain_tensor,
-)
+from bytegraph.variables.ndarray import NumpyFunctionVariable
+from bytegraph.variables.tensor import NumpyNdarrayVariable, SymNodeVariable, TensorSubclassVariable, TensorVariable
 from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_callable
-from bytegraph.variables.torch_function import check_traceable
+from bytegraph.variables.torch_function import as_plain_tensor, check_traceable
 from bytegraph.variables.user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
 
 if TYPE_CHECKING:

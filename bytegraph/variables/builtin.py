@@ -43,14 +43,8 @@ from bytegraph.variables.containers import (
     ZipVariable,
     as_dict,
 )
-from bytegraph.variables.tensor import (
-    NumpyNdarrayVariable,
-    SymNodeVariable,
-    TensorVariable,
-    graph_call,
-    numpy_operator,
-    overloaded_args,
-)
+from bytegraph.variables.ndarray import numpy_operator
+from bytegraph.variables.tensor import NumpyNdarrayVariable, SymNodeVariable, TensorVariable, graph_call, overloaded_args
 from bytegraph.variables.user_defined import SlotMethodVariable, SuperVariable
 
 if TYPE_CHECKING:

@@ -6,6 +6,14 @@ tensor computations become graph nodes via :func:`graph_call`, whose result
 metadata comes from running the operation on the examples under the
 FakeTensorMode; what is neither (data-dependent values, autograd calls) is a
 graph break with a reason.
+
+Two kinds of values that are tensors underneath are also defined here:
+:class:`TensorSubclassVariable` (an instance of a ``torch.Tensor`` subclass;
+its dispatch is in :mod:`bytegraph.variables.torch_function`) and
+:class:`NumpyNdarrayVariable` (a NumPy array; NumPy calls are in
+:mod:`bytegraph.variables.ndarray`, NumPy's tables in
+:mod:`bytegraph.variables.numpy`). Both reach their modules through ``tx``,
+since those modules import this one.
 """
 from __future__ import annotations
 
@@ -14,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 import torch.fx
-from torch.utils import _pytree as pytree
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_unbacked_symbols
 
 from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_CONTROL_FLOW, unimplemented
@@ -22,7 +29,7 @@ from bytegraph.config import config
 from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers import ListVariable, NamedTupleVariable, SizeVariable, SliceVariable, TupleVariable
+from bytegraph.variables.containers import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -171,9 +178,9 @@ class TensorVariable(VariableTracker):
         if overloaded_args(tx, [*args, *kwargs.values()]):  # e.g. t.add(subclass_instance)
             return tx.dispatch_tensor_method(self, name, args, kwargs)
         if name == "numpy":
-            return tensor_to_numpy(tx, self, args, kwargs)
+            return tx.tensor_to_numpy(self, args, kwargs)
         if name == "as_subclass" and len(args) == 1 and not kwargs:
-            return as_subclass(tx, self, args[0])
+            return tx.as_subclass(self, args[0])
         if name in CAPTURABLE_METHODS and config.capture_scalar_outputs:
             return self._capture_scalars(tx, name)
         if name in DATA_DEPENDENT_METHODS:
@@ -293,15 +300,21 @@ def graph_call(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[
             running the operation on FakeTensors fails (data-dependent output,
             an error eager would raise...).
     """
-    node, example = _graph_node(tx, kind, target, args, kwargs)
+    node, example = graph_node(tx, kind, target, args, kwargs)
     for arg in args:
         if isinstance(arg, TensorVariable) and arg.example is example:
             return arg
     return wrap_fx_value(tx, node, example)
 
 
-def _graph_node(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> tuple[torch.fx.Node, Any]:
-    """Run ``target`` on the arguments' examples and add its node: (node, example result)."""
+def graph_node(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> tuple[torch.fx.Node, Any]:
+    """Run ``target`` on the arguments' examples and add its node, unwrapped:
+    (node, example result). :func:`graph_call` wraps the result as a VT.
+
+    Raises:
+        Unsupported: as :func:`graph_call`, and when an argument is a tensor
+            subclass whose ``__torch_function__`` should have run first.
+    """
     overloaded = overloaded_args(tx, [*args, *kwargs.values()])
     if overloaded:  # every route to the graph dispatches subclasses first; this one did not
         unimplemented(
@@ -535,61 +548,7 @@ class TensorSubclassVariable(TensorVariable):
         return f"TensorSubclassVariable({self.class_type.__qualname__}, {self.node.name})"
 
 
-def as_plain_tensor(t: torch.Tensor) -> torch.Tensor:
-    """A tensor-subclass instance as a plain ``torch.Tensor`` sharing its data and
-    autograd history (what the graph receives for a subclass input; no
-    ``__torch_function__`` runs)."""
-    return torch.Tensor.as_subclass(t, torch.Tensor)
-
-
-def as_subclass(tx: Tx, tensor: TensorVariable, cls_vt: VT) -> VT:
-    """``tensor.as_subclass(cls)``: a new object of ``cls`` sharing the tensor's
-    data and autograd history (no ``__init__``, no instance attributes).
-
-    Raises:
-        Unsupported: when ``cls`` is not a constant ``torch.Tensor`` subclass
-            traced this way (``__torch_dispatch__`` subclasses are not).
-    """
-    cls = cls_vt.as_python_constant() if cls_vt.is_python_constant() else None
-    if not (isinstance(cls, type) and issubclass(cls, torch.Tensor)) or not traceable_subclass(cls):
-        unimplemented(
-            gb_type="tensor subclass construction",
-            context=f"as_subclass({cls_vt})",
-            explanation="bytegraph traces as_subclass to torch.Tensor subclasses without __torch_dispatch__ only.",
-            hints=("Convert outside the compiled function.",),
-        )
-    if cls is torch.Tensor:
-        return TensorVariable(tensor.node, tensor.example)
-    return TensorSubclassVariable(tensor.node, tensor.example, cls)
-
-
-def traceable_subclass(cls: type) -> bool:
-    """Whether bytegraph traces tensors of class ``cls`` (plain data plus a Python
-    class): not wrapper subclasses, whose ``__torch_dispatch__`` computes with
-    tensors held inside (flattened by ``__tensor_flatten__``)."""
-    dispatch = getattr(cls, "__torch_dispatch__", None)
-    return cls is torch.Tensor or getattr(dispatch, "__func__", dispatch) is torch._C._disabled_torch_dispatch_impl
-
-
 # ---- NumPy ---------------------------------------------------------------------------------------
-
-def _numpy_unavailable(context: str) -> None:
-    """Graph-break when NumPy code must not be traced now (trace_numpy off, or no NumPy)."""
-    if not config.trace_numpy:
-        unimplemented(
-            gb_type="numpy tracing disabled",
-            context=context,
-            explanation="bytegraph.config.trace_numpy is False, so NumPy code runs natively.",
-            hints=("Set bytegraph.config.trace_numpy = True to trace NumPy code through torch._numpy.",),
-        )
-    if not npops.available():
-        unimplemented(
-            gb_type="numpy not installed",
-            context=context,
-            explanation="NumPy is not installed; the code runs natively (where eager raises its own error).",
-            hints=("Install numpy, or avoid NumPy in the compiled function.",),
-        )
-
 
 class NumpyNdarrayVariable(VariableTracker):
     """A ``numpy.ndarray``, or a NumPy scalar, in the traced program: the tensor
@@ -645,7 +604,7 @@ class NumpyNdarrayVariable(VariableTracker):
                 explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
                 hints=("Do not iterate over 0-d arrays.",),
             )
-        return [numpy_operator(tx, operator.getitem, [self, ConstantVariable(i)])
+        return [tx.numpy_operator(operator.getitem, [self, ConstantVariable(i)])
                 for i in range(self.example.size(0))]
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
@@ -654,7 +613,7 @@ class NumpyNdarrayVariable(VariableTracker):
         if name in npops.STATIC_ATTRS:
             return self._static_attr(tx, name)
         if name in npops.GRAPH_ATTRS:
-            return numpy_call(tx, npops.attribute_op(name), [self], {})
+            return tx.numpy_call(npops.attribute_op(name), [self], {})
         if name == "__class__":
             return tx.wrap_const(self.python_type())
         if npops.has_method(name):
@@ -698,7 +657,7 @@ class NumpyNdarrayVariable(VariableTracker):
                 )
             return TensorVariable(self.node, self.example)._size(tx, 0)
         if name in ("__getitem__", "__setitem__"):
-            return numpy_operator(tx, operator.getitem if name == "__getitem__" else operator.setitem, [self, *args])
+            return tx.numpy_operator(operator.getitem if name == "__getitem__" else operator.setitem, [self, *args])
         if name == "astype" and "copy" in kwargs:
             unimplemented(
                 gb_type="unsupported ndarray method",
@@ -707,7 +666,7 @@ class NumpyNdarrayVariable(VariableTracker):
                 hints=("Drop the copy argument.",),
             )
         if npops.has_method(name):
-            return numpy_call(tx, npops.method_op(name), [self, *args], kwargs)
+            return tx.numpy_call(npops.method_op(name), [self, *args], kwargs)
         unimplemented(
             gb_type="unsupported ndarray method",
             context=f"ndarray.{name}()",
@@ -727,7 +686,6 @@ class NumpyNdarrayVariable(VariableTracker):
         kind = "scalar" if self.scalar else "ndarray"
         return f"NumpyNdarrayVariable({kind} {self.node.name}, {tuple(self.example.shape)}, {self.example.dtype})"
 
-
 def _unsupported_ndarray(name: str) -> None:
     unimplemented(
         gb_type="unsupported ndarray attribute",
@@ -735,328 +693,3 @@ def _unsupported_ndarray(name: str) -> None:
         explanation=f"Reading ndarray.{name} is not traced: {npops.UNSUPPORTED_ATTRS[name]}.",
         hints=("Use it outside the compiled function.",),
     )
-
-
-class NumpyFunctionVariable(VariableTracker):
-    """A function of NumPy's namespace (``np.sum``, ``np.where``, ``np.linalg.norm``...).
-
-    Calls run its ``torch._numpy`` twin in the graph (:func:`numpy_call`);
-    functions without a twin, and ``numpy.random`` (a different generator),
-    are graph breaks.
-    """
-
-    def __init__(self, fn: Any, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.fn
-
-    def truthy(self, tx: Tx) -> bool:
-        return True
-
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        return tx.wrap_const(getattr(self.fn, name))
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        if self.source is not None:
-            codegen.load_source(self.source)
-        else:
-            codegen.load_const(self.fn)
-
-    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        name = getattr(self.fn, "__name__", repr(self.fn))
-        _numpy_unavailable(f"call to numpy.{name}")
-        np = npops.np
-        if self.fn is np.asarray and len(args) == 1 and not kwargs and isinstance(args[0], TensorVariable):
-            return tensor_to_numpy(tx, args[0], [], {})  # Tensor.__array__: t.numpy(), sharing memory
-        twin = npops.tnp_twin(self.fn)
-        if twin is None:
-            unimplemented(
-                gb_type="unsupported numpy function",
-                context=f"call to {getattr(self.fn, '__module__', 'numpy')}.{name}",
-                explanation="torch._numpy has no equivalent of this NumPy function (numpy.random is not traced: "
-                "its values would come from torch's generator, not NumPy's).",
-                hints=("Call it outside the compiled function.",),
-            )
-        fn, np_name = twin
-        return numpy_call(tx, npops.function_op(fn, np_name, self.fn), args, kwargs)
-
-    def __repr__(self) -> str:
-        return f"NumpyFunctionVariable({getattr(self.fn, '__name__', self.fn)})"
-
-
-def tensor_to_numpy(tx: Tx, tensor: TensorVariable, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-    """``t.numpy(force=False)``: an ndarray sharing the tensor's node (and, at run
-    time, its memory). With ``force=True`` the tensor is detached first (and
-    moved to the CPU), as in eager.
-
-    Raises:
-        Unsupported: when eager raises (the tensor requires grad, is not on the
-            CPU, has a dtype NumPy lacks...) or NumPy code is not traced.
-    """
-    _numpy_unavailable("Tensor.numpy()")
-    force = (args[0] if args else kwargs.get("force", ConstantVariable(False))).as_python_constant()
-    t = tensor.example
-    problem = None
-    if npops.numpy_dtype(t.dtype) is None:
-        problem = f"dtype {t.dtype} has no NumPy equivalent"
-    elif t.layout is not torch.strided or t.is_conj() or t.is_neg():
-        problem = "the tensor is not a plain strided tensor"
-    elif not force and t.requires_grad:
-        problem = "the tensor requires grad (eager raises RuntimeError)"
-    elif not force and t.device.type != "cpu":
-        problem = "the tensor is not on the CPU (eager raises TypeError)"
-    if problem is not None:
-        unimplemented(
-            gb_type="unsupported tensor method",
-            context=f"Tensor.numpy() of {tensor}",
-            explanation=f"Tensor.numpy() cannot be traced here: {problem}.",
-            hints=("Call .numpy() outside the compiled function, or detach() first.",),
-        )
-    if force and t.requires_grad:
-        tensor = graph_call(tx, "call_method", "detach", [tensor], {})
-    if t.device.type != "cpu":
-        tensor = graph_call(tx, "call_method", "cpu", [tensor], {})
-    return NumpyNdarrayVariable(tensor.node, tensor.example)
-
-
-def ndarray_to_tensor(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-    """A torch function called with ndarrays: ``torch.from_numpy(a)``,
-    ``torch.as_tensor(a)`` and ``torch.asarray(a)`` share the array's memory
-    (same node); ``torch.tensor(a)`` copies it. Anything else is a graph break."""
-    shares = fn in (torch.from_numpy, torch.as_tensor, torch.asarray)
-    if (shares or fn is torch.tensor) and len(args) == 1 and not kwargs and isinstance(
-        args[0], NumpyNdarrayVariable
-    ) and not args[0].scalar:
-        array = args[0]
-        if shares:
-            return TensorVariable(array.node, array.example)
-        return graph_call(tx, "call_method", "clone", [TensorVariable(array.node, array.example)], {})
-    unimplemented(
-        gb_type="ndarray passed to torch",
-        context=f"torch.{getattr(fn, '__name__', fn)} called with a NumPy value",
-        explanation="bytegraph traces torch.from_numpy/as_tensor/asarray/tensor(array) only; other torch functions "
-        "convert ndarrays in ways it does not model.",
-        hints=("Convert with torch.from_numpy(a) first.",),
-    )
-
-
-def _flat(values: Sequence[VT]) -> list[VT]:
-    out = []
-    for value in values:
-        out += _flat(value.items) if isinstance(value, (TupleVariable, ListVariable)) else [value]
-    return out
-
-
-def _numpy_arg(vt: VT) -> VT:
-    """A NumPy call's argument as the graph receives it: dtype-like constants as
-    their names (torch._numpy accepts them), containers item by item."""
-    if isinstance(vt, (TupleVariable, ListVariable)) and not isinstance(vt, NamedTupleVariable):
-        return vt.with_items([_numpy_arg(v) for v in vt.items])
-    if vt.is_python_constant() and not isinstance(vt, SliceVariable):
-        name = npops.dtype_name(vt.as_python_constant())
-        if name is not None:
-            return ConstantVariable(name)
-    return vt
-
-
-def numpy_call(tx: Tx, op: npops.NumpyOp, args: Sequence[VT], kwargs: dict[str, VT], view_name: str = "") -> VT:
-    """Add the NumPy operation ``op`` on ``args`` to the graph and wrap its result
-    the way NumPy would return it.
-
-    ``view_name`` overrides ``op.name`` for the view tables (basic vs advanced
-    indexing). Results: ndarray VTs (NumPy scalars for the 0-d results NumPy
-    gives as scalars, asked of real NumPy on stand-in values), constants,
-    tuples of them; an operation that writes into an argument (``a += b``,
-    ``out=``) returns that argument's VT.
-
-    Raises:
-        Unsupported: for tensors among the arguments (mixing is not modelled),
-            when torch._numpy fails or disagrees with NumPy (dtype of a 0-d
-            result; a copy where NumPy gives a view), or for a write into a
-            NumPy scalar.
-    """
-    _numpy_unavailable(f"NumPy {op.kind} {op.name}")
-    flat = _flat([*args, *kwargs.values()])
-    tensors = [v for v in flat if isinstance(v, TensorVariable)]
-    if tensors:
-        unimplemented(
-            gb_type="tensor passed to numpy",
-            context=f"NumPy {op.kind} {op.name} applied to {tensors[0]}",
-            explanation="Mixing tensors and ndarrays in one NumPy operation converts them in ways bytegraph does "
-            "not model.",
-            hints=("Convert explicitly with t.numpy() or torch.from_numpy(a).",),
-        )
-    renames = npops.KWARG_RENAMES.get(op.name, {})
-    graph_args = [_numpy_arg(a) for a in args]
-    graph_kwargs = {renames.get(k, k): _numpy_arg(v) for k, v in kwargs.items()}
-    arrays = [v for v in flat if isinstance(v, NumpyNdarrayVariable)]
-    versions = [a.example._version for a in arrays]
-    node, example = _graph_node(tx, "call_function", op, graph_args, graph_kwargs)
-    mutated = [a for a, v in zip(arrays, versions) if a.example._version != v]
-    if mutated:
-        node.meta["mutates_args"] = True  # OutputGraph.mutates_inputs reads it
-        if any(a.scalar for a in mutated):
-            unimplemented(
-                gb_type="user error",
-                context=f"NumPy {op.kind} {op.name} writes into a NumPy scalar",
-                explanation="NumPy scalars are immutable; the traced code raises, natively, as in eager.",
-                hints=("Write into an array instead.",),
-            )
-    name = view_name or op.name
-    if isinstance(example, torch.Tensor):
-        for array in mutated:
-            if array.example is example:
-                return array  # written in place, like a += b
-        if name in npops.IDENTITY_OPS and arrays and args and args[0] is arrays[0] and not arrays[0].scalar and (
-            example.dtype == arrays[0].example.dtype and example.shape == arrays[0].example.shape
-        ):
-            if not node.users:
-                tx.output.remove_node(node)
-            return arrays[0]  # np.asarray(a) is a
-        return _numpy_value(tx, op, name, node, example, arrays, args, kwargs)
-    if not any(isinstance(leaf, (torch.Tensor, *SYMBOLIC_TYPES)) for leaf in pytree.tree_leaves(example)):
-        if not mutated:  # a metadata answer (np.ndim, np.shape...): nothing to run
-            tx.output.remove_node(node)
-        if example is not None:
-            _check_numpy_constant(op, example, args, kwargs)
-        return tx.wrap_const(example)
-    result = wrap_fx_value(tx, node, example)
-    if isinstance(result, (TupleVariable, ListVariable)):
-        return result.with_items([
-            _numpy_value(tx, op, name, item.node, item.example, arrays, args, kwargs, index)
-            if isinstance(item, TensorVariable) else item
-            for index, item in enumerate(result.items)
-        ])
-    return result
-
-
-def _numpy_value(tx: Tx, op: npops.NumpyOp, name: str, node: torch.fx.Node, example: torch.Tensor,
-                 arrays: list[NumpyNdarrayVariable], args: Sequence[VT], kwargs: dict[str, VT],
-                 index: int | None = None) -> NumpyNdarrayVariable:
-    """An ndarray VT for one tensor result of ``op``, with NumPy's view and scalar semantics."""
-    scalar = example.dim() == 0 and _numpy_gives_scalar(tx, op, example, args, kwargs, index)
-    storage = example.untyped_storage()
-    aliased = any(a.example.untyped_storage()._cdata == storage._cdata for a in arrays)
-    if aliased and (scalar or name not in npops.VIEW_OPS):
-        # NumPy returns new memory here (a scalar, a ufunc result...): copy what torch._numpy aliased
-        clone = graph_call(tx, "call_method", "clone", [TensorVariable(node, example)], {})
-        node, example = clone.node, clone.example
-    elif name in npops.ALWAYS_VIEW_OPS and arrays and not aliased and example.numel() > 0:
-        unimplemented(
-            gb_type="numpy view semantics",
-            context=f"NumPy {op.kind} {op.name}",
-            explanation="NumPy returns a view here but torch._numpy returns a copy (e.g. np.flip, a[::-1]), so "
-            "writes through one would not reach the other.",
-            hints=("Use the operation outside the compiled function, or copy explicitly.",),
-        )
-    return NumpyNdarrayVariable(node, example, scalar=scalar)
-
-
-def _numpy_gives_scalar(tx: Tx, op: npops.NumpyOp, example: torch.Tensor, args: Sequence[VT],
-                        kwargs: dict[str, VT], index: int | None) -> bool:
-    """Whether NumPy returns a NumPy scalar (not a 0-d array) for this 0-d result:
-    real NumPy runs the operation on stand-in values of the same dtypes and
-    shapes. Also checks that torch._numpy's dtype is NumPy's."""
-    try:
-        sargs = [_standin(a) for a in args]
-        skwargs = {k: _standin(v) for k, v in kwargs.items()}
-    except _NoStandin:
-        reference = None
-    else:
-        reference = npops.numpy_reference(lambda: op.reference(*sargs, **skwargs))
-        if index is not None and isinstance(reference, (tuple, list)) and len(reference) > index:
-            reference = reference[index]
-    np = npops.np
-    if reference is None or not isinstance(reference, (np.ndarray, np.generic)):
-        unimplemented(
-            gb_type="numpy result kind",
-            context=f"0-d result of NumPy {op.kind} {op.name}",
-            explanation="bytegraph could not tell whether NumPy returns a scalar or a 0-d array here.",
-            hints=("Use the operation outside the compiled function.",),
-        )
-    if reference.dtype != npops.numpy_dtype(example.dtype):
-        unimplemented(
-            gb_type="numpy dtype mismatch",
-            context=f"NumPy {op.kind} {op.name}: NumPy gives {reference.dtype}, torch._numpy {example.dtype}",
-            explanation="torch._numpy computes a different dtype than NumPy for this operation.",
-            hints=("Cast explicitly (astype) or run this outside the compiled function.",),
-        )
-    return isinstance(reference, np.generic)
-
-
-def _check_numpy_constant(op: npops.NumpyOp, value: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> None:
-    """A NumPy operation answered with a Python constant at trace time
-    (``np.ndim(a)``, ``np.isscalar(s)``): graph-break unless real NumPy gives
-    the same on stand-in values (torch._numpy has no NumPy scalars, so
-    questions about them can differ)."""
-    try:
-        sargs = [_standin(a) for a in args]
-        skwargs = {k: _standin(v) for k, v in kwargs.items()}
-        reference = npops.numpy_reference(lambda: op.reference(*sargs, **skwargs))
-    except _NoStandin:
-        reference = None
-    if type(reference) is not type(value) or reference != value:
-        unimplemented(
-            gb_type="numpy result kind",
-            context=f"NumPy {op.kind} {op.name} gives {value!r} in torch._numpy, {reference!r} in NumPy",
-            explanation="torch._numpy answers this differently from NumPy (or NumPy could not be asked).",
-            hints=("Use the operation outside the compiled function.",),
-        )
-
-
-class _NoStandin(Exception):
-    pass
-
-
-def _standin(vt: VT) -> Any:
-    """A real value standing for ``vt`` in a reference NumPy call (see
-    :func:`_numpy_gives_scalar`); raises _NoStandin for values it cannot stand for."""
-    if isinstance(vt, NumpyNdarrayVariable):
-        shape = tuple(int(s.node.hint) if isinstance(s, torch.SymInt) else int(s) for s in vt.example.shape)
-        return npops.standin(vt.example.dtype, shape, vt.scalar)
-    if isinstance(vt, SymNodeVariable) and not isinstance(vt, FakeItemVariable):
-        return vt.example.node.hint
-    if isinstance(vt, (TupleVariable, ListVariable)) and not isinstance(vt, NamedTupleVariable):
-        return vt.python_type()([_standin(v) for v in vt.items])
-    if isinstance(vt, SliceVariable):
-        return slice(*(_standin(p) for p in vt.parts))
-    if vt.is_python_constant():
-        return vt.as_python_constant()
-    raise _NoStandin
-
-
-def _basic_index(index: VT) -> bool:
-    """Whether ``a[index]`` is NumPy basic indexing (ints, slices, None, Ellipsis),
-    which returns a view, rather than advanced indexing, which copies."""
-    items = index.items if isinstance(index, TupleVariable) and not isinstance(index, NamedTupleVariable) else [index]
-    for item in items:
-        if isinstance(item, (SliceVariable, SymNodeVariable)):
-            continue
-        if not (item.is_python_constant() and (item.as_python_constant() in (None, Ellipsis) or type(
-            item.as_python_constant()
-        ) is int)):
-            return False
-    return True
-
-
-def numpy_operator(tx: Tx, fn: Any, args: Sequence[VT]) -> VT:
-    """An operator (``a + b``, ``-a``, ``a[i]``, ``a[i] = v``, ``a += b``) with an ndarray operand."""
-    name = npops.OPERATOR_NAMES[fn]
-    if fn is operator.getitem:
-        name = "getitem" if _basic_index(args[1]) else "getitem_advanced"
-    if fn is operator.setitem and isinstance(args[0], NumpyNdarrayVariable) and args[0].scalar:
-        unimplemented(
-            gb_type="user error",
-            context="item assignment into a NumPy scalar",
-            explanation="NumPy scalars are immutable; the traced code raises, natively, as in eager.",
-            hints=("Assign into an array instead.",),
-        )
-    return numpy_call(tx, npops.operator_op(fn, npops.OPERATOR_NAMES[fn]), list(args), {}, view_name=name)

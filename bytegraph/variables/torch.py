@@ -36,14 +36,8 @@ from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers import SizeVariable
-from bytegraph.variables.tensor import (
-    NumpyNdarrayVariable,
-    TensorVariable,
-    dispatches,
-    graph_call,
-    ndarray_to_tensor,
-    overloaded_args,
-)
+from bytegraph.variables.ndarray import ndarray_to_tensor
+from bytegraph.variables.tensor import NumpyNdarrayVariable, TensorVariable, dispatches, graph_call, overloaded_args
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

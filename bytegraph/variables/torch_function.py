@@ -53,10 +53,8 @@ from bytegraph.variables.tensor import (
     TensorMethodVariable,
     TensorSubclassVariable,
     TensorVariable,
-    as_subclass,
     graph_call,
     overloaded_args,
-    traceable_subclass,
 )
 from bytegraph.variables.torch import TorchFunctionVariable, is_torch_op
 from bytegraph.variables.user_defined import (
@@ -106,6 +104,44 @@ _INPLACE_DUNDERS = {
 }
 _UNARY_DUNDERS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__",
                   operator.abs: "__abs__", abs: "__abs__"}
+
+
+# ---- plain data, Python class --------------------------------------------------------------------
+
+def as_plain_tensor(t: torch.Tensor) -> torch.Tensor:
+    """A tensor-subclass instance as a plain ``torch.Tensor`` sharing its data and
+    autograd history (what the graph receives for a subclass input; no
+    ``__torch_function__`` runs)."""
+    return torch.Tensor.as_subclass(t, torch.Tensor)
+
+
+def as_subclass(tx: Tx, tensor: TensorVariable, cls_vt: VT) -> VT:
+    """``tensor.as_subclass(cls)``: a new object of ``cls`` sharing the tensor's
+    data and autograd history (no ``__init__``, no instance attributes).
+
+    Raises:
+        Unsupported: when ``cls`` is not a constant ``torch.Tensor`` subclass
+            traced this way (``__torch_dispatch__`` subclasses are not).
+    """
+    cls = cls_vt.as_python_constant() if cls_vt.is_python_constant() else None
+    if not (isinstance(cls, type) and issubclass(cls, torch.Tensor)) or not traceable_subclass(cls):
+        unimplemented(
+            gb_type="tensor subclass construction",
+            context=f"as_subclass({cls_vt})",
+            explanation="bytegraph traces as_subclass to torch.Tensor subclasses without __torch_dispatch__ only.",
+            hints=("Convert outside the compiled function.",),
+        )
+    if cls is torch.Tensor:
+        return TensorVariable(tensor.node, tensor.example)
+    return TensorSubclassVariable(tensor.node, tensor.example, cls)
+
+
+def traceable_subclass(cls: type) -> bool:
+    """Whether bytegraph traces tensors of class ``cls`` (plain data plus a Python
+    class): not wrapper subclasses, whose ``__torch_dispatch__`` computes with
+    tensors held inside (flattened by ``__tensor_flatten__``)."""
+    dispatch = getattr(cls, "__torch_dispatch__", None)
+    return cls is torch.Tensor or getattr(dispatch, "__func__", dispatch) is torch._C._disabled_torch_dispatch_impl
 
 
 # ---- dispatch ------------------------------------------------------------------------------------
