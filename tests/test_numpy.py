@@ -164,6 +164,33 @@ def test_scalar_types_and_metadata_questions_match_numpy():
     assert out[1:] == (True, False, 2, (3, 4), True) and out[0].dtype == np.float64
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a: a.clip(a_min=1),  # np.clip accepts a_min, the method does not (NumPy 2)
+        lambda a: np.sum(a, axis=0, foo=1),
+        lambda a: np.add(a, 1, 2),
+        lambda a: np.expand_dims(a, 0.0),  # torch._numpy accepts a float axis
+    ],
+)
+def test_arguments_numpy_rejects_raise_numpys_error(fn):
+    with pytest.raises(TypeError) as eager:
+        fn(a34())
+    compiled, _ = compile_counted(fn)
+    with pytest.raises(TypeError) as got:
+        compiled(a34())
+    assert str(got.value) == str(eager.value)
+    # torch._numpy refuses them at trace time too, or NumPy is asked and refuses
+    assert breaks_of(fn)[0] in ("operator error at trace time", "numpy rejects arguments")
+
+
+def test_large_arrays_are_traced_without_asking_numpy_each_operation():
+    def fn(a):
+        return np.sqrt(a) + a.T, np.sum(a)
+
+    check_compiled(fn, np.ones((300, 300)))
+
+
 # ---- views and copies --------------------------------------------------------------------------
 
 def test_torch_numpy_aliasing_is_corrected_to_numpys_copies():

@@ -198,15 +198,16 @@ def numpy_call(tx: Tx, op: npops.NumpyOp, args: Sequence[VT], kwargs: dict[str, 
 
     ``view_name`` overrides ``op.name`` for the view tables (basic vs advanced
     indexing). Results: ndarray VTs (NumPy scalars for the 0-d results NumPy
-    gives as scalars, asked of real NumPy on stand-in values), constants,
-    tuples of them; an operation that writes into an argument (``a += b``,
-    ``out=``) returns that argument's VT.
+    gives as scalars), constants, tuples of them; an operation that writes into
+    an argument (``a += b``, ``out=``) returns that argument's VT. Real NumPy
+    runs the same call on stand-in values (:class:`_Reference`) to settle what
+    torch._numpy cannot tell and to check it.
 
     Raises:
         Unsupported: for tensors among the arguments (mixing is not modelled),
-            when torch._numpy fails or disagrees with NumPy (dtype of a 0-d
-            result; a copy where NumPy gives a view), or for a write into a
-            NumPy scalar.
+            when torch._numpy fails or disagrees with NumPy (NumPy rejects the
+            arguments, another dtype, a copy where NumPy gives a view), or for
+            a write into a NumPy scalar.
     """
     _numpy_unavailable(f"NumPy {op.kind} {op.name}")
     flat = _flat([*args, *kwargs.values()])
@@ -219,7 +220,7 @@ def numpy_call(tx: Tx, op: npops.NumpyOp, args: Sequence[VT], kwargs: dict[str, 
             "not model.",
             hints=("Convert explicitly with t.numpy() or torch.from_numpy(a).",),
         )
-    renames = npops.KWARG_RENAMES.get(op.name, {})
+    renames = npops.KWARG_RENAMES.get(op.name, {}) if op.kind == "function" else {}
     graph_args = [_numpy_arg(a) for a in args]
     graph_kwargs = {renames.get(k, k): _numpy_arg(v) for k, v in kwargs.items()}
     arrays = [v for v in flat if isinstance(v, NumpyNdarrayVariable)]
@@ -235,6 +236,10 @@ def numpy_call(tx: Tx, op: npops.NumpyOp, args: Sequence[VT], kwargs: dict[str, 
                 explanation="NumPy scalars are immutable; the traced code raises, natively, as in eager.",
                 hints=("Write into an array instead.",),
             )
+    leaves = pytree.tree_leaves(example)
+    constant = not any(isinstance(leaf, (torch.Tensor, *SYMBOLIC_TYPES)) for leaf in leaves)
+    reference = _Reference(op, args, kwargs, force=constant or any(
+        isinstance(leaf, torch.Tensor) and leaf.dim() == 0 for leaf in leaves))
     name = view_name or op.name
     if isinstance(example, torch.Tensor):
         for array in mutated:
@@ -246,17 +251,17 @@ def numpy_call(tx: Tx, op: npops.NumpyOp, args: Sequence[VT], kwargs: dict[str, 
             if not node.users:
                 tx.output.remove_node(node)
             return arrays[0]  # np.asarray(a) is a
-        return _numpy_value(tx, op, name, node, example, arrays, args, kwargs)
-    if not any(isinstance(leaf, (torch.Tensor, *SYMBOLIC_TYPES)) for leaf in pytree.tree_leaves(example)):
+        return _numpy_value(tx, op, name, node, example, arrays, reference.item(None))
+    if constant:
         if not mutated:  # a metadata answer (np.ndim, np.shape...): nothing to run
             tx.output.remove_node(node)
         if example is not None:
-            _check_numpy_constant(op, example, args, kwargs)
+            reference.check_constant(example)
         return tx.wrap_const(example)
     result = wrap_fx_value(tx, node, example)
     if isinstance(result, (TupleVariable, ListVariable)):
         return result.with_items([
-            _numpy_value(tx, op, name, item.node, item.example, arrays, args, kwargs, index)
+            _numpy_value(tx, op, name, item.node, item.example, arrays, reference.item(index))
             if isinstance(item, TensorVariable) else item
             for index, item in enumerate(result.items)
         ])
@@ -264,10 +269,27 @@ def numpy_call(tx: Tx, op: npops.NumpyOp, args: Sequence[VT], kwargs: dict[str, 
 
 
 def _numpy_value(tx: Tx, op: npops.NumpyOp, name: str, node: torch.fx.Node, example: torch.Tensor,
-                 arrays: list[NumpyNdarrayVariable], args: Sequence[VT], kwargs: dict[str, VT],
-                 index: int | None = None) -> NumpyNdarrayVariable:
-    """An ndarray VT for one tensor result of ``op``, with NumPy's view and scalar semantics."""
-    scalar = example.dim() == 0 and _numpy_gives_scalar(tx, op, example, args, kwargs, index)
+                 arrays: list[NumpyNdarrayVariable], reference: Any) -> NumpyNdarrayVariable:
+    """An ndarray VT for one tensor result of ``op``, with NumPy's view and scalar
+    semantics. ``reference``: NumPy's result for it (:data:`_UNKNOWN` when not asked)."""
+    np = npops.np
+    if reference is not _UNKNOWN:
+        if not isinstance(reference, (np.ndarray, np.generic)) or reference.dtype != npops.numpy_dtype(example.dtype):
+            unimplemented(
+                gb_type="numpy dtype mismatch",
+                context=f"NumPy {op.kind} {op.name}: NumPy gives {getattr(reference, 'dtype', type(reference))}, "
+                f"torch._numpy {example.dtype}",
+                explanation="torch._numpy computes a different dtype (or kind of result) than NumPy here.",
+                hints=("Cast explicitly (astype) or run this outside the compiled function.",),
+            )
+    elif example.dim() == 0:
+        unimplemented(
+            gb_type="numpy result kind",
+            context=f"0-d result of NumPy {op.kind} {op.name}",
+            explanation="bytegraph could not ask NumPy whether it returns a scalar or a 0-d array here.",
+            hints=("Use the operation outside the compiled function.",),
+        )
+    scalar = isinstance(reference, np.generic)
     storage = example.untyped_storage()
     aliased = any(a.example.untyped_storage()._cdata == storage._cdata for a in arrays)
     if aliased and (scalar or name not in npops.VIEW_OPS):
@@ -285,56 +307,67 @@ def _numpy_value(tx: Tx, op: npops.NumpyOp, name: str, node: torch.fx.Node, exam
     return NumpyNdarrayVariable(node, example, scalar=scalar)
 
 
-def _numpy_gives_scalar(tx: Tx, op: npops.NumpyOp, example: torch.Tensor, args: Sequence[VT],
-                        kwargs: dict[str, VT], index: int | None) -> bool:
-    """Whether NumPy returns a NumPy scalar (not a 0-d array) for this 0-d result:
-    real NumPy runs the operation on stand-in values of the same dtypes and
-    shapes. Also checks that torch._numpy's dtype is NumPy's."""
-    try:
-        sargs = [_standin(a) for a in args]
-        skwargs = {k: _standin(v) for k, v in kwargs.items()}
-    except _NoStandin:
-        reference = None
-    else:
-        reference = npops.numpy_reference(lambda: op.reference(*sargs, **skwargs))
-        if index is not None and isinstance(reference, (tuple, list)) and len(reference) > index:
-            reference = reference[index]
-    np = npops.np
-    if reference is None or not isinstance(reference, (np.ndarray, np.generic)):
-        unimplemented(
-            gb_type="numpy result kind",
-            context=f"0-d result of NumPy {op.kind} {op.name}",
-            explanation="bytegraph could not tell whether NumPy returns a scalar or a 0-d array here.",
-            hints=("Use the operation outside the compiled function.",),
-        )
-    if reference.dtype != npops.numpy_dtype(example.dtype):
-        unimplemented(
-            gb_type="numpy dtype mismatch",
-            context=f"NumPy {op.kind} {op.name}: NumPy gives {reference.dtype}, torch._numpy {example.dtype}",
-            explanation="torch._numpy computes a different dtype than NumPy for this operation.",
-            hints=("Cast explicitly (astype) or run this outside the compiled function.",),
-        )
-    return isinstance(reference, np.generic)
+_UNKNOWN = object()
 
 
-def _check_numpy_constant(op: npops.NumpyOp, value: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> None:
-    """A NumPy operation answered with a Python constant at trace time
-    (``np.ndim(a)``, ``np.isscalar(s)``): graph-break unless real NumPy gives
-    the same on stand-in values (torch._numpy has no NumPy scalars, so
-    questions about them can differ)."""
-    try:
-        sargs = [_standin(a) for a in args]
-        skwargs = {k: _standin(v) for k, v in kwargs.items()}
-        reference = npops.numpy_reference(lambda: op.reference(*sargs, **skwargs))
-    except _NoStandin:
-        reference = None
-    if type(reference) is not type(value) or reference != value:
-        unimplemented(
-            gb_type="numpy result kind",
-            context=f"NumPy {op.kind} {op.name} gives {value!r} in torch._numpy, {reference!r} in NumPy",
-            explanation="torch._numpy answers this differently from NumPy (or NumPy could not be asked).",
-            hints=("Use the operation outside the compiled function.",),
-        )
+class _Reference:
+    """Real NumPy's result for a call, on stand-in values of the arguments'
+    dtypes and shapes (:func:`bytegraph.variables.numpy.standin`).
+
+    NumPy is asked when the call has a 0-d or constant result (whether NumPy
+    returns a scalar, and the constant, are needed: this costs at most one pass
+    over the inputs) and when the inputs are small (:data:`REFERENCE_ELEMENTS`),
+    to check dtypes and that NumPy accepts the arguments: a TypeError from
+    NumPy is a graph break, so the native run raises it. Other errors
+    (read-only stand-ins written in place, values) leave the answer unknown.
+    """
+
+    def __init__(self, op: npops.NumpyOp, args: Sequence[VT], kwargs: dict[str, VT], force: bool):
+        self.op = op
+        self.value: Any = _UNKNOWN
+        try:
+            sargs = [_standin(a) for a in args]
+            skwargs = {k: _standin(v) for k, v in kwargs.items()}
+        except _NoStandin:
+            return
+        size = sum(x.size for x in pytree.tree_leaves((sargs, skwargs)) if isinstance(x, npops.np.ndarray))
+        if not force and size > REFERENCE_ELEMENTS:
+            return
+        raised, value = npops.numpy_reference(lambda: op.reference(*sargs, **skwargs))
+        if raised and isinstance(value, TypeError):
+            unimplemented(
+                gb_type="numpy rejects arguments",
+                context=f"NumPy {op.kind} {op.name}: {type(value).__name__}: {value}",
+                explanation="NumPy raises for these arguments where torch._numpy accepts them; the call runs "
+                "natively so the error is NumPy's.",
+                hints=("Check the arguments against NumPy's signature.",),
+            )
+        if not raised:
+            self.value = value
+
+    def item(self, index: int | None) -> Any:
+        """NumPy's result, or its ``index``-th item; :data:`_UNKNOWN` when not known."""
+        if index is None or self.value is _UNKNOWN:
+            return self.value
+        if isinstance(self.value, (tuple, list)) and len(self.value) > index:
+            return self.value[index]
+        return _UNKNOWN
+
+    def check_constant(self, value: Any) -> None:
+        """Graph-break unless NumPy answers ``value`` too (torch._numpy has no NumPy
+        scalars, so questions about them, like ``np.isscalar``, can differ)."""
+        if type(self.value) is not type(value) or self.value != value:
+            answer = "could not be asked" if self.value is _UNKNOWN else f"gives {self.value!r}"
+            unimplemented(
+                gb_type="numpy result kind",
+                context=f"NumPy {self.op.kind} {self.op.name} gives {value!r} in torch._numpy; NumPy {answer}",
+                explanation="torch._numpy answers this differently from NumPy (or NumPy could not be asked).",
+                hints=("Use the operation outside the compiled function.",),
+            )
+
+
+#: inputs up to this many elements in all are checked against NumPy on every call
+REFERENCE_ELEMENTS = 1 << 16
 
 
 class _NoStandin(Exception):
@@ -343,7 +376,7 @@ class _NoStandin(Exception):
 
 def _standin(vt: VT) -> Any:
     """A real value standing for ``vt`` in a reference NumPy call (see
-    :func:`_numpy_gives_scalar`); raises _NoStandin for values it cannot stand for."""
+    :class:`_Reference`); raises _NoStandin for values it cannot stand for."""
     if isinstance(vt, NumpyNdarrayVariable):
         shape = tuple(int(s.node.hint) if isinstance(s, torch.SymInt) else int(s) for s in vt.example.shape)
         return npops.standin(vt.example.dtype, shape, vt.scalar)

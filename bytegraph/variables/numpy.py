@@ -311,16 +311,17 @@ def standin(dtype: torch.dtype, shape: tuple[int, ...], scalar: bool) -> Any:
     return one[()] if scalar else np.broadcast_to(one, shape)
 
 
-def numpy_reference(run: Callable[[], Any]) -> Any:
-    """The result of ``run`` (a real NumPy call on stand-in values, see
-    :func:`standin`), or None when it raises. Warnings (division by zero...)
-    are silenced: only the kind and dtype of the result are wanted."""
+def numpy_reference(run: Callable[[], Any]) -> tuple[bool, Any]:
+    """``(False, result)`` of ``run`` (a real NumPy call on stand-in values, see
+    :func:`standin`), or ``(True, exception)`` when it raises. Warnings
+    (division by zero...) are silenced: only the kind and dtype of the result
+    are wanted."""
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return run()
-    except Exception:
-        return None
+            return False, run()
+    except Exception as e:
+        return True, e
 
 
 def to_ndarray(t: torch.Tensor) -> Any:
