@@ -134,12 +134,14 @@ def test_writes_into_input_arrays_reach_the_callers_array():
 def test_returning_an_input_array_returns_the_same_object():
     def fn(a):
         a *= 2
-        return a, np.asarray(a)
+        b = np.asarray(a)
+        t = a.T
+        return a, b, b is a, t is a, a + 0 is a
 
     compiled, _ = compile_counted(fn)
     a = a34()
     out = compiled(a)
-    assert out[0] is a and out[1] is a
+    assert out[0] is a and out[1] is a and out[2:] == (True, False, False)
 
 
 def test_in_place_methods_and_row_iteration_write_the_array():

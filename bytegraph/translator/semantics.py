@@ -37,7 +37,7 @@ from bytegraph.variables.functions import UserFunctionVariable
 from bytegraph.variables import ndarray, torch_function
 from bytegraph.variables import numpy as npops
 from bytegraph.variables.nn_module import NNModuleVariable
-from bytegraph.variables.tensor import TensorSubclassVariable, TensorVariable
+from bytegraph.variables.tensor import NumpyNdarrayVariable, TensorSubclassVariable, TensorVariable
 from bytegraph.variables.functions import UserMethodVariable
 from bytegraph.variables.torch import TorchFunctionVariable
 from bytegraph.variables.user_defined import (
@@ -235,10 +235,12 @@ class PythonSemantics:
                 # distinct objects on this call; a later call may pass one object twice
                 self.output.guards.add(NoAliasing(None, (a.source, b.source)))
             return ida == idb
-        if isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
+        arrays = (TensorVariable, NumpyNdarrayVariable)
+        if isinstance(a, arrays) and isinstance(b, arrays):
             if a.source is None or b.source is None:
                 # An op that returns its input in eager gives back the input's VT
-                # (graph_call compares FakeTensor identity), so a computed tensor
+                # (graph_call compares FakeTensor identity; numpy_call returns
+                # the argument written in place), so a computed tensor or array
                 # with its own VT is a new object.
                 return False
             # Two inputs that are distinct objects now: guard that they stay so.

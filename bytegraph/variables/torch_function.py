@@ -50,7 +50,7 @@ from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers import BaseSequenceVariable, DictVariable, NamedTupleVariable, TupleVariable
 from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.tensor import (
-    TensorMethodVariable,
+    SymNodeVariable,
     TensorSubclassVariable,
     TensorVariable,
     graph_call,
@@ -65,6 +65,7 @@ from bytegraph.variables.user_defined import (
 )
 
 if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
 
 VT = VariableTracker
@@ -336,7 +337,7 @@ def dispatch_operator(tx: Tx, fn: Callable, args: Sequence[VT]) -> VT:
                 result = obj.call_method(tx, dunder, [other], {})
                 if not _is_not_implemented(result):
                     return result
-            elif not (isinstance(obj, TensorVariable) or obj.is_python_constant()):
+            elif not (isinstance(obj, (TensorVariable, SymNodeVariable)) or obj.is_python_constant()):
                 break  # a non-tensor operand whose own operator bytegraph does not model here
     unimplemented(
         gb_type="tensor subclass operation",
@@ -378,13 +379,11 @@ def subclass_getattr(tx: Tx, obj: TensorSubclassVariable, name: str) -> VT:
         return tx.wrap_const(cls)
     attr = class_attribute(cls, name)
     torch_level = attr is not _MISSING and _torch_level(cls, name)
-    if attr is not _MISSING and inspect.isdatadescriptor(attr):
+    if attr is not _MISSING and inspect.isdatadescriptor(attr):  # data descriptors come before the instance dict
+        if torch_level and name != "__dict__":  # .shape, .dtype, .grad...
+            return torch_tensor_attr(tx, obj, name)
         if isinstance(attr, property):
             return bind_class_attribute(tx, obj, cls, name, attr)
-        if torch_level and name != "__dict__":  # a C property: .shape, .dtype, .grad...
-            if overloaded_args(tx, [obj]):
-                return dispatch(tx, TorchFunctionVariable(attr.__get__), [obj], None)
-            return TensorVariable.var_getattr(obj, tx, name)
         unimplemented(
             gb_type="unsupported tensor attribute",
             context=f"{cls.__qualname__}.{name} ({type(attr).__name__})",
@@ -399,9 +398,7 @@ def subclass_getattr(tx: Tx, obj: TensorSubclassVariable, name: str) -> VT:
             return UserMethodVariable(getattr_fn, obj).call_function(tx, [ConstantVariable(name)], {})
         raise_traced(AttributeError, f"{cls.__qualname__!r} object has no attribute {name!r}")
     if torch_level:
-        if callable(attr) or isinstance(attr, (classmethod, staticmethod)):
-            return TensorMethodVariable(obj, name)
-        return tx.wrap_const(getattr(cls, name))
+        return torch_tensor_attr(tx, obj, name)
     return bind_class_attribute(tx, obj, cls, name, attr)
 
 
@@ -412,8 +409,9 @@ def subclass_call_method(tx: Tx, obj: TensorSubclassVariable, name: str, args: S
     like user code."""
     cls = obj.class_type
     attr = class_attribute(cls, name)
+    special = name.startswith("__") and name.endswith("__")  # operators look these up on the type only
     if attr is _MISSING or not _torch_level(cls, name) or inspect.isdatadescriptor(attr) or (
-        _instance_attr(tx, obj, name) is not None
+        not special and _instance_attr(tx, obj, name) is not None
     ):
         return subclass_getattr(tx, obj, name).call_function(tx, list(args), kwargs)
     return torch_method_call(tx, obj, name, args, kwargs)
@@ -441,6 +439,13 @@ class TorchMethodVariable(VariableTracker):
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         return torch_method_call(tx, self.obj, self.name, args, kwargs)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """``types.MethodType(torch.Tensor.<name>, obj)``."""
+        codegen.load_callable(types.MethodType)
+        codegen.load_const(getattr(torch.Tensor, self.name))
+        codegen.reconstruct(self.obj)
+        codegen.call(2)
 
     def __repr__(self) -> str:
         return f"TorchMethodVariable({self.obj}.{self.name})"
