@@ -10,6 +10,7 @@ from torch.utils import _pytree as pytree
 import bytegraph
 from bytegraph.runtime import metrics
 from bytegraph.testing import CompileCounter, same
+from bytegraph.variables.torch_function import NO_TORCH_FUNCTION
 
 
 def compile_counted(fn, **kwargs):
@@ -442,3 +443,43 @@ def test_numpy_of_a_subclass_dispatches_then_converts():
     actual = compiled(x)
     assert LOG == eager_log == ["numpy", "add", "numpy"] and cnt.frame_count == 1
     assert same(actual, expected)
+
+
+class ClassLogged(torch.Tensor):
+    calls: list = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        cls.calls.append(func.__name__)  # a class attribute reached through the cls argument
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+def test_writes_to_class_attributes_from_torch_function_are_replayed():
+    def fn(x):
+        plain = x.as_subclass(torch.Tensor)  # as_subclass does not call __torch_function__
+        return x + 1, plain.as_subclass(ClassLogged) * 2, type(x).calls[-1]
+
+    x = torch.ones(2).as_subclass(ClassLogged)
+    ClassLogged.calls.clear()
+    expected = fn(x)
+    eager_calls = list(ClassLogged.calls)
+    compiled, _ = compile_counted(fn)
+    ClassLogged.calls.clear()
+    assert_same_outputs(compiled(x), expected)
+    assert ClassLogged.calls == eager_calls == ["add", "mul"]
+
+
+def test_tensor_attributes_listed_as_skipping_torch_function_do_skip_it():
+    class Probe(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            raise AssertionError(f"{func} dispatched")
+
+    p = torch.ones(2).as_subclass(Probe)
+    p.as_subclass(torch.Tensor), p._use_count(), p._fix_weakref()
+    p._has_symbolic_sizes_strides, p._python_dispatch
+    assert {"as_subclass", "_use_count", "_fix_weakref", "_has_symbolic_sizes_strides", "_python_dispatch"} <= (
+        NO_TORCH_FUNCTION
+    )
+    with pytest.raises(AssertionError, match="dispatched"):
+        p.stride()  # not in the overridable list of torch.overrides, yet it dispatches

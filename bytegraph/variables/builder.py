@@ -34,7 +34,7 @@ from bytegraph.guards.guards import (
     TensorMatch,
     TypeMatch,
 )
-from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource, LocalSource, Source
+from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource, LocalSource, Source
 from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.builtin import BuiltinVariable
@@ -188,7 +188,9 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value, source)
     if isinstance(value, type):
-        return UserDefinedClassVariable(value, source)
+        # a class reached without a path (type(obj), a class passed to __torch_function__) is still
+        # one real object: a ConstSource makes writes to its attributes (cls.log.append) replay on it
+        return UserDefinedClassVariable(value, source or ConstSource(value, value.__qualname__))
     if isinstance(value, functools.partial) or type(value).__module__ in ("logging", "typing"):
         return OpaqueConstantVariable(value, source)
     if source is None:

@@ -78,6 +78,13 @@ _TORCH_CLASSES = (torch.Tensor, torch._C.TensorBase, object)
 #: ``try: ... except TypeError``. They are dispatched directly, not inlined.
 _WRAPPER_CODE = torch._tensor._handle_torch_function_and_wrap_type_error_to_not_implemented(lambda self: self).__code__
 
+#: Tensor's C attributes that do not call __torch_function__ (torch's python_variable_methods.cpp;
+#: tests check them with a probe subclass): they run as on a plain tensor.
+NO_TORCH_FUNCTION = frozenset(
+    {"as_subclass", "_fix_weakref", "_use_count", "_view_func", "_view_func_unsafe", "_rev_view_func_unsafe",
+     "_has_symbolic_sizes_strides", "_python_dispatch"}
+)
+
 _DEFAULT_TORCH_FUNCTION = torch.Tensor.__dict__["__torch_function__"]
 _DEFAULT_NEW = torch._C.TensorBase.__dict__["__new__"]
 
@@ -420,6 +427,9 @@ def subclass_call_method(tx: Tx, obj: TensorSubclassVariable, name: str, args: S
 def torch_method_call(tx: Tx, obj: TensorVariable, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
     """``torch.Tensor.name(obj, *args, **kwargs)``: dispatched when ``obj`` or an
     argument is overloaded, else the plain tensor operation."""
+    if name in NO_TORCH_FUNCTION:
+        with disabled_dispatch(tx):
+            return TensorVariable.call_method(obj, tx, name, args, kwargs)
     if overloaded_args(tx, [obj, *args, *kwargs.values()]):
         return dispatch_tensor_method(tx, obj, name, args, kwargs)
     return TensorVariable.call_method(obj, tx, name, args, kwargs)
@@ -459,7 +469,7 @@ def torch_tensor_attr(tx: Tx, obj: TensorVariable, name: str) -> VT:
     if isinstance(attr, property):
         return tx.wrap_const(attr.fget).call_function(tx, [obj], {})
     if inspect.isdatadescriptor(attr):
-        if overloaded_args(tx, [obj]):
+        if overloaded_args(tx, [obj]) and name not in NO_TORCH_FUNCTION:
             return dispatch(tx, TorchFunctionVariable(attr.__get__), [obj], None)
         return TensorVariable.var_getattr(obj, tx, name)
     if callable(attr):
