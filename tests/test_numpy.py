@@ -222,6 +222,26 @@ def test_views_share_memory_as_in_numpy():
     assert np.shares_memory(out[3], a) and np.shares_memory(out[1], a)
 
 
+def test_read_only_views_stay_read_only():
+    def fn(a):
+        d = np.diagonal(a)
+        b = np.broadcast_to(a[0], (2, 4))
+        return d, b[1], a.T, d.copy()
+
+    out, _ = check_compiled(fn, a34())
+    assert [o.flags.writeable for o in out] == [False, False, True, True]
+
+    def writes(a):
+        d = a.diagonal()
+        d[0] = 1.0
+        return a
+
+    compiled, _ = compile_counted(writes)
+    with pytest.raises(ValueError, match="read-only"):
+        compiled(a34())
+    assert breaks_of(writes) == ["user error"]
+
+
 def test_a_copy_where_numpy_returns_a_view_is_a_graph_break():
     def fn(a):
         r = a[::-1]

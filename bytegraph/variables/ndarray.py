@@ -34,6 +34,7 @@ from bytegraph.variables.tensor import (
     TensorVariable,
     graph_call,
     graph_node,
+    overloaded_args,
     wrap_fx_value,
 )
 
@@ -99,7 +100,9 @@ class NumpyFunctionVariable(VariableTracker):
         name = getattr(self.fn, "__name__", repr(self.fn))
         _numpy_unavailable(f"call to numpy.{name}")
         np = npops.np
-        if self.fn is np.asarray and len(args) == 1 and not kwargs and isinstance(args[0], TensorVariable):
+        if self.fn is np.asarray and len(args) == 1 and not kwargs and isinstance(args[0], TensorVariable) and (
+            not overloaded_args(tx, args)  # a subclass's Tensor.__array__ goes through its __torch_function__
+        ):
             return tensor_to_numpy(tx, args[0], [], {})  # Tensor.__array__: t.numpy(), sharing memory
         twin = npops.tnp_twin(self.fn)
         if twin is None:
@@ -127,10 +130,12 @@ def tensor_to_numpy(tx: Tx, tensor: TensorVariable, args: Sequence[VT], kwargs: 
             CPU, has a dtype NumPy lacks...) or NumPy code is not traced.
     """
     _numpy_unavailable("Tensor.numpy()")
-    force = (args[0] if args else kwargs.get("force", ConstantVariable(False))).as_python_constant()
+    force = kwargs.get("force", ConstantVariable(False)).as_python_constant()
     t = tensor.example
     problem = None
-    if npops.numpy_dtype(t.dtype) is None:
+    if args or set(kwargs) - {"force"}:
+        problem = "numpy() takes only the keyword argument force (eager raises TypeError)"
+    elif npops.numpy_dtype(t.dtype) is None:
         problem = f"dtype {t.dtype} has no NumPy equivalent"
     elif t.layout is not torch.strided or t.is_conj() or t.is_neg():
         problem = "the tensor is not a plain strided tensor"
@@ -229,12 +234,13 @@ def numpy_call(tx: Tx, op: npops.NumpyOp, args: Sequence[VT], kwargs: dict[str, 
     mutated = [a for a, v in zip(arrays, versions) if a.example._version != v]
     if mutated:
         node.meta["mutates_args"] = True  # OutputGraph.mutates_inputs reads it
-        if any(a.scalar for a in mutated):
+        if any(a.scalar or a.readonly for a in mutated):
             unimplemented(
                 gb_type="user error",
-                context=f"NumPy {op.kind} {op.name} writes into a NumPy scalar",
-                explanation="NumPy scalars are immutable; the traced code raises, natively, as in eager.",
-                hints=("Write into an array instead.",),
+                context=f"NumPy {op.kind} {op.name} writes into a NumPy scalar or a read-only view",
+                explanation="NumPy raises here (scalars are immutable; views such as np.diagonal's are read-only); "
+                "the code runs natively so the error is NumPy's.",
+                hints=("Write into a writeable array (a copy) instead.",),
             )
     leaves = pytree.tree_leaves(example)
     constant = not any(isinstance(leaf, (torch.Tensor, *SYMBOLIC_TYPES)) for leaf in leaves)
@@ -291,11 +297,13 @@ def _numpy_value(tx: Tx, op: npops.NumpyOp, name: str, node: torch.fx.Node, exam
         )
     scalar = isinstance(reference, np.generic)
     storage = example.untyped_storage()
-    aliased = any(a.example.untyped_storage()._cdata == storage._cdata for a in arrays)
+    sources = [a for a in arrays if a.example.untyped_storage()._cdata == storage._cdata]
+    aliased = bool(sources)
+    readonly = aliased and (name in npops.READONLY_VIEW_OPS or any(a.readonly for a in sources))
     if aliased and (scalar or name not in npops.VIEW_OPS):
         # NumPy returns new memory here (a scalar, a ufunc result...): copy what torch._numpy aliased
         clone = graph_call(tx, "call_method", "clone", [TensorVariable(node, example)], {})
-        node, example = clone.node, clone.example
+        node, example, readonly = clone.node, clone.example, False
     elif name in npops.ALWAYS_VIEW_OPS and arrays and not aliased and example.numel() > 0:
         unimplemented(
             gb_type="numpy view semantics",
@@ -304,7 +312,7 @@ def _numpy_value(tx: Tx, op: npops.NumpyOp, name: str, node: torch.fx.Node, exam
             "writes through one would not reach the other.",
             hints=("Use the operation outside the compiled function, or copy explicitly.",),
         )
-    return NumpyNdarrayVariable(node, example, scalar=scalar)
+    return NumpyNdarrayVariable(node, example, scalar=scalar, readonly=readonly)
 
 
 _UNKNOWN = object()

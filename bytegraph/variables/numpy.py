@@ -99,6 +99,9 @@ ALWAYS_VIEW_OPS = frozenset(
     }
 )
 
+#: operations whose views NumPy makes read-only (writes raise ValueError).
+READONLY_VIEW_OPS = frozenset({"diagonal", "diag", "broadcast_to"})
+
 #: functions that return their argument itself when no conversion is needed.
 IDENTITY_OPS = frozenset({"asarray", "asanyarray"})
 
@@ -327,6 +330,13 @@ def numpy_reference(run: Callable[[], Any]) -> tuple[bool, Any]:
 def to_ndarray(t: torch.Tensor) -> Any:
     """A graph output standing for an ndarray -> the ndarray (shares memory)."""
     return t.numpy()
+
+
+def to_readonly_ndarray(t: torch.Tensor) -> Any:
+    """A graph output standing for a read-only view (``np.diagonal(a)``...) -> the ndarray, read-only."""
+    array = t.numpy()
+    array.flags.writeable = False
+    return array
 
 
 def to_numpy_scalar(t: torch.Tensor) -> Any:

@@ -566,15 +566,18 @@ class NumpyNdarrayVariable(VariableTracker):
             ``t``'s node, as it shares its memory.
         scalar: the value is a NumPy scalar (``np.float64``...), which NumPy
             returns for most 0-d results; its tensor is 0-d.
+        readonly: a view NumPy makes read-only (``np.diagonal(a)``, views of it).
     """
 
     mutable = True  # rebuilt once per graph: every reference is the same object
 
-    def __init__(self, node: torch.fx.Node, example: torch.Tensor, source=None, scalar: bool = False):
+    def __init__(self, node: torch.fx.Node, example: torch.Tensor, source=None, scalar: bool = False,
+                 readonly: bool = False):
         super().__init__(source)
         self.node = node
         self.example = example
         self.scalar = scalar
+        self.readonly = readonly
 
     def python_type(self) -> type:
         return npops.numpy_dtype(self.example.dtype).type if self.scalar else npops.np.ndarray
@@ -678,7 +681,10 @@ class NumpyNdarrayVariable(VariableTracker):
         if self.source is not None:
             codegen.load_source(self.source)
             return
-        codegen.load_callable(npops.to_numpy_scalar if self.scalar else npops.to_ndarray)
+        convert = npops.to_numpy_scalar if self.scalar else npops.to_readonly_ndarray if self.readonly else (
+            npops.to_ndarray
+        )
+        codegen.load_callable(convert)
         codegen.load_graph_output(self.node)
         codegen.call(1)
 
