@@ -348,6 +348,21 @@ def test_ndarray_guards_recompile_on_dtype_and_shape_changes():
     assert same(compiled(np.ones(3, dtype=np.int64)), fn(np.ones(3, dtype=np.int64)))
 
 
+def test_numpy_functions_read_from_globals_are_guarded():
+    def fn(a):
+        return reduce_fn(a)
+
+    compiled, cnt = compile_counted(fn)
+    global reduce_fn
+    try:
+        for reducer in (np.sum, np.sum, np.max):
+            reduce_fn = reducer
+            assert same(compiled(a34()), fn(a34()))
+    finally:
+        del reduce_fn
+    assert cnt.frame_count == 2
+
+
 def test_read_only_array_input_breaks_and_runs_natively():
     def fn(a):
         return a * 2

@@ -222,10 +222,22 @@ def test_attribute_writes_on_a_subclass_input_are_replayed():
 
 # ---- construction --------------------------------------------------------------------------------
 
+class SuperNew(torch.Tensor):
+    def __new__(cls, data, tag):
+        obj = super().__new__(cls, data)
+        obj.tag = tag
+        return obj
+
+    def __init__(self, data, tag):
+        self.seen = tag * 2
+
+
 @pytest.mark.parametrize(
     "fn",
     [
         lambda t: Plain(t) * 2,  # default __new__: an alias of t
+        lambda t: (lambda s: (s, s + 1))(SuperNew(t, "a")),  # super().__new__ in a Python __new__
+        lambda t: torch.Tensor.__new__(Plain, t),
         lambda t: (t.as_subclass(Plain) + 1, t),
         lambda t: torch.Tensor._make_subclass(Plain, t) - 1,
         lambda t: Quantity(t, "s").to_cm(),

@@ -172,7 +172,9 @@ def _identity_is_value(value: Any) -> bool:
     """Objects the trace specialises on by identity (functions, classes, modules);
     other objects are guarded by type and by the attributes the trace reads."""
     return isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, types.ModuleType,
-                              functools.partial)) or callable(value) and is_torch_callable(value)
+                              functools.partial)) or callable(value) and (
+        is_torch_callable(value) or npops.is_numpy_callable(value)
+    )
 
 
 def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
@@ -317,7 +319,7 @@ def wrap_const(tx: Tx, value: Any) -> VT:
     if isinstance(value, torch.Tensor) or (npops.np is not None and isinstance(value, npops.np.ndarray)):
         unimplemented(
             gb_type="tensor without source",
-            context="a tensor reached from a library constant",
+            context=f"a {type(value).__name__} reached from a library constant",
             explanation="bytegraph can only read tensors from the frame's inputs, globals and attributes.",
             hints=("Pass the tensor as an argument.",),
         )

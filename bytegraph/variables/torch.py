@@ -213,6 +213,8 @@ class TorchFunctionVariable(VariableTracker):
             return ndarray_to_tensor(tx, fn, args, kwargs)
         if fn is torch._C.TensorBase._make_subclass:
             return tx.make_tensor_subclass(args, kwargs)
+        if fn is torch._C.TensorBase.__new__ and len(args) == 2 and not kwargs and isinstance(args[1], TensorVariable):
+            return tx.as_subclass(args[1], args[0])  # Tensor.__new__(cls, t): an alias of t, as cls
         if is_torch_op(fn) and overloaded_args(tx, [*args, *kwargs.values()]):
             return tx.dispatch_torch_function(self, args, kwargs)
         if fn is torch.Size and len(args) == 1 and not kwargs:

@@ -486,6 +486,8 @@ class SuperVariable(VariableTracker):
             return tx.wrap_const(attr.__func__)
         if isinstance(attr, types.FunctionType):
             return UserFunctionVariable(attr)
+        if isinstance(attr, types.BuiltinFunctionType):  # e.g. torch.Tensor.__new__
+            return tx.wrap_const(attr)
         unimplemented(
             gb_type="unsupported descriptor",
             context=f"super().{name} on class {self.obj.value.__qualname__} ({type(attr).__name__})",
