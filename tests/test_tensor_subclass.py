@@ -134,7 +134,7 @@ class Wrapping(torch.Tensor):
     "fn",
     [
         lambda r: (r + 1, r * 2, torch.add(r, 1), r.sum(), r.shape),
-        lambda r: (torch.sin(r), r.max(0), r.view(-1).unsqueeze(0), r.mean().item() if False else r.mean()),
+        lambda r: (torch.sin(r), r.max(0), r.view(-1).unsqueeze(0), r.mean()),
         lambda r: (r @ r.T, torch.where(r > 0, r, -r), r[:, 1], 2 ** r, r.abs_()),
     ],
 )
@@ -300,20 +300,36 @@ class Derived(Base):
         return super().__torch_function__(func, types, args, kwargs)
 
 
+def make_base_and_derived():
+    return torch.ones(2).as_subclass(Base), torch.ones(2).as_subclass(Derived)
+
+
 def test_several_subclasses_dispatch_in_eagers_order():
     def fn(b, d):
-        return b + d, torch.mul(b, d) if False else torch.sub(d, b)
-
-    def make():
-        return torch.ones(2).as_subclass(Base), torch.ones(2).as_subclass(Derived)
+        return b + d, torch.sub(d, b)
 
     LOG.clear()
-    expected = fn(*make())
+    expected = fn(*make_base_and_derived())
     eager_log = list(LOG)
     compiled, _ = compile_counted(fn)
     LOG.clear()
-    assert_same_outputs(compiled(*make()), expected)
+    assert_same_outputs(compiled(*make_base_and_derived()), expected)
     assert LOG == eager_log and eager_log[0][0] == "Derived"
+
+
+def test_every_override_returning_not_implemented_raises_eagers_type_error():
+    def fn(b, d):
+        # Derived returns NotImplemented; Base's default declines too (Base is not a subclass of Derived)
+        return torch.mul(b, d)
+
+    with pytest.raises(TypeError) as eager:
+        fn(*make_base_and_derived())
+    compiled, _ = compile_counted(fn)
+    LOG.clear()
+    with pytest.raises(TypeError) as got:
+        compiled(*make_base_and_derived())
+    assert type(got.value) is type(eager.value)
+    assert [entry[0] for entry in LOG] == ["Derived", "Base"]
 
 
 def test_subclass_with_disabled_torch_function_returns_plain_tensors():
