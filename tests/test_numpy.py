@@ -186,6 +186,22 @@ def test_arguments_numpy_rejects_raise_numpys_error(fn):
     assert breaks_of(fn)[0] in ("operator error at trace time", "numpy rejects arguments")
 
 
+def test_argsort_is_traced_only_where_ties_are_ordered_as_in_numpy():
+    ties = np.random.default_rng(0).integers(0, 3, (40, 5)).astype(np.float64)
+
+    def stable(a):
+        return np.argsort(a, axis=0, kind="stable"), a.argsort(kind="stable"), np.sort(a, axis=0)
+
+    check_compiled(stable, ties)
+
+    def default(a):
+        return np.argsort(a, axis=0)
+
+    compiled, _ = compile_counted(default)
+    assert same(compiled(ties), default(ties))
+    assert breaks_of(default) == ["numpy tie order"]
+
+
 def test_large_arrays_are_traced_without_asking_numpy_each_operation():
     def fn(a):
         return np.sqrt(a) + a.T, np.sum(a)

@@ -225,6 +225,16 @@ def numpy_call(tx: Tx, op: npops.NumpyOp, args: Sequence[VT], kwargs: dict[str, 
             "not model.",
             hints=("Convert explicitly with t.numpy() or torch.from_numpy(a).",),
         )
+    if op.name in npops.TIE_ORDER_OPS:
+        kind = kwargs.get("kind", args[2] if len(args) > 2 else ConstantVariable(None))
+        if not (kind.is_python_constant() and kind.as_python_constant() in npops.STABLE_KINDS):
+            unimplemented(
+                gb_type="numpy tie order",
+                context=f"NumPy {op.kind} {op.name} without kind='stable'",
+                explanation="NumPy's default sort and torch's order equal elements differently, so the indices "
+                "could differ from eager; only stable sorts are traced.",
+                hints=("Pass kind='stable' (the result is then the same in NumPy and compiled code).",),
+            )
     renames = npops.KWARG_RENAMES.get(op.name, {}) if op.kind == "function" else {}
     graph_args = [_numpy_arg(a) for a in args]
     graph_kwargs = {renames.get(k, k): _numpy_arg(v) for k, v in kwargs.items()}

@@ -105,6 +105,11 @@ READONLY_VIEW_OPS = frozenset({"diagonal", "diag", "broadcast_to"})
 #: functions that return their argument itself when no conversion is needed.
 IDENTITY_OPS = frozenset({"asarray", "asanyarray"})
 
+#: operations whose result depends on how ties are ordered: NumPy's default sort
+#: and torch's order equal elements differently, so only stable sorts are traced.
+TIE_ORDER_OPS = frozenset({"argsort"})
+STABLE_KINDS = ("stable", "mergesort")
+
 #: keyword renames from NumPy's signatures to torch._numpy's (NumPy 2 accepts both names).
 KWARG_RENAMES = {"clip": {"a_min": "min", "a_max": "max"}}
 
