@@ -96,6 +96,23 @@ def test_plain_tensor_input_recompiles_on_the_subclass_type_guard():
     assert "type mismatch" in reasons[0]
 
 
+def test_replacing_torch_function_on_the_class_recompiles():
+    class Swappable(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return super().__torch_function__(func, types, args, kwargs)
+
+    def fn(x):
+        return x + 1
+
+    compiled, cnt = compile_counted(fn)
+    x = torch.ones(2).as_subclass(Swappable)
+    assert type(compiled(x)) is Swappable
+    Swappable.__torch_function__ = classmethod(lambda cls, func, types, args=(), kwargs=None: "replaced")
+    assert compiled(x) == fn(x) == "replaced"
+    assert cnt.frame_count == 1  # the new override returns a constant: nothing left to compile
+
+
 # ---- subclasses that choose their output types ---------------------------------------------------
 
 class Plain(torch.Tensor):

@@ -43,8 +43,8 @@ import torch
 
 from bytegraph.breaks import unimplemented
 from bytegraph.graph.side_effects import DELETED
-from bytegraph.guards.guards import DictContains
-from bytegraph.guards.source import AttrSource
+from bytegraph.guards.guards import DictContains, IdMatch
+from bytegraph.guards.source import AttrSource, ConstSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers import BaseSequenceVariable, DictVariable, NamedTupleVariable, TupleVariable
@@ -173,6 +173,9 @@ def dispatch(tx: Tx, func: VT, args: Sequence[VT], kwargs: dict[str, VT] | None,
     for arg in overloaded:
         cls = arg.class_type
         impl = class_attribute(cls, "__torch_function__")
+        if isinstance(impl, classmethod):  # replacing the override later recompiles
+            source = AttrSource(AttrSource(ConstSource(cls, cls.__qualname__), "__torch_function__"), "__func__")
+            tx.output.guards.add(IdMatch.of(source, impl.__func__))
         if impl is _DEFAULT_TORCH_FUNCTION:
             result = default_torch_function(tx, cls, func, types_vt, args_vt, kwargs_vt)
         elif isinstance(impl, classmethod) and isinstance(impl.__func__, types.FunctionType):
