@@ -271,10 +271,9 @@ def dispatch_tensor_method(tx: Tx, obj: TensorVariable, name: str, args: Sequenc
     ``obj``'s class overrides) when an argument (or ``obj``) is overloaded."""
     attr = class_attribute(torch.Tensor, name)
     if isinstance(attr, types.FunctionType):
-        fn = TorchFunctionVariable(attr) if is_torch_op(attr) else UserFunctionVariable(attr)
         if attr.__code__ is _WRAPPER_CODE:
-            return dispatch(tx, fn, [obj, *args], dict(kwargs))
-        return tx.inline_call(UserFunctionVariable(attr), [obj, *args], kwargs)
+            return dispatch(tx, TorchFunctionVariable(attr), [obj, *args], dict(kwargs))
+        return tx.inline_call(UserFunctionVariable(attr), [obj, *args], kwargs)  # it dispatches itself
     func = None
     if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)):
         func = _dunder_func(name) if name.startswith("__") else attr
