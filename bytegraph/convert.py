@@ -25,6 +25,7 @@ from bytegraph.graph.output_graph import Backend, CompiledGraph, DynamicPolicy, 
 from bytegraph.guards.guard_code import GuardFunction, build_guard_function
 from bytegraph.guards.guards import IdMatch, NoAliasing, TensorMatch
 from bytegraph.guards.shape_guards import settle_tensor_guards, shape_env_guards
+from bytegraph.guards.source import ConvertSource
 from bytegraph.translator.graph_break import FrameRuntime
 from bytegraph.translator.root import InstructionTranslator
 
@@ -130,7 +131,9 @@ def convert_frame(
     guards = settle_tensor_guards(output.shape_env, list(output.guards), examples)
     guards += shape_env_guards(output.shape_env, list(examples.values()), list(examples),
                                [i.symbolic_context for i in output.inputs])
-    tensor_inputs = tuple(g.source for g in guards if isinstance(g, TensorMatch))
+    # an input converted for the graph (torch.from_numpy(a)) is a new object per call: compare the originals
+    tensor_inputs = tuple(g.source.base if isinstance(g.source, ConvertSource) else g.source
+                          for g in guards if isinstance(g, TensorMatch))
     if len(tensor_inputs) > 1 and output.mutates_inputs():
         guards.append(NoAliasing(None, tensor_inputs))
     guard = build_guard_function(code, signature_fn, guards)

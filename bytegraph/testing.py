@@ -1,6 +1,7 @@
 """Helpers for tests of compiled code."""
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
 import torch
@@ -36,9 +37,18 @@ def same(actual: object, expected: object, atol: float = 1e-6, rtol: float = 1e-
     """Deep equality for test comparisons of compiled vs eager results.
 
     Tensors must agree in type, dtype, shape and values (``allclose`` with the
-    given tolerances, NaNs equal); containers must have the same type and
-    length; other values compare with ``==`` and must have the same type.
+    given tolerances, NaNs equal), and so must NumPy arrays and scalars;
+    containers must have the same type and length; other values compare with
+    ``==`` and must have the same type.
     """
+    np = sys.modules.get("numpy")  # NumPy values can only appear if NumPy was imported
+    if np is not None and isinstance(expected, (np.ndarray, np.generic)):
+        return (
+            type(actual) is type(expected)
+            and actual.dtype == expected.dtype
+            and actual.shape == expected.shape
+            and bool(np.allclose(actual, expected, atol=atol, rtol=rtol, equal_nan=True))
+        )
     if isinstance(expected, torch.Tensor):
         return (
             type(actual) is type(expected)

@@ -42,7 +42,7 @@ def _is_data(value: Any) -> bool:
         return all(_is_data(v) for v in value)
     if isinstance(value, dict):
         return all(_is_data(v) for v in value.values())
-    return isinstance(value, (torch.Tensor, int, float, str, bool, type(None)))
+    return isinstance(value, (torch.Tensor, int, float, str, bool, type(None))) or type(value).__module__ == "numpy"
 
 
 def check_compiled(fn: Callable, *args: Any, graphs: int | None = 1, **kwargs: Any) -> tuple[Any, CompileCounter]:

@@ -104,6 +104,9 @@ class OutputGraph:
         open_states: undo functions of the process state (autocast, inference
             mode) that tracing entered and has not left yet, innermost last;
             :meth:`close_open_states` runs them when tracing ends early.
+        subclass_dispatch_disabled: depth of ``DisableTorchFunctionSubclass``
+            blocks entered in the trace; while positive, tensor-subclass
+            operations do not call ``__torch_function__``.
     """
 
     def __init__(self, max_instructions: int, policy: DynamicPolicy = DynamicPolicy(),
@@ -126,6 +129,7 @@ class OutputGraph:
         self.compiled_graphs: list[CompiledGraph] = []
         self.unscoped_grad_mode_changes = 0
         self.open_states: list[Callable[[], Any]] = []
+        self.subclass_dispatch_disabled = 0
         self.operations = 0  # operation nodes in the graph (kept up to date, O(1) to read)
 
     def close_open_states(self) -> None:
@@ -275,6 +279,7 @@ class OutputGraph:
                     return True
             if node.op == "call_function" and (
                 _is_inplace_name(getattr(node.target, "__name__", "")) or "out" in node.kwargs
+                or node.meta.get("mutates_args")  # set by the tracer when the FakeTensor run wrote an argument
             ):
                 return True
         return False

@@ -44,6 +44,7 @@ class Codegen(Protocol):
     def subscr(self) -> None: ...
 
     def load_callable_source(self, source: "Source") -> None: ...
+    def load_callable(self, value: Any) -> None: ...
 
     def call(self, nargs: int) -> None: ...
 
@@ -231,6 +232,34 @@ class ConstSource(Source):
 
     def reconstruct(self, codegen: Codegen) -> None:
         codegen.load_const(self.value)
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvertSource(Source):
+    """``convert(base)``: an input in the form the graph takes it, when the value
+    read from ``base`` cannot be a graph input as is: ``torch.from_numpy(array)``,
+    or a tensor-subclass instance seen as a plain tensor. Guards check the
+    converted value (after the guards on ``base`` itself); the generated code
+    converts on every call."""
+
+    base_source: Source
+    convert: Any
+    label: str
+
+    @property
+    def base(self) -> Source:
+        return self.base_source
+
+    def name(self) -> str:
+        return f"{self.label}({self.base_source.name()})"
+
+    def guard_expr(self, names: GuardNames) -> str:
+        return f"{names.const(self.convert)}({names.expr(self.base_source)})"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        codegen.load_callable(self.convert)
+        self.base_source.reconstruct(codegen)
+        codegen.call(1)
 
 
 def module_attr_source(base: Source, module: Any, attr: str) -> Source:

@@ -19,6 +19,7 @@ from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers import DictVariable, GeneratorVariable, TupleVariable
 from bytegraph.variables.functions import CellVariable, NestedUserFunctionVariable
+from bytegraph.variables.torch_function import MODELED_FUNCTIONS
 
 VT = VariableTracker
 
@@ -212,6 +213,9 @@ def inline_call(tx: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwar
         Unsupported: when the callee cannot be traced; the user stack then
             includes the callee's frames.
     """
+    model = MODELED_FUNCTIONS.get(getattr(fn, "fn", None))
+    if model is not None:  # a torch function whose effect bytegraph models (handle_torch_function...)
+        return model(tx, list(args), kwargs)
     check_inlinable(tx, fn)
     bound = bind_arguments(tx, fn, args, kwargs)
     child = InliningTranslator(fn.get_code(), fn.get_globals(), bound, tx, fn)

@@ -38,9 +38,12 @@ from bytegraph.variables.containers import (
     TupleVariable,
 )
 from bytegraph.variables.functions import UserFunctionVariable
+from bytegraph.variables import ndarray, torch_function
+from bytegraph.variables import numpy as npops
 from bytegraph.variables.nn_module import NNModuleVariable
-from bytegraph.variables.tensor import TensorVariable, graph_call
+from bytegraph.variables.tensor import NumpyNdarrayVariable, TensorSubclassVariable, TensorVariable, graph_call
 from bytegraph.variables.functions import NestedUserFunctionVariable, PartialVariable, UserMethodVariable
+from bytegraph.variables.torch import TorchFunctionVariable
 from bytegraph.variables.user_defined import (
     _MISSING,
     NewObjectVariable,
@@ -113,6 +116,9 @@ class PythonSemantics:
                 return ConstantVariable(klass(*[a.as_python_constant() for a in args]))
             except ValueError as e:
                 raise_traced_from(e)
+        if issubclass(klass, torch.Tensor):
+            torch_function.check_traceable(klass)
+            return torch_function.construct(self, cls, args, kwargs)
         if issubclass(klass, tuple) and hasattr(klass, "_fields"):
             field_names = klass._fields
             values = list(args) + [kwargs[name] for name in field_names[len(args):] if name in kwargs]
@@ -165,6 +171,54 @@ class PythonSemantics:
                    kwargs: dict[str, VT]) -> VT:
         """Put ``target(*args, **kwargs)`` in the graph (see ``variables.tensor.graph_call``)."""
         return graph_call(self, kind, target, args, kwargs)
+    # ---- NumPy (variables/ndarray.py) ------------------------------------------------------------
+    def numpy_call(self: InstructionTranslatorBase, op: npops.NumpyOp, args: Sequence[VT],
+                   kwargs: dict[str, VT]) -> VT:
+        """The NumPy operation ``op`` on traced values, as a graph node with NumPy's result semantics."""
+        return ndarray.numpy_call(self, op, args, kwargs)
+
+    def numpy_operator(self: InstructionTranslatorBase, fn: Any, args: Sequence[VT]) -> VT:
+        """An operator (``a + b``, ``a[i]``, ``a[i] = v``...) with an ndarray operand."""
+        return ndarray.numpy_operator(self, fn, args)
+
+    def tensor_to_numpy(self: InstructionTranslatorBase, tensor: TensorVariable, args: Sequence[VT],
+                        kwargs: dict[str, VT]) -> VT:
+        """``tensor.numpy(force=False)``."""
+        return ndarray.tensor_to_numpy(self, tensor, args, kwargs)
+
+    # ---- tensor subclasses (variables/torch_function.py) ---------------------------------------
+    def as_subclass(self: InstructionTranslatorBase, tensor: TensorVariable, cls: VT) -> VT:
+        """``tensor.as_subclass(cls)``."""
+        return torch_function.as_subclass(self, tensor, cls)
+
+    def dispatch_torch_function(self: InstructionTranslatorBase, fn: TorchFunctionVariable, args: Sequence[VT],
+                                kwargs: dict[str, VT]) -> VT:
+        """A torch function called with tensor-subclass arguments: through their ``__torch_function__``."""
+        return torch_function.dispatch_call(self, fn, args, kwargs)
+
+    def dispatch_tensor_method(self: InstructionTranslatorBase, obj: TensorVariable, name: str,
+                               args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        """``obj.name(*args)`` where ``obj`` or an argument is a dispatching tensor subclass."""
+        return torch_function.dispatch_tensor_method(self, obj, name, args, kwargs)
+
+    def subclass_getattr(self: InstructionTranslatorBase, obj: TensorSubclassVariable, name: str) -> VT:
+        return torch_function.subclass_getattr(self, obj, name)
+
+    def subclass_call_method(self: InstructionTranslatorBase, obj: TensorSubclassVariable, name: str,
+                             args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return torch_function.subclass_call_method(self, obj, name, args, kwargs)
+
+    def torch_tensor_attr(self: InstructionTranslatorBase, obj: TensorVariable, name: str) -> VT:
+        """``obj.name`` resolved on ``torch.Tensor`` itself (``super().name`` in a subclass)."""
+        return torch_function.torch_tensor_attr(self, obj, name)
+
+    def subclass_operator(self: InstructionTranslatorBase, fn: Any, args: Sequence[VT]) -> VT:
+        """An operator with a dispatching tensor-subclass operand, resolved as Python does."""
+        return torch_function.dispatch_operator(self, fn, args)
+
+    def make_tensor_subclass(self: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        """``torch.Tensor._make_subclass(cls, data, require_grad=False)``."""
+        return torch_function.make_subclass(self, args, kwargs)
 
     def make_tuple(self: InstructionTranslatorBase, items: Sequence[VT]) -> VT:
         return TupleVariable(items)
@@ -218,10 +272,12 @@ class PythonSemantics:
                 # distinct objects on this call; a later call may pass one object twice
                 self.output.guards.add(NoAliasing(None, (a.source, b.source)))
             return ida == idb
-        if isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
+        arrays = (TensorVariable, NumpyNdarrayVariable)
+        if isinstance(a, arrays) and isinstance(b, arrays):
             if a.source is None or b.source is None:
                 # An op that returns its input in eager gives back the input's VT
-                # (graph_call compares FakeTensor identity), so a computed tensor
+                # (graph_call compares FakeTensor identity; numpy_call returns
+                # the argument written in place), so a computed tensor or array
                 # with its own VT is a new object.
                 return False
             # Two inputs that are distinct objects now: guard that they stay so.
@@ -273,6 +329,8 @@ class PythonSemantics:
                 if present:
                     return True
             return hasattr(obj.value, name)
+        if isinstance(obj, TensorSubclassVariable):
+            return torch_function.subclass_has_attr(self, obj, name)
         if isinstance(obj, TensorVariable):
             return hasattr(obj.example, name)
         if obj.is_python_constant():
@@ -305,6 +363,9 @@ class PythonSemantics:
         as a side effect."""
         if isinstance(obj, (UserDefinedObjectVariable, NestedUserFunctionVariable)):
             obj.store_attr(self, name, value)
+            return
+        if isinstance(obj, TensorSubclassVariable):
+            torch_function.subclass_store_attr(self, obj, name, value)
             return
         if isinstance(obj, NNModuleVariable):
             cls = type(obj.value)

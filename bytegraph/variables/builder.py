@@ -39,7 +39,8 @@ from bytegraph.guards.guards import (
     TensorMatch,
     TypeMatch,
 )
-from bytegraph.guards.source import AttrSource, GetItemSource, LocalSource, Source
+from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource, LocalSource, Source
+from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.builtin import BuiltinVariable, bound_to_constant
 from bytegraph.variables.constant import ConstantVariable, is_constant_value
@@ -70,17 +71,12 @@ from bytegraph.variables.misc import (
     WeakRefVariable,
 )
 from bytegraph.variables.nn_module import NNModuleVariable
-from bytegraph.variables.tensor import SymNodeVariable, TensorVariable
-from bytegraph.variables.torch import (
-    PythonModuleVariable,
-    TorchFunctionVariable,
-    is_torch_callable,
-)
+from bytegraph.variables.ndarray import NumpyFunctionVariable
+from bytegraph.variables.tensor import NumpyNdarrayVariable, SymNodeVariable, TensorSubclassVariable, TensorVariable
+from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_callable
+from bytegraph.variables.torch_function import as_plain_tensor, check_traceable
 from bytegraph.variables.torch_state import STATE_CONTEXTS, StateContextVariable, existing_state_context
-from bytegraph.variables.user_defined import (
-    UserDefinedClassVariable,
-    UserDefinedObjectVariable,
-)
+from bytegraph.variables.user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
@@ -126,6 +122,9 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
 
     if isinstance(value, torch.Tensor):
         return _wrap_tensor(tx, value, source)
+
+    if npops.np is not None and type(value) is npops.np.ndarray and config.trace_numpy:
+        return _wrap_ndarray(tx, value, source)
 
     if type(value) in (int, float) and _symbolic_scalar(tx, value, source):
         guards.add(TypeMatch(source, type(value)))
@@ -214,7 +213,9 @@ def _identity_is_value(value: Any) -> bool:
     """Objects the trace specialises on by identity (functions, classes, modules);
     other objects are guarded by type and by the attributes the trace reads."""
     return isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, types.ModuleType,
-                              functools.partial)) or callable(value) and is_torch_callable(value)
+                              functools.partial)) or callable(value) and (
+        is_torch_callable(value) or npops.is_numpy_callable(value)
+    )
 
 
 def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
@@ -231,6 +232,8 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         existing = existing_state_context(tx, value, source)
         if existing is not None:
             return existing
+    if npops.is_numpy_callable(value):
+        return NumpyFunctionVariable(value, source)
     if _is_builtin_callable(value):
         return BuiltinVariable(value, source)
     if is_itertools_callable(value):
@@ -240,8 +243,10 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value, source)
     if isinstance(value, type):
-        return UserDefinedClassVariable(value, source)
-    if type(value).__module__ in ("logging", "typing"):
+        # a class reached without a path (type(obj), a class passed to __torch_function__) is still
+        # one real object: a ConstSource makes writes to its attributes (cls.log.append) replay on it
+        return UserDefinedClassVariable(value, source or ConstSource(value, value.__qualname__))
+    if isinstance(value, functools.partial) or type(value).__module__ in ("logging", "typing"):
         return OpaqueConstantVariable(value, source)
     if source is None:
         return OpaqueConstantVariable(value)
@@ -255,17 +260,63 @@ def _wrap_object(tx: Tx, value: Any, source: Source) -> VT:
 
 def _wrap_tensor(tx: Tx, value: torch.Tensor, source: Source) -> VT:
     if type(value) not in (torch.Tensor, torch.nn.Parameter):
-        unimplemented(
-            gb_type="tensor subclass",
-            context=f"input of type {type(value).__qualname__}",
-            explanation="Tensor subclasses are not traced yet.",
-            hints=("Pass a plain torch.Tensor.",),
-        )
+        return _wrap_tensor_subclass(tx, value, source)
     node, example = tx.output.add_graph_input(source, value, _dynamic_dims(tx, value, source))
     symbolic = frozenset(i for i, size in enumerate(example.shape) if isinstance(size, torch.SymInt))
     tx.output.guards.add(TensorMatch.of(source, value, symbolic))
     var = TensorVariable(node, example, source, class_type=type(value))
     return tx.output.side_effects.track(value, var)
+
+
+def _wrap_tensor_subclass(tx: Tx, value: torch.Tensor, source: Source) -> VT:
+    """A tensor-subclass input: its data is a plain-tensor graph input
+    (``value.as_subclass(torch.Tensor)``, sharing memory and autograd history,
+    converted on every call), its class is guarded and kept in the VT. Reading
+    the metadata through the plain alias keeps guards from calling the
+    subclass's ``__torch_function__``."""
+    cls = type(value)
+    check_traceable(cls)
+    tx.output.guards.add(TypeMatch(source, cls))
+    plain = as_plain_tensor(value)
+    plain_source = ConvertSource(source, as_plain_tensor, "as_plain_tensor")
+    with torch._C.DisableTorchFunctionSubclass():  # reading the real input must not run the user's override
+        leaf = value.is_leaf
+        dynamic = _dynamic_dims(tx, value, plain_source)
+    # the example is a leaf when the input is (the alias itself is not)
+    example_value = plain.detach().requires_grad_() if leaf and plain.requires_grad else plain
+    node, example = tx.output.add_graph_input(plain_source, example_value, dynamic)
+    symbolic = frozenset(i for i, size in enumerate(example.shape) if isinstance(size, torch.SymInt))
+    tx.output.guards.add(TensorMatch.of(plain_source, example_value, symbolic))
+    var = TensorSubclassVariable(node, example, cls, source, value)
+    return tx.output.side_effects.track(value, var)
+
+
+def _wrap_ndarray(tx: Tx, value: Any, source: Source) -> VT:
+    """An ndarray input: a graph input ``torch.from_numpy(value)``, which shares
+    the array's memory, so in-place NumPy operations reach the user's array."""
+    problem = None
+    if not value.flags.writeable:
+        problem = "it is read-only"
+    else:
+        try:
+            tensor = torch.from_numpy(value)
+        except (TypeError, ValueError) as e:  # dtype torch lacks, negative strides, byte order...
+            problem = str(e)
+    if problem is not None:
+        unimplemented(
+            gb_type="unsupported ndarray input",
+            context=f"ndarray input {source.name()} of dtype {value.dtype}",
+            explanation=f"bytegraph traces ndarrays through torch.from_numpy, which refuses this one: {problem}.",
+            hints=("Pass a writeable array of a numeric dtype, or a copy (np.ascontiguousarray).",),
+        )
+    guards = tx.output.guards
+    guards.add(TypeMatch(source, npops.np.ndarray))
+    guards.add(ConstantMatch(AttrSource(AttrSource(source, "flags"), "writeable"), True))
+    tensor_source = ConvertSource(source, torch.from_numpy, "torch.from_numpy")
+    node, example = tx.output.add_graph_input(tensor_source, tensor, _dynamic_dims(tx, tensor, tensor_source))
+    symbolic = frozenset(i for i, size in enumerate(example.shape) if isinstance(size, torch.SymInt))
+    guards.add(TensorMatch.of(tensor_source, tensor, symbolic))
+    return tx.output.side_effects.track(value, NumpyNdarrayVariable(node, example, source))
 
 
 def _dynamic_dims(tx: Tx, value: torch.Tensor, source: Source) -> dict[int, Any]:
@@ -318,10 +369,10 @@ def wrap_const(tx: Tx, value: Any) -> VT:
         return DictVariable({k: (ConstantVariable(k), wrap_const(tx, v)) for k, v in value.items()}, type(value))
     if type(value) in (set, frozenset) and all(is_constant_value(v) for v in value):
         return SetVariable([ConstantVariable(v) for v in value], type(value))
-    if isinstance(value, torch.Tensor):
+    if isinstance(value, torch.Tensor) or (npops.np is not None and isinstance(value, npops.np.ndarray)):
         unimplemented(
             gb_type="tensor without source",
-            context="a tensor reached from a library constant",
+            context=f"a {type(value).__name__} reached from a library constant",
             explanation="bytegraph can only read tensors from the frame's inputs, globals and attributes.",
             hints=("Pass the tensor as an argument.",),
         )

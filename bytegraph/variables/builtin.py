@@ -44,7 +44,8 @@ from bytegraph.variables.containers import (
     ZipVariable,
     as_dict,
 )
-from bytegraph.variables.tensor import SymNodeVariable, TensorVariable, graph_call
+from bytegraph.variables.ndarray import numpy_operator
+from bytegraph.variables.tensor import NumpyNdarrayVariable, SymNodeVariable, TensorVariable, graph_call, overloaded_args
 from bytegraph.variables.user_defined import SlotMethodVariable, SuperVariable
 
 if TYPE_CHECKING:
@@ -151,6 +152,16 @@ class BuiltinVariable(VariableTracker):
             result = handler(tx, *args, **kwargs)
             if result is not None:
                 return result
+        if fn in TENSOR_OPERATORS and not kwargs and args:
+            target = args[0]
+            on_array = isinstance(target, NumpyNdarrayVariable) and not target.scalar
+            container = target.mutable and not isinstance(target, NumpyNdarrayVariable)  # lst += a extends lst
+            if any(isinstance(a, NumpyNdarrayVariable) for a in args) and not container:
+                if fn in INPLACE_TO_BINARY and not on_array:
+                    fn = INPLACE_TO_BINARY[fn]  # NumPy scalars and Python values are immutable: a = a op b
+                return numpy_operator(tx, fn, args)
+            if overloaded_args(tx, args):
+                return tx.subclass_operator(fn, args)
         # ``a op= b`` mutates ``a`` only when ``a`` is a tensor; on any other left
         # operand it is that type's own in-place rule (list extend, dict update)
         # or, for immutable values, the binary operator.
@@ -292,7 +303,7 @@ class BuiltinVariable(VariableTracker):
         if isinstance(container, (DictVariable, LazyDictVariable, EnvironVariable)):
             return container.call_method(tx, "__contains__", [item], {})
         if isinstance(container, TensorVariable):
-            return graph_call(tx, "call_method", "__contains__", [container, item], {})
+            return container.call_method(tx, "__contains__", [item], {})
         if container.has_unpack_var_sequence(tx) and not isinstance(container, IteratorVariable):
             for element in container.unpack_var_sequence(tx):
                 if tx.same_object(element, item):
@@ -528,7 +539,7 @@ def bound_to_constant(fn: Any) -> bool:
     (``"a,b".split``, ``keyword.iskeyword``, a frozenset's ``__contains__``):
     pure, so folded on constant arguments."""
     owner = getattr(fn, "__self__", None)
-    if not isinstance(fn, types.BuiltinMethodType) or isinstance(owner, types.ModuleType):
+    if not isinstance(fn, types.BuiltinMethodType) or owner is None or isinstance(owner, types.ModuleType):
         return False
     if type(owner) is frozenset:
         return all(is_constant_value(v) for v in owner)

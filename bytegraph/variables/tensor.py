@@ -6,6 +6,14 @@ tensor computations become graph nodes via :func:`graph_call`, whose result
 metadata comes from running the operation on the examples under the
 FakeTensorMode; what is neither (data-dependent values, autograd calls) is a
 graph break with a reason.
+
+Two kinds of values that are tensors underneath are also defined here:
+:class:`TensorSubclassVariable` (an instance of a ``torch.Tensor`` subclass;
+its dispatch is in :mod:`bytegraph.variables.torch_function`) and
+:class:`NumpyNdarrayVariable` (a NumPy array; NumPy calls are in
+:mod:`bytegraph.variables.ndarray`, NumPy's tables in
+:mod:`bytegraph.variables.numpy`). Both reach their modules through ``tx``,
+since those modules import this one.
 """
 from __future__ import annotations
 
@@ -18,7 +26,8 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, f
 
 from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_CONTROL_FLOW, unimplemented
 from bytegraph.config import config
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables import numpy as npops
+from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
 
@@ -53,7 +62,6 @@ GRAPH_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 BREAKING_METHODS = {
     "item": "converts a tensor to a Python scalar (data-dependent)",
     "tolist": "converts a tensor to Python values (data-dependent)",
-    "numpy": "converts a tensor to a NumPy array",
     "backward": "runs autograd's backward pass",
     "data_ptr": "reads a memory address",
     "register_hook": "registers an autograd hook",
@@ -167,6 +175,12 @@ class TensorVariable(VariableTracker):
         )
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if overloaded_args(tx, [*args, *kwargs.values()]):  # e.g. t.add(subclass_instance)
+            return tx.dispatch_tensor_method(self, name, args, kwargs)
+        if name == "numpy":
+            return tx.tensor_to_numpy(self, args, kwargs)
+        if name == "as_subclass" and len(args) == 1 and not kwargs:
+            return tx.as_subclass(self, args[0])
         if name in CAPTURABLE_METHODS and config.capture_scalar_outputs:
             return self._capture_scalars(tx, name)
         if name in DATA_DEPENDENT_METHODS:
@@ -286,16 +300,35 @@ def graph_call(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[
             running the operation on FakeTensors fails (data-dependent output,
             an error eager would raise...).
     """
+    node, example = graph_node(tx, kind, target, args, kwargs)
+    for arg in args:
+        if isinstance(arg, TensorVariable) and arg.example is example:
+            return arg
+    return wrap_fx_value(tx, node, example)
+
+
+def graph_node(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> tuple[torch.fx.Node, Any]:
+    """Run ``target`` on the arguments' examples and add its node, unwrapped:
+    (node, example result). :func:`graph_call` wraps the result as a VT.
+
+    Raises:
+        Unsupported: as :func:`graph_call`, and when an argument is a tensor
+            subclass whose ``__torch_function__`` should have run first.
+    """
+    overloaded = overloaded_args(tx, [*args, *kwargs.values()])
+    if overloaded:  # every route to the graph dispatches subclasses first; this one did not
+        unimplemented(
+            gb_type="tensor subclass operation",
+            context=f"{getattr(target, '__name__', target)} on a {overloaded[0].class_type.__qualname__}",
+            explanation="This operation reached the graph without going through the subclass's __torch_function__; "
+            "bytegraph runs it natively rather than skip the override.",
+        )
     proxy_args = tuple(a.as_proxy() for a in args)
     proxy_kwargs = {k: v.as_proxy() for k, v in kwargs.items()}
     example_args = tuple(a.as_example() for a in args)
     example_kwargs = {k: v.as_example() for k, v in kwargs.items()}
     example = tx.output.run_fake(kind, target, example_args, example_kwargs)
-    node = tx.output.create_node(kind, target, proxy_args, proxy_kwargs, example)
-    for arg in args:
-        if isinstance(arg, TensorVariable) and arg.example is example:
-            return arg
-    return wrap_fx_value(tx, node, example)
+    return tx.output.create_node(kind, target, proxy_args, proxy_kwargs, example), example
 
 
 def wrap_fx_value(tx: Tx, node: torch.fx.Node, example: Any) -> VT:
@@ -415,3 +448,254 @@ class FakeItemVariable(SymNodeVariable):
 
 def _is_plain_constant(value: Any) -> bool:
     return value is None or type(value) in (bool, int, float, complex, str, torch.dtype, torch.device, torch.layout)
+
+
+# ---- tensor subclasses ---------------------------------------------------------------------------
+
+def torch_function_class(cls: type) -> bool:
+    """Whether instances of ``cls`` take part in ``__torch_function__`` dispatch
+    (eager's rule): a ``torch.Tensor`` subclass other than ``Parameter`` whose
+    ``__torch_function__`` is not ``torch._C._disabled_torch_function_impl``.
+    Subclasses that do not override it still dispatch, to
+    ``Tensor.__torch_function__``, which converts results to the subclass."""
+    if cls in (torch.Tensor, torch.nn.Parameter) or not issubclass(cls, torch.Tensor):
+        return False
+    impl = getattr(cls, "__torch_function__", None)
+    return impl is not None and getattr(impl, "__func__", impl) is not torch._C._disabled_torch_function_impl
+
+
+def dispatches(tx: Tx, value: VT) -> bool:
+    """Whether an operation on ``value`` must call its class's ``__torch_function__``
+    now: a subclass instance taking part in dispatch, outside
+    ``torch._C.DisableTorchFunctionSubclass``."""
+    return isinstance(value, TensorSubclassVariable) and torch_function_class(value.class_type) and (
+        not tx.output.subclass_dispatch_disabled
+    )
+
+
+def overloaded_args(tx: Tx, values: Sequence[VT]) -> list[TensorSubclassVariable]:
+    """The arguments among ``values``, and one level into lists and tuples (as
+    torch's argument parser looks into tensor lists), that :func:`dispatches`."""
+    found = []
+    for value in values:
+        items = value.items if isinstance(value, (TupleVariable, ListVariable)) else (value,)
+        found += [v for v in items if dispatches(tx, v)]
+    return found
+
+
+class TensorSubclassVariable(TensorVariable):
+    """A tensor whose Python class is a ``torch.Tensor`` subclass (``class_type``).
+
+    The data is a plain tensor in the graph; the class lives in this VT.
+    Attribute reads, method calls and operators follow the class: attributes
+    and methods written in Python are inlined like user code, and torch
+    operations go through the class's ``__torch_function__`` as in eager
+    (:mod:`bytegraph.variables.torch_function`, reached through ``tx``).
+    Inside ``torch._C.DisableTorchFunctionSubclass()`` it behaves as a plain
+    tensor, except for its Python-level attributes.
+
+    An instance made during the trace is rebuilt after the graph as
+    ``out.as_subclass(class_type)`` plus its instance attributes; an input is
+    reloaded from its source.
+
+    Attributes:
+        attrs: instance attributes of an instance made in the trace (name -> VT).
+        value: the real object of an input (its instance dict is read through
+            the source, with guards), else None.
+    """
+
+    mutable = True  # rebuilt once per graph: every reference is the same object
+
+    def __init__(self, node: torch.fx.Node, example: torch.Tensor, class_type: type, source=None,
+                 value: torch.Tensor | None = None):
+        super().__init__(node, example, source, class_type)
+        self.attrs: dict[str, VT] = {}
+        self.value = value
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        return tx.subclass_getattr(self, name)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return tx.subclass_call_method(self, name, args, kwargs)
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        if overloaded_args(tx, [self]):
+            unimplemented(
+                gb_type="tensor subclass operation",
+                context=f"iteration over a {self.class_type.__qualname__}",
+                explanation="Iterating a tensor subclass calls its __torch_function__ in an order (dim, unbind, "
+                "__len__ as a length hint) bytegraph does not reproduce; it runs natively.",
+                hints=("Index the tensor explicitly, or iterate outside the compiled function.",),
+            )
+        return super().unpack_var_sequence(tx)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        codegen.load_callable(torch.Tensor.as_subclass)
+        codegen.load_graph_output(self.node)
+        codegen.load_const(self.class_type)
+        codegen.call(2)
+        for name, value in self.attrs.items():  # obj.__dict__[name] = value, the object staying on the stack
+            codegen.reconstruct(value)
+            codegen.emit("COPY", 2)
+            codegen.load_attr("__dict__")
+            codegen.load_const(name)
+            codegen.emit("STORE_SUBSCR")
+
+    def __repr__(self) -> str:
+        return f"TensorSubclassVariable({self.class_type.__qualname__}, {self.node.name})"
+
+
+# ---- NumPy ---------------------------------------------------------------------------------------
+
+class NumpyNdarrayVariable(VariableTracker):
+    """A ``numpy.ndarray``, or a NumPy scalar, in the traced program: the tensor
+    holding its data.
+
+    NumPy operations on it become graph nodes running ``torch._numpy``
+    (:mod:`bytegraph.variables.numpy`); static metadata (``ndim``, ``shape``,
+    ``strides``, ``itemsize``, ``size``) is answered at trace time. After the
+    graph it becomes a real ``numpy.ndarray`` sharing the output tensor's
+    memory (``t.numpy()``), or a NumPy scalar.
+
+    Attributes:
+        node, example: the fx node and FakeTensor of the tensor under the array
+            (same dtype and shape; strides in elements). ``t.numpy()`` shares
+            ``t``'s node, as it shares its memory.
+        scalar: the value is a NumPy scalar (``np.float64``...), which NumPy
+            returns for most 0-d results; its tensor is 0-d.
+        readonly: a view NumPy makes read-only (``np.diagonal(a)``, views of it).
+    """
+
+    mutable = True  # rebuilt once per graph: every reference is the same object
+
+    def __init__(self, node: torch.fx.Node, example: torch.Tensor, source=None, scalar: bool = False,
+                 readonly: bool = False):
+        super().__init__(source)
+        self.node = node
+        self.example = example
+        self.scalar = scalar
+        self.readonly = readonly
+
+    def python_type(self) -> type:
+        return npops.numpy_dtype(self.example.dtype).type if self.scalar else npops.np.ndarray
+
+    def as_proxy(self) -> Any:
+        return self.node
+
+    def as_example(self) -> Any:
+        return self.example
+
+    def truthy(self, tx: Tx) -> bool:
+        unimplemented(
+            gb_type="data-dependent branching",
+            context=f"bool() of an ndarray ({self.node.name})",
+            explanation="The branch taken depends on array data, which is unknown while tracing.",
+            hints=(HINT_DYNAMIC_CONTROL_FLOW,),
+        )
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return self.example.dim() > 0
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        if self.example.dim() == 0:
+            unimplemented(
+                gb_type="user error",
+                context="iteration over a 0-d array",
+                explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
+                hints=("Do not iterate over 0-d arrays.",),
+            )
+        return [tx.numpy_operator(operator.getitem, [self, ConstantVariable(i)])
+                for i in range(self.example.size(0))]
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name in npops.UNSUPPORTED_ATTRS:
+            _unsupported_ndarray(name)
+        if name in npops.STATIC_ATTRS:
+            return self._static_attr(tx, name)
+        if name in npops.GRAPH_ATTRS:
+            return tx.numpy_call(npops.attribute_op(name), [self], {})
+        if name == "__class__":
+            return tx.wrap_const(self.python_type())
+        if npops.has_method(name):
+            return BoundMethodVariable(self, name)
+        unimplemented(
+            gb_type="unsupported ndarray attribute",
+            context=f"ndarray.{name}",
+            explanation="torch._numpy does not implement this ndarray attribute, so bytegraph cannot trace it.",
+            hints=("Use it outside the compiled function.",),
+        )
+
+    def _static_attr(self, tx: Tx, name: str) -> VT:
+        t = self.example
+        if name == "shape":
+            return TupleVariable(TensorVariable(self.node, t)._sizes(tx).items)
+        if name == "ndim":
+            return ConstantVariable(t.dim())
+        if name == "itemsize":
+            return ConstantVariable(t.element_size())
+        value = {"size": lambda: t.numel(), "nbytes": lambda: t.numel() * t.element_size(),
+                 "strides": lambda: tuple(s * t.element_size() for s in t.stride())}[name]()
+        if any(isinstance(v, SYMBOLIC_TYPES) for v in (value if isinstance(value, tuple) else (value,))):
+            unimplemented(
+                gb_type="unsupported ndarray attribute",
+                context=f"ndarray.{name} of an array with dynamic shape",
+                explanation="This attribute depends on a symbolic size; bytegraph answers it for static shapes only.",
+                hints=("Read shape instead, or mark the input static.",),
+            )
+        return tx.wrap_const(value)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name in npops.UNSUPPORTED_ATTRS:
+            _unsupported_ndarray(name)
+        if name == "__len__" and not args:
+            if self.example.dim() == 0:
+                unimplemented(
+                    gb_type="user error",
+                    context="len() of a 0-d array",
+                    explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
+                    hints=("Do not call len() on a 0-d array.",),
+                )
+            return TensorVariable(self.node, self.example)._size(tx, 0)
+        if name in ("__getitem__", "__setitem__"):
+            return tx.numpy_operator(operator.getitem if name == "__getitem__" else operator.setitem, [self, *args])
+        if name == "astype" and "copy" in kwargs:
+            unimplemented(
+                gb_type="unsupported ndarray method",
+                context="ndarray.astype(copy=...)",
+                explanation="astype without a copy may return the array itself; bytegraph traces the copying form.",
+                hints=("Drop the copy argument.",),
+            )
+        if npops.has_method(name):
+            return tx.numpy_call(npops.method_op(name), [self, *args], kwargs)
+        unimplemented(
+            gb_type="unsupported ndarray method",
+            context=f"ndarray.{name}()",
+            explanation="torch._numpy does not implement this ndarray method, so bytegraph cannot trace it.",
+            hints=("Call it outside the compiled function.",),
+        )
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        convert = npops.to_numpy_scalar if self.scalar else npops.to_readonly_ndarray if self.readonly else (
+            npops.to_ndarray
+        )
+        codegen.load_callable(convert)
+        codegen.load_graph_output(self.node)
+        codegen.call(1)
+
+    def __repr__(self) -> str:
+        kind = "scalar" if self.scalar else "ndarray"
+        return f"NumpyNdarrayVariable({kind} {self.node.name}, {tuple(self.example.shape)}, {self.example.dtype})"
+
+def _unsupported_ndarray(name: str) -> None:
+    unimplemented(
+        gb_type="unsupported ndarray attribute",
+        context=f"ndarray.{name}",
+        explanation=f"Reading ndarray.{name} is not traced: {npops.UNSUPPORTED_ATTRS[name]}.",
+        hints=("Use it outside the compiled function.",),
+    )

@@ -12,6 +12,14 @@ classifies the callable once:
   :mod:`bytegraph.variables.torch_state`;
 - a **pure helper** (``torch.Size``, ``torch.device``, ``torch.finfo`` ...):
   folded when its arguments are constants;
+- a ``Tensor`` method or property getter called unbound
+  (``torch.Tensor.add(x, y)``, ``torch.Tensor.shape.__get__(x)``): the same as
+  ``x.add(y)`` / ``x.shape``;
+- with tensor-subclass arguments, an operator dispatches through their
+  ``__torch_function__`` (``variables/torch_function.py``, through ``tx``);
+  ``torch._C.DisableTorchFunctionSubclass()`` turns that off in the trace; with
+  NumPy arguments only ``torch.from_numpy``/``as_tensor``/``asarray``/``tensor``
+  are traced;
 - anything else from torch written in Python is inlined like user code; the
   remaining C functions are graph breaks.
 """
@@ -28,7 +36,8 @@ from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise
 from bytegraph.variables.containers import SizeVariable
-from bytegraph.variables.tensor import graph_call
+from bytegraph.variables.ndarray import ndarray_to_tensor
+from bytegraph.variables.tensor import NumpyNdarrayVariable, TensorVariable, dispatches, graph_call, overloaded_args
 from bytegraph.variables.torch_state import STATE_CONTEXTS, create_state_context
 
 if TYPE_CHECKING:
@@ -91,11 +100,22 @@ HAS_TORCH_FUNCTION = frozenset(
 )
 
 
-def _overrides_torch_function(cls: type) -> bool:
-    impl = getattr(cls, "__torch_function__", None)
-    return issubclass(cls, torch.Tensor) and getattr(impl, "__func__", impl) not in (
-        torch.Tensor.__torch_function__.__func__, torch._C._disabled_torch_function_impl,
-    )
+#: context managers that turn tensor-subclass dispatch off.
+DISABLE_TORCH_FUNCTION = (torch._C.DisableTorchFunctionSubclass, torch._C.DisableTorchFunction)
+
+
+def tensor_method_of(fn: Any) -> tuple[str, str] | None:
+    """``("method", name)`` for ``torch.Tensor``'s C methods (``torch.Tensor.add``),
+    ``("getter", name)`` for its C property getters (``torch.Tensor.shape.__get__``),
+    else None."""
+    if isinstance(fn, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+        return ("method", fn.__name__) if fn.__objclass__ in (torch._C.TensorBase, torch.Tensor) else None
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, types.GetSetDescriptorType) and getattr(fn, "__name__", None) == "__get__" and (
+        owner.__objclass__ in (torch._C.TensorBase, torch.Tensor)
+    ):
+        return "getter", owner.__name__
+    return None
 
 
 @functools.lru_cache(maxsize=None)
@@ -135,14 +155,18 @@ def is_torch_callable(fn: Any) -> bool:
         fn in HAS_TORCH_FUNCTION
     ):
         return True
-    if isinstance(fn, type) and issubclass(fn, STATE_CONTEXTS):
+    if isinstance(fn, type) and issubclass(fn, STATE_CONTEXTS + DISABLE_TORCH_FUNCTION):
         return True
     module = getattr(fn, "__module__", None) or ""
     if not isinstance(fn, types.BuiltinFunctionType):
         return False
-    if module == "":  # a C binding without a module: torch's when bound to a torch module, not to an object
+    if module == "":  # a C binding without a module: torch's when bound to a torch module or class
         owner = getattr(fn, "__self__", None)
-        return isinstance(owner, types.ModuleType) and owner.__name__.startswith("torch")
+        if owner is None:  # a static C function (``torch.Tensor._make_subclass``)
+            return True
+        if isinstance(owner, types.ModuleType):
+            return owner.__name__.startswith("torch")
+        return isinstance(owner, type) and owner.__module__.startswith("torch")
     return module.startswith("torch")
 
 
@@ -176,14 +200,32 @@ class TorchFunctionVariable(VariableTracker):
         if fn in STATE_QUERIES and not args and not kwargs:
             value = fn()
             tx.output.guards.add(GlobalStateMatch(None, fn, value, STATE_QUERIES[fn]))
+            if fn is torch._C._is_torch_function_enabled and tx.output.subclass_dispatch_disabled:
+                return ConstantVariable(False)  # inside DisableTorchFunctionSubclass in the trace
             return tx.wrap_const(value)
         if is_compiling_query(fn):
             return ConstantVariable(True)
         if fn in HAS_TORCH_FUNCTION:
             values = tx.unpack(args[0]) if fn is torch._C._has_torch_function else list(args)
-            return ConstantVariable(any(_overrides_torch_function(v.python_type()) for v in values))
+            return ConstantVariable(any(dispatches(tx, v) for v in values))
         if isinstance(fn, type) and issubclass(fn, STATE_CONTEXTS):
             return create_state_context(tx, fn, args, kwargs)
+        if isinstance(fn, type) and issubclass(fn, DISABLE_TORCH_FUNCTION) and not args and not kwargs:
+            return SubclassDispatchDisabledVariable(fn)
+        method = tensor_method_of(fn)
+        if method is not None and args and isinstance(args[0], TensorVariable):
+            if method[0] == "getter" and len(args) == 1 and not kwargs:
+                return tx.get_attr(args[0], method[1])
+            if method[0] == "method":
+                return args[0].call_method(tx, method[1], list(args[1:]), kwargs)
+        if any(isinstance(a, NumpyNdarrayVariable) for a in (*args, *kwargs.values())):
+            return ndarray_to_tensor(tx, fn, args, kwargs)
+        if fn is torch._C.TensorBase._make_subclass:
+            return tx.make_tensor_subclass(args, kwargs)
+        if fn is torch._C.TensorBase.__new__ and len(args) == 2 and not kwargs and isinstance(args[1], TensorVariable):
+            return tx.as_subclass(args[1], args[0])  # Tensor.__new__(cls, t): an alias of t, as cls
+        if is_torch_op(fn) and overloaded_args(tx, [*args, *kwargs.values()]):
+            return tx.dispatch_torch_function(self, args, kwargs)
         if fn is torch.Size and len(args) == 1 and not kwargs:
             return SizeVariable(tx.unpack(args[0]))
         constant_args = all(a.is_python_constant() for a in args) and all(
@@ -204,6 +246,35 @@ class TorchFunctionVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"TorchFunctionVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+class SubclassDispatchDisabledVariable(VariableTracker):
+    """``torch._C.DisableTorchFunctionSubclass()`` (or ``DisableTorchFunction()``):
+    while entered, operations on tensor subclasses run as on plain tensors,
+    without their ``__torch_function__``. Trace-time state only (a counter on
+    the OutputGraph); the graph holds plain tensor operations either way."""
+
+    def __init__(self, cls: type):
+        super().__init__()
+        self.cls = cls
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def enter(self, tx: Tx) -> VT:
+        tx.output.subclass_dispatch_disabled += 1
+        return ConstantVariable(None)
+
+    def exit(self, tx: Tx, args: Sequence[VT] = ()) -> VT:
+        tx.output.subclass_dispatch_disabled -= 1
+        return ConstantVariable(None)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_callable(self.cls)
+        codegen.call(0)
+
+    def __repr__(self) -> str:
+        return f"SubclassDispatchDisabledVariable({self.cls.__name__})"
 
 
 class PythonModuleVariable(VariableTracker):

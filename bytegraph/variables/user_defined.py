@@ -15,6 +15,7 @@ import weakref
 import torch
 from typing import TYPE_CHECKING, Any, Sequence
 
+
 from bytegraph.breaks import unimplemented
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, DictKeysMatch, IdMatch
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 VT = VariableTracker
 _MISSING = object()
+_TORCH_TENSOR_CLASSES = (torch.Tensor, torch._C.TensorBase)
 
 
 def class_attribute(cls: type, name: str) -> Any:
@@ -504,6 +506,8 @@ class SuperVariable(VariableTracker):
         return super
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
+        if isinstance(self.obj, UserDefinedClassVariable):
+            return self._class_getattr(tx, name)
         mro = self.obj.python_type().__mro__
         start = mro.index(self.cls) + 1 if self.cls in mro else len(mro)
         for klass in mro[start:]:
@@ -517,12 +521,38 @@ class SuperVariable(VariableTracker):
                 explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
                 hints=("Check the attribute name.",),
             )
+        if klass in _TORCH_TENSOR_CLASSES:  # super() inside a tensor subclass: torch's own implementation
+            return tx.torch_tensor_attr(self.obj, name)
         if klass.__module__ == "builtins" or klass is collections.OrderedDict:
             if isinstance(self.obj, UserDefinedObjectVariable):
                 return SlotMethodVariable(klass, name, self.obj)
             if attr is object.__init__:
                 return SlotMethodVariable(object, name, None)
         return bind_class_attribute(tx, self.obj, self.obj.python_type(), name, attr)
+
+    def _class_getattr(self, tx: Tx, name: str) -> VT:
+        """``super(cls, klass).name`` with a class as the second argument (``super()``
+        inside a classmethod): the lookup starts after ``cls`` in ``klass``'s own MRO
+        and classmethods bind to ``klass``."""
+        mro = self.obj.value.__mro__
+        start = mro.index(self.cls) + 1 if self.cls in mro else len(mro)
+        attr = next((k.__dict__[name] for k in mro[start:] if name in k.__dict__), _MISSING)
+        if attr is _MISSING:
+            raise_traced(AttributeError, f"'super' object has no attribute {name!r}")
+        if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
+            return UserMethodVariable(attr.__func__, self.obj)
+        if isinstance(attr, staticmethod):
+            return tx.wrap_const(attr.__func__)
+        if isinstance(attr, types.FunctionType):
+            return UserFunctionVariable(attr)
+        if isinstance(attr, types.BuiltinFunctionType):  # e.g. torch.Tensor.__new__
+            return tx.wrap_const(attr)
+        unimplemented(
+            gb_type="unsupported descriptor",
+            context=f"super().{name} on class {self.obj.value.__qualname__} ({type(attr).__name__})",
+            explanation="bytegraph resolves super() on a class to Python classmethods, staticmethods and functions "
+            "only.",
+        )
 
 
 class SlotMethodVariable(VariableTracker):

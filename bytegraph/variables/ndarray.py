@@ -1,0 +1,438 @@
+"""NumPy calls in the trace: how a NumPy operation on traced values becomes a
+graph node and how its result is wrapped, plus the conversions between tensors
+and ndarrays.
+
+The classes that stand for NumPy values live with the other tensor kinds in
+:mod:`bytegraph.variables.tensor` (``NumpyNdarrayVariable``); what NumPy's
+operations *are* (tables, graph targets, the stand-in values that ask real
+NumPy) lives in :mod:`bytegraph.variables.numpy`. This module sits between
+them: it adds the nodes (:func:`numpy_call`) and gives results NumPy's
+semantics (NumPy scalars, copies where ``torch._numpy`` aliases, breaks where
+it copies a view, writes into arguments). ``NumpyNdarrayVariable`` reaches it
+through ``tx`` (``tx.numpy_call``...), since this module imports that one.
+"""
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any, Sequence
+
+import torch
+import torch.fx
+from torch.utils import _pytree as pytree
+
+from bytegraph.breaks import unimplemented
+from bytegraph.config import config
+from bytegraph.variables import numpy as npops
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.containers import ListVariable, NamedTupleVariable, SliceVariable, TupleVariable
+from bytegraph.variables.tensor import (
+    SYMBOLIC_TYPES,
+    FakeItemVariable,
+    NumpyNdarrayVariable,
+    SymNodeVariable,
+    TensorVariable,
+    graph_call,
+    graph_node,
+    overloaded_args,
+    wrap_fx_value,
+)
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+VT = VariableTracker
+
+
+def _numpy_unavailable(context: str) -> None:
+    """Graph-break when NumPy code must not be traced now (trace_numpy off, or no NumPy)."""
+    if not config.trace_numpy:
+        unimplemented(
+            gb_type="numpy tracing disabled",
+            context=context,
+            explanation="bytegraph.config.trace_numpy is False, so NumPy code runs natively.",
+            hints=("Set bytegraph.config.trace_numpy = True to trace NumPy code through torch._numpy.",),
+        )
+    if not npops.available():
+        unimplemented(
+            gb_type="numpy not installed",
+            context=context,
+            explanation="NumPy is not installed; the code runs natively (where eager raises its own error).",
+            hints=("Install numpy, or avoid NumPy in the compiled function.",),
+        )
+
+
+class NumpyFunctionVariable(VariableTracker):
+    """A function of NumPy's namespace (``np.sum``, ``np.where``, ``np.linalg.norm``...).
+
+    Calls run its ``torch._numpy`` twin in the graph (:func:`numpy_call`);
+    functions without a twin, and ``numpy.random`` (a different generator),
+    are graph breaks.
+    """
+
+    def __init__(self, fn: Any, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        return tx.wrap_const(getattr(self.fn, name))
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+        else:
+            codegen.load_const(self.fn)
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        name = getattr(self.fn, "__name__", repr(self.fn))
+        _numpy_unavailable(f"call to numpy.{name}")
+        np = npops.np
+        if self.fn is np.asarray and len(args) == 1 and not kwargs and isinstance(args[0], TensorVariable) and (
+            not overloaded_args(tx, args)  # a subclass's Tensor.__array__ goes through its __torch_function__
+        ):
+            return tensor_to_numpy(tx, args[0], [], {})  # Tensor.__array__: t.numpy(), sharing memory
+        twin = npops.tnp_twin(self.fn)
+        if twin is None:
+            unimplemented(
+                gb_type="unsupported numpy function",
+                context=f"call to {getattr(self.fn, '__module__', 'numpy')}.{name}",
+                explanation="torch._numpy has no equivalent of this NumPy function (numpy.random is not traced: "
+                "its values would come from torch's generator, not NumPy's).",
+                hints=("Call it outside the compiled function.",),
+            )
+        fn, np_name = twin
+        return numpy_call(tx, npops.function_op(fn, np_name, self.fn), args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"NumpyFunctionVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+def tensor_to_numpy(tx: Tx, tensor: TensorVariable, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """``t.numpy(force=False)``: an ndarray sharing the tensor's node (and, at run
+    time, its memory). With ``force=True`` the tensor is detached first (and
+    moved to the CPU), as in eager.
+
+    Raises:
+        Unsupported: when eager raises (the tensor requires grad, is not on the
+            CPU, has a dtype NumPy lacks...) or NumPy code is not traced.
+    """
+    _numpy_unavailable("Tensor.numpy()")
+    force = kwargs.get("force", ConstantVariable(False)).as_python_constant()
+    t = tensor.example
+    problem = None
+    if args or set(kwargs) - {"force"}:
+        problem = "numpy() takes only the keyword argument force (eager raises TypeError)"
+    elif npops.numpy_dtype(t.dtype) is None:
+        problem = f"dtype {t.dtype} has no NumPy equivalent"
+    elif t.layout is not torch.strided or t.is_conj() or t.is_neg():
+        problem = "the tensor is not a plain strided tensor"
+    elif not force and t.requires_grad:
+        problem = "the tensor requires grad (eager raises RuntimeError)"
+    elif not force and t.device.type != "cpu":
+        problem = "the tensor is not on the CPU (eager raises TypeError)"
+    if problem is not None:
+        unimplemented(
+            gb_type="unsupported tensor method",
+            context=f"Tensor.numpy() of {tensor}",
+            explanation=f"Tensor.numpy() cannot be traced here: {problem}.",
+            hints=("Call .numpy() outside the compiled function, or detach() first.",),
+        )
+    if force and t.requires_grad:
+        tensor = graph_call(tx, "call_method", "detach", [tensor], {})
+    if t.device.type != "cpu":
+        tensor = graph_call(tx, "call_method", "cpu", [tensor], {})
+    return NumpyNdarrayVariable(tensor.node, tensor.example)
+
+
+def ndarray_to_tensor(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """A torch function called with ndarrays: ``torch.from_numpy(a)``,
+    ``torch.as_tensor(a)`` and ``torch.asarray(a)`` share the array's memory
+    (same node); ``torch.tensor(a)`` copies it. Anything else is a graph break."""
+    shares = fn in (torch.from_numpy, torch.as_tensor, torch.asarray)
+    if (shares or fn is torch.tensor) and len(args) == 1 and not kwargs and isinstance(
+        args[0], NumpyNdarrayVariable
+    ) and not args[0].scalar:
+        array = args[0]
+        if shares:
+            return TensorVariable(array.node, array.example)
+        return graph_call(tx, "call_method", "clone", [TensorVariable(array.node, array.example)], {})
+    unimplemented(
+        gb_type="ndarray passed to torch",
+        context=f"torch.{getattr(fn, '__name__', fn)} called with a NumPy value",
+        explanation="bytegraph traces torch.from_numpy/as_tensor/asarray/tensor(array) only; other torch functions "
+        "convert ndarrays in ways it does not model.",
+        hints=("Convert with torch.from_numpy(a) first.",),
+    )
+
+
+def _flat(values: Sequence[VT]) -> list[VT]:
+    out = []
+    for value in values:
+        out += _flat(value.items) if isinstance(value, (TupleVariable, ListVariable)) else [value]
+    return out
+
+
+def _numpy_arg(vt: VT) -> VT:
+    """A NumPy call's argument as the graph receives it: dtype-like constants as
+    their names (torch._numpy accepts them), containers item by item."""
+    if isinstance(vt, (TupleVariable, ListVariable)) and not isinstance(vt, NamedTupleVariable):
+        return vt.with_items([_numpy_arg(v) for v in vt.items])
+    if vt.is_python_constant() and not isinstance(vt, SliceVariable):
+        name = npops.dtype_name(vt.as_python_constant())
+        if name is not None:
+            return ConstantVariable(name)
+    return vt
+
+
+def numpy_call(tx: Tx, op: npops.NumpyOp, args: Sequence[VT], kwargs: dict[str, VT], view_name: str = "") -> VT:
+    """Add the NumPy operation ``op`` on ``args`` to the graph and wrap its result
+    the way NumPy would return it.
+
+    ``view_name`` overrides ``op.name`` for the view tables (basic vs advanced
+    indexing). Results: ndarray VTs (NumPy scalars for the 0-d results NumPy
+    gives as scalars), constants, tuples of them; an operation that writes into
+    an argument (``a += b``, ``out=``) returns that argument's VT. Real NumPy
+    runs the same call on stand-in values (:class:`_Reference`) to settle what
+    torch._numpy cannot tell and to check it.
+
+    Raises:
+        Unsupported: for tensors among the arguments (mixing is not modelled),
+            when torch._numpy fails or disagrees with NumPy (NumPy rejects the
+            arguments, another dtype, a copy where NumPy gives a view), or for
+            a write into a NumPy scalar.
+    """
+    _numpy_unavailable(f"NumPy {op.kind} {op.name}")
+    flat = _flat([*args, *kwargs.values()])
+    tensors = [v for v in flat if isinstance(v, TensorVariable)]
+    if tensors:
+        unimplemented(
+            gb_type="tensor passed to numpy",
+            context=f"NumPy {op.kind} {op.name} applied to {tensors[0]}",
+            explanation="Mixing tensors and ndarrays in one NumPy operation converts them in ways bytegraph does "
+            "not model.",
+            hints=("Convert explicitly with t.numpy() or torch.from_numpy(a).",),
+        )
+    if op.name in npops.TIE_ORDER_OPS:
+        kind = kwargs.get("kind", args[2] if len(args) > 2 else ConstantVariable(None))
+        if not (kind.is_python_constant() and kind.as_python_constant() in npops.STABLE_KINDS):
+            unimplemented(
+                gb_type="numpy tie order",
+                context=f"NumPy {op.kind} {op.name} without kind='stable'",
+                explanation="NumPy's default sort and torch's order equal elements differently, so the indices "
+                "could differ from eager; only stable sorts are traced.",
+                hints=("Pass kind='stable' (the result is then the same in NumPy and compiled code).",),
+            )
+    renames = npops.KWARG_RENAMES.get(op.name, {}) if op.kind == "function" else {}
+    graph_args = [_numpy_arg(a) for a in args]
+    graph_kwargs = {renames.get(k, k): _numpy_arg(v) for k, v in kwargs.items()}
+    arrays = [v for v in flat if isinstance(v, NumpyNdarrayVariable)]
+    versions = [a.example._version for a in arrays]
+    node, example = graph_node(tx, "call_function", op, graph_args, graph_kwargs)
+    mutated = [a for a, v in zip(arrays, versions) if a.example._version != v]
+    if mutated:
+        node.meta["mutates_args"] = True  # OutputGraph.mutates_inputs reads it
+        if any(a.scalar or a.readonly for a in mutated):
+            unimplemented(
+                gb_type="user error",
+                context=f"NumPy {op.kind} {op.name} writes into a NumPy scalar or a read-only view",
+                explanation="NumPy raises here (scalars are immutable; views such as np.diagonal's are read-only); "
+                "the code runs natively so the error is NumPy's.",
+                hints=("Write into a writeable array (a copy) instead.",),
+            )
+    leaves = pytree.tree_leaves(example)
+    constant = not any(isinstance(leaf, (torch.Tensor, *SYMBOLIC_TYPES)) for leaf in leaves)
+    reference = _Reference(op, args, kwargs, force=constant or any(
+        isinstance(leaf, torch.Tensor) and leaf.dim() == 0 for leaf in leaves))
+    name = view_name or op.name
+    if isinstance(example, torch.Tensor):
+        for array in mutated:
+            if array.example is example:
+                return array  # written in place, like a += b
+        if name in npops.IDENTITY_OPS and arrays and args and args[0] is arrays[0] and not arrays[0].scalar and (
+            example.dtype == arrays[0].example.dtype and example.shape == arrays[0].example.shape
+        ):
+            if not node.users:
+                tx.output.remove_node(node)
+            return arrays[0]  # np.asarray(a) is a
+        return _numpy_value(tx, op, name, node, example, arrays, reference.item(None))
+    if constant:
+        if not mutated:  # a metadata answer (np.ndim, np.shape...): nothing to run
+            tx.output.remove_node(node)
+        if example is not None:
+            reference.check_constant(example)
+        return tx.wrap_const(example)
+    result = wrap_fx_value(tx, node, example)
+    if isinstance(result, (TupleVariable, ListVariable)):
+        return result.with_items([
+            _numpy_value(tx, op, name, item.node, item.example, arrays, reference.item(index))
+            if isinstance(item, TensorVariable) else item
+            for index, item in enumerate(result.items)
+        ])
+    return result
+
+
+def _numpy_value(tx: Tx, op: npops.NumpyOp, name: str, node: torch.fx.Node, example: torch.Tensor,
+                 arrays: list[NumpyNdarrayVariable], reference: Any) -> NumpyNdarrayVariable:
+    """An ndarray VT for one tensor result of ``op``, with NumPy's view and scalar
+    semantics. ``reference``: NumPy's result for it (:data:`_UNKNOWN` when not asked)."""
+    np = npops.np
+    if reference is not _UNKNOWN:
+        if not isinstance(reference, (np.ndarray, np.generic)) or reference.dtype != npops.numpy_dtype(example.dtype):
+            unimplemented(
+                gb_type="numpy dtype mismatch",
+                context=f"NumPy {op.kind} {op.name}: NumPy gives {getattr(reference, 'dtype', type(reference))}, "
+                f"torch._numpy {example.dtype}",
+                explanation="torch._numpy computes a different dtype (or kind of result) than NumPy here.",
+                hints=("Cast explicitly (astype) or run this outside the compiled function.",),
+            )
+    elif example.dim() == 0:
+        unimplemented(
+            gb_type="numpy result kind",
+            context=f"0-d result of NumPy {op.kind} {op.name}",
+            explanation="bytegraph could not ask NumPy whether it returns a scalar or a 0-d array here.",
+            hints=("Use the operation outside the compiled function.",),
+        )
+    scalar = isinstance(reference, np.generic)
+    storage = example.untyped_storage()
+    sources = [a for a in arrays if a.example.untyped_storage()._cdata == storage._cdata]
+    aliased = bool(sources)
+    readonly = aliased and (name in npops.READONLY_VIEW_OPS or any(a.readonly for a in sources))
+    if aliased and (scalar or name not in npops.VIEW_OPS):
+        # NumPy returns new memory here (a scalar, a ufunc result...): copy what torch._numpy aliased
+        clone = graph_call(tx, "call_method", "clone", [TensorVariable(node, example)], {})
+        node, example, readonly = clone.node, clone.example, False
+    elif name in npops.ALWAYS_VIEW_OPS and arrays and not aliased and example.numel() > 0:
+        unimplemented(
+            gb_type="numpy view semantics",
+            context=f"NumPy {op.kind} {op.name}",
+            explanation="NumPy returns a view here but torch._numpy returns a copy (e.g. np.flip, a[::-1]), so "
+            "writes through one would not reach the other.",
+            hints=("Use the operation outside the compiled function, or copy explicitly.",),
+        )
+    return NumpyNdarrayVariable(node, example, scalar=scalar, readonly=readonly)
+
+
+_UNKNOWN = object()
+
+
+class _Reference:
+    """Real NumPy's result for a call, on stand-in values of the arguments'
+    dtypes and shapes (:func:`bytegraph.variables.numpy.standin`).
+
+    NumPy is asked when the call has a 0-d or constant result (whether NumPy
+    returns a scalar, and the constant, are needed: this costs at most one pass
+    over the inputs) and when the inputs are small (:data:`REFERENCE_ELEMENTS`),
+    to check dtypes and that NumPy accepts the arguments: a TypeError from
+    NumPy is a graph break, so the native run raises it. Other errors
+    (read-only stand-ins written in place, values) leave the answer unknown.
+    """
+
+    def __init__(self, op: npops.NumpyOp, args: Sequence[VT], kwargs: dict[str, VT], force: bool):
+        self.op = op
+        self.value: Any = _UNKNOWN
+        try:
+            sargs = [_standin(a) for a in args]
+            skwargs = {k: _standin(v) for k, v in kwargs.items()}
+        except _NoStandin:
+            return
+        size = sum(x.size for x in pytree.tree_leaves((sargs, skwargs)) if isinstance(x, npops.np.ndarray))
+        if not force and size > REFERENCE_ELEMENTS:
+            return
+        raised, value = npops.numpy_reference(lambda: op.reference(*sargs, **skwargs))
+        if raised and isinstance(value, TypeError):
+            unimplemented(
+                gb_type="numpy rejects arguments",
+                context=f"NumPy {op.kind} {op.name}: {type(value).__name__}: {value}",
+                explanation="NumPy raises for these arguments where torch._numpy accepts them; the call runs "
+                "natively so the error is NumPy's.",
+                hints=("Check the arguments against NumPy's signature.",),
+            )
+        if not raised:
+            self.value = value
+
+    def item(self, index: int | None) -> Any:
+        """NumPy's result, or its ``index``-th item; :data:`_UNKNOWN` when not known."""
+        if index is None or self.value is _UNKNOWN:
+            return self.value
+        if isinstance(self.value, (tuple, list)) and len(self.value) > index:
+            return self.value[index]
+        return _UNKNOWN
+
+    def check_constant(self, value: Any) -> None:
+        """Graph-break unless NumPy answers ``value`` too (torch._numpy has no NumPy
+        scalars, so questions about them, like ``np.isscalar``, can differ)."""
+        if type(self.value) is not type(value) or self.value != value:
+            answer = "could not be asked" if self.value is _UNKNOWN else f"gives {self.value!r}"
+            unimplemented(
+                gb_type="numpy result kind",
+                context=f"NumPy {self.op.kind} {self.op.name} gives {value!r} in torch._numpy; NumPy {answer}",
+                explanation="torch._numpy answers this differently from NumPy (or NumPy could not be asked).",
+                hints=("Use the operation outside the compiled function.",),
+            )
+
+
+#: inputs up to this many elements in all are checked against NumPy on every call
+REFERENCE_ELEMENTS = 1 << 16
+
+
+class _NoStandin(Exception):
+    pass
+
+
+def _standin(vt: VT) -> Any:
+    """A real value standing for ``vt`` in a reference NumPy call (see
+    :class:`_Reference`); raises _NoStandin for values it cannot stand for."""
+    if isinstance(vt, NumpyNdarrayVariable):
+        shape = tuple(int(s.node.hint) if isinstance(s, torch.SymInt) else int(s) for s in vt.example.shape)
+        return npops.standin(vt.example.dtype, shape, vt.scalar)
+    if isinstance(vt, SymNodeVariable) and not isinstance(vt, FakeItemVariable):
+        return vt.example.node.hint
+    if isinstance(vt, (TupleVariable, ListVariable)) and not isinstance(vt, NamedTupleVariable):
+        return vt.python_type()([_standin(v) for v in vt.items])
+    if isinstance(vt, SliceVariable):
+        return slice(*(_standin(p) for p in vt.parts))
+    if vt.is_python_constant():
+        return vt.as_python_constant()
+    raise _NoStandin
+
+
+def _basic_index(index: VT) -> bool:
+    """Whether ``a[index]`` is NumPy basic indexing (ints, slices, None, Ellipsis),
+    which returns a view, rather than advanced indexing, which copies."""
+    items = index.items if isinstance(index, TupleVariable) and not isinstance(index, NamedTupleVariable) else [index]
+    for item in items:
+        if isinstance(item, (SliceVariable, SymNodeVariable)):
+            continue
+        if not (item.is_python_constant() and (item.as_python_constant() in (None, Ellipsis) or type(
+            item.as_python_constant()
+        ) is int)):
+            return False
+    return True
+
+
+def numpy_operator(tx: Tx, fn: Any, args: Sequence[VT]) -> VT:
+    """An operator (``a + b``, ``-a``, ``a[i]``, ``a[i] = v``, ``a += b``) with an ndarray operand."""
+    name = npops.OPERATOR_NAMES[fn]
+    if fn is operator.getitem:
+        name = "getitem" if _basic_index(args[1]) else "getitem_advanced"
+    if fn is operator.setitem and isinstance(args[0], NumpyNdarrayVariable) and args[0].scalar:
+        unimplemented(
+            gb_type="user error",
+            context="item assignment into a NumPy scalar",
+            explanation="NumPy scalars are immutable; the traced code raises, natively, as in eager.",
+            hints=("Assign into an array instead.",),
+        )
+    return numpy_call(tx, npops.operator_op(fn, npops.OPERATOR_NAMES[fn]), list(args), {}, view_name=name)

@@ -1,0 +1,617 @@
+"""Tensor subclasses: attributes of their instances, ``__torch_function__``
+dispatch, and construction.
+
+A :class:`~bytegraph.variables.tensor.TensorSubclassVariable` is a plain
+tensor in the graph plus a Python class. What eager does with such an object
+is reproduced at trace time:
+
+- **Python-level attributes** (the instance dict, and methods and properties
+  written in Python) are read and inlined like user code.
+- **Torch operations** (``torch.*`` functions, ``Tensor`` methods, operators,
+  C properties such as ``.shape``) collect their *overloaded arguments* with
+  eager's rule (instances of subclasses with an enabled ``__torch_function__``;
+  one per type, subclasses before their bases, otherwise left to right) and
+  call each class's ``__torch_function__(func, types, args, kwargs)``, inlined,
+  until one returns something other than ``NotImplemented``. ``func``,
+  ``args`` and ``kwargs`` are what eager passes: the function called, the
+  ``Tensor`` method (``x + y`` passes ``TensorBase.add``: read once from eager
+  by :func:`_dunder_func`), or the property getter (``Tensor.shape.__get__``);
+  ``kwargs`` is None when a C function got none.
+- **Torch functions written in Python** (``F.relu``, ``Tensor.split``,
+  ``Tensor.__len__``) are inlined: they call ``has_torch_function`` (answered
+  from the argument types) and ``handle_torch_function``, which is modelled here
+  (:data:`MODELED_FUNCTIONS`), so they dispatch with exactly eager's arguments.
+- **``Tensor.__torch_function__``**, the default (reached directly or through
+  ``super()``), is modelled as ``torch/_tensor.py`` writes it: run ``func`` with
+  subclass dispatch disabled, then convert tensor results to the class
+  (``as_subclass``; tuples and lists item by item).
+- **``torch._C.DisableTorchFunctionSubclass()``** turns dispatch off at trace
+  time (a counter on the OutputGraph): operations then run as on plain tensors.
+- **Construction**: ``MyTensor(t)`` with the default ``__new__`` (an alias of
+  ``t``), a Python ``__new__``/``__init__``, ``t.as_subclass(MyTensor)`` and
+  ``torch.Tensor._make_subclass(MyTensor, t)``.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import operator
+import types
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import torch
+
+from bytegraph.breaks import unimplemented
+from bytegraph.graph.side_effects import DELETED
+from bytegraph.guards.guards import DictContains, IdMatch
+from bytegraph.guards.source import AttrSource, ConstSource
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.containers import BaseSequenceVariable, DictVariable, NamedTupleVariable, TupleVariable
+from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
+from bytegraph.variables.tensor import (
+    SymNodeVariable,
+    TensorSubclassVariable,
+    TensorVariable,
+    graph_call,
+    overloaded_args,
+)
+from bytegraph.variables.torch import TorchFunctionVariable, is_torch_op
+from bytegraph.variables.user_defined import (
+    _MISSING,
+    UserDefinedClassVariable,
+    bind_class_attribute,
+    class_attribute,
+)
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+VT = VariableTracker
+
+#: the classes that define the torch-level tensor API (their attributes dispatch)
+_TORCH_CLASSES = (torch.Tensor, torch._C.TensorBase, object)
+
+#: the code shared by Tensor's operator wrappers (``__rsub__``, ``__floordiv__``,
+#: ``__pow__``...): ``handle_torch_function(wrapped, (self, *args), ...)`` inside
+#: ``try: ... except TypeError``. They are dispatched directly, not inlined.
+_WRAPPER_CODE = torch._tensor._handle_torch_function_and_wrap_type_error_to_not_implemented(lambda self: self).__code__
+
+#: Tensor's C attributes that do not call __torch_function__ (torch's python_variable_methods.cpp;
+#: tests check them with a probe subclass): they run as on a plain tensor.
+NO_TORCH_FUNCTION = frozenset(
+    {"as_subclass", "_fix_weakref", "_use_count", "_view_func", "_view_func_unsafe", "_rev_view_func_unsafe",
+     "_has_symbolic_sizes_strides", "_python_dispatch"}
+)
+
+_DEFAULT_TORCH_FUNCTION = torch.Tensor.__dict__["__torch_function__"]
+_DEFAULT_NEW = torch._C.TensorBase.__dict__["__new__"]
+
+#: binary operator -> (method, reflected method), as Python looks them up
+_BINARY_DUNDERS = {
+    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),
+    operator.mul: ("__mul__", "__rmul__"), operator.truediv: ("__truediv__", "__rtruediv__"),
+    operator.floordiv: ("__floordiv__", "__rfloordiv__"), operator.mod: ("__mod__", "__rmod__"),
+    operator.pow: ("__pow__", "__rpow__"), operator.matmul: ("__matmul__", "__rmatmul__"),
+    operator.and_: ("__and__", "__rand__"), operator.or_: ("__or__", "__ror__"),
+    operator.xor: ("__xor__", "__rxor__"), operator.lshift: ("__lshift__", "__rlshift__"),
+    operator.rshift: ("__rshift__", "__rrshift__"), operator.eq: ("__eq__", "__eq__"),
+    operator.ne: ("__ne__", "__ne__"), operator.lt: ("__lt__", "__gt__"), operator.le: ("__le__", "__ge__"),
+    operator.gt: ("__gt__", "__lt__"), operator.ge: ("__ge__", "__le__"), pow: ("__pow__", "__rpow__"),
+}
+#: in-place operator -> (its method, the binary operator it falls back to)
+_INPLACE_DUNDERS = {
+    operator.iadd: ("__iadd__", operator.add), operator.isub: ("__isub__", operator.sub),
+    operator.imul: ("__imul__", operator.mul), operator.itruediv: ("__itruediv__", operator.truediv),
+    operator.ifloordiv: ("__ifloordiv__", operator.floordiv), operator.imod: ("__imod__", operator.mod),
+    operator.ipow: ("__ipow__", operator.pow), operator.imatmul: ("__imatmul__", operator.matmul),
+    operator.iand: ("__iand__", operator.and_), operator.ior: ("__ior__", operator.or_),
+    operator.ixor: ("__ixor__", operator.xor), operator.ilshift: ("__ilshift__", operator.lshift),
+    operator.irshift: ("__irshift__", operator.rshift),
+}
+_UNARY_DUNDERS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__",
+                  operator.abs: "__abs__", abs: "__abs__"}
+
+
+# ---- plain data, Python class --------------------------------------------------------------------
+
+def as_plain_tensor(t: torch.Tensor) -> torch.Tensor:
+    """A tensor-subclass instance as a plain ``torch.Tensor`` sharing its data and
+    autograd history (what the graph receives for a subclass input; no
+    ``__torch_function__`` runs)."""
+    return torch.Tensor.as_subclass(t, torch.Tensor)
+
+
+def as_subclass(tx: Tx, tensor: TensorVariable, cls_vt: VT) -> VT:
+    """``tensor.as_subclass(cls)``: a new object of ``cls`` sharing the tensor's
+    data and autograd history (no ``__init__``, no instance attributes).
+
+    Raises:
+        Unsupported: when ``cls`` is not a constant ``torch.Tensor`` subclass
+            traced this way (``__torch_dispatch__`` subclasses are not).
+    """
+    cls = cls_vt.as_python_constant() if cls_vt.is_python_constant() else None
+    if not (isinstance(cls, type) and issubclass(cls, torch.Tensor)) or not traceable_subclass(cls):
+        unimplemented(
+            gb_type="tensor subclass construction",
+            context=f"as_subclass({cls_vt})",
+            explanation="bytegraph traces as_subclass to torch.Tensor subclasses without __torch_dispatch__ only.",
+            hints=("Convert outside the compiled function.",),
+        )
+    if cls is torch.Tensor:
+        return TensorVariable(tensor.node, tensor.example)
+    return TensorSubclassVariable(tensor.node, tensor.example, cls)
+
+
+def traceable_subclass(cls: type) -> bool:
+    """Whether bytegraph traces tensors of class ``cls`` (plain data plus a Python
+    class): not wrapper subclasses, whose ``__torch_dispatch__`` computes with
+    tensors held inside (flattened by ``__tensor_flatten__``)."""
+    dispatch = getattr(cls, "__torch_dispatch__", None)
+    return cls is torch.Tensor or getattr(dispatch, "__func__", dispatch) is torch._C._disabled_torch_dispatch_impl
+
+
+# ---- dispatch ------------------------------------------------------------------------------------
+
+def dispatch(tx: Tx, func: VT, args: Sequence[VT], kwargs: dict[str, VT] | None,
+             relevant: Sequence[VT] | None = None) -> VT:
+    """Call ``__torch_function__(func, types, args, kwargs)`` of the overloaded
+    arguments among ``relevant`` (default: ``args`` and ``kwargs``) as eager does.
+
+    Raises:
+        Unsupported: when a ``__torch_function__`` is not a classmethod written
+            in Python, or every one returns NotImplemented (eager's TypeError).
+    """
+    overloaded = _in_dispatch_order(overloaded_args(tx, list(relevant if relevant is not None else [
+        *args, *(kwargs or {}).values()])))
+    types_vt = TupleVariable([tx.wrap_const(a.class_type) for a in overloaded])
+    args_vt = TupleVariable(list(args))
+    kwargs_vt = ConstantVariable(None) if kwargs is None else DictVariable(
+        {k: (ConstantVariable(k), v) for k, v in kwargs.items()}
+    )
+    for arg in overloaded:
+        cls = arg.class_type
+        impl = class_attribute(cls, "__torch_function__")
+        if isinstance(impl, classmethod):  # replacing the override later recompiles
+            source = AttrSource(AttrSource(ConstSource(cls, cls.__qualname__), "__torch_function__"), "__func__")
+            tx.output.guards.add(IdMatch.of(source, impl.__func__))
+        if impl is _DEFAULT_TORCH_FUNCTION:
+            result = default_torch_function(tx, cls, func, types_vt, args_vt, kwargs_vt)
+        elif isinstance(impl, classmethod) and isinstance(impl.__func__, types.FunctionType):
+            method = UserMethodVariable(impl.__func__, tx.wrap_const(cls))
+            result = method.call_function(tx, [func, types_vt, args_vt, kwargs_vt], {})
+        else:
+            unimplemented(
+                gb_type="unsupported __torch_function__",
+                context=f"{cls.__qualname__}.__torch_function__ is {type(impl).__name__}",
+                explanation="bytegraph traces __torch_function__ written in Python as a classmethod (as torch "
+                "requires).",
+                hints=("Make __torch_function__ a classmethod.",),
+            )
+        if not (isinstance(result, ConstantVariable) and result.value is NotImplemented):
+            return result
+    unimplemented(
+        gb_type="user error",
+        context=f"every __torch_function__ returned NotImplemented for {func}",
+        explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
+        hints=("Return a value from __torch_function__ for this operation.",),
+    )
+
+
+def _in_dispatch_order(args: list[TensorSubclassVariable]) -> list[TensorSubclassVariable]:
+    """Eager's order of overloaded arguments: the first of each type, a subclass
+    placed before the first argument of one of its bases."""
+    ordered: list[TensorSubclassVariable] = []
+    for arg in args:
+        if any(o.class_type is arg.class_type for o in ordered):
+            continue
+        index = next((i for i, o in enumerate(ordered) if issubclass(arg.class_type, o.class_type)), len(ordered))
+        ordered.insert(index, arg)
+    return ordered
+
+
+def default_torch_function(tx: Tx, cls: type, func: VT, types_vt: VT, args: VT, kwargs: VT) -> VT:
+    """``torch.Tensor.__torch_function__``: ``func(*args, **kwargs)`` with subclass
+    dispatch disabled, tensor results converted to ``cls``; NotImplemented when
+    ``cls`` is not a subclass of every type in ``types``."""
+    if not all(issubclass(cls, t.as_python_constant()) for t in tx.unpack(types_vt)):
+        return ConstantVariable(NotImplemented)
+    kw = {}
+    if not (kwargs.is_python_constant() and kwargs.as_python_constant() is None):
+        kw = {k.as_python_constant(): v for k, v in tx.call_builtin(dict, [kwargs]).items.values()}
+    with disabled_dispatch(tx):
+        result = func.call_function(tx, tx.unpack(args), kw)
+    if func.is_python_constant() and func.as_python_constant() in torch.overrides.get_default_nowrap_functions():
+        return result
+    return convert(tx, result, cls)
+
+
+def convert(tx: Tx, value: VT, cls: type) -> VT:
+    """``torch._tensor._convert``: tensors not of ``cls`` become ``cls`` (as_subclass),
+    tuples and lists are converted item by item."""
+    if cls is torch.Tensor:
+        return value
+    if isinstance(value, TensorVariable) and not issubclass(value.python_type(), cls):
+        return as_subclass(tx, value, tx.wrap_const(cls))
+    if isinstance(value, BaseSequenceVariable) and issubclass(value.python_type(), (tuple, list)):
+        items = [convert(tx, item, cls) for item in value.items]
+        if isinstance(value, NamedTupleVariable):  # type(ret)(...) keeps torch.return_types
+            return NamedTupleVariable(items, value.tuple_cls)
+        return value.with_items(items)
+    return value
+
+
+class disabled_dispatch:
+    """Context manager: subclass dispatch is off in the trace while it is entered."""
+
+    def __init__(self, tx: Tx):
+        self.output = tx.output
+
+    def __enter__(self) -> None:
+        self.output.subclass_dispatch_disabled += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        self.output.subclass_dispatch_disabled -= 1
+
+
+def dispatch_call(tx: Tx, fn: TorchFunctionVariable, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """A torch function called with overloaded arguments: C functions dispatch
+    directly; Python ones are inlined (they dispatch themselves)."""
+    target = fn.fn
+    if isinstance(target, types.FunctionType):
+        if target.__code__ is _WRAPPER_CODE:
+            return dispatch(tx, fn, args, dict(kwargs))
+        return tx.inline_call(UserFunctionVariable(target), list(args), kwargs)
+    return dispatch(tx, fn, args, dict(kwargs) if kwargs else None)
+
+
+def dispatch_tensor_method(tx: Tx, obj: TensorVariable, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """``torch.Tensor.name(obj, *args, **kwargs)`` (torch's implementation, whatever
+    ``obj``'s class overrides) when an argument (or ``obj``) is overloaded."""
+    attr = class_attribute(torch.Tensor, name)
+    if isinstance(attr, types.FunctionType):
+        if attr.__code__ is _WRAPPER_CODE:
+            return dispatch(tx, TorchFunctionVariable(attr), [obj, *args], dict(kwargs))
+        return tx.inline_call(UserFunctionVariable(attr), [obj, *args], kwargs)  # it dispatches itself
+    func = None
+    if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+        func = _dunder_func(name) if name.startswith("__") else attr
+    if func is None:
+        unimplemented(
+            gb_type="tensor subclass operation",
+            context=f"Tensor.{name} on a tensor subclass",
+            explanation="bytegraph does not know how eager dispatches this Tensor attribute to __torch_function__.",
+            hints=("Call it outside the compiled function.",),
+        )
+    return dispatch(tx, TorchFunctionVariable(func), [obj, *args], dict(kwargs) if kwargs else None)
+
+
+class _Dispatched(Exception):
+    pass
+
+
+class _Probe(torch.Tensor):
+    """Records the ``func`` eager passes to ``__torch_function__``, then stops."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN206
+        raise _Dispatched(func, args)
+
+
+@functools.lru_cache(maxsize=None)
+def _dunder_func(name: str) -> Any:
+    """The ``func`` eager passes to ``__torch_function__`` for Tensor's C method
+    ``name`` (``__add__`` and ``__radd__`` pass ``TensorBase.add``, ``__iadd__``
+    passes ``add_``...), with the instance first in ``args``. Read from eager by
+    calling it on a probe subclass; None when it does not dispatch that way."""
+    probe = torch.empty(0).as_subclass(_Probe)
+    for args in ((torch.empty(0),), (), (0, torch.empty(0))):
+        try:
+            getattr(probe, name)(*args)
+        except _Dispatched as stop:
+            func, passed = stop.args
+            return func if passed and passed[0] is probe else None
+        except Exception:  # wrong arity for this method: try the next
+            continue
+    return None
+
+
+def dispatch_operator(tx: Tx, fn: Callable, args: Sequence[VT]) -> VT:
+    """An operator with an overloaded operand, looked up on the operands' classes
+    as Python does (reflected method second, or first for a right operand whose
+    class is a subclass overriding it)."""
+    if fn is operator.getitem and isinstance(args[0], TensorVariable):
+        return args[0].call_method(tx, "__getitem__", [args[1]], {})
+    if fn in _UNARY_DUNDERS and len(args) == 1:
+        return args[0].call_method(tx, _UNARY_DUNDERS[fn], [], {})
+    if fn in _INPLACE_DUNDERS:
+        name, binary = _INPLACE_DUNDERS[fn]
+        target, value = args
+        if isinstance(target, TensorVariable) and class_attribute(target.python_type(), name) is not _MISSING:
+            result = target.call_method(tx, name, [value], {})
+            if not _is_not_implemented(result):
+                return result
+        return dispatch_operator(tx, binary, args)
+    if fn in _BINARY_DUNDERS and len(args) == 2:
+        left, right = args
+        name, reflected = _BINARY_DUNDERS[fn]
+        ltype, rtype = left.python_type(), right.python_type()
+        right_first = rtype is not ltype and issubclass(rtype, ltype) and class_attribute(
+            rtype, reflected) is not class_attribute(ltype, reflected)
+        attempts = [(right, reflected, left), (left, name, right)] if right_first else [
+            (left, name, right), (right, reflected, left)]
+        for obj, dunder, other in attempts:
+            if isinstance(obj, TensorVariable) and class_attribute(obj.python_type(), dunder) is not _MISSING:
+                result = obj.call_method(tx, dunder, [other], {})
+                if not _is_not_implemented(result):
+                    return result
+            elif not (isinstance(obj, (TensorVariable, SymNodeVariable)) or obj.is_python_constant()):
+                break  # a non-tensor operand whose own operator bytegraph does not model here
+    unimplemented(
+        gb_type="tensor subclass operation",
+        context=f"{getattr(fn, '__name__', fn)} on {', '.join(type(a).__name__ for a in args)}",
+        explanation="bytegraph could not resolve this operator on a tensor subclass as Python would.",
+        hints=("Call the torch function (torch.add...) instead, or run it outside the compiled function.",),
+    )
+
+
+def _is_not_implemented(vt: VT) -> bool:
+    return isinstance(vt, ConstantVariable) and vt.value is NotImplemented
+
+
+# ---- attributes ----------------------------------------------------------------------------------
+
+def _torch_level(cls: type, name: str) -> bool:
+    """Whether ``cls.name`` is defined by torch.Tensor (or its bases), not by the user's subclass."""
+    owner = next((k for k in cls.__mro__ if name in k.__dict__), None)
+    return owner in _TORCH_CLASSES
+
+
+def _instance_attr(tx: Tx, obj: TensorSubclassVariable, name: str) -> VT | None:
+    """The instance ``__dict__`` entry ``name``: stored in the trace, or read
+    (guarded) from an input's real dict; None when absent."""
+    if obj.source is None:
+        return obj.attrs.get(name)
+    pending = tx.output.side_effects.pending_attr(obj, name)
+    if pending is not None:
+        return None if pending is DELETED else pending
+    present = name in obj.value.__dict__
+    tx.output.guards.add(DictContains(AttrSource(obj.source, "__dict__"), name, present))
+    return tx.wrap(obj.value.__dict__[name], AttrSource(obj.source, name)) if present else None
+
+
+def subclass_getattr(tx: Tx, obj: TensorSubclassVariable, name: str) -> VT:
+    """``obj.name`` as Python resolves it on the subclass instance."""
+    cls = obj.class_type
+    if name == "__class__":
+        return tx.wrap_const(cls)
+    attr = class_attribute(cls, name)
+    torch_level = attr is not _MISSING and _torch_level(cls, name)
+    if attr is not _MISSING and inspect.isdatadescriptor(attr):  # data descriptors come before the instance dict
+        if torch_level and name != "__dict__":  # .shape, .dtype, .grad...
+            return torch_tensor_attr(tx, obj, name)
+        if isinstance(attr, property):
+            return bind_class_attribute(tx, obj, cls, name, attr)
+        unimplemented(
+            gb_type="unsupported tensor attribute",
+            context=f"{cls.__qualname__}.{name} ({type(attr).__name__})",
+            explanation="bytegraph does not model this descriptor on a tensor subclass.",
+        )
+    found = _instance_attr(tx, obj, name)
+    if found is not None:
+        return found
+    if attr is _MISSING:
+        getattr_fn = class_attribute(cls, "__getattr__")
+        if isinstance(getattr_fn, types.FunctionType):
+            return UserMethodVariable(getattr_fn, obj).call_function(tx, [ConstantVariable(name)], {})
+        raise_traced(AttributeError, f"{cls.__qualname__!r} object has no attribute {name!r}")
+    if torch_level:
+        return torch_tensor_attr(tx, obj, name)
+    return bind_class_attribute(tx, obj, cls, name, attr)
+
+
+def subclass_call_method(tx: Tx, obj: TensorSubclassVariable, name: str, args: Sequence[VT],
+                         kwargs: dict[str, VT]) -> VT:
+    """``obj.name(*args, **kwargs)``: torch's methods dispatch (or run plainly while
+    dispatch is off); the user's methods and instance attributes are called
+    like user code."""
+    cls = obj.class_type
+    attr = class_attribute(cls, name)
+    special = name.startswith("__") and name.endswith("__")  # operators look these up on the type only
+    if attr is _MISSING or not _torch_level(cls, name) or inspect.isdatadescriptor(attr) or (
+        not special and _instance_attr(tx, obj, name) is not None
+    ):
+        return subclass_getattr(tx, obj, name).call_function(tx, list(args), kwargs)
+    return torch_method_call(tx, obj, name, args, kwargs)
+
+
+def torch_method_call(tx: Tx, obj: TensorVariable, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """``torch.Tensor.name(obj, *args, **kwargs)``: dispatched when ``obj`` or an
+    argument is overloaded, else the plain tensor operation."""
+    if name in NO_TORCH_FUNCTION:
+        with disabled_dispatch(tx):
+            return TensorVariable.call_method(obj, tx, name, args, kwargs)
+    if overloaded_args(tx, [obj, *args, *kwargs.values()]):
+        return dispatch_tensor_method(tx, obj, name, args, kwargs)
+    return TensorVariable.call_method(obj, tx, name, args, kwargs)
+
+
+class TorchMethodVariable(VariableTracker):
+    """``torch.Tensor``'s own method ``name`` bound to a tensor, bypassing what the
+    tensor's class overrides (``super().__add__(other)`` inside a subclass)."""
+
+    def __init__(self, obj: TensorVariable, name: str):
+        super().__init__()
+        self.obj = obj
+        self.name = name
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return torch_method_call(tx, self.obj, self.name, args, kwargs)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """``types.MethodType(torch.Tensor.<name>, obj)``."""
+        codegen.load_callable(types.MethodType)
+        codegen.load_const(getattr(torch.Tensor, self.name))
+        codegen.reconstruct(self.obj)
+        codegen.call(2)
+
+    def __repr__(self) -> str:
+        return f"TorchMethodVariable({self.obj}.{self.name})"
+
+
+def torch_tensor_attr(tx: Tx, obj: TensorVariable, name: str) -> VT:
+    """``obj.name`` resolved on ``torch.Tensor`` (``super().name`` in a subclass)."""
+    attr = class_attribute(torch.Tensor, name)
+    if attr is _MISSING:
+        raise_traced(AttributeError, f"'super' object has no attribute {name!r}")
+    if isinstance(attr, property):
+        return tx.wrap_const(attr.fget).call_function(tx, [obj], {})
+    if inspect.isdatadescriptor(attr):
+        if overloaded_args(tx, [obj]) and name not in NO_TORCH_FUNCTION:
+            return dispatch(tx, TorchFunctionVariable(attr.__get__), [obj], None)
+        return TensorVariable.var_getattr(obj, tx, name)
+    if callable(attr):
+        return TorchMethodVariable(obj, name)
+    return tx.wrap_const(getattr(torch.Tensor, name))
+
+
+def subclass_has_attr(tx: Tx, obj: TensorSubclassVariable, name: str) -> bool:
+    """``hasattr(obj, name)``: properties and dispatching C properties are read, as eager reads them."""
+    attr = class_attribute(obj.class_type, name)
+    if attr is not _MISSING and inspect.isdatadescriptor(attr):
+        subclass_getattr(tx, obj, name)
+        return True
+    return attr is not _MISSING or _instance_attr(tx, obj, name) is not None
+
+
+def subclass_store_attr(tx: Tx, obj: TensorSubclassVariable, name: str, value: VT) -> None:
+    """``obj.name = value``: a plain instance attribute (into the trace's dict of a
+    new instance, or a side effect on an input)."""
+    cls = obj.class_type
+    attr = class_attribute(cls, name)
+    if class_attribute(cls, "__setattr__") is not object.__setattr__ or (
+        attr is not _MISSING and inspect.isdatadescriptor(attr)
+    ):
+        unimplemented(
+            gb_type="unsupported attribute store",
+            context=f"setting {name!r} on a {cls.__qualname__}",
+            explanation="Storing through a property, a tensor attribute (requires_grad, data...) or a custom "
+            "__setattr__ of a tensor subclass is not traced.",
+            hints=("Move the assignment out of the compiled function.",),
+        )
+    if obj.source is None:
+        obj.attrs[name] = value
+    else:
+        tx.output.side_effects.store_attr(obj, name, value)
+
+
+# ---- construction --------------------------------------------------------------------------------
+
+def construct(tx: Tx, cls_vt: UserDefinedClassVariable, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """``cls(*args, **kwargs)`` for a ``torch.Tensor`` subclass: a Python ``__new__``
+    is inlined; the default one is supported for ``cls(tensor)`` (an alias of
+    the tensor sharing its data and autograd history); then a Python
+    ``__init__`` is inlined."""
+    cls = cls_vt.value
+    new = class_attribute(cls, "__new__")
+    if isinstance(new, staticmethod) and isinstance(new.__func__, types.FunctionType):
+        obj = tx.inline_call(UserFunctionVariable(new.__func__), [cls_vt, *args], kwargs)
+    elif new is _DEFAULT_NEW and len(args) == 1 and not kwargs and isinstance(args[0], TensorVariable):
+        obj = as_subclass(tx, args[0], cls_vt)
+    else:
+        unimplemented(
+            gb_type="tensor subclass construction",
+            context=f"{cls.__qualname__}(...) with {len(args)} positional and {len(kwargs)} keyword arguments",
+            explanation="bytegraph constructs tensor subclasses from one tensor with the default __new__, or "
+            "through a __new__ written in Python; other forms (data lists, sizes) are not traced.",
+            hints=("Construct it outside the compiled function, or use t.as_subclass(cls).",),
+        )
+    if not (isinstance(obj, TensorSubclassVariable) and issubclass(obj.class_type, cls)):
+        return obj  # __new__ returned something else: __init__ is not called
+    init = class_attribute(cls, "__init__")
+    if isinstance(init, types.FunctionType):
+        tx.inline_call(UserMethodVariable(init, obj), [obj, *args], kwargs)
+    return obj
+
+
+def make_subclass(tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """``torch.Tensor._make_subclass(cls, data, require_grad=False)``: a detached
+    alias of ``data`` of class ``cls``."""
+    names = ("cls", "data", "require_grad")
+    bound = dict(zip(names, args))
+    if len(args) > 3 or set(kwargs) - set(names) or set(kwargs) & set(bound):
+        bound = {}
+    bound.update(kwargs)
+    require_grad = bound.get("require_grad", ConstantVariable(False))
+    data, cls_vt = bound.get("data"), bound.get("cls")
+    if not (isinstance(data, TensorVariable) and cls_vt is not None and require_grad.is_python_constant()
+            and not require_grad.as_python_constant()):
+        unimplemented(
+            gb_type="tensor subclass construction",
+            context="torch.Tensor._make_subclass with these arguments",
+            explanation="bytegraph traces _make_subclass(cls, tensor[, require_grad=False]) only: a new leaf "
+            "requiring grad cannot be created inside a graph.",
+            hints=("Construct it outside the compiled function.",),
+        )
+    with disabled_dispatch(tx):
+        detached = graph_call(tx, "call_method", "detach", [data], {}) if data.example.requires_grad else data
+    return as_subclass(tx, detached, cls_vt)
+
+
+# ---- Python functions bytegraph models instead of inlining ---------------------------------------
+
+def _handle_torch_function(tx: Tx, args: list[VT], kwargs: dict[str, VT]) -> VT:
+    """``torch.overrides.handle_torch_function(public_api, relevant_args, *args, **kwargs)``."""
+    public_api, relevant, *rest = args
+    if not overloaded_args(tx, tx.unpack(relevant)):
+        unimplemented(
+            gb_type="tensor subclass operation",
+            context="handle_torch_function without tensor subclass arguments",
+            explanation="Only dispatch to tensor subclasses is traced (torch function modes are not).",
+            hints=("Call it outside the compiled function.",),
+        )
+    if public_api.is_python_constant() and is_torch_op(public_api.as_python_constant()):
+        public_api = TorchFunctionVariable(public_api.as_python_constant())
+    return dispatch(tx, public_api, rest, kwargs, relevant=tx.unpack(relevant))
+
+
+def _tensor_torch_function(tx: Tx, args: list[VT], kwargs: dict[str, VT]) -> VT:
+    """``torch.Tensor.__torch_function__(cls, func, types, args=(), kwargs=None)``,
+    e.g. through ``super().__torch_function__(...)``."""
+    names = ("cls", "func", "types", "args", "kwargs")
+    bound = dict(zip(names, args))
+    bound.update(kwargs)
+    bound.setdefault("args", TupleVariable([]))
+    bound.setdefault("kwargs", ConstantVariable(None))
+    if set(bound) != set(names) or len(args) > len(names):
+        unimplemented(
+            gb_type="user error",
+            context="Tensor.__torch_function__ called with wrong arguments",
+            explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
+            hints=("Pass func, types, args and kwargs.",),
+        )
+    return default_torch_function(tx, bound["cls"].as_python_constant(), bound["func"], bound["types"],
+                                  bound["args"], bound["kwargs"])
+
+
+#: Python functions modelled rather than inlined (``tx.inline_call`` consults it).
+MODELED_FUNCTIONS: dict[Any, Callable[[Tx, list, dict], VT]] = {
+    torch.overrides.handle_torch_function: _handle_torch_function,
+    _DEFAULT_TORCH_FUNCTION.__func__: _tensor_torch_function,
+}
+
+
+def check_traceable(cls: type) -> None:
+    """Graph-break for subclasses bytegraph does not trace (``__torch_dispatch__``)."""
+    if not traceable_subclass(cls):
+        unimplemented(
+            gb_type="tensor subclass with __torch_dispatch__",
+            context=f"{cls.__qualname__} overrides __torch_dispatch__",
+            explanation="Wrapper subclasses compute with the tensors they hold (__tensor_flatten__); bytegraph "
+            "does not trace them, so this runs natively.",
+            hints=("Pass the inner tensors, or run this outside the compiled function.",),
+        )
