@@ -43,6 +43,10 @@ class Codegen(Protocol):
 
     def subscr(self) -> None: ...
 
+    def load_method(self, name: str) -> None: ...
+
+    def call(self, nargs: int) -> None: ...
+
 
 @dataclasses.dataclass(frozen=True)
 class Source:
@@ -179,6 +183,31 @@ class GetItemSource(Source):
         self.base_source.reconstruct(codegen)
         codegen.load_const(self.key)
         codegen.subscr()
+
+
+@dataclasses.dataclass(frozen=True)
+class CallMethodSource(Source):
+    """``base.method()``: what a zero-argument method of an input returns, e.g.
+    ``x.storage_offset()`` or ``x.untyped_storage().nbytes()`` (metadata the
+    tensor guard does not cover, guarded when a trace reads it)."""
+
+    base_source: Source
+    method: str
+
+    @property
+    def base(self) -> Source:
+        return self.base_source
+
+    def name(self) -> str:
+        return f"{self.base_source.name()}.{self.method}()"
+
+    def guard_expr(self, names: GuardNames) -> str:
+        return f"{names.expr(self.base_source)}.{self.method}()"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        self.base_source.reconstruct(codegen)
+        codegen.load_method(self.method)
+        codegen.call(0)
 
 
 @dataclasses.dataclass(frozen=True)
