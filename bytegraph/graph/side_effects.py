@@ -49,12 +49,17 @@ class SideEffects:
         self._objects[id(value)] = (value, vt)
         return vt
 
+    def object_of(self, vt: Any) -> Any:
+        """The real object behind ``vt``, if it is a tracked input (else None)."""
+        for real, tracked_vt in self._objects.values():
+            if tracked_vt is vt:
+                return real
+        return None
+
     def identity_of(self, vt: Any) -> int | None:
         """``id()`` of the real object behind ``vt``, if it is a tracked input."""
-        for ident, (_, tracked_vt) in self._objects.items():
-            if tracked_vt is vt:
-                return ident
-        return None
+        real = self.object_of(vt)
+        return None if real is None else id(real)
 
     # ---- recording -------------------------------------------------------------------
     def mutate(self, vt: Any) -> None:

@@ -467,12 +467,14 @@ class BuiltinVariable(VariableTracker):
         )
 
     def _call_id(self, tx: Tx, obj: VT) -> VT | None:
+        """``id(obj)`` of an object read from a source: a constant, guarded by identity."""
         ident = tx.identity_of(obj)
-        if ident is None or obj.source is None:
+        if ident is None or obj.source is None or not tx.guard_identity(obj):
             unimplemented(
                 gb_type="id of traced value",
                 context=f"id() of {obj}",
-                explanation="The identity of an object created during tracing is not known until it runs.",
+                explanation="The identity of an object created during tracing is not known until it runs, and "
+                "objects that cannot be weakly referenced (lists, dicts) are not guarded by identity.",
                 hints=("Avoid id() on values created inside the compiled function.",),
             )
         return ConstantVariable(ident)
