@@ -521,3 +521,14 @@ def test_id_of_a_list_input_breaks():
     items = [1]
     assert bytegraph.compile(f, backend="eager")(items) == id(items)
     assert [b.gb_type for s in metrics.FRAMES.values() for b in s.breaks] == ["id of traced value"]
+
+
+@pytest.mark.parametrize("layout", ["sparse_coo", "sparse_csr"])
+def test_sparse_inputs_run_natively(layout):
+    def f(x):
+        return x * 2
+
+    x = torch.eye(3).to_sparse() if layout == "sparse_coo" else torch.eye(3).to_sparse_csr()
+    out = bytegraph.compile(f, backend="eager")(x)
+    assert same(out.to_dense(), f(x).to_dense())
+    assert [b.gb_type for s in metrics.FRAMES.values() for b in s.breaks] == ["unsupported tensor layout"]

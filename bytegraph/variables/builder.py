@@ -201,6 +201,13 @@ def _wrap_tensor(tx: Tx, value: torch.Tensor, source: Source) -> VT:
             explanation="Tensor subclasses are not traced yet.",
             hints=("Pass a plain torch.Tensor.",),
         )
+    if value.layout is not torch.strided:
+        unimplemented(
+            gb_type="unsupported tensor layout",
+            context=f"input with layout {value.layout}",
+            explanation="Only strided (dense) tensors are graph inputs; sparse and mkldnn tensors are not traced.",
+            hints=("Convert the tensor with .to_dense(), or run this code outside the compiled function.",),
+        )
     node, example = tx.output.add_graph_input(source, value, _dynamic_dims(tx, value, source))
     symbolic = frozenset(i for i, size in enumerate(example.shape) if isinstance(size, torch.SymInt))
     tx.output.guards.add(TensorMatch.of(source, value, symbolic))
