@@ -6,7 +6,8 @@ them on the real objects, in two phases so that no replayed value is read after
 something it depends on was overwritten:
 
 1. every new value (and the frame's live values) is built into temporaries;
-2. the mutations are applied in the order they first happened.
+2. the mutations are applied in the order they first happened, then the
+   recorded actions (calls such as ``t.register_hook(fn)``) are performed.
 
 The tracker also keeps one VT per mutable real object (identity): reading the
 same list through two paths yields the same VT.
@@ -37,6 +38,7 @@ class SideEffects:
         self._attrs: dict[tuple[int, str], tuple[Any, str, Any]] = {}  # (id(VT), name) -> (VT, name, value VT)
         self._globals: dict[tuple[int, str], tuple[dict, str, Any]] = {}
         self._raw: set[tuple[int, str]] = set()
+        self._actions: list[Any] = []  # VTs whose ``replay(codegen)`` performs a call
 
     # ---- identity of real objects --------------------------------------------------
     def tracked(self, value: Any) -> Any:
@@ -104,8 +106,13 @@ class SideEffects:
         entry = self._globals.get((id(f_globals), name))
         return entry[2] if entry is not None else None
 
+    def record_action(self, vt: Any) -> None:
+        """A call on pre-existing objects that must happen after the graph (e.g.
+        registering a hook on an input tensor): ``vt.replay(codegen)`` emits it."""
+        self._actions.append(vt)
+
     def is_empty(self) -> bool:
-        return not (self._mutated or self._attrs or self._globals)
+        return not (self._mutated or self._attrs or self._globals or self._actions)
 
     # ---- replay ------------------------------------------------------------------------
     def codegen_values(self, codegen: PyCodegen) -> list[tuple[str, Any, str]]:
@@ -124,6 +131,7 @@ class SideEffects:
                 plan.append((kind, (obj, name), codegen.store_temp(lambda v=value: codegen.reconstruct(v))))
         for f_globals, name, value in self._globals.values():
             plan.append(("global", (f_globals, name), codegen.store_temp(lambda v=value: codegen.reconstruct(v))))
+        plan += [("action", vt, "") for vt in self._actions]
         return plan
 
     @staticmethod
@@ -145,6 +153,8 @@ class SideEffects:
                 codegen.load_local(temp)
                 codegen.call(3)
                 codegen.emit("POP_TOP")
+            elif kind == "action":
+                target.replay(codegen)
             elif kind == "delattr":
                 obj, name = target
                 codegen.load_source(obj.source)

@@ -275,10 +275,10 @@ class PythonSemantics:
         )
 
     def store_attr(self: InstructionTranslatorBase, obj: VT, name: str, value: VT) -> None:
-        """``obj.name = value``: user objects decide (see their ``store_attr``);
+        """``obj.name = value``: user objects and tensors decide (see their ``store_attr``);
         for modules a property setter is inlined and a plain store is recorded
         as a side effect."""
-        if isinstance(obj, UserDefinedObjectVariable):
+        if isinstance(obj, (UserDefinedObjectVariable, TensorVariable)):
             obj.store_attr(self, name, value)
             return
         if isinstance(obj, NNModuleVariable):

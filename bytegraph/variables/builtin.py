@@ -43,7 +43,7 @@ from bytegraph.variables.containers import (
     ZipVariable,
     as_dict,
 )
-from bytegraph.variables.tensor import SymNodeVariable, TensorVariable, graph_call
+from bytegraph.variables.tensor import DataPtrVariable, SymNodeVariable, TensorVariable, graph_call
 from bytegraph.variables.user_defined import SlotMethodVariable, SuperVariable
 
 if TYPE_CHECKING:
@@ -144,6 +144,9 @@ class BuiltinVariable(VariableTracker):
             result = handler(tx, *args, **kwargs)
             if result is not None:
                 return result
+        pointer = next((a for a in args if isinstance(a, DataPtrVariable)), None)
+        if pointer is not None:
+            return pointer.call_operator(tx, fn, args)
         # ``a op= b`` mutates ``a`` only when ``a`` is a tensor; on any other left
         # operand it is that type's own in-place rule (list extend, dict update)
         # or, for immutable values, the binary operator.
@@ -203,6 +206,8 @@ class BuiltinVariable(VariableTracker):
 
     def _tensor_operator(self, tx: Tx, args: Sequence[VT]) -> VT:
         fn = self.fn
+        if fn is operator.getitem and isinstance(args[0], TensorVariable):
+            return args[0].call_method(tx, "__getitem__", args[1:], {})
         if fn is builtins.abs:
             fn = operator.abs
         return graph_call(tx, "call_function", fn, list(args), {})
@@ -280,7 +285,7 @@ class BuiltinVariable(VariableTracker):
         if isinstance(container, (DictVariable, LazyDictVariable)):
             return container.call_method(tx, "__contains__", [item], {})
         if isinstance(container, TensorVariable):
-            return graph_call(tx, "call_method", "__contains__", [container, item], {})
+            return container.call_method(tx, "__contains__", [item], {})
         if container.has_unpack_var_sequence(tx) and not isinstance(container, IteratorVariable):
             for element in container.unpack_var_sequence(tx):
                 if tx.same_object(element, item):

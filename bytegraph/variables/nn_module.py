@@ -23,6 +23,7 @@ from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers import DictVariable, ListIteratorVariable, TupleVariable
 from bytegraph.variables.functions import UserMethodVariable
+from bytegraph.variables.tensor import replayed_hook_handles
 from bytegraph.variables.user_defined import (
     _MISSING,
     bind_class_attribute,
@@ -48,8 +49,9 @@ _GLOBAL_HOOK_DICTS = (
 
 
 def hook_registrations() -> int:
-    """How many hooks were ever registered in this process (``RemovableHandle.next_id``)."""
-    return RemovableHandle.next_id
+    """How many hooks were ever registered in this process (``RemovableHandle.next_id``),
+    not counting tensor hooks that compiled code registered replaying a trace."""
+    return RemovableHandle.next_id - replayed_hook_handles()
 
 
 def has_hooks(module: torch.nn.Module) -> bool:
