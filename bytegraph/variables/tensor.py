@@ -16,7 +16,8 @@ traced tensor answers when the program asks it something follows one rule:
 The tables of :mod:`~bytegraph.variables.tensor_surface` say which attribute
 or method takes which path (:func:`attribute_route`, :func:`method_route`); a
 name with a handler (``attr_<name>``/``method_<name>``, dunder names without
-their underscores) is answered by it. Storages, data
+their underscores) is answered by it. ``docs/tensor_support.md`` is
+generated from the same routes (``tools/gen_docs.py``). Storages, data
 pointers and hook handles that a tensor hands out are
 :class:`UntypedStorageVariable`, :class:`DataPtrVariable` and
 :class:`RemovableHandleVariable`.

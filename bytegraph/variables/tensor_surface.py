@@ -2,9 +2,10 @@
 ``torch.Tensor``, which path a traced tensor answers it by.
 
 :class:`~bytegraph.variables.tensor.TensorVariable` dispatches on these tables
-(see ``attribute_route``/``method_route`` there). Names not listed here are
-answered by a handler of TensorVariable or, for methods, put in the graph when
-they return tensors.
+(see ``attribute_route``/``method_route`` there); ``tools/gen_docs.py``
+renders ``docs/tensor_support.md`` from the same tables, so the page stays
+true to the code. Names not listed here are answered by a handler of
+TensorVariable or, for methods, put in the graph when they return tensors.
 """
 from __future__ import annotations
 
