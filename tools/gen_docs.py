@@ -174,7 +174,7 @@ def tensor_surface_names() -> list[str]:
         for prefix in ("attr_", "method_"):
             if attr.startswith(prefix):
                 short = attr[len(prefix):]
-                listed.add(f"__{short}__" if hasattr(torch.Tensor, f"__{short}__") else short)
+                listed.add(f"__{short[len('dunder_'):]}__" if short.startswith("dunder_") else short)
     return sorted({n for n in dir(torch.Tensor) if not n.startswith("_")} | (listed & set(dir(torch.Tensor))))
 
 

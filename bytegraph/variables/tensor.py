@@ -15,8 +15,8 @@ traced tensor answers when the program asks it something follows one rule:
 
 The tables of :mod:`~bytegraph.variables.tensor_surface` say which attribute
 or method takes which path (:func:`attribute_route`, :func:`method_route`); a
-name with a handler (``attr_<name>``/``method_<name>``, dunder names without
-their underscores) is answered by it. ``docs/tensor_support.md`` is
+name with a handler (``attr_<name>``/``method_<name>``; ``method_dunder_getitem``
+for ``__getitem__``) is answered by it. ``docs/tensor_support.md`` is
 generated from the same routes (``tools/gen_docs.py``). Storages, data
 pointers and hook handles that a tensor hands out are
 :class:`UntypedStorageVariable`, :class:`DataPtrVariable` and
@@ -163,7 +163,7 @@ class TensorVariable(VariableTracker):
         """``t.is_leaf``: a constant, read from an input that requires grad (guarded)."""
         return ConstantVariable(self._is_leaf(tx))
 
-    def attr_class(self, tx: Tx) -> VT:
+    def attr_dunder_class(self, tx: Tx) -> VT:
         """``t.__class__``: the tensor's Python class (guarded for inputs)."""
         return tx.wrap_const(self.class_type)
 
@@ -312,7 +312,7 @@ class TensorVariable(VariableTracker):
             return TupleVariable([ConstantVariable(int(v)) for v in strides])
         return ConstantVariable(int(strides[self._dim(dim)]))
 
-    def method_len(self, tx: Tx) -> VT:
+    def method_dunder_len(self, tx: Tx) -> VT:
         """``len(t)``: the size of dim 0; TypeError (natively) for 0-d tensors."""
         if self.example.dim() == 0:
             unimplemented(
@@ -354,7 +354,7 @@ class TensorVariable(VariableTracker):
         device = ConstantVariable(target_device if target_device != self.example.device.type else self.example.device)
         return graph_call(tx, "call_method", "to", [self], {"device": device, "dtype": ConstantVariable(target_dtype)})
 
-    def method_getitem(self, tx: Tx, index: VT) -> VT:
+    def method_dunder_getitem(self, tx: Tx, index: VT) -> VT:
         """``t[index]`` (ints, slices, None, Ellipsis, tensors, lists): a graph op;
         symbolic ints among ints and slices become ``torch.select`` (plain
         indexing would specialise them). A boolean-mask index has a
@@ -372,11 +372,11 @@ class TensorVariable(VariableTracker):
             result = graph_call(tx, "call_function", torch.select, [result, ConstantVariable(dim), items[i]], {})
         return result
 
-    def method_setitem(self, tx: Tx, index: VT, value: VT) -> VT:
+    def method_dunder_setitem(self, tx: Tx, index: VT, value: VT) -> VT:
         """``t[index] = value``: a graph op mutating ``t``."""
         return graph_call(tx, "call_function", operator.setitem, [self, index, value], {})
 
-    def method_contains(self, tx: Tx, element: VT) -> VT:
+    def method_dunder_contains(self, tx: Tx, element: VT) -> VT:
         """``x in t``: ``(t == x).any()`` in the graph, then its Python bool
         (data-dependent: ``item()`` rules apply)."""
         if not isinstance(element, (TensorVariable, SymNodeVariable)) and not (

@@ -130,7 +130,8 @@ LEGACY_TENSOR_TYPES = {f"{cls.__module__}.{cls.__name__}": cls for cls in torch.
 
 
 def handler_name(prefix: str, name: str) -> str:
-    """``method_size`` for ``size``, ``method_getitem`` for ``__getitem__``."""
+    """The TensorVariable handler of a name: ``method_size`` for ``size``,
+    ``method_dunder_getitem`` for ``__getitem__``, ``attr__version`` for ``_version``."""
     if name.startswith("__") and name.endswith("__"):
-        name = name[2:-2]
+        return f"{prefix}dunder_{name[2:-2]}"
     return prefix + name
