@@ -101,10 +101,10 @@ def test_grad_and_grad_fn_of_non_leaf_tensors_break():
         return y.grad, y + 1
 
     x = torch.ones(2, requires_grad=True)
-    compiled, _ = counted(f)
+    compiled, cnt = counted(f)
     out = compiled(x)
-    assert out[0] is not None and out[0].name() == "MulBackward0"
-    assert break_types() == ["tensor grad_fn"]
+    assert out[0] is not None and out[0].name() == "MulBackward0" and same(out[1], x * 2 + 1)
+    assert break_types() == ["tensor grad_fn"] and cnt.frame_count == 2
     bytegraph.reset()
     with pytest.warns(UserWarning, match="is not a leaf"):
         check_compiled(g, x, graphs=2)
@@ -384,7 +384,7 @@ def test_inplace_view_ops_on_inputs_break_at_the_call(name, args):
     out = compiled(x)
     assert same(out, expected) and x.shape == expected[1]
     assert break_types() == ["in-place view op on graph input"]
-    assert cnt.op_count == 2  # the graph before the call holds both ops
+    assert cnt.frame_count == 1 and cnt.op_count == 2  # the graph before the call holds both ops
 
 
 def test_set_with_storage_arguments_breaks_and_set_of_an_intermediate_is_a_graph_op():
@@ -504,7 +504,7 @@ def test_untyped_storage_resize_is_a_graph_op():
     compiled, cnt = counted(f)
     out = compiled(x)
     assert x.untyped_storage().nbytes() == 0 and out[1] == 0 and same(out[0], torch.full((3,), 2.0))
-    assert torch.ops.inductor.resize_storage_bytes_ in graph_targets(cnt)
+    assert cnt.frame_count == 1 and torch.ops.inductor.resize_storage_bytes_ in graph_targets(cnt)
 
 
 def test_data_ptr_equality_is_traced_and_guarded():
@@ -619,11 +619,11 @@ def test_hook_on_intermediate_breaks_and_grads_match():
         return (y * y).sum()
 
     x, ref = torch.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
-    compiled, _ = counted(f)
+    compiled, cnt = counted(f)
     compiled(x).backward()
     f(ref).backward()
     assert same(x.grad, ref.grad)
-    assert break_types() == ["hook on intermediate tensor"]
+    assert break_types() == ["hook on intermediate tensor"] and cnt.frame_count == 2
 
 
 def test_hook_on_tensor_without_grad_raises_like_eager():
