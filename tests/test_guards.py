@@ -497,3 +497,38 @@ def test_instance_forward_patched_after_compile():
     module.forward = lambda x: original(x) * 2
     assert same(compiled(x), module(x))
     assert cnt.frame_count == 2
+
+
+class Box:
+    pass
+
+
+def test_id_of_an_input_is_guarded_by_identity():
+    def f(x, box):
+        return id(x), id(box), x + 1
+
+    run = Runner(f)
+    a, b, first, second = torch.ones(2), torch.ones(2), Box(), Box()
+    for x, box in ((a, first), (b, first), (a, second), (a, first)):
+        run(x, box)
+    assert run.cnt.frame_count == 3  # each new object recompiles; the first entry still matches
+
+
+def test_id_of_a_list_input_breaks():
+    def f(items):
+        return id(items)
+
+    items = [1]
+    assert bytegraph.compile(f, backend="eager")(items) == id(items)
+    assert [b.gb_type for s in metrics.FRAMES.values() for b in s.breaks] == ["id of traced value"]
+
+
+@pytest.mark.parametrize("layout", ["sparse_coo", "sparse_csr"])
+def test_sparse_inputs_run_natively(layout):
+    def f(x):
+        return x * 2
+
+    x = torch.eye(3).to_sparse() if layout == "sparse_coo" else torch.eye(3).to_sparse_csr()
+    out = bytegraph.compile(f, backend="eager")(x)
+    assert same(out.to_dense(), f(x).to_dense())
+    assert [b.gb_type for s in metrics.FRAMES.values() for b in s.breaks] == ["unsupported tensor layout"]

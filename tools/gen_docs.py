@@ -3,6 +3,10 @@
 - ``docs/graph_breaks.md``: every ``gb_type`` with its explanation, hints and
   the places in bytegraph that raise it, read from the ``unimplemented(...)``
   call sites.
+- ``docs/tensor_support.md``: every attribute and method of ``torch.Tensor``
+  and how a traced tensor answers it, from the tables of
+  ``bytegraph/variables/tensor_surface.py`` and the handlers of
+  ``TensorVariable`` (the routes ``TensorVariable`` dispatches on).
 
 Usage: ``python tools/gen_docs.py`` (rewrites the files) or
 ``python tools/gen_docs.py --check`` (exit 1 when a file is out of date).
@@ -11,13 +15,21 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
+import inspect
 import pathlib
 import sys
+import textwrap
 from collections import defaultdict
+
+import torch
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "bytegraph"
 DOCS = ROOT / "docs"
+sys.path.insert(0, str(ROOT))
+
+from bytegraph.variables import tensor, tensor_surface  # after ROOT is on the path
 
 
 def _text(node: ast.AST | None) -> str:
@@ -35,6 +47,7 @@ def _text(node: ast.AST | None) -> str:
     return ast.unparse(node)
 
 
+@functools.lru_cache(maxsize=None)
 def graph_break_sites() -> dict[str, list[dict]]:
     """gb_type -> call sites with explanation and hints, from the package source."""
     sites: dict[str, list[dict]] = defaultdict(list)
@@ -84,7 +97,113 @@ def render_graph_breaks() -> str:
     return "\n".join(lines)
 
 
-PAGES = {"graph_breaks.md": render_graph_breaks}
+def _gb(gb_type: str) -> str:
+    """``gb_type`` as a reference; it must be one the code raises."""
+    if gb_type not in graph_break_sites():
+        raise SystemExit(f"tensor_support.md names gb_type {gb_type!r}, which no unimplemented(...) raises")
+    return f"break `{gb_type}`"
+
+
+def _raised_gb_types(fn: object, seen: set) -> list[str]:
+    """gb_types that ``fn`` raises itself or through the ``self._helper(...)`` methods it calls."""
+    if fn in seen:
+        return []
+    seen.add(fn)
+    found = []
+    for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(fn)))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "unimplemented":
+            found += [k.value.value for k in node.keywords if k.arg == "gb_type"]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            helper = getattr(tensor.TensorVariable, node.attr, None)
+            if inspect.isfunction(helper):
+                found += _raised_gb_types(helper, seen)
+    return list(dict.fromkeys(found))
+
+
+def _handler_doc(prefix: str, name: str) -> str:
+    """The first paragraph of a TensorVariable handler's docstring, on one line,
+    and the gb_types it may raise."""
+    handler = getattr(tensor.TensorVariable, tensor_surface.handler_name(prefix, name))
+    doc = " ".join((handler.__doc__ or "").split("\n\n")[0].split())
+    breaks = [_gb(gb) for gb in _raised_gb_types(handler, set())]
+    return doc + (f" ({'; '.join(breaks)})" if breaks else "")
+
+
+def _attribute_row(name: str) -> str:
+    route = tensor.attribute_route(name)
+    if route == "static":
+        return "constant from the tensor's metadata (guarded by its tensor guard)"
+    if route == "sourced":
+        return f"constant read from an input as `x.{name}` (guarded); from the example for tensors made in the graph"
+    if route == "handler":
+        return _handler_doc("attr_", name)
+    if route == "getset":
+        return f"graph op `getattr(t, {name!r})`; {_gb('unsupported tensor attribute')} when it is not a tensor"
+    reason = tensor_surface.BREAKING_ATTRS.get(name, "is not an attribute bytegraph knows")
+    return f"{_gb('unsupported tensor attribute')}: it {reason}"
+
+
+def _method_row(name: str) -> str:
+    route = tensor.method_route(name)
+    if route == "data-dependent":
+        how = f"{_gb('data-dependent tensor method')} ({tensor_surface.DATA_DEPENDENT_METHODS[name]})"
+        if name in tensor_surface.CAPTURABLE_METHODS:
+            how += "; a data-dependent scalar in the graph with `config.capture_scalar_outputs`"
+    elif route == "break":
+        how = f"{_gb('unsupported tensor method')}: it {tensor_surface.BREAKING_METHODS[name]}"
+    elif route == "static":
+        how = "constant computed from the tensor's metadata (in the graph when symbolic)"
+    elif route == "sourced":
+        how = f"constant read from an input as `x.{name}()` (guarded); from the example for tensors made in the graph"
+    elif route == "storage":
+        how = f"constant read from the input owning the storage as `x.{name}()` (guarded); False for storages made in the graph"
+    elif route == "handler":
+        how = _handler_doc("method_", name)
+    else:
+        how = f"graph op; {_gb('unsupported tensor method')} when the result is not tensors"
+    if name in tensor_surface.INPLACE_VIEW_METHODS:
+        how = f"{_gb('in-place view op on graph input')} on graph inputs; otherwise: {how}"
+    return how
+
+
+def tensor_surface_names() -> list[str]:
+    """Public names of torch.Tensor, plus the private and dunder names bytegraph answers specially."""
+    listed = set(tensor_surface.BREAKING_ATTRS) | set(tensor_surface.DATA_DEPENDENT_METHODS) | set(
+        tensor_surface.BREAKING_METHODS)
+    for attr in vars(tensor.TensorVariable):
+        for prefix in ("attr_", "method_"):
+            if attr.startswith(prefix):
+                short = attr[len(prefix):]
+                listed.add(f"__{short[len('dunder_'):]}__" if short.startswith("dunder_") else short)
+    return sorted({n for n in dir(torch.Tensor) if not n.startswith("_")} | (listed & set(dir(torch.Tensor))))
+
+
+def render_tensor_support() -> str:
+    names = tensor_surface_names()
+    attributes = [n for n in names if not callable(getattr(torch.Tensor, n))]
+    methods = [n for n in names if callable(getattr(torch.Tensor, n))]
+    lines = [
+        "# Tensor support",
+        "",
+        "Generated by `python tools/gen_docs.py` from `bytegraph/variables/tensor_surface.py` and the handlers of",
+        f"`TensorVariable`; do not edit. Names are those of `torch.Tensor` in torch {torch.__version__.split('+')[0]}.",
+        "A *constant* is answered at trace time (no graph op); a *graph op* is recorded in the graph; a *break*",
+        "is a graph break with that gb_type (see `graph_breaks.md`), after which the code runs natively and",
+        "compilation resumes after it.",
+        "",
+        f"## Attributes ({len(attributes)})",
+        "",
+        "| attribute | how a traced tensor answers it |",
+        "|---|---|",
+    ]
+    lines += [f"| `{n}` | {_attribute_row(n)} |" for n in attributes]
+    lines += ["", f"## Methods ({len(methods)})", "", "| method | how a traced tensor answers it |", "|---|---|"]
+    lines += [f"| `{n}` | {_method_row(n)} |" for n in methods]
+    lines.append("")
+    return "\n".join(lines)
+
+
+PAGES = {"graph_breaks.md": render_graph_breaks, "tensor_support.md": render_tensor_support}
 
 
 def main(argv: list[str] | None = None) -> int:

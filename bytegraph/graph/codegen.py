@@ -117,6 +117,10 @@ class PyCodegen:
     def load_attr(self, name: str) -> None:
         self.emit("LOAD_ATTR", name)
 
+    def load_method(self, name: str) -> None:
+        """Replace TOS by its method ``name``, ready for ``call(nargs)`` after the arguments."""
+        self.emit("LOAD_METHOD", name)
+
     def subscr(self) -> None:
         self.emit("BINARY_SUBSCR")
 

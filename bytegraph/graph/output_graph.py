@@ -51,6 +51,7 @@ class GraphInput:
     node: torch.fx.Node
     example: Any
     symbolic_context: Any = None  # the ShapeEnv context it was made symbolic with, if any
+    fake_version: int = 0  # the FakeTensor's version counter when it was made (see Tensor._version)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,11 +216,23 @@ class OutputGraph:
         node.meta["source"] = source
         self._last_placeholder = node
         self._input_index[id(value)] = len(self.inputs)
-        self.inputs.append(GraphInput(source, value, node, example))
+        version = example._version if isinstance(example, torch.Tensor) and not example.is_inference() else 0
+        self.inputs.append(GraphInput(source, value, node, example, fake_version=version))
         return node
 
     def is_input(self, node: torch.fx.Node) -> bool:
         return node.op == "placeholder"
+
+    def input_for(self, node: torch.fx.Node) -> GraphInput:
+        """The graph input of placeholder ``node``."""
+        return next(inp for inp in self.inputs if inp.node is node)
+
+    def inputs_sharing_storage(self, example: torch.Tensor) -> list[GraphInput]:
+        """Tensor inputs whose FakeTensor shares ``example``'s storage (inputs
+        that alias each other at trace time share fake storages too)."""
+        storage = storage_id(example)
+        return [inp for inp in self.inputs if storage is not None and isinstance(inp.example, torch.Tensor)
+                and storage_id(inp.example) == storage]
 
     # ---- operations --------------------------------------------------------------
     def run_fake(self, kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
@@ -272,10 +285,16 @@ class OutputGraph:
         return any(n.target is torch._C._set_grad_enabled for n in self.graph.nodes)
 
     def mutates_inputs(self) -> bool:
-        """Whether an in-place operation in the graph writes to a graph input."""
+        """Whether an in-place operation in the graph writes to a graph input,
+        directly or through a view of it (any tensor sharing its storage)."""
+        input_storages = {storage_id(inp.example) for inp in self.inputs if isinstance(inp.example, torch.Tensor)}
+        input_storages.discard(None)
         for node in self.graph.nodes:
             if node.op == "call_method" and _is_inplace_name(node.target) and node.args:
-                if isinstance(node.args[0], torch.fx.Node) and node.args[0].op == "placeholder":
+                target = node.args[0]
+                if isinstance(target, torch.fx.Node) and isinstance(target.meta.get("example_value"), torch.Tensor) and (
+                    storage_id(target.meta["example_value"]) in input_storages
+                ):
                     return True
             if node.op == "call_function" and (
                 _is_inplace_name(getattr(node.target, "__name__", "")) or "out" in node.kwargs
@@ -401,6 +420,15 @@ def _symbolic_context(value: torch.Tensor, dynamic: dict[int, Any]) -> Stateless
     sizes = [DimDynamic.DYNAMIC if i in dynamic else DimDynamic.STATIC for i in range(value.dim())]
     constraints = [dynamic.get(i) for i in range(value.dim())]
     return StatelessSymbolicContext(dynamic_sizes=sizes, constraint_sizes=constraints)
+
+
+def storage_id(example: torch.Tensor) -> int | None:
+    """Identity of a (fake) tensor's storage (views share it); None for
+    layouts without one (sparse, mkldnn...)."""
+    try:
+        return example.untyped_storage()._cdata
+    except (RuntimeError, NotImplementedError):
+        return None
 
 
 def _is_inplace_name(name: Any) -> bool:

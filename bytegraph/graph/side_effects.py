@@ -6,7 +6,8 @@ them on the real objects, in two phases so that no replayed value is read after
 something it depends on was overwritten:
 
 1. every new value (and the frame's live values) is built into temporaries;
-2. the mutations are applied in the order they first happened.
+2. the mutations are applied in the order they first happened, then the
+   recorded actions (calls such as ``t.register_hook(fn)``) are performed.
 
 The tracker also keeps one VT per mutable real object (identity): reading the
 same list through two paths yields the same VT.
@@ -38,6 +39,7 @@ class SideEffects:
         self._globals: dict[tuple[int, str], tuple[dict, str, Any]] = {}
         self._raw: set[tuple[int, str]] = set()
         self._calls: list[tuple[Any, tuple, dict]] = []
+        self._actions: list[Any] = []  # VTs whose ``replay(codegen)`` performs a call
 
     # ---- identity of real objects --------------------------------------------------
     def tracked(self, value: Any) -> Any:
@@ -50,12 +52,17 @@ class SideEffects:
         self._objects[id(value)] = (value, vt)
         return vt
 
+    def object_of(self, vt: Any) -> Any:
+        """The real object behind ``vt``, if it is a tracked input (else None)."""
+        for real, tracked_vt in self._objects.values():
+            if tracked_vt is vt:
+                return real
+        return None
+
     def identity_of(self, vt: Any) -> int | None:
         """``id()`` of the real object behind ``vt``, if it is a tracked input."""
-        for ident, (_, tracked_vt) in self._objects.items():
-            if tracked_vt is vt:
-                return ident
-        return None
+        real = self.object_of(vt)
+        return None if real is None else id(real)
 
     # ---- recording -------------------------------------------------------------------
     def mutate(self, vt: Any) -> None:
@@ -109,8 +116,13 @@ class SideEffects:
         program's values (a warning, a log line): made after the graph runs."""
         self._calls.append((fn, args, kwargs))
 
+    def record_action(self, vt: Any) -> None:
+        """A call on pre-existing objects that must happen after the graph (e.g.
+        registering a hook on an input tensor): ``vt.replay(codegen)`` emits it."""
+        self._actions.append(vt)
+
     def is_empty(self) -> bool:
-        return not (self._mutated or self._attrs or self._globals or self._calls)
+        return not (self._mutated or self._attrs or self._globals or self._calls or self._actions)
 
     # ---- replay ------------------------------------------------------------------------
     def codegen_values(self, codegen: PyCodegen) -> list[tuple[str, Any, str]]:
@@ -130,6 +142,7 @@ class SideEffects:
         for f_globals, name, value in self._globals.values():
             plan.append(("global", (f_globals, name), codegen.store_temp(lambda v=value: codegen.reconstruct(v))))
         plan += [("call", call, "") for call in self._calls]
+        plan += [("action", vt, "") for vt in self._actions]
         return plan
 
     @staticmethod
@@ -160,6 +173,8 @@ class SideEffects:
                     codegen.emit("KW_NAMES", tuple(kwargs))
                 codegen.call(len(args) + len(kwargs))
                 codegen.emit("POP_TOP")
+            elif kind == "action":
+                target.replay(codegen)
             elif kind == "delattr":  # recorded deletes are object.__delattr__'s (overrides were inlined)
                 obj, name = target
                 codegen.load_callable(object.__delattr__)

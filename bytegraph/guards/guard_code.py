@@ -34,6 +34,7 @@ from bytegraph.guards.guards import (
     Guard,
     NoAliasing,
     SameObject,
+    SameStorage,
     TensorMatch,
     TypeMatch,
     describe_source,
@@ -143,6 +144,9 @@ class _Builder:
         if isinstance(guard, SameObject):
             value = self.materialize(guard.source, out)
             return f"{value} is {self.materialize(guard.other, out)}", value
+        if isinstance(guard, SameStorage):
+            a, b = (f"{self.materialize(s, out)}.untyped_storage().data_ptr()" for s in (guard.source, guard.other))
+            return f"({a} {'==' if guard.same else '!='} {b})", "None"
         if isinstance(guard, ShapeGuard):
             return guard.render(lambda src: self.materialize(src, out)), "None"
         if guard.source is None:
@@ -154,7 +158,7 @@ class _Builder:
 def _sources_of(guard: Guard) -> tuple:
     if isinstance(guard, (NoAliasing, ShapeGuard)):
         return guard.sources
-    if isinstance(guard, SameObject):
+    if isinstance(guard, (SameObject, SameStorage)):
         return (guard.source, guard.other)
     return (guard.source,)
 

@@ -368,6 +368,27 @@ class SameObject(Guard):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
+class SameStorage(Guard):
+    """Two tensor inputs share one storage (``same``) or do not:
+    ``a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()``.
+    Installed when a trace compared data pointers of their tensors."""
+
+    other: Source | None = None
+    same: bool = True
+    order: ClassVar[int] = 4
+
+    def key(self) -> tuple:
+        return ("SameStorage", self.source, self.other)
+
+    def check(self, names: Names, value: str) -> str:
+        raise AssertionError("rendered by the code builder, which knows each source's expression")
+
+    def explain(self, actual: Any) -> str:
+        now = "no longer shares" if self.same else "now shares"
+        return f"{describe_source(self.source)} {now} its storage with {describe_source(self.other)}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class NoAliasing(Guard):
     """Distinct inputs stay distinct objects (needed when the graph mutates an
     input tensor, or when the trace decided ``a is b`` was False).

@@ -45,6 +45,7 @@ class Codegen(Protocol):
 
     def load_callable_source(self, source: "Source") -> None: ...
     def load_callable(self, value: Any) -> None: ...
+    def load_method(self, name: str) -> None: ...
 
     def call(self, nargs: int) -> None: ...
 
@@ -204,6 +205,31 @@ class WeakRefCallSource(Source):
 
     def reconstruct(self, codegen: Codegen) -> None:
         codegen.load_callable_source(self.base_source)
+        codegen.call(0)
+
+
+@dataclasses.dataclass(frozen=True)
+class CallMethodSource(Source):
+    """``base.method()``: what a zero-argument method of an input returns, e.g.
+    ``x.storage_offset()`` or ``x.untyped_storage().nbytes()`` (metadata the
+    tensor guard does not cover, guarded when a trace reads it)."""
+
+    base_source: Source
+    method: str
+
+    @property
+    def base(self) -> Source:
+        return self.base_source
+
+    def name(self) -> str:
+        return f"{self.base_source.name()}.{self.method}()"
+
+    def guard_expr(self, names: GuardNames) -> str:
+        return f"{names.expr(self.base_source)}.{self.method}()"
+
+    def reconstruct(self, codegen: Codegen) -> None:
+        self.base_source.reconstruct(codegen)
+        codegen.load_method(self.method)
         codegen.call(0)
 
 

@@ -13,13 +13,14 @@ import functools
 import inspect
 import operator
 import types
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
 from bytegraph.breaks import unimplemented
 from bytegraph.graph.side_effects import DELETED
-from bytegraph.guards.guards import DictContains, NoAliasing
+from bytegraph.guards.guards import DictContains, IdMatch, NoAliasing
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap, wrap_const
@@ -260,6 +261,20 @@ class PythonSemantics:
             return id(value.as_python_constant())
         return None
 
+    def guard_identity(self: InstructionTranslatorBase, value: VT) -> bool:
+        """Guard that the object behind ``value`` (read from a source) stays the
+        same object, as ``id()`` needs; False when it cannot be held weakly
+        (lists, dicts: an entry must not keep them alive)."""
+        obj = self.output.side_effects.object_of(value)
+        if obj is None and value.is_python_constant():
+            obj = value.as_python_constant()
+        try:
+            weakref.ref(obj)
+        except TypeError:
+            return False
+        self.output.guards.add(IdMatch.of(value.source, obj))
+        return True
+
     def same_object(self: InstructionTranslatorBase, a: VT, b: VT) -> bool | None:
         """``a is b``, or None when it cannot be known at trace time."""
         if a is b:
@@ -358,14 +373,14 @@ class PythonSemantics:
         )
 
     def store_attr(self: InstructionTranslatorBase, obj: VT, name: str, value: VT) -> None:
-        """``obj.name = value``: user objects decide (see their ``store_attr``);
+        """``obj.name = value``: user objects and tensors decide (see their ``store_attr``);
         for modules a property setter is inlined and a plain store is recorded
         as a side effect."""
-        if isinstance(obj, (UserDefinedObjectVariable, NestedUserFunctionVariable)):
-            obj.store_attr(self, name, value)
-            return
         if isinstance(obj, TensorSubclassVariable):
             torch_function.subclass_store_attr(self, obj, name, value)
+            return
+        if isinstance(obj, (UserDefinedObjectVariable, NestedUserFunctionVariable, TensorVariable)):
+            obj.store_attr(self, name, value)
             return
         if isinstance(obj, NNModuleVariable):
             cls = type(obj.value)

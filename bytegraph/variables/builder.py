@@ -259,6 +259,15 @@ def _wrap_object(tx: Tx, value: Any, source: Source) -> VT:
 
 
 def _wrap_tensor(tx: Tx, value: torch.Tensor, source: Source) -> VT:
+    with torch._C.DisableTorchFunctionSubclass():  # never run a subclass's __torch_function__ here
+        layout = value.layout
+    if layout is not torch.strided:
+        unimplemented(
+            gb_type="unsupported tensor layout",
+            context=f"input with layout {layout}",
+            explanation="Only strided (dense) tensors are graph inputs; sparse and mkldnn tensors are not traced.",
+            hints=("Convert the tensor with .to_dense(), or run this code outside the compiled function.",),
+        )
     if type(value) not in (torch.Tensor, torch.nn.Parameter):
         return _wrap_tensor_subclass(tx, value, source)
     node, example = tx.output.add_graph_input(source, value, _dynamic_dims(tx, value, source))

@@ -45,7 +45,8 @@ from bytegraph.variables.containers import (
     as_dict,
 )
 from bytegraph.variables.ndarray import numpy_operator
-from bytegraph.variables.tensor import NumpyNdarrayVariable, SymNodeVariable, TensorVariable, graph_call, overloaded_args
+from bytegraph.variables.tensor import (DataPtrVariable, NumpyNdarrayVariable, SymNodeVariable, TensorVariable, graph_call,
+                                        overloaded_args)
 from bytegraph.variables.user_defined import SlotMethodVariable, SuperVariable
 
 if TYPE_CHECKING:
@@ -162,6 +163,9 @@ class BuiltinVariable(VariableTracker):
                 return numpy_operator(tx, fn, args)
             if overloaded_args(tx, args):
                 return tx.subclass_operator(fn, args)
+        pointer = next((a for a in args if isinstance(a, DataPtrVariable)), None)
+        if pointer is not None:
+            return pointer.call_operator(tx, fn, args)
         # ``a op= b`` mutates ``a`` only when ``a`` is a tensor; on any other left
         # operand it is that type's own in-place rule (list extend, dict update)
         # or, for immutable values, the binary operator.
@@ -221,6 +225,8 @@ class BuiltinVariable(VariableTracker):
 
     def _tensor_operator(self, tx: Tx, args: Sequence[VT]) -> VT:
         fn = self.fn
+        if fn is operator.getitem and isinstance(args[0], TensorVariable):
+            return args[0].call_method(tx, "__getitem__", args[1:], {})
         if fn is builtins.abs:
             fn = operator.abs
         return graph_call(tx, "call_function", fn, list(args), {})
@@ -494,12 +500,14 @@ class BuiltinVariable(VariableTracker):
         )
 
     def _call_id(self, tx: Tx, obj: VT) -> VT | None:
+        """``id(obj)`` of an object read from a source: a constant, guarded by identity."""
         ident = tx.identity_of(obj)
-        if ident is None or obj.source is None:
+        if ident is None or obj.source is None or not tx.guard_identity(obj):
             unimplemented(
                 gb_type="id of traced value",
                 context=f"id() of {obj}",
-                explanation="The identity of an object created during tracing is not known until it runs.",
+                explanation="The identity of an object created during tracing is not known until it runs, and "
+                "objects that cannot be weakly referenced (lists, dicts) are not guarded by identity.",
                 hints=("Avoid id() on values created inside the compiled function.",),
             )
         return ConstantVariable(ident)

@@ -1,11 +1,26 @@
 """Tensor behaviour: TensorVariable and putting tensor operations in the graph.
 
-A :class:`TensorVariable` is an fx node plus its FakeTensor example. Static
-metadata (dtype, shape, ndim...) is answered from the example as constants;
-tensor computations become graph nodes via :func:`graph_call`, whose result
-metadata comes from running the operation on the examples under the
-FakeTensorMode; what is neither (data-dependent values, autograd calls) is a
-graph break with a reason.
+A :class:`TensorVariable` is an fx node plus its FakeTensor example. What a
+traced tensor answers when the program asks it something follows one rule:
+
+- static metadata (dtype, shape, ndim...) is answered from the example as a
+  constant; the input's tensor guard makes the answer valid for later calls,
+  and metadata that guard does not cover (``is_leaf``, ``storage_offset()``...)
+  is read from the input through a source and guarded on its own;
+- tensor computations become graph nodes via :func:`graph_call`, whose result
+  metadata comes from running the operation on the examples under the
+  FakeTensorMode;
+- what is neither (data-dependent values, autograd calls, storage swaps) is a
+  graph break with a reason.
+
+The tables of :mod:`~bytegraph.variables.tensor_surface` say which attribute
+or method takes which path (:func:`attribute_route`, :func:`method_route`); a
+name with a handler (``attr_<name>``/``method_<name>``; ``method_dunder_getitem``
+for ``__getitem__``) is answered by it. ``docs/tensor_support.md`` is
+generated from the same routes (``tools/gen_docs.py``). Storages, data
+pointers and hook handles that a tensor hands out are
+:class:`UntypedStorageVariable`, :class:`DataPtrVariable` and
+:class:`RemovableHandleVariable`.
 
 Two kinds of values that are tensors underneath are also defined here:
 :class:`TensorSubclassVariable` (an instance of a ``torch.Tensor`` subclass;
@@ -17,82 +32,52 @@ since those modules import this one.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import operator
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 import torch.fx
+import torch.utils.hooks
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_unbacked_symbols
 
 from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_CONTROL_FLOW, unimplemented
 from bytegraph.config import config
+from bytegraph.guards.guards import ConstantMatch, SameStorage
+from bytegraph.graph.output_graph import storage_id
+from bytegraph.guards.source import AttrSource, CallMethodSource
 from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
+from bytegraph.variables.containers import ListVariable, NamedTupleVariable, SizeVariable, SliceVariable, TupleVariable
+from bytegraph.variables.tensor_surface import (
+    BREAKING_ATTRS,
+    BREAKING_METHODS,
+    CAPTURABLE_METHODS,
+    DATA_DEPENDENT_METHODS,
+    INPLACE_VIEW_METHODS,
+    LEGACY_TENSOR_TYPES,
+    METHOD_HINTS,
+    SOURCED_ATTRS,
+    SOURCED_METHODS,
+    STATIC_ATTRS,
+    STORAGE_METHODS,
+    STATIC_METHODS,
+    handler_name,
+)
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.graph.output_graph import GraphInput
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
 
 VT = VariableTracker
 
-#: Attributes answered from the example's metadata as constants.
-STATIC_ATTRS = frozenset(
-    {
-        "dtype", "device", "layout", "ndim", "requires_grad", "is_cuda", "is_cpu", "is_meta",
-        "is_sparse", "is_quantized", "is_nested", "is_mkldnn", "is_complex", "is_leaf",
-        "is_sparse_csr", "itemsize", "nbytes",
-    }
-)
 
-#: Methods answered from metadata; value computed by calling them on the example.
-STATIC_METHODS = frozenset(
-    {
-        "dim", "ndimension", "numel", "nelement", "is_floating_point", "is_complex",
-        "is_contiguous", "element_size", "get_device", "is_inference", "is_signed",
-        "storage_offset", "has_names", "is_set_to",
-    }
-)
-
-#: Attributes that are graph operations returning tensors.
-GRAPH_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
-
-#: Methods that read data or talk to autograd/storage: never in the graph here.
-BREAKING_METHODS = {
-    "item": "converts a tensor to a Python scalar (data-dependent)",
-    "tolist": "converts a tensor to Python values (data-dependent)",
-    "backward": "runs autograd's backward pass",
-    "data_ptr": "reads a memory address",
-    "register_hook": "registers an autograd hook",
-    "register_post_accumulate_grad_hook": "registers an autograd hook",
-    "retain_grad": "changes autograd bookkeeping",
-    "requires_grad_": "changes autograd bookkeeping of a tensor",
-    "untyped_storage": "exposes storage",
-    "storage": "exposes storage",
-    "set_": "swaps storage",
-    "resize_": "resizes storage",
-    "resize_as_": "resizes storage",
-    "__bool__": "converts a tensor to a Python bool (data-dependent)",
-    "__int__": "converts a tensor to a Python int (data-dependent)",
-    "__float__": "converts a tensor to a Python float (data-dependent)",
-    "__index__": "converts a tensor to a Python int (data-dependent)",
-    "random_": "samples in place",
-    "uniform_": "samples in place",
-    "normal_": "samples in place",
-    "bernoulli_": "samples in place",
-    "exponential_": "samples in place",
-    "geometric_": "samples in place",
-    "cauchy_": "samples in place",
-    "log_normal_": "samples in place",
-    "share_memory_": "moves storage to shared memory",
-    "pin_memory": "pins host memory",
-    "cuda": "moves to a device",
-    "to_sparse": "changes layout",
-}
-DATA_DEPENDENT_METHODS = frozenset({"item", "tolist", "__bool__", "__int__", "__float__", "__index__"})
-#: data-dependent methods that become symbolic scalars when scalar capture is on
-CAPTURABLE_METHODS = DATA_DEPENDENT_METHODS - {"__bool__"}
+@functools.lru_cache(maxsize=None)
+def _signature(fn: Callable) -> inspect.Signature:
+    return inspect.signature(fn)
 
 
 class TensorVariable(VariableTracker):
@@ -103,6 +88,7 @@ class TensorVariable(VariableTracker):
         example: its FakeTensor: shape, dtype, device, strides, requires_grad.
         class_type: the Python class of the real tensor (``torch.Tensor`` or
             ``torch.nn.Parameter``...), what ``type(t)`` answers.
+        source: where a graph input is read from; None for tensors the graph computes.
     """
 
     def __init__(self, node: torch.fx.Node, example: torch.Tensor, source=None, class_type: type = torch.Tensor):
@@ -140,6 +126,7 @@ class TensorVariable(VariableTracker):
         return self.example.dim() > 0
 
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        """``a, b = t`` / ``for row in t``: ``t[0], t[1], ...`` along dim 0."""
         if self.example.dim() == 0:
             unimplemented(
                 gb_type="user error",
@@ -150,30 +137,130 @@ class TensorVariable(VariableTracker):
         length = self.example.size(0)
         return [graph_call(tx, "call_function", operator.getitem, [self, ConstantVariable(i)], {}) for i in range(length)]
 
+    # ---- attributes ------------------------------------------------------------------------
     def var_getattr(self, tx: Tx, name: str) -> VT:
-        if name in STATIC_ATTRS:
+        route = attribute_route(name)
+        if route == "static":
             return ConstantVariable(getattr(self.example, name))
-        if name == "shape":
-            return self._sizes(tx)
-        if name in GRAPH_ATTRS:
-            return graph_call(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
-        if name == "__class__":
-            return tx.wrap_const(self.class_type)
-        if name in ("grad", "grad_fn", "_version", "_base"):
-            unimplemented(
-                gb_type="unsupported tensor attribute",
-                context=f"Tensor.{name}",
-                explanation=f"Reading Tensor.{name} inside the graph is not supported yet.",
-                hints=("Read it outside the compiled function.",),
-            )
-        if callable(getattr(torch.Tensor, name, None)):
+        if route == "sourced":
+            return self._sourced(tx, name, AttrSource, lambda t: getattr(t, name))
+        if route == "handler":
+            return getattr(self, handler_name("attr_", name))(tx)
+        if route == "method":
             return TensorMethodVariable(self, name)
+        if route == "getset":
+            return graph_call(tx, "call_function", getattr, [self, ConstantVariable(name)], {},
+                              check=functools.partial(_attribute_result, name))
         unimplemented(
             gb_type="unsupported tensor attribute",
             context=f"Tensor.{name}",
-            explanation="bytegraph does not know this tensor attribute.",
+            explanation=f"Tensor.{name} {BREAKING_ATTRS.get(name, 'is not an attribute bytegraph knows')}; "
+            "it is not traced.",
+            hints=("Read it outside the compiled function.",),
         )
 
+    def attr_shape(self, tx: Tx) -> VT:
+        """``t.shape``: a torch.Size of constants (SymInts for dynamic dims)."""
+        return self._sizes(tx)
+
+    def attr_nbytes(self, tx: Tx) -> VT:
+        """``t.nbytes``: ``numel() * itemsize``, a constant (symbolic for dynamic shapes)."""
+        numel = self.call_method(tx, "numel", [], {})
+        return tx.call_builtin(operator.mul, [numel, ConstantVariable(self.example.itemsize)])
+
+    def attr_is_leaf(self, tx: Tx) -> VT:
+        """``t.is_leaf``: a constant, read from an input that requires grad (guarded)."""
+        return ConstantVariable(self._is_leaf(tx))
+
+    def attr_dunder_class(self, tx: Tx) -> VT:
+        """``t.__class__``: the tensor's Python class (guarded for inputs)."""
+        return tx.wrap_const(self.class_type)
+
+    def attr_data(self, tx: Tx) -> VT:
+        """``t.data``: a graph op making a detached alias with its own version counter."""
+        return graph_call(tx, "call_function", torch._C._autograd._get_data_attr, [self], {})
+
+    def attr_grad(self, tx: Tx) -> VT:
+        """``t.grad``: read from an input (guarded; ``None`` included), ``None`` for
+        leaves made in the graph; a graph break on non-leaf tensors (eager warns)."""
+        pending = tx.output.side_effects.pending_attr(self, "grad")
+        if pending is not None:
+            return pending
+        if not self._is_leaf(tx):
+            unimplemented(
+                gb_type="grad of non-leaf tensor",
+                context=f"{self.node.name}.grad",
+                explanation="Reading .grad of a non-leaf tensor warns in eager (its .grad is not populated); "
+                "it runs natively so the warning is the eager one.",
+                hints=("Call .retain_grad() and read .grad outside the compiled function.",),
+            )
+        if self.source is None:
+            return ConstantVariable(None)
+        return tx.wrap_attr(self, self._real(tx).grad, "grad")
+
+    def attr_grad_fn(self, tx: Tx) -> VT:
+        """``t.grad_fn``: ``None`` for leaves; a graph break when the tensor has one."""
+        if self._is_leaf(tx):
+            return ConstantVariable(None)
+        unimplemented(
+            gb_type="tensor grad_fn",
+            context=f"{self.node.name}.grad_fn",
+            explanation="The autograd node of a tensor is not a value bytegraph can put in or take out of a graph.",
+            hints=("Read .grad_fn outside the compiled function.",),
+        )
+
+    def attr__version(self, tx: Tx) -> VT:
+        """``t._version``: for a tensor sharing an input's version counter, the
+        input's version at call time (guarded; symbolic once it changes) plus the
+        in-place ops traced on it since; a constant for tensors made in the graph."""
+        if self.example.is_inference():
+            unimplemented(
+                gb_type="user error",
+                context=f"{self.node.name}._version of an inference tensor",
+                explanation="The traced code raises RuntimeError; it runs natively so the error is the eager one.",
+                hints=("Inference tensors have no version counter.",),
+            )
+        owners = [inp for inp in _tensor_inputs(tx) if _shares_version_counter(self.example, inp.example)]
+        if not owners:
+            return ConstantVariable(self.example._version)
+        if len(owners) > 1:
+            unimplemented(
+                gb_type="tensor version of aliased inputs",
+                context=f"{self.node.name}._version shares its counter with {len(owners)} inputs",
+                explanation="Several inputs share this version counter, so which input's version to read is ambiguous.",
+                hints=("Read ._version outside the compiled function.",),
+            )
+        owner = owners[0]
+        at_call = tx.wrap(owner.value._version, AttrSource(owner.source, "_version"))
+        return tx.call_builtin(operator.add, [at_call, ConstantVariable(self.example._version - owner.fake_version)])
+
+    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
+        """``t.name = value``: ``grad`` of an input leaf (a side effect replayed after
+        the graph), ``real``/``imag`` (a copy into that view, in the graph),
+        ``requires_grad`` set to its current value; anything else is a graph break."""
+        if name in ("real", "imag"):
+            view = self.var_getattr(tx, name)
+            if isinstance(value, TensorVariable):
+                view.call_method(tx, "copy_", [value], {})
+            else:
+                view.call_method(tx, "fill_", [value], {})
+            return
+        if name == "requires_grad" and value.is_python_constant() and (
+            value.as_python_constant() is self.example.requires_grad
+        ):
+            return
+        if name == "grad" and self.source is not None and self._is_leaf(tx) and _fits_as_grad(self.example, value):
+            tx.output.side_effects.store_attr(self, "grad", value)
+            return
+        unimplemented(
+            gb_type="tensor attribute store",
+            context=f"setting Tensor.{name} on {self.node.name} to {value}",
+            explanation="Only .grad of an input leaf (to None or a tensor of its shape, dtype and device), .real, "
+            ".imag, and .requires_grad to its current value are assigned in the trace.",
+            hints=("Move the assignment out of the compiled function.",),
+        )
+
+    # ---- methods ------------------------------------------------------------------------------
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if overloaded_args(tx, [*args, *kwargs.values()]):  # e.g. t.add(subclass_instance)
             return tx.dispatch_tensor_method(self, name, args, kwargs)
@@ -181,47 +268,302 @@ class TensorVariable(VariableTracker):
             return tx.tensor_to_numpy(self, args, kwargs)
         if name == "as_subclass" and len(args) == 1 and not kwargs:
             return tx.as_subclass(self, args[0])
-        if name in CAPTURABLE_METHODS and config.capture_scalar_outputs:
-            return self._capture_scalars(tx, name)
-        if name in DATA_DEPENDENT_METHODS:
+        route = method_route(name)
+        if route == "data-dependent":
+            if name in CAPTURABLE_METHODS and config.capture_scalar_outputs:
+                return self._capture_scalars(tx, name)
             unimplemented(
                 gb_type="data-dependent tensor method",
                 context=f"Tensor.{name}()",
-                explanation=f"Tensor.{name} {BREAKING_METHODS[name]}, which cannot be captured in the graph.",
+                explanation=f"Tensor.{name} {DATA_DEPENDENT_METHODS[name]} (data-dependent), which cannot be "
+                "captured in the graph.",
                 hints=(HINT_DATA_DEPENDENT,),
             )
-        if name in BREAKING_METHODS:
+        if route == "break":
             unimplemented(
                 gb_type="unsupported tensor method",
                 context=f"Tensor.{name}()",
                 explanation=f"Tensor.{name} {BREAKING_METHODS[name]}, which cannot be captured in the graph.",
-                hints=(f"Call .{name}() outside the compiled function.",),
+                hints=(METHOD_HINTS.get(name, f"Call .{name}() outside the compiled function."),),
             )
-        if name in STATIC_METHODS:
-            values = [a.as_python_constant() for a in args]
-            kw = {k: v.as_python_constant() for k, v in kwargs.items()}
-            result = getattr(self.example, name)(*values, **kw)
-            if isinstance(result, SYMBOLIC_TYPES):  # e.g. numel() of a dynamic tensor
-                return graph_call(tx, "call_method", name, [self, *args], kwargs)
-            return ConstantVariable(result)
-        if name in ("size", "stride"):
-            return self._size_or_stride(tx, name, args, kwargs)
-        if name == "__len__":
-            if self.example.dim() == 0:
-                unimplemented(
-                    gb_type="user error",
-                    context="len() of a 0-d tensor",
-                    explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-                    hints=("Do not call len() on a 0-d tensor.",),
-                )
-            return ConstantVariable(int(self.example.size(0)))
-        if name == "type" and not args and not kwargs:
+        if name in INPLACE_VIEW_METHODS and self.source is not None:
+            unimplemented(
+                gb_type="in-place view op on graph input",
+                context=f"Tensor.{name}() on input {self.source.name()}",
+                explanation=f"Tensor.{name} changes the sizes, strides or storage of a graph input in place, "
+                "which the graph cannot do for the caller's tensor.",
+                hints=(f"Use the out-of-place {name[:-1]}() and rebind the name.",),
+            )
+        if route == "static":
+            return self._static_method(tx, name, args, kwargs)
+        if route == "sourced" and not args and not kwargs:
+            return self._sourced(tx, name, CallMethodSource, lambda t: getattr(t, name)())
+        if route == "storage" and not args and not kwargs:
+            return self._storage_fact(tx, name)
+        if route == "handler":
+            handler = getattr(self, handler_name("method_", name))
+            try:
+                bound = _signature(handler).bind(tx, *args, **kwargs)
+            except TypeError:  # eager raises: the graph path below breaks with that error
+                bound = None
+            result = handler(*bound.args, **bound.kwargs) if bound is not None else None
+            if result is not None:
+                return result
+        return graph_call(tx, "call_method", name, [self, *args], kwargs,
+                          check=functools.partial(_method_result, name))
+
+    def method_size(self, tx: Tx, dim: VT | None = None) -> VT:
+        """``t.size()``/``t.size(d)``: constants (SymInts for dynamic dims)."""
+        if dim is None:
+            return self._sizes(tx)
+        return self._size(tx, self._dim(dim))
+
+    def method_stride(self, tx: Tx, dim: VT | None = None) -> VT:
+        """``t.stride()``/``t.stride(d)``: constants (in the graph when symbolic)."""
+        strides = self.example.stride()
+        if any(isinstance(v, torch.SymInt) for v in strides):
+            return graph_call(tx, "call_method", "stride", [self] if dim is None else [self, dim], {})
+        if dim is None:
+            return TupleVariable([ConstantVariable(int(v)) for v in strides])
+        return ConstantVariable(int(strides[self._dim(dim)]))
+
+    def method_dunder_len(self, tx: Tx) -> VT:
+        """``len(t)``: the size of dim 0; TypeError (natively) for 0-d tensors."""
+        if self.example.dim() == 0:
+            unimplemented(
+                gb_type="user error",
+                context="len() of a 0-d tensor",
+                explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
+                hints=("Do not call len() on a 0-d tensor.",),
+            )
+        return self._size(tx, 0)
+
+    def method_storage_offset(self, tx: Tx) -> VT:
+        """``t.storage_offset()``: a constant, guarded through the inputs owning the
+        storage (in the graph when symbolic)."""
+        offset = self.example.storage_offset()
+        if isinstance(offset, torch.SymInt):
+            return graph_call(tx, "call_method", "storage_offset", [self], {})
+        _pin_storage_offsets(tx, tx.output.inputs_sharing_storage(self.example))
+        return ConstantVariable(int(offset))
+
+    def method_type(self, tx: Tx, dtype: VT | None = None, non_blocking: VT | None = None, **kwargs: VT) -> VT | None:
+        """``t.type()``: the type name (``"torch.FloatTensor"``), a constant;
+        ``t.type(T)`` with a dtype, a tensor type or its name: ``t.to(...)`` in
+        the graph (the tensor itself when the type does not change)."""
+        if kwargs:
+            return None  # eager raises: the graph path breaks with its error
+        if dtype is None:
             return ConstantVariable(self.example.type())
-        if name == "__getitem__":
-            return graph_call(tx, "call_function", operator.getitem, [self, *args], kwargs)
-        if name == "__setitem__":
-            return graph_call(tx, "call_function", operator.setitem, [self, *args], kwargs)
-        return graph_call(tx, "call_method", name, [self, *args], kwargs)
+        target = dtype.as_python_constant()
+        if isinstance(target, str):
+            target = LEGACY_TENSOR_TYPES.get(target)
+        if isinstance(target, torch.dtype):
+            target_dtype, target_device = target, self.example.device.type
+        elif isinstance(target, type) and target in torch._tensor_classes:
+            target_dtype, target_device = target.dtype, "cuda" if target.is_cuda else "cpu"
+        else:
+            return None  # eager raises: the graph path breaks with its error
+        if target_dtype == self.example.dtype and target_device == self.example.device.type:
+            return self
+        device = ConstantVariable(target_device if target_device != self.example.device.type else self.example.device)
+        return graph_call(tx, "call_method", "to", [self], {"device": device, "dtype": ConstantVariable(target_dtype)})
+
+    def method_dunder_getitem(self, tx: Tx, index: VT) -> VT:
+        """``t[index]`` (ints, slices, None, Ellipsis, tensors, lists): a graph op;
+        symbolic ints among ints and slices become ``torch.select`` (plain
+        indexing would specialise them). A boolean-mask index has a
+        data-dependent shape and breaks."""
+        items = list(index.items) if type(index) is TupleVariable else [index]
+        symbolic = [i for i, item in enumerate(items) if isinstance(item, SymNodeVariable)]
+        if not symbolic or not all(_basic_index(item) for item in items):
+            return graph_call(tx, "call_function", operator.getitem, [self, index], {})
+        # symbolic positions keep their dim (a full slice), then are selected, last dim first
+        full = ConstantVariable(slice(None))
+        kept = [full if i in symbolic else item for i, item in enumerate(items)]
+        result = graph_call(tx, "call_function", operator.getitem, [self, TupleVariable(kept)], {})
+        for i in reversed(symbolic):
+            dim = sum(1 for item in items[:i] if not item.is_python_constant() or item.python_type() is slice)
+            result = graph_call(tx, "call_function", torch.select, [result, ConstantVariable(dim), items[i]], {})
+        return result
+
+    def method_dunder_setitem(self, tx: Tx, index: VT, value: VT) -> VT:
+        """``t[index] = value``: a graph op mutating ``t``."""
+        return graph_call(tx, "call_function", operator.setitem, [self, index, value], {})
+
+    def method_dunder_contains(self, tx: Tx, element: VT) -> VT:
+        """``x in t``: ``(t == x).any()`` in the graph, then its Python bool
+        (data-dependent: ``item()`` rules apply)."""
+        if not isinstance(element, (TensorVariable, SymNodeVariable)) and not (
+            element.is_python_constant() and type(element.as_python_constant()) in (bool, int, float, complex)
+        ):
+            unimplemented(
+                gb_type="user error",
+                context=f"{element} in a tensor",
+                explanation="Tensor.__contains__ accepts only tensors and numbers; eager raises RuntimeError, "
+                "so it runs natively.",
+                hints=("Test membership of a tensor or a number.",),
+            )
+        equal = graph_call(tx, "call_function", operator.eq, [self, element], {})
+        return graph_call(tx, "call_method", "any", [equal], {}).call_method(tx, "item", [], {})
+
+    def method_add_(self, tx: Tx, other: VT, *, alpha: VT | None = None) -> VT | None:
+        """``t.add_(other, alpha=a)``: ``t.add_(other * a)``, so the graph holds plain ops."""
+        if alpha is None:
+            return None
+        self._fake_check(tx, "add", [other], {"alpha": alpha})
+        return graph_call(tx, "call_method", "add_", [self, tx.call_builtin(operator.mul, [other, alpha])], {})
+
+    def method_addcmul_(self, tx: Tx, tensor1: VT, tensor2: VT, *, value: VT | None = None) -> VT:
+        """``t.addcmul_(a, b, value=v)``: ``t.add_(a * v * b)`` in the graph."""
+        self._fake_check(tx, "addcmul", [tensor1, tensor2], {} if value is None else {"value": value})
+        term = tensor1 if value is None else tx.call_builtin(operator.mul, [tensor1, value])
+        return graph_call(tx, "call_method", "add_", [self, tx.call_builtin(operator.mul, [term, tensor2])], {})
+
+    def method_addcdiv_(self, tx: Tx, tensor1: VT, tensor2: VT, *, value: VT | None = None) -> VT:
+        """``t.addcdiv_(a, b, value=v)``: ``t.add_(a * v / b)`` in the graph."""
+        self._fake_check(tx, "addcdiv", [tensor1, tensor2], {} if value is None else {"value": value})
+        term = tensor1 if value is None else tx.call_builtin(operator.mul, [tensor1, value])
+        return graph_call(tx, "call_method", "add_", [self, tx.call_builtin(operator.truediv, [term, tensor2])], {})
+
+    def method_uniform_(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
+        """``t.uniform_(a, b)``: a graph op; with the ``from`` keyword a graph break."""
+        if "from" in kwargs:
+            unimplemented(
+                gb_type="unsupported tensor method",
+                context="Tensor.uniform_() with the 'from' keyword",
+                explanation="Tensor.uniform_ with a 'from' keyword argument is not traced.",
+                hints=(METHOD_HINTS["uniform_"],),
+            )
+        return None
+
+    def method_set_(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
+        """``t.set_(source)``/``t.set_()`` on a tensor made in the graph: a graph
+        op; with storage, offset, size and stride arguments a graph break."""
+        if len(args) + len(kwargs) > 1:
+            unimplemented(
+                gb_type="unsupported tensor method",
+                context="Tensor.set_() with storage/offset/size/stride arguments",
+                explanation="Tensor.set_ onto a storage with explicit geometry is not traced.",
+                hints=("Call set_ outside the compiled function.",),
+            )
+        return None
+
+    def method_new(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
+        """``t.new(*sizes)``/``t.new(torch.Size)``: ``t.new_empty(sizes)`` in the
+        graph; ``t.new(data)`` breaks (use ``new_tensor``)."""
+        if set(kwargs) - {"device"}:
+            return None  # eager raises: the graph path breaks with its error
+        if len(args) == 1 and isinstance(args[0], SizeVariable):
+            sizes = args[0].items
+        elif all(isinstance(a, SymNodeVariable) or (a.is_python_constant() and type(a.as_python_constant()) is int)
+                 for a in args):
+            sizes = list(args) if args else [ConstantVariable(0)]
+        else:
+            unimplemented(
+                gb_type="unsupported tensor method",
+                context="Tensor.new() with data",
+                explanation="The legacy constructor Tensor.new is traced only with sizes.",
+                hints=("Use t.new_tensor(data) or t.new_empty(sizes).",),
+            )
+        return graph_call(tx, "call_method", "new_empty", [self, TupleVariable(sizes)], kwargs)
+
+    def method_requires_grad_(self, tx: Tx, requires_grad: VT = ConstantVariable(True)) -> VT:
+        """``t.requires_grad_(flag)``: ``t`` itself when the flag does not change; a
+        graph break when it does."""
+        if requires_grad.as_python_constant() is self.example.requires_grad:
+            return self
+        unimplemented(
+            gb_type="requires_grad change",
+            context=f"{self.node.name}.requires_grad_({requires_grad.as_python_constant()!r})",
+            explanation="Changing whether a tensor requires grad inside the graph would change autograd for "
+            "operations bytegraph has already traced.",
+            hints=("Set requires_grad before calling the compiled function.",),
+        )
+
+    def method_untyped_storage(self, tx: Tx) -> VT:
+        """``t.untyped_storage()``: an :class:`UntypedStorageVariable`."""
+        return UntypedStorageVariable(self)
+
+    def method_data_ptr(self, tx: Tx) -> VT:
+        """``t.data_ptr()``: a :class:`DataPtrVariable` (equality traced, arithmetic breaks)."""
+        return DataPtrVariable(self)
+
+    method_const_data_ptr = method_data_ptr
+
+    def method_register_hook(self, tx: Tx, hook: VT) -> VT:
+        """``t.register_hook(fn)`` on an input: recorded, installed after the graph
+        runs (so it fires in backward as in eager); a graph break on tensors made
+        in the graph."""
+        return self._register_hook(tx, "register_hook", hook)
+
+    def method_register_post_accumulate_grad_hook(self, tx: Tx, hook: VT) -> VT:
+        """``t.register_post_accumulate_grad_hook(fn)`` on an input leaf: as ``register_hook``."""
+        return self._register_hook(tx, "register_post_accumulate_grad_hook", hook)
+
+    # ---- helpers ------------------------------------------------------------------------------------
+    def _register_hook(self, tx: Tx, method: str, hook: VT) -> VT:
+        if self.source is None:
+            unimplemented(
+                gb_type="hook on intermediate tensor",
+                context=f"{self.node.name}.{method}(...) on a tensor computed in the graph",
+                explanation="The tensor exists only inside the compiled graph, whose backward may not run this "
+                "tensor's autograd node, so the hook could not fire exactly as in eager.",
+                hints=("Register the hook on an input, or outside the compiled function.",),
+            )
+        leaf_only = method == "register_post_accumulate_grad_hook"
+        if not self.example.requires_grad or (leaf_only and not self._is_leaf(tx)):
+            unimplemented(
+                gb_type="user error",
+                context=f"{method} on {self.source.name()}, which does not require grad or is not a leaf",
+                explanation="The traced code raises RuntimeError; it runs natively so the error is the eager one.",
+                hints=("Register hooks on tensors that require grad (post-accumulate hooks: on leaves).",),
+            )
+        handle = RemovableHandleVariable(self, method, hook)
+        tx.output.side_effects.record_action(handle)
+        return handle
+
+    def _real(self, tx: Tx) -> torch.Tensor:
+        """The real tensor of a graph input."""
+        return tx.output.input_for(self.node).value
+
+    def _sourced(self, tx: Tx, name: str, source_kind: type, read: Callable[[torch.Tensor], Any]) -> VT:
+        """Metadata the tensor guard does not cover: the input's real value,
+        guarded through ``source_kind(source, name)``; the example's otherwise."""
+        if self.source is None:
+            return ConstantVariable(read(self.example))
+        return tx.wrap(read(self._real(tx)), source_kind(self.source, name))
+
+    def _storage_fact(self, tx: Tx, name: str) -> VT:
+        """``t.is_shared()``/``t.is_pinned()``: asked of the input owning the
+        storage (guarded), False for storages made in the graph."""
+        owners = tx.output.inputs_sharing_storage(self.example)
+        if not owners:
+            return ConstantVariable(False)
+        return tx.wrap(getattr(owners[0].value, name)(), CallMethodSource(owners[0].source, name))
+
+    def _is_leaf(self, tx: Tx) -> bool:
+        """``t.is_leaf`` (tensors that do not require grad always are)."""
+        if not self.example.requires_grad:
+            return True
+        return self._sourced(tx, "is_leaf", AttrSource, lambda t: t.is_leaf).as_python_constant()
+
+    def _static_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        values = [a.as_example() for a in args]
+        kw = {k: v.as_example() for k, v in kwargs.items()}
+        try:
+            result = getattr(self.example, name)(*values, **kw)
+        except Exception:  # eager raises: the graph path breaks with that error
+            return graph_call(tx, "call_method", name, [self, *args], kwargs)
+        if isinstance(result, SYMBOLIC_TYPES):  # e.g. numel() of a dynamic tensor
+            return graph_call(tx, "call_method", name, [self, *args], kwargs)
+        return tx.wrap_const(result)
+
+    def _fake_check(self, tx: Tx, name: str, args: list[VT], kwargs: dict[str, VT]) -> None:
+        """Run the out-of-place ``name`` on the examples, so that arguments eager
+        rejects break the graph before a decomposition is traced."""
+        tx.output.run_fake("call_method", name, (self.example, *[a.as_example() for a in args]),
+                           {k: v.as_example() for k, v in kwargs.items()})
 
     def _capture_scalars(self, tx: Tx, name: str) -> VT:
         """``item()``/``tolist()``/``int(t)``/``float(t)`` as data-dependent
@@ -230,6 +572,20 @@ class TensorVariable(VariableTracker):
             return graph_call(tx, "call_method", name, [self], {})
         item = graph_call(tx, "call_method", "item", [self], {})
         return tx.call_builtin(int if name in ("__int__", "__index__") else float, [item])
+
+    def _dim(self, dim: VT) -> int:
+        """A dim argument as a non-negative int; eager's IndexError runs natively."""
+        d = dim.as_python_constant()
+        ndim = self.example.dim()
+        if type(d) is not int or not -ndim <= d < ndim:
+            unimplemented(
+                gb_type="user error",
+                context=f"dim {d!r} of a {ndim}-d tensor",
+                explanation="The traced code raises IndexError or TypeError; it runs natively so the error is "
+                "the eager one.",
+                hints=("Pass a dim within range.",),
+            )
+        return d % ndim
 
     def _sizes(self, tx: Tx) -> SizeVariable:
         """``t.shape``: constants for static dims, SymNodeVariables for symbolic ones."""
@@ -242,22 +598,45 @@ class TensorVariable(VariableTracker):
             return SymNodeVariable(node, example)
         return ConstantVariable(int(size))
 
-    def _size_or_stride(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        dim = args[0] if args else kwargs.get("dim")
-        d = None if dim is None else dim.as_python_constant()
-        if name == "size":
-            if d is None:
-                return self._sizes(tx)
-            return self._size(tx, d if d >= 0 else d + self.example.dim())
-        strides = self.example.stride()
-        if any(isinstance(v, torch.SymInt) for v in strides):
-            return graph_call(tx, "call_method", "stride", [self, *args], kwargs)
-        if d is None:
-            return TupleVariable([ConstantVariable(int(v)) for v in strides])
-        return ConstantVariable(int(strides[d]))
-
     def __repr__(self) -> str:
         return f"TensorVariable({self.node.name}, {tuple(self.example.shape)}, {self.example.dtype})"
+
+
+def attribute_route(name: str) -> str:
+    """How ``t.<name>`` is answered: ``"static"``, ``"sourced"`` (tables of
+    :mod:`~bytegraph.variables.tensor_surface`), ``"handler"`` (an ``attr_``
+    handler), ``"method"`` (a bound method), ``"getset"`` (another getset
+    attribute: a graph op when it is a tensor), or ``"break"``."""
+    if name in STATIC_ATTRS:
+        return "static"
+    if name in SOURCED_ATTRS:
+        return "sourced"
+    if hasattr(TensorVariable, handler_name("attr_", name)):
+        return "handler"
+    if name in BREAKING_ATTRS:
+        return "break"
+    if callable(getattr(torch.Tensor, name, None)):
+        return "method"
+    return "getset" if hasattr(torch.Tensor, name) else "break"
+
+
+def method_route(name: str) -> str:
+    """How ``t.<name>(...)`` is answered: ``"data-dependent"``, ``"break"``,
+    ``"static"``, ``"sourced"``, ``"storage"`` (tables of
+    :mod:`~bytegraph.variables.tensor_surface`), ``"handler"`` (a ``method_``
+    handler), or ``"graph"`` (a graph op when it returns tensors). In-place
+    view ops (``INPLACE_VIEW_METHODS``) break first when called on a graph input."""
+    if name in DATA_DEPENDENT_METHODS:
+        return "data-dependent"
+    if name in BREAKING_METHODS:
+        return "break"
+    if name in STATIC_METHODS:
+        return "static"
+    if name in SOURCED_METHODS:
+        return "sourced"
+    if name in STORAGE_METHODS:
+        return "storage"
+    return "handler" if hasattr(TensorVariable, handler_name("method_", name)) else "graph"
 
 
 class TensorMethodVariable(VariableTracker):
@@ -282,7 +661,277 @@ class TensorMethodVariable(VariableTracker):
         return f"TensorMethodVariable({self.tensor.node.name}.{self.name})"
 
 
-def graph_call(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+# ---- storages, data pointers, hook handles -----------------------------------------------------
+
+
+class UntypedStorageVariable(VariableTracker):
+    """``t.untyped_storage()``: the bytes behind ``t``.
+
+    ``size()``/``nbytes()`` are answered: through the input that owns the
+    storage (read at call time, guarded; symbolic once it changes), or from the
+    example for storages made in the graph. ``resize_(n)`` is a graph op
+    (``inductor.resize_storage_bytes_``). ``data_ptr()`` is a
+    :class:`DataPtrVariable`. Other storage methods break.
+    """
+
+    def __init__(self, tensor: TensorVariable):
+        super().__init__()
+        self.tensor = tensor
+
+    def python_type(self) -> type:
+        return torch.UntypedStorage
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.reconstruct(self.tensor)
+        codegen.load_method("untyped_storage")
+        codegen.call(0)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name == "device":
+            return ConstantVariable(self.tensor.example.device)
+        return super().var_getattr(tx, name)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name in ("size", "nbytes", "__len__") and not args and not kwargs:
+            return self._nbytes(tx)
+        if name == "element_size" and not args and not kwargs:
+            return ConstantVariable(1)
+        if name == "data_ptr" and not args and not kwargs:
+            return DataPtrVariable(self.tensor, of_storage=True)
+        if name == "resize_" and len(args) == 1 and not kwargs:
+            graph_call(tx, "call_function", torch.ops.inductor.resize_storage_bytes_, [self.tensor, args[0]], {})
+            return self
+        unimplemented(
+            gb_type="unsupported storage method",
+            context=f"UntypedStorage.{name}()",
+            explanation="Only size(), nbytes(), element_size(), data_ptr() and resize_(n) of a tensor's storage "
+            "are traced.",
+            hints=("Call it outside the compiled function.",),
+        )
+
+    def _nbytes(self, tx: Tx) -> VT:
+        fake = self.tensor.example.untyped_storage().nbytes()
+        for owner in tx.output.inputs_sharing_storage(self.tensor.example):
+            real = owner.value.untyped_storage().nbytes()
+            if isinstance(fake, torch.SymInt) or fake == real:  # not resized by the trace so far
+                storage = CallMethodSource(owner.source, "untyped_storage")
+                return tx.wrap(real, CallMethodSource(storage, "nbytes"))
+        if isinstance(fake, torch.SymInt):
+            unimplemented(
+                gb_type="unsupported storage method",
+                context="symbolic storage size of a tensor computed in the graph",
+                explanation="The byte size of this storage depends on symbolic sizes bytegraph cannot express.",
+                hints=("Read the storage size outside the compiled function.",),
+            )
+        return ConstantVariable(int(fake))
+
+    def __repr__(self) -> str:
+        return f"UntypedStorageVariable({self.tensor.node.name})"
+
+
+class DataPtrVariable(VariableTracker):
+    """``t.data_ptr()`` or ``t.untyped_storage().data_ptr()``: a memory address,
+    an int known only when the code runs.
+
+    ``==``/``!=`` between two of them are decided at trace time from which
+    storage each tensor uses and where in it (the inputs involved are guarded to
+    keep sharing, or not sharing, storage, and their storage offsets); any
+    other use (arithmetic, hashing, comparing with an int) is a graph break,
+    after which the rest of the function is compiled again.
+    """
+
+    def __init__(self, tensor: TensorVariable, of_storage: bool = False):
+        super().__init__()
+        self.tensor = tensor
+        self.of_storage = of_storage
+
+    def python_type(self) -> type:
+        return int
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.reconstruct(self.tensor)
+        if self.of_storage:
+            codegen.load_method("untyped_storage")
+            codegen.call(0)
+        codegen.load_method("data_ptr")
+        codegen.call(0)
+
+    def call_operator(self, tx: Tx, fn: Any, args: Sequence[VT]) -> VT:
+        """``fn(*args)`` for a builtin or ``operator`` function with a data pointer among ``args``."""
+        if fn in (operator.eq, operator.ne) and len(args) == 2 and all(isinstance(a, DataPtrVariable) for a in args):
+            same = args[0]._same_address(tx, args[1])
+            return ConstantVariable(same if fn is operator.eq else not same)
+        unimplemented(
+            gb_type="data pointer arithmetic",
+            context=f"{getattr(fn, '__name__', fn)}() on a data pointer",
+            explanation="A data pointer is a memory address known only when the code runs; only == and != "
+            "between data pointers are traced.",
+            hints=("Compare data pointers with each other, or move the arithmetic out of the compiled function.",),
+        )
+
+    def _same_address(self, tx: Tx, other: DataPtrVariable) -> bool:
+        a, b = self.tensor.example, other.tensor.example
+        if self.tensor is other.tensor and self.of_storage == other.of_storage:
+            return True
+        if not (_nonempty_storage(a) and _nonempty_storage(b)):
+            unimplemented(
+                gb_type="data pointer arithmetic",
+                context="data pointers of an empty storage compared",
+                explanation="An empty storage may have a null data pointer, equal to any other empty storage's.",
+                hints=("Compare data pointers of non-empty tensors.",),
+            )
+        owners_a = tx.output.inputs_sharing_storage(a)
+        owners_b = tx.output.inputs_sharing_storage(b)
+        if storage_id(a) == storage_id(b):
+            # one storage: the inputs owning it must keep sharing it, at the same offsets
+            for owner in owners_a[1:]:
+                tx.output.guards.add(SameStorage(owners_a[0].source, owner.source, True))
+            _pin_storage_offsets(tx, owners_a)
+            byte_a = 0 if self.of_storage else a.storage_offset() * a.element_size()
+            byte_b = 0 if other.of_storage else b.storage_offset() * b.element_size()
+            return concrete(bool, byte_a == byte_b, "whether two views of one storage start at the same byte")
+        if owners_a and owners_b:
+            for oa in owners_a:
+                for ob in owners_b:
+                    tx.output.guards.add(SameStorage(oa.source, ob.source, False))
+            return False
+        if owners_a or owners_b:
+            return False  # an input's memory is not reused while the input is alive
+        unimplemented(
+            gb_type="data pointer arithmetic",
+            context="data pointers of two storages made in the graph compared",
+            explanation="Memory freed in eager may be reused by the next allocation, so whether these addresses "
+            "are equal depends on when each tensor dies.",
+            hints=("Compare data pointers outside the compiled function.",),
+        )
+
+    def __repr__(self) -> str:
+        return f"DataPtrVariable({self.tensor.node.name}{'.untyped_storage()' if self.of_storage else ''})"
+
+
+class RemovableHandleVariable(VariableTracker):
+    """The handle ``t.register_hook(fn)`` returns, for an input ``t``.
+
+    The registration is a side effect: rebuilding this VT in the generated code
+    performs it (a mutable VT is built once per generated code), after the
+    graph ran. ``handle.remove()`` in the trace is replayed after the
+    registration, so a handle that escapes is a removed one, as in eager.
+    """
+
+    mutable = True
+
+    def __init__(self, tensor: TensorVariable, method: str, hook: VT):
+        super().__init__()
+        self.tensor = tensor
+        self.method = method
+        self.hook = hook
+        self.removed = False
+
+    def python_type(self) -> type:
+        return torch.utils.hooks.RemovableHandle
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.reconstruct(self.tensor)
+        codegen.load_method(self.method)
+        codegen.reconstruct(self.hook)
+        codegen.call(1)
+
+    def replay(self, codegen: PyCodegen) -> None:
+        """Side-effect replay: register the hook (unless already done), then remove it if the trace did."""
+        codegen.reconstruct(self)
+        if self.removed:
+            codegen.load_method("remove")
+            codegen.call(0)
+        codegen.emit("POP_TOP")
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "remove" and not args and not kwargs:
+            self.removed = True
+            return ConstantVariable(None)
+        return super().call_method(tx, name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"RemovableHandleVariable({self.tensor.node.name}.{self.method})"
+
+
+def _tensor_inputs(tx: Tx) -> list[GraphInput]:
+    """Graph inputs that are tensors with a version counter (not inference tensors)."""
+    return [inp for inp in tx.output.inputs if isinstance(inp.example, torch.Tensor) and not inp.example.is_inference()]
+
+
+def _shares_version_counter(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether FakeTensors ``a`` and ``b`` share one version counter (views and
+    ``detach()`` share their base's; ``.data`` gets its own): bump ``a``'s, see
+    whether ``b``'s moved, and restore it."""
+    before_a, before_b = a._version, b._version
+    torch.autograd.graph.increment_version(a)
+    shared = b._version != before_b
+    torch._C._autograd._unsafe_set_version_counter((a,), (before_a,))
+    return shared
+
+
+def _pin_storage_offsets(tx: Tx, owners: Sequence[GraphInput]) -> None:
+    """Guard the storage offsets of input tensors (their views' offsets and
+    addresses derive from them; the tensor guard does not check them)."""
+    for owner in owners:
+        if not isinstance(owner.example.storage_offset(), torch.SymInt):
+            source = CallMethodSource(owner.source, "storage_offset")
+            tx.output.guards.add(ConstantMatch(source, int(owner.value.storage_offset())))
+
+
+def _basic_index(item: VT) -> bool:
+    """An int, symbolic int or slice in an index."""
+    if isinstance(item, (SymNodeVariable, SliceVariable)):
+        return item.python_type() in (int, slice)
+    return item.is_python_constant() and type(item.as_python_constant()) in (int, slice)
+
+
+def _nonempty_storage(example: torch.Tensor) -> bool:
+    return concrete(bool, example.untyped_storage().nbytes() > 0, "whether a storage is empty")
+
+
+def _fits_as_grad(example: torch.Tensor, value: VT) -> bool:
+    """Whether eager accepts ``value`` as the ``.grad`` of ``example``."""
+    if value.is_python_constant():
+        return value.as_python_constant() is None
+    return isinstance(value, TensorVariable) and (
+        value.example.shape == example.shape and value.example.dtype == example.dtype
+        and value.example.device == example.device and value.example.layout == example.layout
+    )
+
+
+def _method_result(name: str, example: Any) -> None:
+    """Reject a method result that is not tensors (or tuples/lists of them)."""
+    if not _holds_only_tensors(example):
+        unimplemented(
+            gb_type="unsupported tensor method",
+            context=f"Tensor.{name}() returned {type(example).__name__}",
+            explanation=f"Tensor.{name} returns a {type(example).__name__}, which bytegraph cannot know at trace "
+            "time; it runs natively.",
+            hints=(f"Call .{name}() outside the compiled function.",),
+        )
+
+
+def _attribute_result(name: str, example: Any) -> None:
+    """Reject an attribute value that is not tensors."""
+    if not _holds_only_tensors(example):
+        unimplemented(
+            gb_type="unsupported tensor attribute",
+            context=f"Tensor.{name} is a {type(example).__name__}",
+            explanation=f"Tensor.{name} is a {type(example).__name__}, which bytegraph cannot know at trace time; "
+            "it runs natively.",
+            hints=("Read it outside the compiled function.",),
+        )
+
+
+def _holds_only_tensors(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    return isinstance(value, (tuple, list)) and all(v is None or _holds_only_tensors(v) for v in value)
+
+
+def graph_call(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[str, VT],
+               check: Callable[[Any], None] | None = None) -> VT:
     """Add ``target(*args, **kwargs)`` to the graph and wrap its result.
 
     Args:
@@ -290,24 +939,28 @@ def graph_call(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[
             (target is a method name, ``args[0]`` the tensor).
         args/kwargs: VTs convertible to graph arguments (tensors, constants,
             containers of them).
+        check: called with the FakeTensor result before the node is added; it
+            raises a graph break to reject the result.
 
     Returns:
-        A VT for the result; an in-place operation returns the VT of the
-        tensor it mutated, so identity is preserved.
+        A VT for the result; an operation returning one of its tensor arguments
+        (in-place ops, ``contiguous()`` of a contiguous tensor...) returns that
+        argument's VT, so identity is preserved.
 
     Raises:
         Unsupported: when an argument cannot be a graph argument, or when
             running the operation on FakeTensors fails (data-dependent output,
             an error eager would raise...).
     """
-    node, example = graph_node(tx, kind, target, args, kwargs)
+    node, example = graph_node(tx, kind, target, args, kwargs, check)
     for arg in args:
         if isinstance(arg, TensorVariable) and arg.example is example:
             return arg
     return wrap_fx_value(tx, node, example)
 
 
-def graph_node(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> tuple[torch.fx.Node, Any]:
+def graph_node(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[str, VT],
+               check: Callable[[Any], None] | None = None) -> tuple[torch.fx.Node, Any]:
     """Run ``target`` on the arguments' examples and add its node, unwrapped:
     (node, example result). :func:`graph_call` wraps the result as a VT.
 
@@ -328,6 +981,8 @@ def graph_node(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[
     example_args = tuple(a.as_example() for a in args)
     example_kwargs = {k: v.as_example() for k, v in kwargs.items()}
     example = tx.output.run_fake(kind, target, example_args, example_kwargs)
+    if check is not None:
+        check(example)
     return tx.output.create_node(kind, target, proxy_args, proxy_kwargs, example), example
 
 
@@ -408,15 +1063,7 @@ class SymNodeVariable(VariableTracker):
         return self._concrete(bool)
 
     def _concrete(self, kind: type) -> Any:
-        try:
-            return kind(self.example)
-        except GuardOnDataDependentSymNode:
-            unimplemented(
-                gb_type="data-dependent branching",
-                context=f"concrete value of {self.node.name} ({self.example}) needed at trace time",
-                explanation="The value depends on tensor data, which is unknown while tracing.",
-                hints=(HINT_DYNAMIC_CONTROL_FLOW,),
-            )
+        return concrete(kind, self.example, f"the value of {self.node.name} ({self.example})")
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_graph_output(self.node)
@@ -442,6 +1089,20 @@ class FakeItemVariable(SymNodeVariable):
             gb_type="data-dependent branching",
             context=f"bool() of the data-dependent scalar {self.node.name}",
             explanation="The branch taken depends on tensor data, which is unknown while tracing.",
+            hints=(HINT_DYNAMIC_CONTROL_FLOW,),
+        )
+
+
+def concrete(kind: type, value: Any, what: str) -> Any:
+    """``kind(value)`` for a possibly symbolic scalar: specialises it (the ShapeEnv
+    records a guard), or breaks the graph when it depends on tensor data."""
+    try:
+        return kind(value)
+    except GuardOnDataDependentSymNode:
+        unimplemented(
+            gb_type="data-dependent branching",
+            context=f"{what} needed at trace time",
+            explanation="The value depends on tensor data, which is unknown while tracing.",
             hints=(HINT_DYNAMIC_CONTROL_FLOW,),
         )
 
