@@ -16,6 +16,7 @@ import types
 from typing import Any, Callable
 
 import torch
+from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 
 from bytegraph import logs
 from bytegraph.breaks import BackendCompilerFailed, InternalError, Unsupported, UserFrame, unimplemented
@@ -23,7 +24,7 @@ from bytegraph.bytecode.assemble import assemble
 from bytegraph.config import config
 from bytegraph.graph.output_graph import Backend, CompiledGraph, DynamicPolicy, NeedsShapeEnv, OutputGraph
 from bytegraph.guards.guard_code import GuardFunction, build_guard_function
-from bytegraph.guards.guards import IdMatch, NoAliasing, TensorMatch
+from bytegraph.guards.guards import Guard, IdMatch, NoAliasing, TensorMatch
 from bytegraph.guards.shape_guards import settle_tensor_guards, shape_env_guards
 from bytegraph.guards.source import ConvertSource
 from bytegraph.translator.graph_break import FrameRuntime
@@ -127,16 +128,13 @@ def convert_frame(
             return RunNatively(exc)
         break_points[index] = exc  # trace again, breaking the graph at that instruction
 
-    examples = {i.source: i.example for i in output.inputs}
-    guards = settle_tensor_guards(output.shape_env, list(output.guards), examples)
-    guards += shape_env_guards(output.shape_env, list(examples.values()), list(examples),
-                               [i.symbolic_context for i in output.inputs])
-    # an input converted for the graph (torch.from_numpy(a)) is a new object per call: compare the originals
-    tensor_inputs = tuple(g.source.base if isinstance(g.source, ConvertSource) else g.source
-                          for g in guards if isinstance(g, TensorMatch))
-    if len(tensor_inputs) > 1 and output.mutates_inputs():
-        guards.append(NoAliasing(None, tensor_inputs))
-    guard = build_guard_function(code, signature_fn, guards)
+    try:
+        guards = _frame_guards(output)
+        guard = build_guard_function(code, signature_fn, guards)
+    except ConstraintViolationError:
+        raise
+    except Exception as exc:
+        return RunNatively(_internal_error(code, exc, "building the guards of"))
     if logs.enabled("guards"):
         logs.get("guards").info("guards of %s:\n%s", code.co_qualname, guard.text)
     return Converted(
@@ -182,22 +180,55 @@ def _trace(
             hints=("Compile a function that does not recurse this deeply.",),
         ))
     except Exception as exc:
-        if config.raise_on_internal_error:
-            raise InternalError(f"bytegraph failed tracing {code.co_qualname}: {type(exc).__name__}: {exc}") from exc
-        logs.get("graph_breaks").warning(
-            "bytegraph internal error while tracing %s (%s: %s); running it natively",
-            code.co_qualname, type(exc).__name__, exc,
-        )
-        what = f"{type(exc).__name__}: {exc}"
-        return _frame_break(code, lambda: unimplemented(
-            gb_type="internal error",
-            context=what,
-            explanation="bytegraph hit a bug while tracing this frame; it runs natively instead.",
-            hints=("Please report this with the code that triggers it.",),
-        ))
+        return _internal_error(code, exc, "tracing")
     finally:
         output.close_open_states()
         torch._C._set_grad_enabled(grad_mode)
+
+
+def _frame_guards(output: OutputGraph) -> list[Guard]:
+    """The guards of a finished trace: those the trace installed (tensor sizes
+    it specialised put back), the ShapeEnv's over every input the trace made,
+    including inputs the graph does not read (a dynamic int used only as
+    ``L[n]`` was specialised with a guard), and no-aliasing when the graph
+    mutates an input.
+
+    Raises:
+        ConstraintViolationError: when a ``mark_dynamic`` dim was specialised.
+    """
+    inputs = output.inputs + output.dropped_inputs
+    examples = {i.source: i.example for i in inputs}
+    guards = settle_tensor_guards(output.shape_env, list(output.guards), examples)
+    guards += shape_env_guards(output.shape_env, list(examples.values()), list(examples),
+                               [i.symbolic_context for i in inputs])
+    # an input converted for the graph (torch.from_numpy(a)) is a new object per call: compare the originals
+    tensor_inputs = tuple(g.source.base if isinstance(g.source, ConvertSource) else g.source
+                          for g in guards if isinstance(g, TensorMatch))
+    if len(tensor_inputs) > 1 and output.mutates_inputs():
+        guards.append(NoAliasing(None, tensor_inputs))
+    return guards
+
+
+def _internal_error(code: types.CodeType, exc: Exception, doing: str) -> Unsupported:
+    """The whole-frame break for a bytegraph bug ``exc`` met while ``doing``
+    the frame (the frame runs natively).
+
+    Raises:
+        InternalError: instead, when ``config.raise_on_internal_error`` is set.
+    """
+    if config.raise_on_internal_error:
+        raise InternalError(f"bytegraph failed {doing} {code.co_qualname}: {type(exc).__name__}: {exc}") from exc
+    logs.get("graph_breaks").warning(
+        "bytegraph internal error while %s %s (%s: %s); running it natively",
+        doing, code.co_qualname, type(exc).__name__, exc,
+    )
+    what = f"{type(exc).__name__}: {exc}"
+    return _frame_break(code, lambda: unimplemented(
+        gb_type="internal error",
+        context=what,
+        explanation="bytegraph hit a bug while tracing this frame; it runs natively instead.",
+        hints=("Please report this with the code that triggers it.",),
+    ))
 
 
 def _frame_break(code: types.CodeType, raise_break: Callable[[], None]) -> Unsupported:

@@ -233,3 +233,126 @@ def test_same_tensor_twice_vs_two_tensors_is_guarded():
     out = compiled(z, z)  # aliased: b sees a's update, as in eager
     assert same(out, torch.full((3,), 4.0))
     assert cnt.frame_count == 2
+
+
+# ---- dynamic int arguments used as Python values -------------------------------------
+# After a second distinct value an int argument is a SymInt input. A Python-level
+# use of its value (an index, a count, a branch...) specialises it: the trace must
+# guard on the value, or later calls silently reuse the one seen when it traced.
+
+ITEMS = [10, 20, 30, 40]
+TABLE = {0: 5, 1: 6, 2: 7, 3: 8}
+
+
+def _range_loop(x, n):
+    for i in range(n):
+        x = x + i
+    return x
+
+
+def _list_insert(x, n):
+    items = [1, 2, 3]
+    items.insert(n, 9)
+    return x + items[1]
+
+
+INT_USES = {
+    "list_index": lambda x, n: x + ITEMS[n],
+    "tuple_index": lambda x, n: x + tuple(ITEMS)[n],
+    "str_index": lambda x, n: x + ord("abcd"[n]),
+    "index_method": lambda x, n: x + ITEMS.index(ITEMS[n]),
+    "range_sum": lambda x, n: x + sum(range(n)),
+    "range_len": lambda x, n: x + len(range(n)),
+    "range_loop": _range_loop,
+    "enumerate_start": lambda x, n: x + sum(i for i, _ in enumerate([1], start=n)),
+    "in_list": lambda x, n: x + (1 if n in [3] else 0),
+    "in_tuple": lambda x, n: x + (n in (0, 2)),
+    "truthiness": lambda x, n: x + 1 if n else x - 1,
+    "not": lambda x, n: x + (not n),
+    "bool": lambda x, n: x + bool(n),
+    "dict_key_built": lambda x, n: x + {n: 1, 2: 9}[2],
+    "dict_lookup": lambda x, n: x + TABLE[n],
+    "dict_contains": lambda x, n: x + (n in TABLE),
+    "set_of_int": lambda x, n: x + len({n, 1}),
+    "hash": lambda x, n: x + hash(n) % 5,
+    "list_slice": lambda x, n: x + sum(ITEMS[:n]),
+    "str_slice": lambda x, n: x + len("abcd"[n:]),
+    "tensor_slice": lambda x, n: x[:n] * 2,
+    "fstring": lambda x, n: x + int(f"{n}7"),
+    "fstring_width": lambda x, n: x + len(f"{n:>{n}}"),
+    "str": lambda x, n: x + len(str(n) * 2),
+    "min_const": lambda x, n: x + min(n, 2),
+    "min_three": lambda x, n: x + min(n, 2, 1),
+    "max_as_index": lambda x, n: x + ITEMS[max(n, 1)],
+    "round": lambda x, n: x + round(n),
+    "list_repeat": lambda x, n: x + len([0] * n),
+    "list_repeat_left": lambda x, n: x + sum(n * [1, 2]),
+    "str_repeat": lambda x, n: x + len("ab" * n),
+    "list_insert": _list_insert,
+    "compare_const": lambda x, n: x * 2 if n < 2 else x,
+}
+
+
+@pytest.mark.parametrize("use", INT_USES.values(), ids=INT_USES.keys())
+def test_dynamic_int_used_as_python_value_matches_eager(use):
+    compiled = bytegraph.compile(use, backend="eager")
+    for n in (1, 2, 3, 0, 2, 1, 3):  # dynamic from the second call on
+        x = torch.zeros(4)
+        assert same(compiled(x, n), use(x, n)), n
+
+
+def test_dynamic_int_index_guards_the_value_it_specialised():
+    def f(x, n):
+        return x + ITEMS[n]
+
+    compiled, cnt = counted(f)
+    for n in (1, 2, 3, 0, 2, 3):
+        x = torch.zeros(2)
+        assert same(compiled(x, n), f(x, n))
+    assert cnt.frame_count == 4  # n=1 static, then one specialised entry per new value
+    (stats,) = metrics.FRAMES.values()
+    assert stats.recompile_reasons[1:] == [f"symbolic shape guard failed: L['n'] == {v}" for v in (2, 3)]
+
+
+def test_truth_of_dynamic_int_guards_nonzero_not_the_value():
+    def f(x, n):
+        if n:
+            return x + 1
+        return x - 1
+
+    compiled, cnt = counted(f)
+    for n in (1, 2, 5, 0, 7, 0):
+        x = torch.zeros(2)
+        assert same(compiled(x, n), f(x, n))
+    assert cnt.frame_count == 3  # n=1 static; n != 0 (2, 5, 7); n == 0
+    (stats,) = metrics.FRAMES.values()
+    assert not stats.ran_natively  # guard production used to crash here
+
+
+def test_dynamic_int_in_symbolic_arithmetic_does_not_specialise():
+    def f(x, n):
+        return x[:n] * min(n, 2)
+
+    compiled, cnt = counted(f)
+    for n in (1, 2, 3, 4, 3):
+        x = torch.arange(5.0)
+        assert same(compiled(x, n), f(x, n))
+    assert cnt.frame_count == 2
+
+
+def test_failure_building_guards_runs_the_frame_natively(monkeypatch):
+    def broken(*args, **kwargs):
+        raise IndexError("list index out of range")
+
+    def f(x, n):
+        return x + n
+
+    monkeypatch.setattr("bytegraph.convert.shape_env_guards", broken)
+    compiled = bytegraph.compile(f, backend="eager")
+    with bytegraph.config.patch(raise_on_internal_error=False):
+        for n in (1, 2, 3):  # the bug used to escape to the caller here
+            assert same(compiled(torch.zeros(2), n), f(torch.zeros(2), n))
+    (stats,) = metrics.FRAMES.values()
+    assert stats.ran_natively
+    with pytest.raises(bytegraph.breaks.InternalError, match="building the guards"):
+        bytegraph.compile(f, backend="eager")(torch.zeros(2), 1)

@@ -98,6 +98,10 @@ class OutputGraph:
         guards: guards installed by the trace.
         side_effects: pending mutations of pre-existing Python objects.
         inputs: placeholders in graph order.
+        dropped_inputs: inputs whose placeholder :meth:`build_module` removed
+            because the graph does not read them. Their symbols may still carry
+            ShapeEnv guards (``L[n]`` specialises a dynamic int ``n`` without
+            using its node), so guards are produced over ``inputs`` and these.
         instruction_count: bytecode instructions executed symbolically.
         unscoped_grad_mode_changes: grad-mode switches in the graph made by a
             plain ``torch.set_grad_enabled(m)`` call rather than a ``with``
@@ -123,6 +127,7 @@ class OutputGraph:
         self.guards = GuardSet()
         self.side_effects = SideEffects()
         self.inputs: list[GraphInput] = []
+        self.dropped_inputs: list[GraphInput] = []
         self._input_index: dict[int, int] = {}
         self._last_placeholder: torch.fx.Node | None = None
         self.instruction_count = 0
@@ -305,12 +310,14 @@ class OutputGraph:
 
     def build_module(self, outputs: list[torch.fx.Node]) -> torch.fx.GraphModule:
         """Finish the graph with ``outputs`` and wrap it in a GraphModule.
-        Placeholders nothing reads are dropped (their guards stay)."""
+        Placeholders nothing reads are dropped (their guards stay: see
+        ``dropped_inputs``)."""
         self.graph.output(tuple(outputs))
         for inp in list(self.inputs):
             if not inp.node.users:
                 self.graph.erase_node(inp.node)
                 self.inputs.remove(inp)
+                self.dropped_inputs.append(inp)
         return torch.fx.GraphModule(torch.nn.Module(), self.graph)
 
     def compile_subgraph(

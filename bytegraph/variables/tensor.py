@@ -1056,10 +1056,22 @@ class SymNodeVariable(VariableTracker):
         return self.example
 
     def as_python_constant(self) -> Any:
-        """The concrete value, guarded (specialises the symbol)."""
+        """The concrete value, guarded: the ShapeEnv specialises the symbol and
+        records the guard (``n == 3``) that the cache entry checks, even when the
+        graph itself never reads the input.
+
+        Raises:
+            Unsupported: when the value depends on tensor data (no guard can
+                stand for it).
+        """
         return self._concrete(self.python_type())
 
     def truthy(self, tx: Tx) -> bool:
+        """``bool(value)``, guarded like :meth:`as_python_constant` (``n != 0``).
+
+        Raises:
+            Unsupported: when the value depends on tensor data.
+        """
         return self._concrete(bool)
 
     def _concrete(self, kind: type) -> Any:
