@@ -34,14 +34,20 @@ class CacheEntry:
 
     Attributes:
         check: the guard function, ``check(cells, *args, **kwargs) -> bool``.
+        defaults/kwdefaults: the function's ``__defaults__``/``__kwdefaults__``
+            objects when it was compiled (the entry applies only while they are
+            the same objects).
         guard: the GuardFunction (for failure reasons).
         code: the transformed code object.
     """
 
-    __slots__ = ("check", "guard", "code", "_plain_fn", "_refs", "valid", "__weakref__")
+    __slots__ = ("check", "guard", "code", "defaults", "kwdefaults", "_plain_fn", "_refs", "valid", "__weakref__")
 
-    def __init__(self, converted: Converted, owner: FrameCache):
+    def __init__(self, converted: Converted, owner: FrameCache, fn: types.FunctionType):
         self.guard: GuardFunction = converted.guard
+        # the guard binds arguments with these defaults: valid only while the function has them
+        self.defaults = fn.__defaults__
+        self.kwdefaults = fn.__kwdefaults__
         self.code = converted.code
         self._plain_fn: Callable | None = None
         self.valid = True
@@ -75,7 +81,6 @@ class FrameCache:
         self.options = options
         self.entries: list[CacheEntry] = []
         self.native = False
-        self._signature: inspect.Signature | None = None
         self.dynamic_dims: dict[Source, frozenset[int]] = {}
         self.dynamic_scalars: set[Source] = set()
 
@@ -118,7 +123,11 @@ class FrameCache:
             return fn(*args, **kwargs)
         cells = fn.__closure__
         if self.entries:
-            reason = self.entries[0].guard.first_failure(cells, args, kwargs) or "unknown guard"
+            latest = self.entries[0]
+            if latest.defaults is not fn.__defaults__ or latest.kwdefaults is not fn.__kwdefaults__:
+                reason = f"{self.code.co_name}.__defaults__ or __kwdefaults__ changed"
+            else:
+                reason = latest.guard.first_failure(cells, args, kwargs) or "unknown guard"
             metrics.record_recompile(self.code, reason)
             if len(self.entries) >= config.recompile_limit:
                 self.native = True
@@ -149,7 +158,7 @@ class FrameCache:
             self.native = True
             return fn(*args, **kwargs)
         metrics.record_compile(self.code, result.graphs, result.guard.conditions, result.seconds)
-        entry = CacheEntry(result, self)
+        entry = CacheEntry(result, self, fn)
         self.entries = [entry, *self.entries]
         return entry.function_for(fn)(*args, **kwargs)
 
@@ -164,9 +173,7 @@ class FrameCache:
             if kwargs or len(args) != code.co_argcount:
                 raise TypeError(f"{code.co_name}() takes {code.co_argcount} positional arguments")
             return dict(zip(code.co_varnames, args))
-        if self._signature is None:
-            self._signature = inspect.signature(fn, follow_wrapped=False)
-        bound = self._signature.bind(*args, **kwargs)
+        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)  # fn's own defaults
         bound.apply_defaults()
         return dict(bound.arguments)
 
@@ -264,7 +271,10 @@ def cache_for(code: types.CodeType, options: CompileOptions) -> FrameCache:
 def run(cache: FrameCache, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
     """Call ``fn`` through its cache: first entry whose guard passes, else a miss."""
     cells = fn.__closure__
+    defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__
     for entry in cache.entries:
+        if entry.defaults is not defaults or entry.kwdefaults is not kwdefaults:
+            continue
         try:
             hit = entry.check(cells, *args, **kwargs)
         except TypeError:  # the arguments do not bind to the signature: raise eager's error

@@ -38,6 +38,9 @@ def compile_function(fn: Callable, options: CompileOptions) -> Callable:
 
     @functools.wraps(fn)
     def compiled(*args: Any, **kwargs: Any) -> Any:
+        nonlocal cache
+        if fn.__code__ is not cache.code:  # the user assigned fn.__code__: compile the new code
+            cache = cache_for(fn.__code__, options)
         return run(cache, fn, args, kwargs)
 
     compiled._bytegraph_orig_fn = fn  # type: ignore[attr-defined]

@@ -14,6 +14,8 @@ from typing import Any, Sequence
 
 from bytegraph.breaks import unimplemented
 from bytegraph.config import config
+from bytegraph.guards.guards import IdMatch
+from bytegraph.guards.source import AttrSource
 from bytegraph.translator.base import InstructionTranslatorBase
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
@@ -217,6 +219,8 @@ def inline_call(tx: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwar
     if model is not None:  # a torch function whose effect bytegraph models (handle_torch_function...)
         return model(tx, list(args), kwargs)
     check_inlinable(tx, fn)
+    if fn.source is not None and hasattr(fn, "fn"):  # the code of a function read from a source may be swapped
+        tx.output.guards.add(IdMatch.of(AttrSource(fn.source, "__code__"), fn.get_code()))
     bound = bind_arguments(tx, fn, args, kwargs)
     child = InliningTranslator(fn.get_code(), fn.get_globals(), bound, tx, fn)
     if child.code.co_flags & inspect.CO_GENERATOR:

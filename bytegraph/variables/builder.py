@@ -220,18 +220,20 @@ def _identity_is_value(value: Any) -> bool:
 
 def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
     """The VT kind for functions, classes, modules and other objects."""
-    if is_torch_callable(value):
-        return TorchFunctionVariable(value, source)
     if value is copy.copy or value is copy.deepcopy:
         return CopyFunctionVariable(value, source)
     if value is warnings.warn:
         return DeferredCallVariable(value)
     if value is os.environ:
         return EnvironVariable(source)
+    if _probing_runs_user_code(value):  # a user object: classifying it would run its Python dunders
+        return _wrap_object(tx, value, source) if source is not None else OpaqueConstantVariable(value)
     if isinstance(value, STATE_CONTEXTS) and source is not None:
         existing = existing_state_context(tx, value, source)
         if existing is not None:
             return existing
+    if is_torch_callable(value):
+        return TorchFunctionVariable(value, source)
     if npops.is_numpy_callable(value):
         return NumpyFunctionVariable(value, source)
     if _is_builtin_callable(value):
@@ -251,6 +253,19 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
     if source is None:
         return OpaqueConstantVariable(value)
     return _wrap_object(tx, value, source)
+
+
+#: dunders through which reading an attribute of, hashing or comparing an object runs Python code
+_PROBED_DUNDERS = ("__getattr__", "__getattribute__", "__hash__", "__eq__")
+
+
+def _probing_runs_user_code(value: Any) -> bool:
+    """Whether the classifiers above (attribute reads, set membership) would run
+    code of ``value``'s class written in Python, which eager never runs here."""
+    if isinstance(value, (type, types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.ModuleType)):
+        return False
+    return any(isinstance(vars(klass).get(name), types.FunctionType)
+               for klass in type(value).__mro__[:-1] for name in _PROBED_DUNDERS)
 
 
 def _wrap_object(tx: Tx, value: Any, source: Source) -> VT:

@@ -78,6 +78,22 @@ def guard_class_attribute(tx: Tx, owner: VT, name: str, attr: Any) -> None:
         tx.output.guards.add(IdMatch.of(source, attr))
 
 
+def guard_class_lookup(tx: Tx, cls: type, name: str, attr: Any) -> None:
+    """Guard that ``cls.name`` still resolves to ``attr`` (to nothing when
+    ``attr`` is _MISSING): the classes of the MRO before the defining one still
+    lack ``name`` and the defining class's entry is still ``attr``, so
+    replacing or shadowing it on a class recompiles. Builtin classes are
+    immutable and not guarded."""
+    for klass in cls.__mro__:
+        if klass.__module__ == "builtins":
+            continue
+        namespace = AttrSource(ConstSource(klass, klass.__qualname__), "__dict__")
+        if attr is not _MISSING and klass.__dict__.get(name, _MISSING) is attr:
+            tx.output.guards.add(IdMatch.of(GetItemSource(namespace, name), attr))
+            return
+        tx.output.guards.add(DictContains(namespace, name, False))
+
+
 def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> VT:
     """Apply the descriptor protocol of class attribute ``attr`` to ``owner``
     (an instance VT), inlining Python-level getters."""
@@ -152,7 +168,11 @@ class UserDefinedClassVariable(VariableTracker):
             return AutogradFunctionApplyVariable(self.value)
         attr = class_attribute(self.value, name)
         if attr is _MISSING:  # an attribute of the metaclass (``__name__``, ``__mro__``...), or none
+            if not hasattr(self.value, name):
+                guard_class_lookup(tx, self.value, name, _MISSING)  # AttributeError until a class gains it
             return tx.wrap_const(getattr_or_raise(self.value, name))
+        if isinstance(attr, (staticmethod, classmethod)):
+            guard_class_lookup(tx, self.value, name, attr)
         if isinstance(attr, staticmethod):
             return tx.wrap_const(attr.__func__)
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
