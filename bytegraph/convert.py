@@ -191,7 +191,8 @@ def _frame_guards(output: OutputGraph) -> list[Guard]:
     it specialised put back), the ShapeEnv's over every input the trace made,
     including inputs the graph does not read (a dynamic int used only as
     ``L[n]`` was specialised with a guard), and no-aliasing when the graph
-    mutates an input.
+    mutates an input tensor, when the trace mutates a Python object it read
+    (lists, dicts, objects) and among inputs used as dict keys.
 
     Raises:
         ConstraintViolationError: when a ``mark_dynamic`` dim was specialised.
@@ -206,6 +207,9 @@ def _frame_guards(output: OutputGraph) -> list[Guard]:
                           for g in guards if isinstance(g, TensorMatch))
     if len(tensor_inputs) > 1 and output.mutates_inputs():
         guards.append(NoAliasing(None, tensor_inputs))
+    for distinct in (output.side_effects.aliasing_sources(), list(output.identity_key_sources)):
+        if len(distinct) > 1:
+            guards.append(NoAliasing(None, tuple(distinct)))
     return guards
 
 

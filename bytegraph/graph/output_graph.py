@@ -106,6 +106,8 @@ class OutputGraph:
         unscoped_grad_mode_changes: grad-mode switches in the graph made by a
             plain ``torch.set_grad_enabled(m)`` call rather than a ``with``
             block (eager does not undo those when an exception escapes).
+        identity_key_sources: sources of inputs used as dict keys, which are
+            hashed by identity (guarded to stay distinct objects).
         open_states: undo functions of the process state (autocast, inference
             mode) that tracing entered and has not left yet, innermost last;
             :meth:`close_open_states` runs them when tracing ends early.
@@ -135,6 +137,7 @@ class OutputGraph:
         self.compiled_graphs: list[CompiledGraph] = []
         self.unscoped_grad_mode_changes = 0
         self.open_states: list[Callable[[], Any]] = []
+        self.identity_key_sources: dict[Any, None] = {}  # inputs used as dict keys (by identity), in order
         self.subclass_dispatch_disabled = 0
         self.operations = 0  # operation nodes in the graph (kept up to date, O(1) to read)
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from bytegraph.breaks import unimplemented
 
 if TYPE_CHECKING:
@@ -58,6 +60,17 @@ class SideEffects:
             if tracked_vt is vt:
                 return real
         return None
+
+    def aliasing_sources(self) -> list[Any]:
+        """Sources of the pre-existing mutable Python objects the trace used
+        (lists, dicts, sets, user objects; not tensors or modules), when it
+        mutated one of them: these must stay distinct objects on later calls,
+        or a mutation through one would be missed by reads through another."""
+        if not (self._mutated or self._attrs):
+            return []
+        return [vt.source for value, vt in self._objects.values()
+                if vt.source is not None and getattr(vt, "mutable", False)
+                and not isinstance(value, (torch.Tensor, torch.nn.Module))]
 
     def identity_of(self, vt: Any) -> int | None:
         """``id()`` of the real object behind ``vt``, if it is a tracked input."""

@@ -158,8 +158,8 @@ class PythonSemantics:
                 "are constructed in the trace.",
                 hints=("Create the object outside the compiled function and pass it in.",),
             )
-        if not (isinstance(obj, NewObjectVariable) and issubclass(obj.cls, klass)):
-            return obj  # __new__ returned something else: __init__ is not called
+        if not (isinstance(obj, UserDefinedObjectVariable) and issubclass(obj.python_type(), klass)):
+            return obj  # __new__ returned something else: __init__ is not called (type.__call__'s rule)
         init = class_attribute(klass, "__init__")
         if isinstance(init, types.FunctionType):
             self.inline_call(UserMethodVariable(init, obj), [obj, *args], kwargs)
@@ -379,7 +379,8 @@ class PythonSemantics:
         if isinstance(obj, TensorSubclassVariable):
             torch_function.subclass_store_attr(self, obj, name, value)
             return
-        if isinstance(obj, (UserDefinedObjectVariable, NestedUserFunctionVariable, TensorVariable)):
+        if isinstance(obj, (UserDefinedObjectVariable, UserDefinedClassVariable, NestedUserFunctionVariable,
+                            TensorVariable)):
             obj.store_attr(self, name, value)
             return
         if isinstance(obj, NNModuleVariable):

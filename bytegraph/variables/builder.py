@@ -245,9 +245,14 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value, source)
     if isinstance(value, type):
-        # a class reached without a path (type(obj), a class passed to __torch_function__) is still
-        # one real object: a ConstSource makes writes to its attributes (cls.log.append) replay on it
-        return UserDefinedClassVariable(value, source or ConstSource(value, value.__qualname__))
+        # one VT per class, so attribute stores on it are seen by every later read; a class reached
+        # without a path (type(obj), a class passed to __torch_function__) is still one real object:
+        # a ConstSource makes writes to its attributes (cls.log.append) replay on it
+        existing = tx.output.side_effects.tracked(value)
+        if isinstance(existing, UserDefinedClassVariable):
+            return existing
+        var = UserDefinedClassVariable(value, source or ConstSource(value, value.__qualname__))
+        return tx.output.side_effects.track(value, var)
     if isinstance(value, functools.partial) or type(value).__module__ in ("logging", "typing"):
         return OpaqueConstantVariable(value, source)
     if source is None:

@@ -479,6 +479,8 @@ class DictVariable(VariableTracker):
                 context=f"dict keyed by {key}",
                 explanation="Dict keys must be constants or objects bytegraph can compare by identity.",
             )
+        if key.source is not None:  # keys that are distinct objects now must stay distinct
+            tx.output.identity_key_sources[key.source] = None
         return IdentityKey(identity)
 
     def is_python_constant(self) -> bool:

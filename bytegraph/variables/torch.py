@@ -119,6 +119,7 @@ def tensor_method_of(fn: Any) -> tuple[str, str] | None:
 
 
 @functools.lru_cache(maxsize=None)
+@functools.cache
 def _overridable() -> frozenset:
     found = set()
     for namespace, functions in torch.overrides.get_overridable_functions().items():
@@ -136,8 +137,8 @@ def is_torch_op(fn: Any) -> bool:
         return False
     # every other ATen function exposed as torch.<name> (e.g. torch._transformer_encoder_layer_fwd)
     name = getattr(fn, "__name__", None)
-    return isinstance(fn, types.BuiltinFunctionType) and name is not None and (
-        getattr(torch._C._VariableFunctions, name, None) is fn
+    return isinstance(fn, types.BuiltinFunctionType) and name is not None and not name.startswith("__") and (
+        getattr(torch._C._VariableFunctions, name, None) is fn  # (dunders there are object's: object.__new__)
     )
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from bytegraph.breaks import unimplemented
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, DictKeysMatch, IdMatch
-from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource
+from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.containers import DictBaseView, DictVariable
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
@@ -164,6 +164,11 @@ class UserDefinedClassVariable(VariableTracker):
         return True
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is DELETED:
+            raise_traced(AttributeError, f"type object {self.value.__name__!r} has no attribute {name!r}")
+        if pending is not None:
+            return pending
         if name == "apply" and issubclass(self.value, torch.autograd.Function):
             return AutogradFunctionApplyVariable(self.value)
         attr = class_attribute(self.value, name)
@@ -186,6 +191,21 @@ class UserDefinedClassVariable(VariableTracker):
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         return tx.construct_object(self, args, kwargs)
+
+    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
+        """``cls.name = value`` (a side effect on the class, replayed after the
+        graph) when the metaclass stores plainly and ``name`` is no descriptor
+        of the metaclass."""
+        meta = type(self.value)
+        if meta.__setattr__ is not type.__setattr__ or inspect.isdatadescriptor(class_attribute(meta, name)) or (
+                self.source is None):
+            unimplemented(
+                gb_type="unsupported attribute store",
+                context=f"setting {name!r} on class {self.value.__qualname__}",
+                explanation="The class's metaclass customises attribute stores, or the class has no source.",
+                hints=("Set the class attribute outside the compiled function.",),
+            )
+        tx.output.side_effects.store_attr(self, name, value)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:
@@ -276,7 +296,8 @@ class UserDefinedObjectVariable(VariableTracker):
         """The plain-dict contents of an instance of a dict subclass."""
         if self.source is None:
             _unsupported_base(self.python_type(), "dict storage")
-        return DictBaseView(self.value, self.source)
+        # the base dict's own storage, read without the subclass's overrides (also in guards)
+        return DictBaseView(dict.copy(self.value), ConvertSource(self.source, dict.copy, "dict.copy"))
 
     def _custom(self, dunder: str) -> bool:
         return isinstance(class_attribute(self.python_type(), dunder), types.FunctionType)
@@ -565,6 +586,8 @@ class SuperVariable(VariableTracker):
             return tx.wrap_const(attr.__func__)
         if isinstance(attr, types.FunctionType):
             return UserFunctionVariable(attr)
+        if attr is object.__new__:
+            return SlotMethodVariable(object, "__new__", None)
         if isinstance(attr, types.BuiltinFunctionType):  # e.g. torch.Tensor.__new__
             return tx.wrap_const(attr)
         unimplemented(
@@ -591,6 +614,11 @@ class SlotMethodVariable(VariableTracker):
         obj, rest = (self.obj, list(args)) if self.obj is not None else (args[0] if args else None, list(args[1:]))
         if self.base is object and self.name == "__init__" and not rest and not kwargs:
             return ConstantVariable(None)
+        if self.base is object and self.name == "__new__" and isinstance(obj, UserDefinedClassVariable):
+            cls = obj.value
+            if (rest or kwargs) and (cls.__new__ is not object.__new__ or cls.__init__ is object.__init__):
+                raise_traced(TypeError, "object.__new__() takes exactly one argument (the type to instantiate)")
+            return NewObjectVariable(cls)
         if isinstance(obj, UserDefinedObjectVariable):
             return obj.call_slot(tx, self.base, self.name, rest, kwargs)
         if obj is not None and self.base is not object and issubclass(obj.python_type(), self.base):
