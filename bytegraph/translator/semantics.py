@@ -303,7 +303,7 @@ class PythonSemantics:
         """``obj.name = value``: user objects decide (see their ``store_attr``);
         for modules a property setter is inlined and a plain store is recorded
         as a side effect."""
-        if isinstance(obj, (UserDefinedObjectVariable, NestedUserFunctionVariable)):
+        if isinstance(obj, (UserDefinedObjectVariable, NestedUserFunctionVariable, ExceptionVariable)):
             obj.store_attr(self, name, value)
             return
         if isinstance(obj, NNModuleVariable):
