@@ -68,6 +68,9 @@ class Unsupported(Exception):
         self.user_stack: tuple[UserFrame, ...] = ()
         self.frame_depth = 0  # inlining depth of the frame that raised it (0: the compiled frame)
         self.root_index: int | None = None  # instruction of the compiled frame it happened under
+        # False: after the break the rest of the frame runs natively in the same frame, never in a
+        # resume function (whose arguments would keep the values made at the break alive longer)
+        self.resume = True
 
     @property
     def location(self) -> str:
@@ -89,6 +92,25 @@ class Unsupported(Exception):
             lines.append("  User code (most recent call last):")
             lines += [f"    {frame}" for frame in self.user_stack]
         return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class BreakSite:
+    """A place to move a graph break to: ``root_index``, an instruction of the
+    compiled frame (None: unknown); ``frame_depth``, 0 when the value at stake
+    is made by that instruction itself, else inside the callee it calls; the
+    user stack there; and whether the frame may continue in a resume function
+    after it (see :attr:`Unsupported.resume`)."""
+
+    root_index: int | None
+    frame_depth: int
+    user_stack: tuple[UserFrame, ...]
+    resume: bool = True
+
+    def relocate(self, brk: Unsupported) -> None:
+        """Make the graph break ``brk`` happen here."""
+        brk.root_index, brk.frame_depth, brk.user_stack, brk.resume = (
+            self.root_index, self.frame_depth, self.user_stack, self.resume)
 
 
 def unimplemented(

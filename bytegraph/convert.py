@@ -166,7 +166,8 @@ def _trace(
         tracer.run()
         return assemble(code, tracer.instructions_out, tracer.extra_stack), output
     except Unsupported as exc:
-        exc.root_index = tracer.break_index() if tracer is not None else None
+        if exc.root_index is None:  # else the break chose where the frame must break
+            exc.root_index = tracer.break_index() if tracer is not None else None
         return exc
     except NeedsShapeEnv:
         return None

@@ -311,3 +311,49 @@ def test_break_inside_autocast_and_inference_mode_leaves_no_state_behind(capsys)
         for _ in range(2):
             assert same(compiled(*args), expected)
             assert not torch.is_autocast_enabled("cpu") and not torch.is_inference_mode_enabled()
+
+
+def _raise_chained():
+    try:
+        raise KeyError("in callee")
+    except KeyError as e:
+        raise ValueError("chained") from e
+
+
+@pytest.mark.parametrize("case", ["from", "from_none", "finally", "callee_in_handler"])
+def test_uncaught_exception_is_raised_natively_where_it_was_raised(case):
+    """An exception escaping the frame is raised by the native run with eager's
+    chain and traceback: the frame breaks where it was first raised (in an
+    except clause: where the handled one was), after a compiled prefix."""
+    def f(x):
+        x.mul_(2)
+        try:
+            if case == "finally":
+                raise KeyError("k")
+            try:
+                raise KeyError("k")
+            except KeyError as e:
+                if case == "from":
+                    raise ValueError("v") from e
+                if case == "from_none":
+                    raise ValueError("v") from None
+                _raise_chained()
+        finally:
+            x.add_(1)
+
+    def outcome(fn):
+        x = torch.ones(2)
+        with pytest.raises(Exception) as info:
+            fn(x)
+        chain, e = [], info.value
+        while e is not None:
+            chain.append((type(e).__name__, e.args, type(e.__cause__).__name__, e.__suppress_context__))
+            e = e.__context__
+        return chain, info.traceback[-1].name, x.tolist()
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    for _ in range(2):
+        assert outcome(compiled) == outcome(f)
+    assert cnt.frame_count == 1
+    assert break_types() == ["uncaught exception"]

@@ -1,5 +1,6 @@
 """Calls of Python functions are inlined into one graph: compiled vs eager."""
 import functools
+import gc
 
 import pytest
 import torch
@@ -413,3 +414,198 @@ def test_mutable_default_argument_is_mutated_like_eager():
     assert same(bytegraph.compile(f, backend=cnt)(x), expected)
     assert compiled_g.__defaults__ == eager_g.__defaults__ == ([0, 1],)
     assert cnt.frame_count == 1
+
+
+# --- generators: PEP 479, close(), cleanup of abandoned generators -------------
+
+def break_types():
+    return [b.gb_type for stats in metrics.FRAMES.values() for b in stats.breaks]
+
+
+def _stops_early():
+    yield 1
+    raise StopIteration("early")
+
+
+def _next_past_the_end():
+    it = iter([1])
+    yield next(it)
+    yield next(it)
+
+
+def _delegates_to_stops_early():
+    yield 0
+    yield from _stops_early()
+
+
+def _catches_its_stop_iteration():
+    try:
+        yield 1
+        raise StopIteration
+    except StopIteration:
+        yield 2
+
+
+def _describe_error(e):
+    return type(e).__name__, str(e), type(e.__cause__).__name__, type(e.__context__).__name__, e.__suppress_context__
+
+
+@pytest.mark.parametrize("consumer", ["for", "next", "list", "yield_from", "next_inside", "caught_inside"])
+def test_stop_iteration_escaping_a_generator_is_runtime_error(consumer):
+    def f(x):
+        result = None
+        try:
+            if consumer == "for":
+                for v in _stops_early():
+                    result = v
+            elif consumer == "next":
+                g = _stops_early()
+                next(g)
+                try:
+                    next(g)
+                except RuntimeError as e:
+                    result = _describe_error(e), next(g, "finished")
+            elif consumer == "list":
+                result = list(_stops_early())
+            elif consumer == "yield_from":
+                result = sum(_delegates_to_stops_early())
+            elif consumer == "next_inside":
+                result = sum(_next_past_the_end())
+            else:
+                result = sum(_catches_its_stop_iteration())
+        except RuntimeError as e:
+            result = _describe_error(e)
+        return x + 1, result
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    x = t(2)
+    for _ in range(2):
+        assert same(compiled(x), f(x))
+    assert cnt.frame_count == 1
+    assert break_types() == []
+
+
+def _with_cleanup(log):
+    try:
+        yield 1
+        yield 2
+    finally:
+        log.append("closed")
+
+
+class _Logged:
+    def __init__(self, log):
+        self.log = log
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.log.append(f"exit {exc[0].__name__ if exc[0] else None}")
+        return False
+
+
+def _with_block(log):
+    with _Logged(log):
+        yield 1
+        yield 2
+
+
+def _delegates_to_cleanup(log):
+    yield 0
+    yield from _with_cleanup(log)
+
+
+def _first_of(log):
+    for v in _with_cleanup(log):
+        return v
+
+
+def _run_with_log(fn, x):
+    log = []
+    result = fn(x, log)
+    gc.collect()
+    return result, log
+
+
+@pytest.mark.parametrize("case", ["break", "break_with_block", "break_yield_from", "return_from_callee"])
+def test_generator_abandoned_while_suspended_runs_its_cleanup_when_collected(case):
+    """Eager closes a dropped generator when it is collected (right after the
+    loop), running its finally/with cleanup; the compiled frame creates such a
+    generator natively, so the cleanup runs exactly then."""
+    def f(x, log):
+        y = x * 2
+        if case == "return_from_callee":
+            y = y + _first_of(log)
+        else:
+            gen = {"break": _with_cleanup, "break_with_block": _with_block,
+                   "break_yield_from": _delegates_to_cleanup}[case]
+            for v in gen(log):
+                y = y + v
+                if v == 1:
+                    break
+        log.append("after loop")
+        return y
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    x = t(2)
+    for _ in range(2):
+        assert same(_run_with_log(compiled, x), _run_with_log(f, x))
+    assert cnt.frame_count == 1  # the prefix; the generator is created natively
+    assert "suspended generator" in break_types()
+
+
+def _ignores_exit(log):
+    try:
+        yield 1
+    finally:
+        log.append("finally")
+        yield 2
+
+
+def _fails_on_exit(log):
+    try:
+        yield 1
+    except GeneratorExit:
+        log.append("exit")
+        raise ValueError("while closing")
+
+
+@pytest.mark.parametrize("case", ["finally", "with", "yield_from", "not_started", "exhausted", "ignores_exit",
+                                  "fails_on_exit"])
+def test_generator_close_is_traced(case):
+    def f(x, log):
+        if case == "finally":
+            g = _with_cleanup(log)
+            x = x + next(g)
+        elif case == "with":
+            g = _with_block(log)
+            x = x + next(g)
+        elif case == "yield_from":
+            g = _delegates_to_cleanup(log)
+            x = x + next(g) + next(g)
+        elif case == "not_started":
+            g = _with_cleanup(log)
+        elif case == "exhausted":
+            g = _with_cleanup(log)
+            x = x + sum(g)
+        else:
+            g = (_ignores_exit if case == "ignores_exit" else _fails_on_exit)(log)
+            x = x + next(g)
+        log.append("before close")
+        try:
+            g.close()
+        except (RuntimeError, ValueError) as e:
+            log.append(_describe_error(e))
+        g.close()
+        return x * 2, list(g)
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    x = t(2)
+    for _ in range(2):
+        assert same(_run_with_log(compiled, x), _run_with_log(f, x))
+    assert cnt.frame_count == 1
+    assert break_types() == []  # (the second close() finishes even the generator that ignored the first)

@@ -851,3 +851,171 @@ def test_checkpoint_is_a_clear_break_with_correct_gradients():
     bytegraph.compile(f, backend="eager")(x_compiled).backward()
     assert same(x_compiled.grad, x_eager.grad)
     assert any("disabled for compilers" in reason for reason in breaks())
+
+
+# --- exception chaining ------------------------------------------------------
+
+def chain_of(e):
+    """What eager and compiled runs must agree on about an exception's chain."""
+    out = []
+    while e is not None:
+        out.append((type(e).__name__, e.args, type(e.__cause__).__name__, e.__suppress_context__))
+        e = e.__context__
+    return out
+
+
+def run_compiled_and_eager(fn, *args, calls=3):
+    """Each call of the compiled ``fn`` equals eager's; returns the counter."""
+    expected = fn(*args)
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt)
+    for _ in range(calls):
+        actual = compiled(*args)
+        assert same(actual, expected), f"compiled {actual!r} != eager {expected!r}"
+    return cnt
+
+
+def _raise_value_error():
+    raise ValueError("in callee")
+
+
+def _bare_raise():
+    raise
+
+
+def _handling_generator():
+    try:
+        raise KeyError("in generator")
+    except KeyError:
+        yield 1
+        raise ValueError("after yield")
+
+
+def _plain_generator():
+    yield 1
+    raise ValueError("plain")
+
+
+@pytest.mark.parametrize("case", ["from", "context", "from_none", "callee", "bare_in_callee", "same_object",
+                                  "class", "cycle_cut", "generator_own_state", "generator_consumer_state"])
+def test_exception_cause_and_context_are_chained_as_in_eager(case):
+    def f(x):
+        try:
+            if case == "from":
+                try:
+                    raise KeyError("a")
+                except KeyError as e:
+                    raise ValueError("b") from e
+            if case == "context":
+                try:
+                    1 / 0
+                except ZeroDivisionError:
+                    raise KeyError("k")
+            if case == "from_none":
+                try:
+                    raise KeyError("a")
+                except KeyError:
+                    raise ValueError("b") from None
+            if case == "callee":  # the handled exception is the caller's
+                try:
+                    raise KeyError("a")
+                except KeyError:
+                    _raise_value_error()
+            if case == "bare_in_callee":
+                try:
+                    raise KeyError("a")
+                except KeyError:
+                    _bare_raise()
+            if case == "same_object":  # raising the handled exception keeps its context
+                try:
+                    raise KeyError("a")
+                except KeyError as e:
+                    raise e
+            if case == "class":
+                try:
+                    raise KeyError("a")
+                except KeyError:
+                    raise ValueError from IndexError
+            if case == "cycle_cut":
+                try:
+                    raise KeyError("a")
+                except KeyError as a:
+                    try:
+                        raise ValueError("b")
+                    except ValueError:
+                        raise a
+            if case == "generator_own_state":  # a generator handles its own exceptions
+                n = sum(_handling_generator())
+            if case == "generator_consumer_state":
+                try:
+                    raise IndexError("consumer")
+                except IndexError:
+                    n = sum(_plain_generator())
+        except Exception as e:
+            return x + 1, chain_of(e), e.__cause__ is e.__context__
+        return x, n
+
+    cnt = run_compiled_and_eager(f, t(2))
+    assert cnt.frame_count == 1
+    assert breaks() == []
+
+
+def test_exception_chaining_attributes_assigned_and_rebuilt_after_the_graph():
+    def f(x):
+        e = ValueError("v")
+        suppressed = e.__suppress_context__
+        e.__cause__ = KeyError("k")
+        e.__context__ = TypeError("t")
+        e.__suppress_context__ = False
+        plain = IndexError("i")
+        plain.__cause__ = None
+        return x + 1, e, plain, suppressed
+
+    def describe(result):
+        y, e, plain, suppressed = result
+        return y, chain_of(e), type(e.__cause__).__name__, chain_of(plain), suppressed
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    for _ in range(2):
+        assert same(describe(compiled(t(2).fill_(1))), describe(f(t(2).fill_(1))))
+    assert cnt.frame_count == 1
+
+
+def test_raised_exception_live_after_the_graph_breaks_where_it_was_raised():
+    """A raised exception has an eager traceback the trace cannot rebuild: the
+    frame breaks where it was raised, so the returned one is the eager one."""
+    def f(x):
+        y = x * 2
+        try:
+            try:
+                raise KeyError("a")
+            except KeyError as e:
+                raise ValueError("b") from e
+        except ValueError as e:
+            err = e
+        return y, err
+
+    def describe(result):
+        y, err = result
+        return y, chain_of(err), err.__traceback__ is None, err.__cause__.__traceback__ is None
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    x = t(2)
+    for _ in range(2):
+        assert same(describe(compiled(x)), describe(f(x)))
+    assert cnt.frame_count == 1  # the prefix
+    assert [b.split(":")[0] for b in breaks()] == ["cannot reconstruct"]
+
+
+def test_reading_an_exception_traceback_breaks_the_graph():
+    def f(x):
+        try:
+            raise KeyError("a")
+        except KeyError as e:
+            has_traceback = e.__traceback__ is not None
+        return x + 1, has_traceback
+
+    check_compiled(f, t(2), graphs=None)
+    assert [b.split(":")[0] for b in breaks()] == ["exception traceback"]

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from bytegraph.breaks import Unsupported, UserFrame, is_user_file, unimplemented
+from bytegraph.breaks import BreakSite, Unsupported, UserFrame, is_user_file, unimplemented
 from bytegraph.bytecode.analysis import catching_indices, enclosing_handlers, except_clauses
 from bytegraph.bytecode.instructions import Instruction, decode
 from bytegraph.graph.output_graph import OutputGraph
@@ -82,6 +82,7 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
         self.kw_names: tuple[str, ...] = ()
         self.block_stack: list[VT] = []
         self.exc_info: list[VT] = []  # exceptions being handled (PUSH_EXC_INFO / POP_EXCEPT)
+        self.caller = parent  # the frame this one returns (or yields) to; a generator's changes
         self.raised_at: dict[int, int] = {}  # id(exception VT) -> index of the instruction that raised it here
         self.done = False
         self.depth = 0 if parent is None else parent.depth + 1
@@ -110,6 +111,9 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
             else:
                 handler(inst)
         except TracedException as e:
+            if e.fresh:  # implicit chaining happens where it is raised, once
+                e.exc.chain_context(self.handled_exception())
+                e.fresh = False
             self.handle_exception(inst, e)
         except Unsupported as e:
             if not e.user_stack:
@@ -191,6 +195,22 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
             return self.raised_at[id(self.exc_info[0])]
         return self.current_instruction.index if self.current_instruction is not None else None
 
+    def handled_exception(self) -> VT | None:
+        """The exception being handled here (``sys.exception()``): the innermost
+        one of this frame, else of its callers, as CPython's exception-state
+        chain (a generator's frame links to whoever resumed it)."""
+        tx: InstructionTranslatorBase | None = self
+        while tx is not None:
+            if tx.exc_info:
+                return tx.exc_info[-1]
+            tx = tx.caller
+        return None
+
+    def break_site(self, resume: bool = True) -> BreakSite:
+        """Where the compiled frame would break to redo natively what this
+        frame is doing now (see :meth:`break_index`)."""
+        return BreakSite(self.root().break_index(), self.depth, tuple(self.user_stack()), resume)
+
     # ---- stack helpers -------------------------------------------------------------
     def push(self, value: VT) -> None:
         self.stack.append(value)
@@ -214,6 +234,8 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
     def handle_exception(self, inst: Instruction, exc: TracedException) -> None:
         """Jump to this frame's handler for an exception raised at ``inst``, as
         CPython's exception table says; re-raise to the caller frame when none."""
+        if exc.exc.raise_site is None:
+            exc.exc.raise_site = self.break_site()
         entry = self.decoded.handler_for(inst.index)
         if entry is None:
             exc.user_stack = exc.user_stack or tuple(self.user_stack())

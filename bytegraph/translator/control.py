@@ -169,28 +169,50 @@ class ControlOps:
 
     # ---- exceptions -------------------------------------------------------------------------
     def RAISE_VARARGS(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        """``raise`` (re-raise the exception being handled), ``raise exc`` and
+        ``raise exc from cause``; a class is instantiated. The new exception's
+        ``__context__`` is set when a translator catches the TracedException
+        (:meth:`~.base.InstructionTranslatorBase.step`).
+
+        Raises:
+            TracedException: always, when tracing can go on.
+            Unsupported: a bare raise with nothing being handled, or raising
+                (or chaining from) something that is not an exception: eager
+                raises a TypeError/RuntimeError, which the native run reproduces.
+        """
         if inst.arg == 0:
-            if not self.exc_info:
+            handled = self.handled_exception()
+            if handled is None:
                 unimplemented(
                     gb_type="raise",
                     context="bare raise with no active exception",
                     explanation="The traced code raises RuntimeError; it runs natively so the error is the eager one.",
                     hints=("Use a bare raise only inside an except block.",),
                 )
-            raise TracedException(self.exc_info[-1])
-        if inst.arg == 2:
-            self.pop()  # the cause; ``__cause__`` is not modelled
-        raised = self.pop()
-        if not isinstance(raised, ExceptionVariable):
-            raised = raised.call_function(self, [], {})  # ``raise SomeError`` instantiates the class
-        if not isinstance(raised, ExceptionVariable):
+            raise TracedException(handled, fresh=False)
+        cause = self.pop() if inst.arg == 2 else None
+        raised = self.as_exception(self.pop())
+        if cause is not None:
+            is_none = cause.is_python_constant() and cause.as_python_constant() is None
+            raised.set_cause(None if is_none else self.as_exception(cause))
+        raise TracedException(raised)
+
+    def as_exception(self: InstructionTranslatorBase, value: VT) -> ExceptionVariable:
+        """What ``raise value`` raises: ``value`` itself, or an instance of the class ``value``.
+
+        Raises:
+            Unsupported: when that is not an exception modelled in the trace.
+        """
+        if not isinstance(value, ExceptionVariable):
+            value = value.call_function(self, [], {})  # ``raise SomeError`` instantiates the class
+        if not isinstance(value, ExceptionVariable):
             unimplemented(
                 gb_type="raise",
-                context=f"raise {raised}",
+                context=f"raise {value}",
                 explanation="bytegraph traces raising exception instances only.",
                 hints=("Raise an exception instance or class.",),
             )
-        raise TracedException(raised)
+        return value
 
     def PUSH_EXC_INFO(self: InstructionTranslatorBase, inst: Instruction) -> None:
         exc = self.pop()
@@ -207,7 +229,7 @@ class ControlOps:
         self.push(ConstantVariable(issubclass(self.peek().python_type(), match)))
 
     def RERAISE(self: InstructionTranslatorBase, inst: Instruction) -> None:
-        raise TracedException(self.pop())
+        raise TracedException(self.pop(), fresh=False)
 
     def WITH_EXCEPT_START(self: InstructionTranslatorBase, inst: Instruction) -> None:
         exc = self.peek(1)

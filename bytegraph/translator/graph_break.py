@@ -87,7 +87,7 @@ def codegen_graph_break(
             the whole frame natively).
     """
     code = tx.code
-    resumable = can_resume(code, inst)
+    resumable = reason.resume and can_resume(code, inst)
     stack = list(tx.stack)
     consumed = stack_inputs(inst)
     below = len(stack) - (consumed if consumed is not None else len(stack))

@@ -12,14 +12,15 @@ import inspect
 import types
 from typing import Any, Sequence
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import BreakSite, unimplemented
 from bytegraph.config import config
 from bytegraph.guards.guards import IdMatch
 from bytegraph.guards.source import AttrSource
 from bytegraph.translator.base import InstructionTranslatorBase
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers import DictVariable, GeneratorVariable, TupleVariable
+from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.functions import CellVariable, NestedUserFunctionVariable
 from bytegraph.variables.torch_function import MODELED_FUNCTIONS
 
@@ -51,6 +52,7 @@ class InliningTranslator(InstructionTranslatorBase):
         self.return_value: VT | None = None
         self.started = False
         self.yielded: VT | None = None
+        self.birth: BreakSite | None = None  # set for generator frames (see :func:`inline_call`)
 
     def load_freevar(self, name: str) -> VT:
         return self.fn.get_closure_cell(self, self.code.co_freevars.index(name))
@@ -84,20 +86,108 @@ class InliningTranslator(InstructionTranslatorBase):
     def yield_value(self, value: VT) -> None:
         self.yielded = value
 
-    def resume_generator(self) -> VT | None:
-        """Run this generator frame to its next ``yield``; None once it returned."""
+    def resume_generator(self, caller: InstructionTranslatorBase, throw: ExceptionVariable | None = None) -> VT | None:
+        """Run this generator frame to its next ``yield`` for ``caller`` (the
+        frame doing ``next()``), or, with ``throw``, raise that exception at the
+        suspension point first (``generator.close()``). Returns the yielded VT,
+        or None once the frame has returned.
+
+        Raises:
+            TracedException: what escapes the frame, which is then finished. A
+                StopIteration escaping becomes ``RuntimeError("generator raised
+                StopIteration")`` whose ``__cause__`` and ``__context__`` are the
+                StopIteration (PEP 479), as CPython's ``gen_send_ex`` does.
+        """
         if self.done:
             return None
-        if self.started:
-            self.push(ConstantVariable(None))  # the value of the yield expression
-        self.started = True
+        self.caller = caller
         self.yielded = None
-        while not self.done and self.yielded is None:
-            self.step()
+        try:
+            if throw is not None:
+                self.handle_exception(self.instructions[self.ip - 1], TracedException(throw, fresh=False))
+            elif self.started:
+                self.push(ConstantVariable(None))  # the value of the yield expression
+            self.started = True
+            while not self.done and self.yielded is None:
+                self.step()
+        except TracedException as e:
+            self.done = True
+            if not issubclass(e.exc.python_type(), StopIteration):
+                raise
+            error = ExceptionVariable(RuntimeError, [ConstantVariable("generator raised StopIteration")])
+            error.set_cause(e.exc)
+            error.context = e.exc
+            raise TracedException(error, fresh=False) from None
         return self.yielded
+
+    def close_generator(self, caller: InstructionTranslatorBase) -> None:
+        """``generator.close()`` called from ``caller`` (CPython's ``gen_close``):
+        a generator suspended in ``yield from`` first closes the generator it
+        delegates to; then GeneratorExit is raised at the suspension point, so
+        ``finally`` blocks and ``with`` exits run. A frame not started or
+        already finished is just marked finished.
+
+        Raises:
+            TracedException: RuntimeError("generator ignored GeneratorExit")
+                when the frame yields again (it stays suspended); any other
+                exception escaping the frame (GeneratorExit is swallowed).
+            Unsupported: when it delegates to an iterator other than a traced
+                generator that has a ``close`` method.
+        """
+        if self.done or not self.started:
+            self.done = True
+            return
+        try:
+            delegate = self.yield_from_target()
+            if isinstance(delegate, GeneratorVariable):
+                delegate.frame.close_generator(caller)
+            elif delegate is not None and hasattr(delegate.python_type(), "close"):
+                unimplemented(
+                    gb_type="generator close",
+                    context=f"closing {self.code.co_qualname}, suspended in yield from {delegate}",
+                    explanation="bytegraph closes only generators traced in the compiled region.",
+                    hints=("Exhaust the generator, or close it outside the compiled function.",),
+                )
+            thrown = ExceptionVariable(GeneratorExit, [])
+            thrown.chain_context(caller.handled_exception())
+        except TracedException as e:  # closing the delegate failed: that error is thrown in instead
+            thrown = e.exc
+        try:
+            if self.resume_generator(caller, throw=thrown) is not None:
+                raise_traced(RuntimeError, "generator ignored GeneratorExit")
+        except TracedException as e:
+            if not issubclass(e.exc.python_type(), GeneratorExit):
+                raise
+
+    def yield_from_target(self) -> VT | None:
+        """The iterator a generator suspended in ``yield from`` delegates to
+        (CPython's ``_PyGen_yf``: the stack top when the next instruction is
+        ``RESUME`` with an argument of 2 or more), else None."""
+        following = self.instructions[self.ip]
+        return self.stack[-1] if following.opname == "RESUME" and following.arg >= 2 else None
+
+    def has_pending_cleanup(self) -> bool:
+        """Whether closing this generator could run code: it is suspended at a
+        ``yield`` that a ``try`` or ``with`` of its own protects (a ``yield
+        from`` target is checked on its own, as a generator of the trace)."""
+        return self.started and not self.done and self.decoded.handler_for(self.ip - 1) is not None
 
     def inline_call(self, fn: VT, args: list[VT], kwargs: dict[str, VT]) -> VT:
         return inline_call(self, fn, args, kwargs)
+
+
+def generator_birth(tx: InstructionTranslatorBase) -> BreakSite:
+    """Where the compiled frame breaks so that a generator created by a call
+    in ``tx`` is created natively, and the rest of the frame runs natively
+    (a resume function's arguments would keep the generator alive longer than
+    eager does). A generator made inside another generator's frame is created
+    natively when that one is."""
+    frame = tx
+    while isinstance(frame, InliningTranslator):
+        if frame.birth is not None:
+            return frame.birth
+        frame = frame.parent
+    return tx.break_site(resume=False)
 
 
 def is_skipped_module(module: str) -> bool:
@@ -224,6 +314,8 @@ def inline_call(tx: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwar
     bound = bind_arguments(tx, fn, args, kwargs)
     child = InliningTranslator(fn.get_code(), fn.get_globals(), bound, tx, fn)
     if child.code.co_flags & inspect.CO_GENERATOR:
+        child.birth = generator_birth(tx)
+        tx.root().generators.append(child)
         return GeneratorVariable(child)  # runs lazily, one yield per next()
     child.run()
     return child.return_value

@@ -22,7 +22,7 @@ from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.guards.source import ClosureSource, LocalSource
 from bytegraph.translator.base import InstructionTranslatorBase
 from bytegraph.translator.graph_break import FrameRuntime, codegen_graph_break
-from bytegraph.translator.inline import inline_call
+from bytegraph.translator.inline import InliningTranslator, inline_call
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.functions import CellVariable
@@ -67,6 +67,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.initial_grad_mode = torch.is_grad_enabled()
         self.instructions_out: list | None = None
         self.extra_stack = 0  # stack depth the generated code adds to the frame's own
+        self.generators: list[InliningTranslator] = []  # frames of the generators created in this trace
         output.guards.add(GlobalStateMatch(None, torch.is_grad_enabled, self.initial_grad_mode, "grad mode"))
         output.guards.add(
             GlobalStateMatch(None, torch.get_default_dtype, torch.get_default_dtype(), "default dtype")
@@ -96,10 +97,12 @@ class InstructionTranslator(InstructionTranslatorBase):
                     )
                 except Unsupported as brk:
                     brk.user_stack = e.user_stack or tuple(self.user_stack())
+                    brk.root_index = e.exc.raise_site.root_index  # raise it natively where it was raised
                     raise brk from None
             return
         inst = self.instructions[self.ip]
         self.current_instruction = inst
+        self.check_suspended_generators()
         try:
             self.instructions_out, self.extra_stack = codegen_graph_break(self, inst, reason, self.runtime)
         except Unsupported as e:
@@ -145,7 +148,37 @@ class InstructionTranslator(InstructionTranslatorBase):
         )
 
     # ---- output ------------------------------------------------------------------------------
+    def check_suspended_generators(self) -> None:
+        """Called where the graph ends (return or graph break).
+
+        A generator of the trace that is still suspended where closing it runs
+        code (inside its ``try``/``with``) is either dropped, and eager closes
+        it when it is collected, at a moment the trace cannot know (it does not
+        track references), or still referenced, and a traced generator cannot
+        be rebuilt after the graph. Either way the trace would be wrong, so:
+
+        Raises:
+            Unsupported: "suspended generator", breaking the graph at the
+                instruction that created the generator (or called the function
+                that did), so that it is a real Python generator at run time
+                (see :func:`~.inline.generator_birth`).
+        """
+        for frame in self.generators:
+            if frame.has_pending_cleanup():
+                try:
+                    unimplemented(
+                        gb_type="suspended generator",
+                        context=f"generator {frame.code.co_qualname} left suspended inside try/with",
+                        explanation="Closing it would run its finally/with cleanup when it is collected, which "
+                        "the trace cannot time; the generator is created natively instead.",
+                        hints=("Exhaust or close() the generator inside the compiled function.",),
+                    )
+                except Unsupported as e:
+                    frame.birth.relocate(e)
+                    raise
+
     def do_return(self, value: VT) -> None:
+        self.check_suspended_generators()
         final_grad_mode = torch.is_grad_enabled()
         graph_sets_grad = self.output.sets_grad_mode()
 

@@ -380,7 +380,7 @@ class PythonSemantics:
             torch_function.subclass_store_attr(self, obj, name, value)
             return
         if isinstance(obj, (UserDefinedObjectVariable, UserDefinedClassVariable, NestedUserFunctionVariable,
-                            TensorVariable)):
+                            TensorVariable, ExceptionVariable)):
             obj.store_attr(self, name, value)
             return
         if isinstance(obj, NNModuleVariable):

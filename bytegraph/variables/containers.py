@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import Unsupported, unimplemented
 from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch
 from bytegraph.guards.source import GetItemSource
 from bytegraph.variables.base import VariableTracker
@@ -916,7 +916,18 @@ class IteratorVariable(VariableTracker):
 
 class GeneratorVariable(IteratorVariable):
     """A generator created in the trace; ``frame`` is its suspended inlined
-    frame, advanced to the next ``yield`` by :meth:`next_item`."""
+    frame (an ``InliningTranslator``), advanced to the next ``yield`` by
+    :meth:`next_item` and closed by ``close()``.
+
+    A generator dropped while suspended is closed by CPython when it is
+    collected, running its ``finally``/``with`` cleanup then; the trace does
+    not track references, so it cannot tell when that happens. Instead the
+    compiled frame checks, wherever a graph ends, for a generator of the trace
+    suspended where closing it would run code, and if there is one breaks the
+    graph at the call that created it, so it is a real generator at run time
+    (see ``InstructionTranslator.check_suspended_generators``). A generator
+    live after the graph breaks there too (see :meth:`reconstruct`).
+    """
 
     def __init__(self, frame: Any):
         super().__init__()
@@ -926,7 +937,37 @@ class GeneratorVariable(IteratorVariable):
         return types.GeneratorType
 
     def next_item(self, tx: Tx) -> VT | None:
-        return self.frame.resume_generator()
+        """The next yielded item, None once exhausted.
+
+        Raises:
+            TracedException: what the generator's frame raises (PEP 479 applied).
+        """
+        return self.frame.resume_generator(tx)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "close" and not args and not kwargs:
+            self.frame.close_generator(tx)
+            return ConstantVariable(None)
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """A traced generator's suspended frame cannot be rebuilt.
+
+        Raises:
+            Unsupported: moved to the instruction that created the generator,
+                so the frame breaks there and the generator is a real one.
+        """
+        try:
+            unimplemented(
+                gb_type="cannot reconstruct",
+                context=f"generator {self.frame.code.co_qualname} is live after the graph",
+                explanation="A generator traced in the compiled region cannot be rebuilt in the generated code; "
+                "the generator is created natively instead.",
+                hints=("Consume the generator inside the compiled function.",),
+            )
+        except Unsupported as brk:
+            self.frame.birth.relocate(brk)
+            raise
 
     def __repr__(self) -> str:
         return f"GeneratorVariable({self.frame.code.co_qualname})"

@@ -10,8 +10,9 @@ compiled frame, so the native run raises it exactly as eager does.
 from __future__ import annotations
 
 import types
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
+from bytegraph.breaks import BreakSite, Unsupported, unimplemented
 from bytegraph.variables.base import VariableTracker
 
 if TYPE_CHECKING:
@@ -22,12 +23,30 @@ VT = VariableTracker
 
 
 class ExceptionVariable(VariableTracker):
-    """An exception instance created in the trace: its class and arguments."""
+    """An exception instance created in the trace: its class, arguments and
+    chaining attributes.
+
+    ``cause`` and ``context`` are ExceptionVariables or None (``__cause__``,
+    ``__context__``); ``suppress_context`` is ``__suppress_context__``. The
+    translator sets them as CPython does: ``raise X from Y`` sets the cause,
+    and raising while an exception is being handled sets the context (see
+    :meth:`chain_context`). ``raise_site`` is set where it is first raised
+    (see :class:`~bytegraph.breaks.BreakSite`): eager then gives it a
+    traceback, which the trace has no frames for, so reading ``__traceback__``
+    is a graph break, and rebuilding a raised exception after the graph moves
+    the break to where it was raised (see :meth:`reconstruct`).
+    """
+
+    mutable = True  # one identity when rebuilt: ``raise e`` and ``e.__context__`` compare by identity
 
     def __init__(self, exc_type: type, args: Sequence[VT]):
         super().__init__()
         self.exc_type = exc_type
         self.args = list(args)
+        self.cause: ExceptionVariable | None = None
+        self.context: ExceptionVariable | None = None
+        self.suppress_context = False
+        self.raise_site: BreakSite | None = None
 
     def python_type(self) -> type:
         return self.exc_type
@@ -35,14 +54,70 @@ class ExceptionVariable(VariableTracker):
     def truthy(self, tx: Tx) -> bool:
         return True
 
+    def set_cause(self, cause: ExceptionVariable | None) -> None:
+        """``raise self from cause`` / ``self.__cause__ = cause``: also sets
+        ``__suppress_context__``, as CPython does."""
+        self.cause = cause
+        self.suppress_context = True
+
+    def chain_context(self, handled: ExceptionVariable | None) -> None:
+        """Implicit chaining when this exception is raised while ``handled`` is
+        being handled (CPython's ``_PyErr_SetObject``): ``__context__`` becomes
+        ``handled``, unless it is this exception itself; a link back to this
+        exception in ``handled``'s context chain is cut, so no cycle forms."""
+        if handled is None or handled is self:
+            return
+        link, seen = handled, set()
+        while link.context is not None and id(link) not in seen:
+            seen.add(id(link))
+            if link.context is self:
+                link.context = None
+                break
+            link = link.context
+        self.context = handled
+
     def var_getattr(self, tx: Tx, name: str) -> VT:
+        """Raises Unsupported for ``__traceback__`` and attributes not modelled."""
         if name == "args":
             return tx.make_tuple(self.args)
         if name == "__class__":
             return tx.wrap_const(self.exc_type)
-        if name in ("__cause__", "__context__"):
-            return tx.wrap_const(None)
+        if name in _CHAIN_ATTRIBUTES:
+            value = getattr(self, _CHAIN_ATTRIBUTES[name])
+            return value if isinstance(value, VariableTracker) else tx.wrap_const(value)
+        if name == "__traceback__":
+            unimplemented(
+                gb_type="exception traceback",
+                context=f"{self.describe()}.__traceback__",
+                explanation="Tracebacks of exceptions raised in the trace are not modelled.",
+                hints=("Read the traceback outside the compiled function.",),
+            )
         return super().var_getattr(tx, name)
+
+    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
+        """``exc.__cause__/__context__/__suppress_context__ = value``.
+
+        Raises:
+            Unsupported: for other attributes, and values of the wrong kind
+                (eager's TypeError then comes from the native run).
+        """
+        if name in ("__cause__", "__context__") and (
+                isinstance(value, ExceptionVariable) or value.is_python_constant() and value.as_python_constant() is None):
+            chained = value if isinstance(value, ExceptionVariable) else None
+            if name == "__cause__":
+                self.set_cause(chained)
+            else:
+                self.context = chained
+            return
+        if name == "__suppress_context__" and value.is_python_constant():
+            self.suppress_context = bool(value.as_python_constant())
+            return
+        unimplemented(
+            gb_type="unsupported attribute store",
+            context=f"setting {name!r} on {self.describe()}",
+            explanation="bytegraph models only the chaining attributes of exceptions created in the trace.",
+            hints=("Move the assignment out of the compiled function.",),
+        )
 
     def as_text(self, fn: type) -> str | None:
         """``str(exc)`` or ``repr(exc)`` (``fn``) when the arguments are constants
@@ -57,19 +132,78 @@ class ExceptionVariable(VariableTracker):
         return f"{self.exc_type.__name__}({shown})"
 
     def reconstruct(self, codegen: PyCodegen) -> None:
+        """``exc_type(*args)``, then the chaining attributes that differ from a
+        fresh exception's.
+
+        Raises:
+            Unsupported: when the exception was raised (its eager traceback
+                cannot be rebuilt), moved to where it was raised so the native
+                run raises it; or when its cause/context chain loops back to it.
+        """
+        if self.raise_site is not None or self._chain_reaches(self):
+            try:
+                unimplemented(
+                    gb_type="cannot reconstruct",
+                    context=f"{self.describe()}, " + ("raised in the trace," if self.raise_site else "a cyclic chain,")
+                    + " is live after the graph",
+                    explanation="bytegraph cannot rebuild the traceback of an exception raised in the trace, nor a "
+                    "cyclic exception chain, in the generated code.",
+                    hints=("Keep only what you need of the exception (e.g. str(e)) past the except clause.",),
+                )
+            except Unsupported as brk:
+                if self.raise_site is not None:
+                    self.raise_site.relocate(brk)
+                raise
         codegen.load_callable(self.exc_type)
         for arg in self.args:
             codegen.reconstruct(arg)
         codegen.call(len(self.args))
+        for name, link in (("__context__", self.context), ("__cause__", self.cause)):
+            if link is not None:
+                _store_attr(codegen, name, lambda link=link: codegen.reconstruct(link))
+        if self.suppress_context != (self.cause is not None):  # storing __cause__ set it
+            _store_attr(codegen, "__suppress_context__", lambda: codegen.load_const(self.suppress_context))
+
+    def _chain_reaches(self, target: ExceptionVariable) -> bool:
+        """Whether ``target`` is reachable through ``__cause__``/``__context__`` links."""
+        pending, seen = [self.cause, self.context], set()
+        while pending:
+            link = pending.pop()
+            if link is None or id(link) in seen:
+                continue
+            if link is target:
+                return True
+            seen.add(id(link))
+            pending += [link.cause, link.context]
+        return False
 
     def __repr__(self) -> str:
         return f"ExceptionVariable({self.describe()})"
 
 
-class TracedException(Exception):
-    """The traced program raised ``exc`` (an :class:`ExceptionVariable`)."""
+def _store_attr(codegen: PyCodegen, name: str, emit_value: Callable[[], None]) -> None:
+    """Set attribute ``name`` of the object on top of the stack, leaving it there."""
+    codegen.emit("COPY", 1)
+    emit_value()
+    codegen.emit("SWAP", 2)
+    codegen.emit("STORE_ATTR", name)
 
-    def __init__(self, exc: ExceptionVariable):
+
+#: chaining attributes of exceptions -> ExceptionVariable attribute
+_CHAIN_ATTRIBUTES = {"__context__": "context", "__cause__": "cause", "__suppress_context__": "suppress_context"}
+
+
+class TracedException(Exception):
+    """The traced program raised ``exc`` (an :class:`ExceptionVariable`).
+
+    ``fresh`` is True for a newly raised exception, whose ``__context__`` the
+    first translator that sees it sets to the exception being handled there
+    (implicit chaining); False for re-raises (bare ``raise``, ``RERAISE``) and
+    exceptions whose chaining is already final.
+    """
+
+    def __init__(self, exc: ExceptionVariable, fresh: bool = True):
         super().__init__(exc.describe())
         self.exc = exc
+        self.fresh = fresh
         self.user_stack: tuple = ()  # where it was raised, once it leaves the raising frame
