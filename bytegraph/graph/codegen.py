@@ -42,6 +42,8 @@ class PyCodegen:
         self.output_temps: dict[torch.fx.Node, str] = {}
         self._vt_temps: dict[int, str] = {}
         self._temp_count = 0
+        self.temps: list[str] = []
+        self.closed_over: dict[str, None] = {}  # cells of the frame put in closures (LOAD_CLOSURE)
 
     # ---- raw emission ------------------------------------------------------------
     def emit(self, opname: str, arg: Any = _NO_ARG) -> None:
@@ -55,7 +57,15 @@ class PyCodegen:
 
     def new_temp(self, hint: str = "tmp") -> str:
         self._temp_count += 1
-        return f"___{hint}{self._temp_count}"
+        name = f"___{hint}{self._temp_count}"
+        self.temps.append(name)
+        return name
+
+    def delete_temps(self) -> None:
+        """Delete every temporary made so far, so code that runs on in this frame
+        (``locals()``, finalizers, memory) sees only the user's variables."""
+        for name in self.temps:
+            self.emit("DELETE_FAST", name)
 
     # ---- loads and stores -----------------------------------------------------------
     def load_const(self, value: Any) -> None:
@@ -95,6 +105,7 @@ class PyCodegen:
         deref = self._deref(name)
         if deref is None:
             raise InternalError(f"{name} is not a cell or free variable of {self.code.co_name}")
+        self.closed_over[name] = None
         self.emit("LOAD_CLOSURE", deref)
 
     def load_global(self, name: str, f_globals: dict) -> None:

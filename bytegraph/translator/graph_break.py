@@ -130,6 +130,7 @@ def codegen_graph_break(
                 cg.emit("PUSH_NULL")
             else:
                 cg.load_local(temp)
+        cg.delete_temps()
 
     for ctx in reversed(tx.block_stack):  # the graph leaves autocast/inference mode as it found them
         if isinstance(ctx, StateContextVariable):

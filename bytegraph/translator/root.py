@@ -209,4 +209,13 @@ class InstructionTranslator(InstructionTranslatorBase):
         for name, temp in cells:
             codegen.load_local(temp)
             codegen.store_local(name)
+        # the frame's own cells put in closures that outlive the graph get their traced contents
+        # (until no new cell is closed over: a cell's contents may be a closure over another)
+        written: set[str] = set()
+        while pending := [n for n in codegen.closed_over if n in self.code.co_cellvars and n not in written]:
+            for name in pending:
+                written.add(name)
+                if self.symbolic_locals.get(name) is not None:
+                    codegen.reconstruct(self.symbolic_locals[name])
+                    codegen.store_local(name)
 

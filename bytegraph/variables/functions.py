@@ -11,12 +11,13 @@ import functools
 import inspect
 import logging
 import types
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph.breaks import unimplemented
-from bytegraph.guards.source import AttrSource, GetItemSource
+from bytegraph.guards.guards import GlobalStateMatch
+from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
 from bytegraph.variables.containers import DictVariable
 
 if TYPE_CHECKING:
@@ -395,9 +396,14 @@ class PartialVariable(VariableTracker):
 
 
 class WrappedFunctionVariable(VariableTracker):
-    """A C-level wrapper around a pure Python function (``functools.lru_cache``):
-    calls trace the wrapped function (the cache only saves time, the results
-    are the same); the object itself is the wrapper."""
+    """A ``functools.lru_cache`` wrapper around a Python function.
+
+    A call with constant (hashable) arguments is made now, through the real
+    cache, as eager's first call makes it (later eager calls are cache hits:
+    no side effects, the same result object); the result is a constant,
+    guarded by the cache still holding at least as many entries and not
+    having evicted any (so ``cache_clear()`` recompiles). Other calls trace
+    the wrapped function (the cache keys such arguments by identity)."""
 
     def __init__(self, wrapper: Any, inner: VT, source=None):
         super().__init__(source)
@@ -417,6 +423,25 @@ class WrappedFunctionVariable(VariableTracker):
         return True
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        info = self.wrapper.cache_info()
+        room = info.maxsize is None or info.currsize + 1 < info.maxsize  # the entry will not be evicted
+        if room and all(a.is_python_constant() for a in (*args, *kwargs.values())):
+            values = [a.as_python_constant() for a in args]
+            keywords = {k: v.as_python_constant() for k, v in kwargs.items()}
+            try:
+                hash((*values, *keywords.values()))
+            except TypeError:
+                return self.inner.call_function(tx, args, kwargs)  # eager raises: traced, it raises too
+            try:
+                result = self.wrapper(*values, **keywords)
+            except Exception as e:  # noqa: BLE001 - the user function's own error, raised in the trace
+                raise_traced_from(e)
+            size = self.wrapper.cache_info().currsize
+            tx.output.guards.add(GlobalStateMatch(None, _cache_holds(self.wrapper, size), True,
+                                                  f"cache of {self.wrapper.__qualname__}"))
+            if is_constant_value(result):
+                return ConstantVariable(result)
+            return tx.wrap(result, ConstSource(result, f"{self.wrapper.__qualname__}(...)"))
         return self.inner.call_function(tx, args, kwargs)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
@@ -424,3 +449,13 @@ class WrappedFunctionVariable(VariableTracker):
             codegen.load_source(self.source)
         else:
             codegen.load_const(self.wrapper)
+
+
+def _cache_holds(wrapper: Any, size: int) -> Callable[[], bool]:
+    """A guard getter: ``wrapper``'s lru cache holds at least ``size`` entries
+    and is not full (so no entry was evicted or cleared since)."""
+    def holds() -> bool:
+        info = wrapper.cache_info()
+        return info.currsize >= size and (info.maxsize is None or info.currsize < info.maxsize)
+
+    return holds
