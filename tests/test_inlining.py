@@ -1,6 +1,5 @@
 """Calls of Python functions are inlined into one graph: compiled vs eager."""
 import functools
-import gc
 
 import pytest
 import torch
@@ -525,7 +524,6 @@ def _first_of(log):
 def _run_with_log(fn, x):
     log = []
     result = fn(x, log)
-    gc.collect()
     return result, log
 
 
