@@ -175,3 +175,32 @@ class BoundMethodVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"BoundMethodVariable({self.obj}.{self.name})"
+
+
+class ConstantCallableVariable(VariableTracker):
+    """A library callable known at trace time (``len``, ``torch.add``,
+    ``np.sum``, ``itertools.chain``...): a constant, loaded as such by the
+    generated code; subclasses say what calling it does.
+
+    Attributes:
+        fn: the callable.
+    """
+
+    def __init__(self, fn: Any, source: Any = None):
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_const(self.fn)

@@ -19,12 +19,12 @@ import functools
 import math
 import operator
 import types
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
 from bytegraph.breaks import HINT_REWRITE, unimplemented
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.misc import EnvironVariable
@@ -106,27 +106,8 @@ PURE_BUILTINS = frozenset(
      operator.is_, operator.is_not}
 
 
-class BuiltinVariable(VariableTracker):
+class BuiltinVariable(ConstantCallableVariable):
     """A builtin function or ``operator``/``math`` function."""
-
-    def __init__(self, fn: Callable, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.fn
-
-    def truthy(self, tx: Tx) -> bool:
-        return True
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        codegen.load_const(self.fn)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
         """``object.__setattr__``, ``dict.__setitem__``...: methods of builtin types

@@ -14,19 +14,18 @@ import collections
 import copy
 import enum
 import types
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 
 from bytegraph.breaks import unimplemented
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers import (DictVariable, LazyDictVariable, ListVariable, NamedTupleVariable,
                                             SetVariable, TupleVariable)
 from bytegraph.variables.user_defined import NewObjectVariable, UserDefinedObjectVariable
 
 if TYPE_CHECKING:
-    from bytegraph.graph.codegen import PyCodegen
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
 
 VT = VariableTracker
@@ -46,21 +45,8 @@ def copied_by_dict(cls: type) -> bool:
             and all(k.__module__ != "builtins" and not any(h in vars(k) for h in _COPY_HOOKS) for k in bases))
 
 
-class CopyFunctionVariable(VariableTracker):
+class CopyFunctionVariable(ConstantCallableVariable):
     """``copy.copy`` or ``copy.deepcopy`` (see the module docstring)."""
-
-    def __init__(self, fn: Any, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return types.FunctionType
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.fn
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if len(args) != 1 or kwargs:
@@ -73,12 +59,6 @@ class CopyFunctionVariable(VariableTracker):
         if self.fn is copy.copy:
             return _copy(tx, args[0], None)
         return _copy(tx, args[0], {})
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        if self.source is not None:
-            codegen.load_source(self.source)
-        else:
-            codegen.load_const(self.fn)
 
     def __repr__(self) -> str:
         return f"CopyFunctionVariable({self.fn.__name__})"

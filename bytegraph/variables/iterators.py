@@ -15,7 +15,7 @@ import operator
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph.breaks import unimplemented
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers import IteratorVariable, ListIteratorVariable, TupleVariable
 
@@ -81,27 +81,8 @@ class CountIteratorVariable(IteratorVariable):
             codegen.call(2)
 
 
-class ItertoolsFunctionVariable(VariableTracker):
+class ItertoolsFunctionVariable(ConstantCallableVariable):
     """One callable of ``itertools``."""
-
-    def __init__(self, fn: Callable, source: Any = None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.fn
-
-    def truthy(self, tx: Tx) -> bool:
-        return True
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        codegen.load_const(self.fn)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
         if self.fn is itertools.chain and name == "from_iterable":

@@ -23,7 +23,7 @@ from torch.utils import _pytree as pytree
 from bytegraph.breaks import unimplemented
 from bytegraph.config import config
 from bytegraph.variables import numpy as npops
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers import ListVariable, NamedTupleVariable, SliceVariable, TupleVariable
 from bytegraph.variables.tensor import (
@@ -39,7 +39,6 @@ from bytegraph.variables.tensor import (
 )
 
 if TYPE_CHECKING:
-    from bytegraph.graph.codegen import PyCodegen
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
 
 VT = VariableTracker
@@ -63,7 +62,7 @@ def _numpy_unavailable(context: str) -> None:
         )
 
 
-class NumpyFunctionVariable(VariableTracker):
+class NumpyFunctionVariable(ConstantCallableVariable):
     """A function of NumPy's namespace (``np.sum``, ``np.where``, ``np.linalg.norm``...).
 
     Calls run its ``torch._numpy`` twin in the graph (:func:`numpy_call`);
@@ -71,30 +70,8 @@ class NumpyFunctionVariable(VariableTracker):
     are graph breaks.
     """
 
-    def __init__(self, fn: Any, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.fn
-
-    def truthy(self, tx: Tx) -> bool:
-        return True
-
     def var_getattr(self, tx: Tx, name: str) -> VT:
         return tx.wrap_const(getattr(self.fn, name))
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        if self.source is not None:
-            codegen.load_source(self.source)
-        else:
-            codegen.load_const(self.fn)
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         name = getattr(self.fn, "__name__", repr(self.fn))

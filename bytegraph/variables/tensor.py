@@ -35,7 +35,7 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 import torch
 import torch.fx
@@ -115,27 +115,15 @@ class TensorVariable(VariableTracker):
             codegen.load_graph_output(self.node)
 
     def truthy(self, tx: Tx) -> bool:
-        unimplemented(
-            gb_type="data-dependent branching",
-            context=f"bool() of a tensor ({self.node.name})",
-            explanation="The branch taken depends on tensor data, which is unknown while tracing.",
-            hints=(HINT_DYNAMIC_CONTROL_FLOW,),
-        )
+        branch_on_data(f"a tensor ({self.node.name})")
 
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return self.example.dim() > 0
 
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
         """``a, b = t`` / ``for row in t``: ``t[0], t[1], ...`` along dim 0."""
-        if self.example.dim() == 0:
-            unimplemented(
-                gb_type="user error",
-                context="iteration over a 0-d tensor",
-                explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-                hints=("Index a 0-d tensor with .item() or keep it as a tensor.",),
-            )
-        length = self.example.size(0)
-        return [graph_call(tx, "call_function", operator.getitem, [self, ConstantVariable(i)], {}) for i in range(length)]
+        return unpack_rows(self.example, "tensor", lambda i: graph_call(
+            tx, "call_function", operator.getitem, [self, ConstantVariable(i)], {}))
 
     # ---- attributes ------------------------------------------------------------------------
     def var_getattr(self, tx: Tx, name: str) -> VT:
@@ -930,6 +918,29 @@ def _holds_only_tensors(value: Any) -> bool:
     return isinstance(value, (tuple, list)) and all(v is None or _holds_only_tensors(v) for v in value)
 
 
+def branch_on_data(what: str) -> NoReturn:
+    """``bool()`` of a value whose truth depends on tensor data: a graph break."""
+    unimplemented(
+        gb_type="data-dependent branching",
+        context=f"bool() of {what}",
+        explanation="The branch taken depends on tensor data, which is unknown while tracing.",
+        hints=(HINT_DYNAMIC_CONTROL_FLOW,),
+    )
+
+
+def unpack_rows(example: torch.Tensor, kind: str, row: Callable[[int], VT]) -> list[VT]:
+    """``row(0), row(1), ...`` along dim 0 of ``example`` (iterating a tensor or
+    array); a 0-d value raises TypeError in eager, so it breaks."""
+    if example.dim() == 0:
+        unimplemented(
+            gb_type="user error",
+            context=f"iteration over a 0-d {kind}",
+            explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
+            hints=("Index a 0-d value with .item(), or keep it whole.",),
+        )
+    return [row(i) for i in range(example.size(0))]
+
+
 def graph_call(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[str, VT],
                check: Callable[[Any], None] | None = None) -> VT:
     """Add ``target(*args, **kwargs)`` to the graph and wrap its result.
@@ -1262,26 +1273,14 @@ class NumpyNdarrayVariable(VariableTracker):
         return self.example
 
     def truthy(self, tx: Tx) -> bool:
-        unimplemented(
-            gb_type="data-dependent branching",
-            context=f"bool() of an ndarray ({self.node.name})",
-            explanation="The branch taken depends on array data, which is unknown while tracing.",
-            hints=(HINT_DYNAMIC_CONTROL_FLOW,),
-        )
+        branch_on_data(f"an ndarray ({self.node.name})")
 
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return self.example.dim() > 0
 
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
-        if self.example.dim() == 0:
-            unimplemented(
-                gb_type="user error",
-                context="iteration over a 0-d array",
-                explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-                hints=("Do not iterate over 0-d arrays.",),
-            )
-        return [tx.numpy_operator(operator.getitem, [self, ConstantVariable(i)])
-                for i in range(self.example.size(0))]
+        return unpack_rows(self.example, "array", lambda i: tx.numpy_operator(
+            operator.getitem, [self, ConstantVariable(i)]))
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
         if name in npops.UNSUPPORTED_ATTRS:

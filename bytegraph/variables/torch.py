@@ -33,7 +33,7 @@ import torch
 
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise
 from bytegraph.variables.containers import SizeVariable
 from bytegraph.variables.ndarray import ndarray_to_tensor
@@ -171,27 +171,8 @@ def is_torch_callable(fn: Any) -> bool:
     return module.startswith("torch")
 
 
-class TorchFunctionVariable(VariableTracker):
+class TorchFunctionVariable(ConstantCallableVariable):
     """A callable from the torch package (see module docstring)."""
-
-    def __init__(self, fn: Callable, source=None):
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.fn
-
-    def truthy(self, tx: Tx) -> bool:
-        return True
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        codegen.load_const(self.fn)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
         return tx.wrap_const(getattr_or_raise(self.fn, name))
