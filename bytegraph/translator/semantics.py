@@ -24,7 +24,7 @@ from bytegraph.guards.guards import DictContains, IdMatch, NoAliasing
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap, wrap_const
-from bytegraph.variables.builtin import BuiltinVariable, OperatorGetterVariable
+from bytegraph.variables.builtin import BINARY_DUNDERS, UNARY_DUNDERS, BuiltinVariable, OperatorGetterVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.containers import (
@@ -90,10 +90,10 @@ class PythonSemantics:
             if method is not None:
                 return ConstantVariable(method.call_function(self, [args[1]], {}).truthy(self))
             return None
-        if fn in _UNARY_DUNDERS and len(args) == 1:
-            method = _python_method(args[0], _UNARY_DUNDERS[fn])
+        if fn in UNARY_DUNDERS and len(args) == 1:
+            method = _python_method(args[0], UNARY_DUNDERS[fn])
             return method.call_function(self, [], {}) if method is not None else None
-        names = _BINARY_DUNDERS.get(fn)
+        names = BINARY_DUNDERS.get(fn)
         if names is None or len(args) != 2:
             return None
         a, b = args
@@ -472,19 +472,6 @@ _LIBRARY_CONSTRUCTORS = {
     operator.methodcaller: _make_operator_getter(operator.methodcaller),
 }
 
-_BINARY_DUNDERS = {
-    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),
-    operator.mul: ("__mul__", "__rmul__"), operator.truediv: ("__truediv__", "__rtruediv__"),
-    operator.floordiv: ("__floordiv__", "__rfloordiv__"), operator.mod: ("__mod__", "__rmod__"),
-    operator.pow: ("__pow__", "__rpow__"), operator.matmul: ("__matmul__", "__rmatmul__"),
-    operator.and_: ("__and__", "__rand__"), operator.or_: ("__or__", "__ror__"),
-    operator.xor: ("__xor__", "__rxor__"), operator.lshift: ("__lshift__", "__rlshift__"),
-    operator.rshift: ("__rshift__", "__rrshift__"),
-    operator.lt: ("__lt__", "__gt__"), operator.le: ("__le__", "__ge__"), operator.gt: ("__gt__", "__lt__"),
-    operator.ge: ("__ge__", "__le__"), operator.eq: ("__eq__", "__eq__"), operator.ne: ("__ne__", "__ne__"),
-}
-_UNARY_DUNDERS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__",
-                  operator.abs: "__abs__"}
 
 
 def _python_method(vt: VT, name: str) -> VT | None:

@@ -105,6 +105,23 @@ PURE_BUILTINS = frozenset(
      # identity is not a property of values: as_python_constant() of a list VT is a copy
      operator.is_, operator.is_not}
 
+#: binary operator -> (method, reflected method), as Python looks them up
+BINARY_DUNDERS = {
+    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),
+    operator.mul: ("__mul__", "__rmul__"), operator.truediv: ("__truediv__", "__rtruediv__"),
+    operator.floordiv: ("__floordiv__", "__rfloordiv__"), operator.mod: ("__mod__", "__rmod__"),
+    operator.pow: ("__pow__", "__rpow__"), operator.matmul: ("__matmul__", "__rmatmul__"),
+    operator.and_: ("__and__", "__rand__"), operator.or_: ("__or__", "__ror__"),
+    operator.xor: ("__xor__", "__rxor__"), operator.lshift: ("__lshift__", "__rlshift__"),
+    operator.rshift: ("__rshift__", "__rrshift__"), operator.eq: ("__eq__", "__eq__"),
+    operator.ne: ("__ne__", "__ne__"), operator.lt: ("__lt__", "__gt__"), operator.le: ("__le__", "__ge__"),
+    operator.gt: ("__gt__", "__lt__"), operator.ge: ("__ge__", "__le__"), pow: ("__pow__", "__rpow__"),
+}
+#: unary operator -> its method
+UNARY_DUNDERS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__",
+                  operator.abs: "__abs__", abs: "__abs__"}
+
+
 
 class BuiltinVariable(ConstantCallableVariable):
     """A builtin function or ``operator``/``math`` function."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
 from bytegraph.variables.containers import DictVariable
 
@@ -395,7 +395,7 @@ class PartialVariable(VariableTracker):
         return f"PartialVariable({self.func})"
 
 
-class WrappedFunctionVariable(VariableTracker):
+class WrappedFunctionVariable(ConstantCallableVariable):
     """A ``functools.lru_cache`` wrapper around a Python function.
 
     A call with constant (hashable) arguments is made now, through the real
@@ -406,24 +406,11 @@ class WrappedFunctionVariable(VariableTracker):
     the wrapped function (the cache keys such arguments by identity)."""
 
     def __init__(self, wrapper: Any, inner: VT, source=None):
-        super().__init__(source)
-        self.wrapper = wrapper
+        super().__init__(wrapper, source)
         self.inner = inner
 
-    def python_type(self) -> type:
-        return type(self.wrapper)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.wrapper
-
-    def truthy(self, tx: Tx) -> bool:
-        return True
-
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        info = self.wrapper.cache_info()
+        info = self.fn.cache_info()
         room = info.maxsize is None or info.currsize + 1 < info.maxsize  # the entry will not be evicted
         if room and all(a.is_python_constant() for a in (*args, *kwargs.values())):
             values = [a.as_python_constant() for a in args]
@@ -433,22 +420,16 @@ class WrappedFunctionVariable(VariableTracker):
             except TypeError:
                 return self.inner.call_function(tx, args, kwargs)  # eager raises: traced, it raises too
             try:
-                result = self.wrapper(*values, **keywords)
+                result = self.fn(*values, **keywords)
             except Exception as e:  # noqa: BLE001 - the user function's own error, raised in the trace
                 raise_traced_from(e)
-            size = self.wrapper.cache_info().currsize
-            tx.output.guards.add(GlobalStateMatch(None, _cache_holds(self.wrapper, size), True,
-                                                  f"cache of {self.wrapper.__qualname__}"))
+            size = self.fn.cache_info().currsize
+            tx.output.guards.add(GlobalStateMatch(None, _cache_holds(self.fn, size), True,
+                                                  f"cache of {self.fn.__qualname__}"))
             if is_constant_value(result):
                 return ConstantVariable(result)
-            return tx.wrap(result, ConstSource(result, f"{self.wrapper.__qualname__}(...)"))
+            return tx.wrap(result, ConstSource(result, f"{self.fn.__qualname__}(...)"))
         return self.inner.call_function(tx, args, kwargs)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        if self.source is not None:
-            codegen.load_source(self.source)
-        else:
-            codegen.load_const(self.wrapper)
 
 
 def _cache_holds(wrapper: Any, size: int) -> Callable[[], bool]:

@@ -46,6 +46,7 @@ from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource
 from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.builtin import BINARY_DUNDERS, UNARY_DUNDERS
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers import BaseSequenceVariable, DictVariable, NamedTupleVariable, TupleVariable
 from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
@@ -88,18 +89,6 @@ NO_TORCH_FUNCTION = frozenset(
 _DEFAULT_TORCH_FUNCTION = torch.Tensor.__dict__["__torch_function__"]
 _DEFAULT_NEW = torch._C.TensorBase.__dict__["__new__"]
 
-#: binary operator -> (method, reflected method), as Python looks them up
-_BINARY_DUNDERS = {
-    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),
-    operator.mul: ("__mul__", "__rmul__"), operator.truediv: ("__truediv__", "__rtruediv__"),
-    operator.floordiv: ("__floordiv__", "__rfloordiv__"), operator.mod: ("__mod__", "__rmod__"),
-    operator.pow: ("__pow__", "__rpow__"), operator.matmul: ("__matmul__", "__rmatmul__"),
-    operator.and_: ("__and__", "__rand__"), operator.or_: ("__or__", "__ror__"),
-    operator.xor: ("__xor__", "__rxor__"), operator.lshift: ("__lshift__", "__rlshift__"),
-    operator.rshift: ("__rshift__", "__rrshift__"), operator.eq: ("__eq__", "__eq__"),
-    operator.ne: ("__ne__", "__ne__"), operator.lt: ("__lt__", "__gt__"), operator.le: ("__le__", "__ge__"),
-    operator.gt: ("__gt__", "__lt__"), operator.ge: ("__ge__", "__le__"), pow: ("__pow__", "__rpow__"),
-}
 #: in-place operator -> (its method, the binary operator it falls back to)
 _INPLACE_DUNDERS = {
     operator.iadd: ("__iadd__", operator.add), operator.isub: ("__isub__", operator.sub),
@@ -110,8 +99,6 @@ _INPLACE_DUNDERS = {
     operator.ixor: ("__ixor__", operator.xor), operator.ilshift: ("__ilshift__", operator.lshift),
     operator.irshift: ("__irshift__", operator.rshift),
 }
-_UNARY_DUNDERS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__",
-                  operator.abs: "__abs__", abs: "__abs__"}
 
 
 # ---- plain data, Python class --------------------------------------------------------------------
@@ -323,8 +310,8 @@ def dispatch_operator(tx: Tx, fn: Callable, args: Sequence[VT]) -> VT:
     class is a subclass overriding it)."""
     if fn is operator.getitem and isinstance(args[0], TensorVariable):
         return args[0].call_method(tx, "__getitem__", [args[1]], {})
-    if fn in _UNARY_DUNDERS and len(args) == 1:
-        return args[0].call_method(tx, _UNARY_DUNDERS[fn], [], {})
+    if fn in UNARY_DUNDERS and len(args) == 1:
+        return args[0].call_method(tx, UNARY_DUNDERS[fn], [], {})
     if fn in _INPLACE_DUNDERS:
         name, binary = _INPLACE_DUNDERS[fn]
         target, value = args
@@ -333,9 +320,9 @@ def dispatch_operator(tx: Tx, fn: Callable, args: Sequence[VT]) -> VT:
             if not _is_not_implemented(result):
                 return result
         return dispatch_operator(tx, binary, args)
-    if fn in _BINARY_DUNDERS and len(args) == 2:
+    if fn in BINARY_DUNDERS and len(args) == 2:
         left, right = args
-        name, reflected = _BINARY_DUNDERS[fn]
+        name, reflected = BINARY_DUNDERS[fn]
         ltype, rtype = left.python_type(), right.python_type()
         right_first = rtype is not ltype and issubclass(rtype, ltype) and class_attribute(
             rtype, reflected) is not class_attribute(ltype, reflected)
