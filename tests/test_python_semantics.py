@@ -479,6 +479,58 @@ def test_inspect_signature_of_a_bound_method_folds():
     assert cnt.frame_count == 1 and breaks() == []
 
 
+def annotated_identity(t: torch.Tensor) -> torch.Tensor:
+    "Returns t."
+    return t
+
+
+def test_functools_wraps_and_annotations_inside_the_trace():
+    def f(x):
+        def inner(a: int, b: "str" = "q") -> float:
+            return a
+
+        @functools.wraps(annotated_identity)
+        def wrapper(t):
+            return annotated_identity(t) * 2
+
+        return (wrapper(x), wrapper.__name__, wrapper.__doc__, inner.__annotations__,
+                wrapper.__wrapped__ is annotated_identity), wrapper
+
+    (values, wrapper), eager = bytegraph.compile(f, backend="eager")(t(4).zero_()), f(t(4).zero_())
+    assert same(values, eager[0]) and breaks() == []
+    assert inspect.signature(wrapper) == inspect.signature(eager[1]) and wrapper.__name__ == "annotated_identity"
+
+
+@functools.lru_cache(None)
+def _warn_once(self, message):
+    self.warning(message)
+
+
+class _OnceLogger(logging.Logger):
+    warn_once = _warn_once
+
+
+def test_lru_cached_function_installed_as_a_method_runs_once():
+    messages = {}
+    for name, compile in (("eager", lambda fn: fn), ("compiled", lambda fn: bytegraph.compile(fn, backend="eager"))):
+        logger = _OnceLogger(f"bytegraph.tests.once.{name}")
+        records = []
+        handler = logging.Handler()
+        handler.emit = records.append
+        logger.addHandler(handler)
+
+        def f(x):
+            logger.warn_once("only once")
+            return x + 1
+
+        compiled = compile(f)
+        for _ in range(3):
+            assert same(compiled(torch.zeros(2)), torch.ones(2))
+        messages[name] = [r.getMessage() for r in records]
+    assert messages["compiled"] == messages["eager"] == ["only once"]
+    assert breaks() == []
+
+
 # --- functools, contextlib, generators, exceptions -------------------------
 
 @functools.lru_cache(maxsize=None)

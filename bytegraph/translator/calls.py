@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.containers import TupleVariable, as_dict
+from bytegraph.variables.containers import DictVariable, TupleVariable, as_dict
 from bytegraph.variables.functions import NestedUserFunctionVariable
 from bytegraph.variables.misc import NullVariable
 
@@ -66,12 +66,13 @@ class CallOps:
         flags = inst.arg
         code = self.pop().as_python_constant()
         closure = tuple(self.unpack(self.pop())) if flags & 0x08 else None
-        if flags & 0x04:
-            self.pop()  # annotations are not needed to run the function
+        annotations = self.unpack(self.pop()) if flags & 0x04 else None  # name, value, name, value...
         kwdefaults = self.pop() if flags & 0x02 else None
         defaults = self.pop() if flags & 0x01 else None
         if defaults is not None and not isinstance(defaults, TupleVariable):
             defaults = TupleVariable(self.unpack(defaults))
-        self.push(
-            NestedUserFunctionVariable(code, self.f_globals, code.co_qualname, defaults, kwdefaults, closure)
-        )
+        fn = NestedUserFunctionVariable(code, self.f_globals, code.co_qualname, defaults, kwdefaults, closure)
+        if annotations is not None:
+            pairs = zip(annotations[::2], annotations[1::2])
+            fn.slots["__annotations__"] = DictVariable({k.as_python_constant(): (k, v) for k, v in pairs})
+        self.push(fn)

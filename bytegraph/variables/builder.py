@@ -175,7 +175,9 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
             return obj.var_getattr(tx, value.__func__.__name__)
         if isinstance(value.__func__, types.FunctionType):
             return UserMethodVariable(value.__func__, obj, source)
-        return BoundMethodVariable(obj, value.__func__.__name__)
+        if isinstance(value.__func__, functools._lru_cache_wrapper):  # a cached function used as a method
+            return PartialVariable(wrap(tx, value.__func__, AttrSource(source, "__func__")), [obj], {})
+        return OpaqueConstantVariable(value, source)  # calling it is a graph break
 
     if type(value) is weakref.ReferenceType:
         guards.add(TypeMatch(source, weakref.ReferenceType))

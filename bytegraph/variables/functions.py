@@ -14,7 +14,7 @@ import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph.breaks import unimplemented
-from bytegraph.guards.guards import GlobalStateMatch
+from bytegraph.guards.guards import GlobalStateMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
@@ -145,8 +145,10 @@ class UserFunctionVariable(VariableTracker):
     def var_getattr(self, tx: Tx, name: str) -> VT:
         if name in ("__name__", "__qualname__", "__module__", "__doc__", "__code__"):
             return ConstantVariable(getattr(self.fn, name))
-        if name in ("__defaults__", "__kwdefaults__") and self.source is not None:
+        if name in ("__defaults__", "__kwdefaults__", "__annotations__", "__dict__") and self.source is not None:
             return tx.wrap(getattr(self.fn, name), AttrSource(self.source, name))
+        if name in ("__annotations__", "__dict__"):
+            return tx.wrap_const(getattr(self.fn, name))
         if name in self.fn.__dict__ and self.source is not None:
             return tx.wrap(self.fn.__dict__[name], AttrSource(self.source, name))
         if name == "__wrapped__" or name in self.fn.__dict__:
@@ -237,7 +239,7 @@ class NestedUserFunctionVariable(VariableTracker):
     """
 
     #: writable attributes stored in the function object itself, not its ``__dict__``
-    SLOT_ATTRIBUTES = ("__name__", "__qualname__", "__module__", "__doc__")
+    SLOT_ATTRIBUTES = ("__name__", "__qualname__", "__module__", "__doc__", "__annotations__")
 
     def __init__(
         self,
@@ -307,6 +309,9 @@ class NestedUserFunctionVariable(VariableTracker):
             return ConstantVariable(self.code)
         if name == "__dict__":
             return self.func_dict
+        if name == "__annotations__":
+            self.slots[name] = DictVariable({})  # created on first read, as CPython does
+            return self.slots[name]
         if name in self.func_dict.items:
             return self.func_dict.items[name][1]
         return super().var_getattr(tx, name)
@@ -412,9 +417,10 @@ class WrappedFunctionVariable(ConstantCallableVariable):
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         info = self.fn.cache_info()
         room = info.maxsize is None or info.currsize + 1 < info.maxsize  # the entry will not be evicted
-        if room and all(a.is_python_constant() for a in (*args, *kwargs.values())):
-            values = [a.as_python_constant() for a in args]
-            keywords = {k: v.as_python_constant() for k, v in kwargs.items()}
+        keys = [_cache_key(tx, a) for a in (*args, *kwargs.values())]
+        if room and all(k is not _NOT_CONSTANT for k in keys):
+            values = keys[:len(args)]
+            keywords = dict(zip(kwargs, keys[len(args):]))
             try:
                 hash((*values, *keywords.values()))
             except TypeError:
@@ -430,6 +436,19 @@ class WrappedFunctionVariable(ConstantCallableVariable):
                 return ConstantVariable(result)
             return tx.wrap(result, ConstSource(result, f"{self.fn.__qualname__}(...)"))
         return self.inner.call_function(tx, args, kwargs)
+
+
+def _cache_key(tx: Tx, arg: VT) -> Any:
+    """The real value ``arg`` is for an lru_cache key, or _NOT_CONSTANT: a
+    constant, or an object read from a source that the cache hashes by
+    identity (guarded to stay that object)."""
+    if arg.is_python_constant():
+        return arg.as_python_constant()
+    value = getattr(arg, "value", None)
+    if arg.source is None or value is None or type(value).__hash__ is not object.__hash__:
+        return _NOT_CONSTANT
+    tx.output.guards.add(IdMatch.of(arg.source, value))
+    return value
 
 
 def _cache_holds(wrapper: Any, size: int) -> Callable[[], bool]:

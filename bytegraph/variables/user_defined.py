@@ -8,6 +8,7 @@ class attributes (functions become bound methods), then ``__getattr__``.
 from __future__ import annotations
 
 import collections
+import functools
 import inspect
 import types
 import weakref
@@ -23,7 +24,7 @@ from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetI
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.containers import DictBaseView, DictVariable
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
-from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
+from bytegraph.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -119,6 +120,9 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
                 hints=("Read a property that has a getter.",),
             )
         return tx.wrap_const(attr.fget).call_function(tx, [owner], {})
+    if isinstance(attr, functools._lru_cache_wrapper):  # a cached function used as a method
+        guard_class_attribute(tx, owner, name, attr)
+        return PartialVariable(tx.wrap_const(attr), [owner], {})
     objclass = getattr(attr, "__objclass__", None)
     if isinstance(objclass, type) and issubclass(objclass, dict) and isinstance(owner, UserDefinedObjectVariable):
         return SlotMethodVariable(objclass, name, owner)
