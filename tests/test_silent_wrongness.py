@@ -325,3 +325,12 @@ def test_deepcopy_of_an_object_read_by_the_trace_is_independent():
 # test_guards.py: hasattr/getattr defaults, class attributes, attribute stores through
 #   properties and custom __setattr__.
 # test_fallback.py: graph errors skipped the user's except clause.
+
+
+def test_float_argument_negative_zero_and_nan_are_told_apart():
+    def f(x, scale):
+        return x / scale if scale == scale else x * 0
+
+    compiled = bytegraph.compile(f, backend="eager", dynamic=False)
+    for scale in (0.0, -0.0, float("nan"), float("nan"), 0.0):
+        assert same(compiled(ones(), scale), f(ones(), scale))

@@ -9,6 +9,7 @@ function per cache entry.
 from __future__ import annotations
 
 import dataclasses
+import math
 import weakref
 from typing import Any, Callable, ClassVar
 
@@ -74,6 +75,11 @@ class TypeMatch(Guard):
         )
 
 
+def float_key(value: float) -> tuple:
+    """What tells two floats apart for a trace: NaN equals NaN, -0.0 differs from 0.0."""
+    return (value != value, math.copysign(1.0, value), value if value == value else 0.0)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class ConstantMatch(Guard):
     """``type(value) is type(expected) and value == expected`` for scalars,
@@ -88,6 +94,8 @@ class ConstantMatch(Guard):
             return f"{value} is {names.const(exp)}"
         if type(exp) in (int, str) and not isinstance(exp, bool):
             return f"type({value}) is {type(exp).__name__} and {value} == {exp!r}"
+        if type(exp) is float and (exp != exp or exp == 0.0):  # NaN never equals itself; -0.0 == 0.0
+            return f"type({value}) is float and {names.const(float_key)}({value}) == {names.const(float_key(exp))}"
         return f"type({value}) is {names.const(type(exp))} and {value} == {names.const(exp)}"
 
     def explain(self, actual: Any) -> str:

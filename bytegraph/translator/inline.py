@@ -21,7 +21,7 @@ from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers import DictVariable, GeneratorVariable, TupleVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
-from bytegraph.variables.functions import CellVariable, NestedUserFunctionVariable
+from bytegraph.variables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
 from bytegraph.variables.torch_function import MODELED_FUNCTIONS
 
 VT = VariableTracker
@@ -309,7 +309,7 @@ def inline_call(tx: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwar
     if model is not None:  # a torch function whose effect bytegraph models (handle_torch_function...)
         return model(tx, list(args), kwargs)
     check_inlinable(tx, fn)
-    if fn.source is not None and hasattr(fn, "fn"):  # the code of a function read from a source may be swapped
+    if fn.source is not None and type(fn) is UserFunctionVariable:  # a function's __code__ may be swapped
         tx.output.guards.add(IdMatch.of(AttrSource(fn.source, "__code__"), fn.get_code()))
     bound = bind_arguments(tx, fn, args, kwargs)
     child = InliningTranslator(fn.get_code(), fn.get_globals(), bound, tx, fn)

@@ -139,6 +139,10 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         guards.add(ConstantMatch(source, value))
         return SizeVariable([ConstantVariable(int(s)) for s in value], source)
 
+    if type(value) is tuple and is_constant_value(value) and not any(type(v) is float for v in value):
+        guards.add(ConstantMatch(source, value))  # one check for a tuple of constants (conv strides...)
+        return TupleVariable([ConstantVariable(v) for v in value], source)
+
     if isinstance(value, (tuple, list)):
         guards.add(LenMatch(source, type(value), len(value)))
         items = [wrap(tx, item, GetItemSource(source, i)) for i, item in enumerate(value)]
