@@ -315,14 +315,16 @@ class TensorMatch(Guard):
 
     def check(self, names: Names, value: str) -> str:
         v = value
+        # (each tensor attribute read costs ~0.1 µs from Python: the cheapest reads that decide)
+        device = f"{v}.is_cpu" if self.device.type == "cpu" else f"{v}.device == {names.const(self.device)}"
         parts = [
             f"type({v}) is {names.const(self.tensor_type)}",
             f"{v}.dtype is {names.const(self.dtype)}",
-            f"{v}.device == {names.const(self.device)}",
+            device,
             f"{v}.requires_grad is {self.requires_grad}",
         ]
         if None not in self.sizes:
-            parts.append(f"{v}.size() == {names.const(torch.Size(self.sizes))}")
+            parts.append(f"{v}.shape == {names.const(torch.Size(self.sizes))}")
         else:
             parts.append(f"{v}.dim() == {len(self.sizes)}")
             shape = f"{v}.shape"
