@@ -114,16 +114,15 @@ class BytegraphFrontend:
     def snapshot(self) -> dict[str, Any]:
         frames = list(self.metrics.FRAMES.values())
         breaks = []
-        for s in frames:
-            for b in s.breaks:
-                where = b.user_stack[-1] if b.user_stack else None
-                location = _loc(where.filename, where.lineno, where.name) if where else "<unknown>"
-                context = b.reason[len(b.gb_type) + 2:] if b.reason.startswith(b.gb_type + ": ") else b.reason
-                context = re.sub(r" \([^()]*:\d+\)$", "", context)  # the location is reported separately
-                breaks.append({
-                    "gb_type": b.gb_type, "reason": context, "location": location, "frame": s.name,
-                    "stack": [_loc(f.filename, f.lineno, f.name) for f in b.user_stack],
-                })
+        for s, b in self.metrics.distinct_breaks(frames):
+            where = b.user_stack[-1] if b.user_stack else None
+            location = _loc(where.filename, where.lineno, where.name) if where else "<unknown>"
+            context = b.reason[len(b.gb_type) + 2:] if b.reason.startswith(b.gb_type + ": ") else b.reason
+            context = re.sub(r" \([^()]*:\d+\)$", "", context)  # the location is reported separately
+            breaks.append({
+                "gb_type": b.gb_type, "reason": context, "location": location, "frame": s.name,
+                "stack": [_loc(f.filename, f.lineno, f.name) for f in b.user_stack],
+            })
         return {
             "graphs": sum(len(s.graphs) for s in frames),
             "ops": sum(g.op_count for s in frames for g in s.graphs),

@@ -53,7 +53,8 @@ def format_report(frames: dict | None = None) -> str:
     frames = metrics.FRAMES if frames is None else frames
     stats = list(frames.values())
     n_graphs = sum(len(s.graphs) for s in stats)
-    n_breaks = sum(len(s.breaks) for s in stats)
+    breaks = metrics.distinct_breaks(stats)
+    n_breaks = len(breaks)
     n_recompiles = sum(len(s.recompile_reasons) for s in stats)
     lines = [
         f"bytegraph report: {len(stats)} frame(s), {n_graphs} graph(s), {n_breaks} graph break(s), "
@@ -82,10 +83,9 @@ def format_report(frames: dict | None = None) -> str:
         cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
         lines.append("  " + "  ".join(cells))
     by_type: dict[str, list[str]] = collections.defaultdict(list)
-    for s in stats:
-        for b in s.breaks:
-            frame = b.user_stack[-1] if b.user_stack else None
-            by_type[b.gb_type].append(f"{_short(frame.filename)}:{frame.lineno}" if frame else "<unknown>")
+    for _, b in breaks:
+        frame = b.user_stack[-1] if b.user_stack else None
+        by_type[b.gb_type].append(f"{_short(frame.filename)}:{frame.lineno}" if frame else "<unknown>")
     if by_type:
         lines.append("graph breaks by type:")
         for gb_type, places in sorted(by_type.items(), key=lambda kv: -len(kv[1])):
@@ -93,9 +93,7 @@ def format_report(frames: dict | None = None) -> str:
             where = ", ".join(f"{p} (x{n})" if n > 1 else p for p, n in counts.items())
             lines.append(f"  {gb_type} ({len(places)}): {where}")
         lines.append("reasons:")
-        for s in stats:
-            for b in s.breaks:
-                lines.append(f"  [{s.name}] {b.reason}")
+        lines += [f"  [{s.name}] {b.reason}" for s, b in breaks]
     recompiles = [(s.name, r) for s in stats for r in s.recompile_reasons]
     if recompiles:
         lines.append("recompiles:")

@@ -357,3 +357,19 @@ def test_uncaught_exception_is_raised_natively_where_it_was_raised(case):
         assert outcome(compiled) == outcome(f)
     assert cnt.frame_count == 1
     assert break_types() == ["uncaught exception"]
+
+
+def test_break_inside_a_routed_callee_is_reported_once():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            y = x * 2
+            print("break")
+            return y + 1
+
+    model = bytegraph.compile(M(), backend="eager")
+    assert same(model(torch.ones(2)), torch.full((2,), 3.0))
+    distinct = metrics.distinct_breaks(list(metrics.FRAMES.values()))
+    recorded = [b for stats in metrics.FRAMES.values() for b in stats.breaks]
+    assert [b.gb_type for _, b in distinct] == ["print"] and len(recorded) == 2
+    from bytegraph.cli import format_report
+    assert "1 graph break(s)" in format_report()

@@ -23,10 +23,24 @@ class BreakRecord:
     reason: str
     user_stack: tuple[UserFrame, ...]
     message: str
+    in_callee: bool = False  # met inside an inlined callee (which may then compile as a frame of its own)
 
     @staticmethod
     def of(exc: Unsupported) -> "BreakRecord":
-        return BreakRecord(exc.gb_type, exc.reason, exc.user_stack, str(exc))
+        return BreakRecord(exc.gb_type, exc.reason, exc.user_stack, str(exc), exc.frame_depth > 0)
+
+    def key(self) -> tuple:
+        """What identifies the break: its kind and the user line it happened at."""
+        where = self.user_stack[-1] if self.user_stack else None
+        return (self.gb_type, where)
+
+
+def distinct_breaks(stats: list["FrameStats"]) -> list[tuple["FrameStats", BreakRecord]]:
+    """Every graph break once: a break met inside an inlined callee is recorded
+    by the calling frame and again by the callee when it compiles as a frame of
+    its own; the caller's record is left out then."""
+    own = {b.key() for s in stats for b in s.breaks if not b.in_callee}
+    return [(s, b) for s in stats for b in s.breaks if not (b.in_callee and b.key() in own)]
 
 
 @dataclasses.dataclass
