@@ -441,3 +441,22 @@ def test_without_numpy_installed_numpy_code_breaks(monkeypatch):
     x = torch.ones(3)
     assert isinstance(compiled(x), np.ndarray)
     assert breaks_of(fn) == ["numpy not installed"]
+
+
+def test_median_and_quantiles_have_numpys_shapes():
+    # torch._numpy gives shape (1,) for a scalar q over all axes: NumPy gives a scalar
+    def fn(a):
+        return np.median(a), np.percentile(a, 50), np.quantile(a, [0.2, 0.5]), np.median(a, axis=0)
+
+    out, _ = check_compiled(fn, a34())
+    assert [(type(o), np.shape(o)) for o in out] == [(type(e), np.shape(e)) for e in fn(a34())]
+
+
+def test_a_result_shaped_differently_by_torch_numpy_breaks():
+    # torch._numpy puts the q axis after the kept ones here; NumPy puts it first
+    def fn(a):
+        return np.quantile(a, [0.2, 0.5], axis=0, keepdims=True)
+
+    out, _ = check_compiled(fn, a34(), graphs=0)
+    assert out.shape == fn(a34()).shape
+    assert breaks_of(fn) == ["numpy shape mismatch"]

@@ -334,3 +334,26 @@ def test_float_argument_negative_zero_and_nan_are_told_apart():
     compiled = bytegraph.compile(f, backend="eager", dynamic=False)
     for scale in (0.0, -0.0, float("nan"), float("nan"), 0.0):
         assert same(compiled(ones(), scale), f(ones(), scale))
+
+
+def test_size_plus_tuple_stays_a_size_with_dynamic_shapes():
+    def f(x):
+        s = x.size()
+        return s + (1,), (1,) + s, x + 1
+
+    compiled = bytegraph.compile(f, backend="eager", dynamic=True)
+    for n in (3, 4):
+        expected, actual = f(torch.ones(n, 2)), compiled(torch.ones(n, 2))
+        assert [type(v) for v in actual] == [type(v) for v in expected] and same(actual, expected)
+
+
+def test_out_arguments_are_the_returned_tensors():
+    def f(x, values, indices, out):
+        r = torch.max(x, 0, out=(values, indices))
+        s = torch.sin(x, out=out)
+        return r.values is values, r[1] is indices, type(r), s is out, out.sum()
+
+    args = (torch.randn(3, 4), torch.empty(4), torch.empty(4, dtype=torch.long), torch.empty(3, 4))
+    expected = f(*copy.deepcopy(args))
+    assert expected[:4] == (True, True, torch.return_types.max_out, True)
+    assert same(bytegraph.compile(f, backend="eager")(*args), expected)

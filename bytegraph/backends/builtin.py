@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 
 from bytegraph.backends.registry import register_backend
 
@@ -25,12 +24,17 @@ def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
 
 
 def _boxed_nop(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    from torch._functorch.aot_autograd import make_boxed_func
+
     return make_boxed_func(gm.forward)
 
 
 @register_backend(name="aot_eager")
 def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """AOTAutograd with the identity compiler for forward and backward."""
+    # AOTAutograd is imported on first use: importing it loads much of torch (about a second)
+    from torch._functorch.aot_autograd import aot_module_simplified
+
     return aot_module_simplified(gm, example_inputs, fw_compiler=_boxed_nop, bw_compiler=_boxed_nop)
 
 
@@ -38,14 +42,27 @@ def inductor_with(mode: str | None, options: dict[str, Any] | None) -> Callable:
     """An inductor backend with ``mode``/``options`` applied as config patches.
 
     Raises:
-        ValueError: for an unknown ``mode`` (from inductor's mode table).
+        ValueError: for an unknown ``mode`` (from inductor's mode table), an
+            option inductor's config does not have, or both ``mode`` and
+            ``options`` given (mirrors torch.compile, which refuses the pair).
     """
     # inductor is imported on first use only: importing it costs seconds.
+    if mode is not None and options:
+        raise ValueError("bytegraph.compile: give either mode or options, not both (as torch.compile)")
+    if options:
+        from torch._inductor import config as inductor_config
+
+        unknown = sorted(set(options) - set(inductor_config.get_config_copy()))
+        if unknown:
+            raise ValueError(f"bytegraph.compile: options has keys inductor's config does not know: {unknown}")
     patches: dict[str, Any] = {}
-    if mode is not None and mode != "default":
+    if mode is not None:
         from torch._inductor import list_mode_options
 
-        patches.update(list_mode_options(mode))
+        modes = list_mode_options()
+        if mode not in modes:
+            raise ValueError(f"bytegraph.compile: unknown mode {mode!r}; inductor has {sorted(modes)}")
+        patches.update(modes[mode])
     patches.update(options or {})
 
     def inductor_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:

@@ -31,7 +31,7 @@ VT = VariableTracker
 SKIP_MODULE_PREFIXES = (
     "logging", "threading", "multiprocessing", "unittest", "pdb", "bdb", "traceback",
     "inspect", "importlib", "asyncio", "socket", "subprocess", "tempfile", "pickle",
-    "bytegraph", "torch._dynamo", "torch._inductor", "torch.fx", "torch._subclasses",
+    "bytegraph", "torch._dynamo", "torch._compile", "torch._inductor", "torch.fx", "torch._subclasses",
     "torch.distributed", "torch.utils._python_dispatch", "torch.testing", "torch.jit",
     "torch.autograd.profiler", "torch.profiler", "torch._functorch", "torch.func",
     "torch._higher_order_ops", "torch.onnx", "torch.export", "tqdm", "pytest", "_pytest",
@@ -206,14 +206,14 @@ def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
             hints=("Call it outside the compiled function.",),
         )
     module = fn.get_globals().get("__name__", "") or ""
-    if module.startswith("torch._dynamo"):
+    if module.startswith("torch._dynamo") or module == "torch._compile":  # torch._disable_dynamo wrappers
         wrapped = getattr(getattr(fn, "fn", None), "__wrapped__", None)
         target = getattr(wrapped, "__qualname__", name)
         unimplemented(
             gb_type="function disabled for compilers",
             context=f"call to {target}, which torch marks as not to be compiled",
             explanation="torch wraps this function so that compilers run it natively "
-            "(torch.utils.checkpoint.checkpoint is one).",
+            "(torch.utils.checkpoint.checkpoint and torch.manual_seed are two).",
             hints=("It runs natively, the rest of the frame stays compiled.",),
         )
     if is_skipped_module(module):

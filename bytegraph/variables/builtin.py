@@ -39,6 +39,7 @@ from bytegraph.variables.containers import (
     ListVariable,
     MapVariable,
     SetVariable,
+    SizeVariable,
     SliceVariable,
     TupleVariable,
     ZipVariable,
@@ -277,6 +278,9 @@ class BuiltinVariable(ConstantCallableVariable):
                 return a.with_items(a.items + b.items)
             if fn is operator.add and isinstance(a, BaseSequenceVariable) and isinstance(b, BaseSequenceVariable):
                 if issubclass(a.python_type(), tuple) and issubclass(b.python_type(), tuple):
+                    # torch.Size's __add__/__radd__ keep the Size (tuples have no nb_add to go first)
+                    if isinstance(a, SizeVariable) or isinstance(b, SizeVariable):
+                        return SizeVariable(a.items + b.items)
                     return TupleVariable(a.items + b.items)
             if fn is operator.mul and isinstance(a, BaseSequenceVariable) and b.is_python_constant():
                 return a.with_items(a.items * b.as_python_constant())

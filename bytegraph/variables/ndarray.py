@@ -13,6 +13,7 @@ through ``tx`` (``tx.numpy_call``...), since this module imports that one.
 """
 from __future__ import annotations
 
+import math
 import operator
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -231,7 +232,7 @@ def numpy_call(tx: Tx, op: npops.NumpyOp, args: Sequence[VT], kwargs: dict[str, 
             )
     leaves = pytree.tree_leaves(example)
     constant = not any(isinstance(leaf, (torch.Tensor, *SYMBOLIC_TYPES)) for leaf in leaves)
-    reference = _Reference(op, args, kwargs, force=constant or any(
+    reference = _Reference(op, args, kwargs, force=constant or op.name in npops.SHAPE_CHECKED_OPS or any(
         isinstance(leaf, torch.Tensor) and leaf.dim() == 0 for leaf in leaves))
     name = view_name or op.name
     if isinstance(example, torch.Tensor):
@@ -275,6 +276,20 @@ def _numpy_value(tx: Tx, op: npops.NumpyOp, name: str, node: torch.fx.Node, exam
                 explanation="torch._numpy computes a different dtype (or kind of result) than NumPy here.",
                 hints=("Cast explicitly (astype) or run this outside the compiled function.",),
             )
+        shape = _hint_shape(example)
+        if reference.shape != shape:
+            if reference.size > 1 or math.prod(shape) > 1:
+                unimplemented(
+                    gb_type="numpy shape mismatch",
+                    context=f"NumPy {op.kind} {op.name}: NumPy gives shape {reference.shape}, torch._numpy "
+                    f"{shape}",
+                    explanation="torch._numpy computes a differently shaped result than NumPy here.",
+                    hints=("Reshape explicitly or run this outside the compiled function.",),
+                )
+            # one element either way (np.median(a) is (1,) in torch._numpy): only the shape is off
+            fixed = graph_call(tx, "call_method", "reshape", [TensorVariable(node, example), tx.wrap_const(
+                reference.shape)], {})
+            node, example = fixed.node, fixed.example
     elif example.dim() == 0:
         unimplemented(
             gb_type="numpy result kind",
@@ -373,8 +388,7 @@ def _standin(vt: VT) -> Any:
     """A real value standing for ``vt`` in a reference NumPy call (see
     :class:`_Reference`); raises _NoStandin for values it cannot stand for."""
     if isinstance(vt, NumpyNdarrayVariable):
-        shape = tuple(int(s.node.hint) if isinstance(s, torch.SymInt) else int(s) for s in vt.example.shape)
-        return npops.standin(vt.example.dtype, shape, vt.scalar)
+        return npops.standin(vt.example.dtype, _hint_shape(vt.example), vt.scalar)
     if isinstance(vt, SymNodeVariable) and not isinstance(vt, FakeItemVariable):
         return vt.example.node.hint
     if isinstance(vt, (TupleVariable, ListVariable)) and not isinstance(vt, NamedTupleVariable):
@@ -384,6 +398,11 @@ def _standin(vt: VT) -> Any:
     if vt.is_python_constant():
         return vt.as_python_constant()
     raise _NoStandin
+
+
+def _hint_shape(example: torch.Tensor) -> tuple[int, ...]:
+    """The sizes of ``example`` at the example inputs (symbolic sizes by their hints: no guard)."""
+    return tuple(int(s.node.hint) if isinstance(s, torch.SymInt) else int(s) for s in example.shape)
 
 
 def _basic_index(index: VT) -> bool:

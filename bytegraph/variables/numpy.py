@@ -110,6 +110,11 @@ IDENTITY_OPS = frozenset({"asarray", "asanyarray"})
 TIE_ORDER_OPS = frozenset({"argsort"})
 STABLE_KINDS = ("stable", "mergesort")
 
+#: functions whose result shape torch._numpy gets wrong in some cases (a scalar ``q``
+#: with ``axis=None`` gives shape (1,), ``keepdims`` with a vector ``q`` misplaces the
+#: q axis): NumPy is always asked for their result (see ndarray._Reference).
+SHAPE_CHECKED_OPS = frozenset({"median", "quantile", "percentile"})
+
 #: keyword renames from NumPy's signatures to torch._numpy's (NumPy 2 accepts both names).
 KWARG_RENAMES = {"clip": {"a_min": "min", "a_max": "max"}}
 

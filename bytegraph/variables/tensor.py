@@ -964,10 +964,26 @@ def graph_call(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[
             an error eager would raise...).
     """
     node, example = graph_node(tx, kind, target, args, kwargs, check)
-    for arg in args:
-        if isinstance(arg, TensorVariable) and arg.example is example:
-            return arg
-    return wrap_fx_value(tx, node, example)
+    operands = {id(v.example): v for v in _tensor_operands([*args, *kwargs.values()])}
+    if isinstance(example, torch.Tensor) and id(example) in operands:
+        return operands[id(example)]
+    result = wrap_fx_value(tx, node, example)
+    if isinstance(result, TupleVariable) and operands:  # out=(values, indices) returns those tensors
+        items = [operands.get(id(i.example), i) if isinstance(i, TensorVariable) else i for i in result.items]
+        result = NamedTupleVariable(items, result.tuple_cls) if isinstance(result, NamedTupleVariable) else (
+            result.with_items(items))
+    return result
+
+
+def _tensor_operands(values: Sequence[VT]) -> list[TensorVariable]:
+    """The tensors among an operation's arguments, and inside tuple/list arguments (``out=(a, b)``)."""
+    found = []
+    for value in values:
+        if isinstance(value, TensorVariable):
+            found.append(value)
+        elif isinstance(value, (TupleVariable, ListVariable)):
+            found.extend(_tensor_operands(value.items))
+    return found
 
 
 def graph_node(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[str, VT],
