@@ -106,7 +106,8 @@ def convert_frame(
         BackendCompilerFailed: when the backend fails.
         InternalError: on a bytegraph bug when ``config.raise_on_internal_error``.
         ConstraintViolationError: when a dim marked with ``mark_dynamic`` was
-            specialised by the trace (as torch.compile raises).
+            specialised by the trace, or an input's size is outside the
+            ``min``/``max`` it was marked with (as torch.compile raises).
     """
     start = time.perf_counter()
     break_points: dict[int, Unsupported] = {}
@@ -171,7 +172,7 @@ def _trace(
         return exc
     except NeedsShapeEnv:
         return None
-    except BackendCompilerFailed:
+    except (BackendCompilerFailed, ConstraintViolationError):
         raise
     except RecursionError:
         return _frame_break(code, lambda: unimplemented(

@@ -120,6 +120,20 @@ def test_mark_dynamic_then_specialising_raises_like_torch():
         bytegraph.compile(f, backend="eager")(x)
 
 
+def test_size_outside_the_marked_range_raises_as_torch_compile():
+    def f(x):
+        return x.sum()
+
+    compiled = bytegraph.compile(f, backend="eager")
+    x = torch.ones(3)
+    bytegraph.mark_dynamic(x, 0, min=2, max=8)
+    assert same(compiled(x), f(x))
+    y = torch.ones(9)
+    bytegraph.mark_dynamic(y, 0, min=2, max=8)
+    with pytest.raises(ConstraintViolationError, match="9 not in range"):
+        compiled(y)
+
+
 def test_maybe_mark_dynamic_allows_specialisation():
     def f(x):
         if x.size(0) == 5:

@@ -178,9 +178,9 @@ class BoundMethodVariable(VariableTracker):
 
 
 class ConstantCallableVariable(VariableTracker):
-    """A library callable known at trace time (``len``, ``torch.add``,
-    ``np.sum``, ``itertools.chain``...): a constant, loaded as such by the
-    generated code; subclasses say what calling it does.
+    """A callable known at trace time (``len``, ``torch.add``, ``np.sum``,
+    ``itertools.chain``, a user's function...): a constant, loaded as such by
+    the generated code; subclasses say what calling it does.
 
     Attributes:
         fn: the callable.

@@ -70,12 +70,8 @@ class CellVariable(VariableTracker):
         codegen.load_closure(self.name)
 
 
-class UserFunctionVariable(VariableTracker):
-    """A real Python function (``types.FunctionType``) read from a source."""
-
-    def __init__(self, fn: types.FunctionType, source=None):
-        super().__init__(source)
-        self.fn = fn
+class UserFunctionVariable(ConstantCallableVariable):
+    """A real Python function (``types.FunctionType``) read from a source; calls inline it."""
 
     # what inlining needs -----------------------------------------------------
     def get_code(self) -> types.CodeType:
@@ -123,18 +119,6 @@ class UserFunctionVariable(VariableTracker):
         return tx.wrap(contents, src)
 
     # VariableTracker ---------------------------------------------------------
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.fn
-
-    def truthy(self, tx: Tx) -> bool:
-        return True
-
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if self.fn in FOLDABLE_LIBRARY_FUNCTIONS:
             values = [_fold_argument(self.fn, a) for a in (*args, *kwargs.values())]
