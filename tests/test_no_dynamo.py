@@ -3,11 +3,12 @@
 Two checks. The source never names ``torch._dynamo`` or ``torch._C._dynamo``
 in code (imports, attribute chains, ``import_module`` strings); mentions in
 docstrings, comments and skip-list strings are fine. And at run time, with
-every built-in backend, graph breaks, recompiles and a backward pass, torch's
-frontend compiles no frame: its frame counter stays at zero (torch's
-FakeTensor code may load ``torch._dynamo.config``; that compiles nothing).
-A control run of ``torch.compile`` in the same process shows the counter
-does see torch's frontend when it runs.
+every built-in backend and a custom one, graph breaks, recompiles and a
+backward pass, torch's frontend compiles no frame (its frame counter stays at
+zero) and its frame hook is never set (sampled at graph breaks and while
+graphs run). torch's FakeTensor code may load ``torch._dynamo.config``; that
+compiles nothing. A control run of ``torch.compile`` in the same process
+shows both probes do see torch's frontend when it runs.
 """
 import ast
 import json
@@ -76,31 +77,42 @@ def test_source_never_uses_torchs_frontend():
 PROGRAM = r"""
 import json, torch, bytegraph
 from torch import nn
+import torch._C._dynamo.eval_frame as eval_frame   # the test's probes, not bytegraph's
+
+hooks = []                         # torch's frame hook, sampled while compiled code runs
+
+def probe():
+    hooks.append(eval_frame.get_eval_frame_callback() is not None)
 
 def f(x, n):
     y = torch.relu(x) * n
-    print("graph break")          # resumes in a second graph
+    probe()                        # a C call: a graph break, run natively between two graphs
     if y.sum() > 0:                # and a data-dependent branch
         y = y + 1
     return y.cos()
 
+def probing_backend(gm, example_inputs):
+    def run(*args):
+        probe()
+        return gm.forward(*args)
+    return run
+
 model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
-results = {}
-for backend in ("eager", "aot_eager", "inductor"):
+for backend in ("eager", "aot_eager", "inductor", probing_backend):
     bytegraph.reset()
     g = bytegraph.compile(f, backend=backend)
     for size in (3, 5, 7):         # recompiles, then automatic dynamic
         x = torch.randn(size, 4)
         assert torch.allclose(g(x, 2), f(x, 2), atol=1e-5)
     m = bytegraph.compile(model, backend=backend)
-    x = torch.randn(3, 4)
-    m(x).sum().backward()
+    m(torch.randn(3, 4)).sum().backward()
     model.zero_grad()
 
-import torch._dynamo.convert_frame as convert_frame   # the test's probe, not bytegraph's
-results["bytegraph"] = convert_frame.FRAME_COUNTER
-torch.compile(lambda x: x * 2, backend="eager")(torch.ones(2))
-results["control"] = convert_frame.FRAME_COUNTER
+import torch._dynamo.convert_frame as convert_frame
+results = {"frames": convert_frame.FRAME_COUNTER, "hooks": list(hooks)}
+hooks.clear()
+torch.compile(f, backend="eager")(torch.randn(3, 4), 2)
+results["control_frames"], results["control_hooks"] = convert_frame.FRAME_COUNTER, hooks
 print(json.dumps(results))
 """
 
@@ -108,6 +120,8 @@ print(json.dumps(results))
 def test_torchs_frontend_compiles_no_frame():
     run = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
-    counts = json.loads(run.stdout.strip().splitlines()[-1])
-    assert counts["bytegraph"] == 0
-    assert counts["control"] > 0, "the probe does not see torch.compile; the check above proves nothing"
+    results = json.loads(run.stdout.strip().splitlines()[-1])
+    assert results["frames"] == 0
+    assert len(results["hooks"]) > 20 and not any(results["hooks"]), "torch's frame hook was set"
+    # control: the same probes see torch.compile
+    assert results["control_frames"] > 0 and any(results["control_hooks"])
