@@ -357,3 +357,149 @@ def test_out_arguments_are_the_returned_tensors():
     expected = f(*copy.deepcopy(args))
     assert expected[:4] == (True, True, torch.return_types.max_out, True)
     assert same(bytegraph.compile(f, backend="eager")(*args), expected)
+
+
+# ---- breaker round 3 -------------------------------------------------------------------
+
+def test_inplace_operator_on_a_symbolic_int_leaves_the_argument_alone():
+    # y += 10 on a dynamic int was emitted as operator.iadd, which fx writes as `x += 10`
+    def f(t, x):
+        y = x
+        y += 10
+        return t * x, x, y
+
+    compiled = bytegraph.compile(f, backend="eager")
+    for x in (1, 2, 3, 1.5, 2.5):
+        assert same(compiled(ones(), x), f(ones(), x))
+
+
+def test_min_max_of_a_symbolic_int_and_a_float_return_the_winning_operand():
+    def f(t, a):
+        return t + 1, max(a, 2.0), min(2.0, a)
+
+    compiled = bytegraph.compile(f, backend="eager")
+    for a in (2, 3, 1, 2):
+        expected, actual = f(ones(), a), compiled(ones(), a)
+        assert [(type(v), v) for v in actual[1:]] == [(type(v), v) for v in expected[1:]]
+
+
+def test_is_between_distinct_tuples_and_lists_is_false():
+    shared = [1]
+
+    def f(t, a, b):
+        x, y = (a, 2), (b, 4)
+        return t + 1, x is y, x is not y, [a] is shared
+
+    assert same(bytegraph.compile(f, backend="eager")(ones(), 1, 3), f(ones(), 1, 3))
+
+
+def test_attributes_that_appear_later_are_seen():
+    # missing attributes (hasattr, getattr defaults, caught AttributeError) were folded unguarded
+    import types
+
+    module = types.ModuleType("m")
+
+    class C:
+        pass
+
+    instance = C()
+
+    def f(t):
+        made = C()
+        try:
+            caught = instance.z
+        except AttributeError:
+            caught = 0
+        module.counter = getattr(module, "counter", 0) + 1
+        return (t + getattr(C, "x", 0), hasattr(module, "v"), getattr(instance, "x", 0), getattr(made, "x", 0),
+                caught)
+
+    compiled = bytegraph.compile(f, backend="eager")
+    compiled(ones())
+    C.x, C.z, module.v = 5, 4, 1
+    expected = f(ones())
+    assert same(compiled(ones()), expected) and expected[1:] == (True, 5, 5, 4)
+    assert module.counter == 3
+
+
+def test_class_attributes_read_through_new_objects_follow_the_class():
+    class C:
+        x = 5
+
+    def f(t):
+        return t + C().x
+
+    compiled = bytegraph.compile(f, backend="eager")
+    compiled(ones())
+    C.x = 7
+    assert same(compiled(ones()), f(ones()))
+
+
+def test_hasattr_on_new_objects_with_slots_properties_and_getattr():
+    class Slots:
+        __slots__ = ("a", "b")
+
+    class Props:
+        @property
+        def missing(self):
+            raise AttributeError("no")
+
+    class Dynamic:
+        def __getattr__(self, name):
+            if name == "dyn":
+                return 3
+            raise AttributeError(name)
+
+    def f(t):
+        s = Slots()
+        s.a = 1
+        return t + 1, hasattr(s, "a"), hasattr(s, "b"), hasattr(Props(), "missing"), hasattr(Dynamic(), "dyn")
+
+    assert same(bytegraph.compile(f, backend="eager")(ones()), f(ones()))
+
+
+def test_dict_keys_with_value_equality_match_equal_objects():
+    class Key:
+        def __init__(self, v):
+            self.v = v
+
+        def __eq__(self, other):
+            return self.v % 10 == other.v % 10
+
+        def __hash__(self):
+            return hash(self.v % 10)
+
+    k1, k2 = Key(1), Key(11)
+
+    def f(t):
+        d = {k1: 5}
+        return t + 1, k2 in d, d.get(k2, "missing")
+
+    assert same(bytegraph.compile(f, backend="eager")(ones()), f(ones()))
+
+
+def test_lru_cache_runs_the_wrapped_function_only_on_misses():
+    def make():
+        calls = []
+
+        @functools.lru_cache(maxsize=None)
+        def square(n):
+            calls.append(n)
+            return n * n
+
+        def f(t, n, key):
+            try:
+                unhashable = square(key)
+            except TypeError as e:
+                unhashable = str(e)
+            return t + square(n) + square(n), unhashable
+
+        return f, calls
+
+    def run(compile):
+        f, calls = make()
+        f = compile(f)
+        results = [f(ones(), n, [n]) for n in (1, 1, 2, 3)]
+        return results, calls
+
+    assert_both_equal(run)

@@ -26,8 +26,9 @@ from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap, wrap_const
 from bytegraph.variables.builtin import BINARY_DUNDERS, UNARY_DUNDERS, BuiltinVariable, OperatorGetterVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
-from bytegraph.variables.exceptions import ExceptionVariable
+from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.containers import (
+    BaseSequenceVariable,
     DequeVariable,
     DictVariable,
     DictViewVariable,
@@ -36,6 +37,8 @@ from bytegraph.variables.containers import (
     ListIteratorVariable,
     ListVariable,
     NamedTupleVariable,
+    SetVariable,
+    SliceVariable,
     TupleVariable,
 )
 from bytegraph.variables.functions import UserFunctionVariable
@@ -44,19 +47,23 @@ from bytegraph.variables import numpy as npops
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.tensor import NumpyNdarrayVariable, TensorSubclassVariable, TensorVariable, graph_call
 from bytegraph.variables.functions import NestedUserFunctionVariable, PartialVariable, UserMethodVariable
-from bytegraph.variables.torch import TorchFunctionVariable
+from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_library_module
 from bytegraph.variables.user_defined import (
     _MISSING,
     NewObjectVariable,
     UserDefinedClassVariable,
     UserDefinedObjectVariable,
     class_attribute,
+    guard_class_lookup,
 )
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
 
 VT = VariableTracker
+
+#: VTs whose ``as_python_constant()`` builds a new object on each call (no identity to compare)
+REBUILT_CONSTANTS = (BaseSequenceVariable, DictVariable, SetVariable, SliceVariable)
 
 
 class PythonSemantics:
@@ -256,7 +263,7 @@ class PythonSemantics:
         if ident is not None:
             return ident
         if isinstance(value, (UserFunctionVariable, BuiltinVariable, UserDefinedClassVariable)) or (
-            value.is_python_constant() and not isinstance(value, ConstantVariable)
+            value.is_python_constant() and not isinstance(value, (ConstantVariable, *REBUILT_CONSTANTS))
         ):
             return id(value.as_python_constant())
         return None
@@ -266,7 +273,7 @@ class PythonSemantics:
         same object, as ``id()`` needs; False when it cannot be held weakly
         (lists, dicts: an entry must not keep them alive)."""
         obj = self.output.side_effects.object_of(value)
-        if obj is None and value.is_python_constant():
+        if obj is None and value.is_python_constant() and not isinstance(value, REBUILT_CONSTANTS):
             obj = value.as_python_constant()
         try:
             weakref.ref(obj)
@@ -287,6 +294,8 @@ class PythonSemantics:
                 # distinct objects on this call; a later call may pass one object twice
                 self.output.guards.add(NoAliasing(None, (a.source, b.source)))
             return ida == idb
+        if getattr(a, "mutable", False) and getattr(b, "mutable", False) and (a.source is None or b.source is None):
+            return False  # a list/dict/set made in the trace is a new object, and has exactly one VT
         arrays = (TensorVariable, NumpyNdarrayVariable)
         if isinstance(a, arrays) and isinstance(b, arrays):
             if a.source is None or b.source is None:
@@ -325,15 +334,39 @@ class PythonSemantics:
             pending = self.output.side_effects.pending_attr(obj, name)
             if pending is not None:
                 return pending is not DELETED
-            if obj.source is None or isinstance(obj, UserDefinedClassVariable):
+            if isinstance(obj, UserDefinedClassVariable):
+                guard_class_lookup(self, obj.value, name, class_attribute(obj.value, name))
                 return hasattr(obj.value, name)
+            if obj.source is None:
+                cls = obj.python_type()
+                attr = class_attribute(cls, name)
+                guard_class_lookup(self, cls, name, attr)
+                if not isinstance(obj, NewObjectVariable):
+                    return hasattr(obj.value, name)
+                if obj.instance_attr(self, name) is not None:
+                    return True
+                if isinstance(attr, types.MemberDescriptorType):  # an unset __slots__ entry
+                    return False
+                getter = inspect.isdatadescriptor(attr) or (
+                    attr is _MISSING and class_attribute(cls, "__getattr__") is not _MISSING)
+                if getter:  # a property, descriptor or __getattr__ answers: run it, as hasattr does
+                    try:
+                        obj.var_getattr(self, name)
+                    except TracedException as e:
+                        if issubclass(e.exc.exc_type, AttributeError):
+                            return False
+                        raise
+                    return True
+                return attr is not _MISSING
             instance_dict = getattr(obj.value, "__dict__", None)
             guarded_dicts = [(AttrSource(obj.source, "__dict__"), instance_dict)] if isinstance(
                 instance_dict, dict) else []
             if instance_dict is not None and name in instance_dict:
                 self.output.guards.add(DictContains(guarded_dicts[0][0], name, True))
                 return True
-            if class_attribute(type(obj.value), name) is not _MISSING:
+            attr = class_attribute(type(obj.value), name)
+            guard_class_lookup(self, type(obj.value), name, attr)
+            if attr is not _MISSING:
                 return True
             if isinstance(obj, NNModuleVariable):  # what Module.__getattr__ reads
                 guarded_dicts += [(AttrSource(obj.source, h), obj.value.__dict__[h])
@@ -344,6 +377,10 @@ class PythonSemantics:
                 if present:
                     return True
             return hasattr(obj.value, name)
+        if isinstance(obj, PythonModuleVariable) and obj.source is not None and not is_library_module(obj.module):
+            present = name in obj.module.__dict__
+            self.output.guards.add(DictContains(AttrSource(obj.source, "__dict__"), name, present))
+            return present or hasattr(obj.module, name)  # a module __getattr__ (PEP 562) may answer
         if isinstance(obj, TensorSubclassVariable):
             return torch_function.subclass_has_attr(self, obj, name)
         if isinstance(obj, TensorVariable):

@@ -252,7 +252,7 @@ class BuiltinVariable(ConstantCallableVariable):
             return target
         if target.mutable:
             return None  # an in-place operator bytegraph does not model on this mutable object
-        if target.is_python_constant() or isinstance(target, TupleVariable):
+        if target.is_python_constant() or isinstance(target, (TupleVariable, SymNodeVariable)):
             return BuiltinVariable(INPLACE_TO_BINARY[self.fn]).call_function(tx, args, {})
         return None
 
@@ -455,8 +455,13 @@ class BuiltinVariable(ConstantCallableVariable):
         if len(args) == 2 and not kwargs and any(isinstance(a, SymNodeVariable) for a in args) and all(
             isinstance(a, SymNodeVariable) or a.is_python_constant() for a in args
         ):
-            target = torch.sym_min if self.fn is min else torch.sym_max
-            return graph_call(tx, "call_function", target, list(args), {})
+            a, b = args
+            if a.python_type() is b.python_type():
+                target = torch.sym_min if self.fn is min else torch.sym_max
+                return graph_call(tx, "call_function", target, [a, b], {})
+            # max(2, 2.5) is the winning operand itself, int or float: decide (a guard) and pick it
+            b_wins = tx.call_builtin(operator.gt if self.fn is max else operator.lt, [b, a]).truthy(tx)
+            return b if b_wins else a
         if not args or set(kwargs) - {"key", "default"} or (len(args) > 1 and "default" in kwargs):
             return None
         if len(args) == 1 and isinstance(args[0], ConstantVariable) and "key" not in kwargs:

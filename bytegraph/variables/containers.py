@@ -472,6 +472,14 @@ class DictVariable(VariableTracker):
                     hints=("Use a hashable key.",),
                 )
             return value
+        cls = key.python_type()
+        if not issubclass(cls, torch.Tensor) and (cls.__eq__ is not object.__eq__ or cls.__hash__ is not object.__hash__):
+            unimplemented(
+                gb_type="unsupported dict key",
+                context=f"dict keyed by a {cls.__qualname__}, which defines its own __eq__/__hash__",
+                explanation="bytegraph compares such keys by identity only; equal but distinct keys would miss.",
+                hints=("Key the dict by a constant (a string, an int) derived from the object.",),
+            )
         identity = tx.identity_of(key)
         if identity is None:
             unimplemented(

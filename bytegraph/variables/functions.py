@@ -19,6 +19,7 @@ from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
 from bytegraph.variables.containers import DictVariable
+from bytegraph.variables.tensor import SymNodeVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -391,8 +392,10 @@ class WrappedFunctionVariable(ConstantCallableVariable):
     cache, as eager's first call makes it (later eager calls are cache hits:
     no side effects, the same result object); the result is a constant,
     guarded by the cache still holding at least as many entries and not
-    having evicted any (so ``cache_clear()`` recompiles). Other calls trace
-    the wrapped function (the cache keys such arguments by identity)."""
+    having evicted any (so ``cache_clear()`` recompiles). Symbolic ints are
+    specialised for this. Other calls (tensors or objects made in the trace
+    as arguments) are graph breaks: traced, the wrapped function's side
+    effects would repeat and the cache would not fill as in eager."""
 
     def __init__(self, wrapper: Any, inner: VT, source=None):
         super().__init__(wrapper, source)
@@ -407,8 +410,8 @@ class WrappedFunctionVariable(ConstantCallableVariable):
             keywords = dict(zip(kwargs, keys[len(args):]))
             try:
                 hash((*values, *keywords.values()))
-            except TypeError:
-                return self.inner.call_function(tx, args, kwargs)  # eager raises: traced, it raises too
+            except TypeError as e:
+                raise_traced_from(e)  # eager's "unhashable type" from the cache
             try:
                 result = self.fn(*values, **keywords)
             except Exception as e:  # noqa: BLE001 - the user function's own error, raised in the trace
@@ -419,7 +422,14 @@ class WrappedFunctionVariable(ConstantCallableVariable):
             if is_constant_value(result):
                 return ConstantVariable(result)
             return tx.wrap(result, ConstSource(result, f"{self.fn.__qualname__}(...)"))
-        return self.inner.call_function(tx, args, kwargs)
+        unimplemented(
+            gb_type="lru_cache call",
+            context=f"{self.fn.__qualname__} called with arguments known only when the graph runs"
+            if room else f"{self.fn.__qualname__}, whose cache is full",
+            explanation="The call runs natively through the real cache, so the wrapped function runs (and its side "
+            "effects happen) only on a cache miss, as in eager.",
+            hints=("Pass constants (ints, strings, objects read from outside) to cached functions.",),
+        )
 
 
 def _cache_key(tx: Tx, arg: VT) -> Any:
@@ -428,6 +438,8 @@ def _cache_key(tx: Tx, arg: VT) -> Any:
     identity (guarded to stay that object)."""
     if arg.is_python_constant():
         return arg.as_python_constant()
+    if isinstance(arg, SymNodeVariable):
+        return arg.as_python_constant()  # specialised (a guard), as the cache needs the value
     value = getattr(arg, "value", None)
     if arg.source is None or value is None or type(value).__hash__ is not object.__hash__:
         return _NOT_CONSTANT

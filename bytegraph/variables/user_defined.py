@@ -23,7 +23,7 @@ from bytegraph.guards.guards import DictContains, DictKeysMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.containers import DictBaseView, DictVariable
-from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
+from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
 from bytegraph.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 
 if TYPE_CHECKING:
@@ -123,6 +123,8 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
     if isinstance(attr, functools._lru_cache_wrapper):  # a cached function used as a method
         guard_class_attribute(tx, owner, name, attr)
         return PartialVariable(tx.wrap_const(attr), [owner], {})
+    if isinstance(attr, types.MemberDescriptorType) and isinstance(owner, UserDefinedObjectVariable):  # __slots__
+        return _slot_value(tx, owner, cls, name, attr)
     objclass = getattr(attr, "__objclass__", None)
     if isinstance(objclass, type) and issubclass(objclass, dict) and isinstance(owner, UserDefinedObjectVariable):
         return SlotMethodVariable(objclass, name, owner)
@@ -141,7 +143,23 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
         )
     if owner.source is not None:
         return tx.wrap(attr, AttrSource(AttrSource(owner.source, "__class__"), name))
-    return tx.wrap_const(attr)
+    guard_class_lookup(tx, cls, name, attr)  # an object made in the trace: its class still answers attr
+    return tx.wrap(attr, AttrSource(ConstSource(cls, cls.__qualname__), name))
+
+
+def _slot_value(tx: Tx, owner: UserDefinedObjectVariable, cls: type, name: str, slot: Any) -> VT:
+    """``owner.name`` for a ``__slots__`` entry: what the trace stored, else the real value."""
+    stored = owner.instance_attr(tx, name) if isinstance(owner, NewObjectVariable) else (
+        tx.output.side_effects.pending_attr(owner, name))
+    if stored is not None and stored is not DELETED:
+        return stored
+    if stored is DELETED or isinstance(owner, NewObjectVariable):
+        raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")  # an unset slot
+    try:
+        value = slot.__get__(owner_value(owner), cls)
+    except AttributeError as e:
+        raise_traced_from(e)
+    return tx.wrap(value, AttrSource(owner.source, name)) if owner.source is not None else tx.wrap_const(value)
 
 
 def owner_value(vt: VT) -> Any:
@@ -341,6 +359,9 @@ class UserDefinedObjectVariable(VariableTracker):
         getattr_fn = class_attribute(cls, "__getattr__")
         if isinstance(getattr_fn, types.FunctionType):
             return UserMethodVariable(getattr_fn, self).call_function(tx, [ConstantVariable(name)], {})
+        # AttributeError until a class gains the attribute or a __getattr__
+        guard_class_lookup(tx, cls, name, _MISSING)
+        guard_class_lookup(tx, cls, "__getattr__", getattr_fn)
         _no_attribute(cls, name)
 
     def store_attr(self, tx: Tx, name: str, value: VT) -> None:
