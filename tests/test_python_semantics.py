@@ -673,6 +673,15 @@ def test_math_operator_and_itertools():
     check_compiled(f, t(4))
 
 
+def test_itertools_compress_selects_by_truth_of_selectors():
+    def f(x, xs):
+        kept = list(itertools.compress(xs, [1, 0, 1]))
+        by_value = list(itertools.compress("abcd", [[], [0], "", x.shape]))
+        return x + len(kept), kept, by_value
+
+    check_compiled(f, t(4), [1, 2, 3, 4])
+
+
 def test_inspect_signature_of_known_function():
     def target(a, b=1, *, c):
         return a
