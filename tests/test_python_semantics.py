@@ -92,6 +92,75 @@ def test_namedtuple_helpers():
     assert type(out[3]) is Point
 
 
+def check_exact(fn, *args, graphs=1):
+    """Compiled equals eager by ``repr`` (which tells ``True`` from ``1`` and
+    ``2.0`` from ``2``, and shows container types and deque maxlens)."""
+    cnt = CompileCounter()
+    expected, actual = fn(*args), bytegraph.compile(fn, backend=cnt)(*args)
+    assert repr(actual) == repr(expected), f"compiled {actual!r} != eager {expected!r}"
+    if graphs is not None:
+        assert cnt.frame_count == graphs, f"expected {graphs} graph(s), got {cnt.frame_count}"
+
+
+def test_dict_store_under_equal_key_keeps_the_first_key_object():
+    def f(x):
+        lit = {1: "a", True: "b", 2.0: "c", 2: "d"}
+        d = {1: "a", 2: "b"}
+        d[True] = "c"
+        d[2.0] = "d"
+        e = {1.0: 1}
+        e.update({1: 2}, **{})
+        e.update([(True, 3)])
+        s = {1: 0}
+        got = s.setdefault(True, 5)
+        g = {1: 0}
+        g |= {True: 1}
+        od = collections.OrderedDict([(1, 0)])
+        od[True] = 1
+        return (x + 1, lit, d, e, s, got, g, {1: 0} | {True: 1, 2: 3}, dict([(1, "a"), (True, "b")]),
+                {**{1: 0}, **{True: 1}}, {k: k for k in (1, True, 1.0)}, od)
+
+    check_exact(f, t(2))
+
+
+def test_dict_union_takes_the_kind_of_a_reflecting_subclass_operand():
+    def f(x):
+        dd = collections.defaultdict(list, {1: [0]})
+        return x + 1, {} | collections.OrderedDict(a=1), dd | {True: [1]}, {2: 0} | dd, collections.OrderedDict(b=1) | {}
+
+    check_exact(f, t(2))
+
+
+def test_defaultdict_calls_its_factory_only_for_getitem():
+    def f(x):
+        dd = collections.defaultdict(list)
+        results = []
+        for op in (lambda: dd.pop("p"), lambda: dd.__delitem__("q")):
+            try:
+                results.append(op())
+            except KeyError as e:
+                results.append(("KeyError", e.args))
+        results += [dd.get("g"), "c" in dd, dd.pop("z", 7), dd.setdefault("s"), dd["m"]]
+        return x + len(dd), results, dd
+
+    check_exact(f, t(2))
+
+
+def test_popitem_takes_last_only_on_ordered_dicts():
+    def f(x):
+        results = []
+        for d in ({"a": 1, "b": 2}, collections.defaultdict(int, a=1), {}, collections.OrderedDict()):
+            for call in (lambda: d.popitem(last=False), lambda: d.popitem(False), d.popitem):
+                try:
+                    results.append(call())
+                except (TypeError, KeyError) as e:
+                    results.append((type(e).__name__, e.args))
+        od = collections.OrderedDict(a=1, b=2, c=3)
+        return x + 1, results, od.popitem(last=False), od.popitem(), od
+
+    check_exact(f, t(2))
+
+
 def test_frozenset_and_set_algebra():
     def f(x):
         s = {1, 2}

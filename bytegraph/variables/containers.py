@@ -20,6 +20,7 @@ from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch
 from bytegraph.guards.source import GetItemSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
+from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -442,8 +443,11 @@ class DictVariable(VariableTracker):
     """A dict (or OrderedDict/defaultdict) whose keys are known at trace time.
 
     ``items`` maps a hashable key (a constant, or ``IdentityKey`` for objects
-    compared by identity) to ``(key VT, value VT)``. A defaultdict keeps its
-    ``default_factory`` (a VT), called for a missing key as eager does.
+    compared by identity) to ``(key VT, value VT)``. As in CPython, storing
+    under a key equal to one already there (``True`` for ``1``) keeps the
+    original key object (:meth:`store`). A defaultdict keeps its
+    ``default_factory`` (a VT), called for a missing key by ``d[k]`` only
+    (``__missing__``), as eager does.
     """
 
     mutable = True
@@ -508,6 +512,16 @@ class DictVariable(VariableTracker):
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
         return [k for k, _ in self.items.values()]
 
+    def store(self, tx: Tx, key: VT, value: VT) -> None:
+        """``d[key] = value``; an equal key already present keeps its own object."""
+        hkey = self.key_of(tx, key)
+        old = self.items.get(hkey)
+        self.items[hkey] = (key if old is None else old[0], value)
+
+    def empty_like(self) -> DictVariable:
+        """A new empty dict of this one's class (and default factory)."""
+        return DictVariable({}, self.dict_cls, default_factory=self.default_factory)
+
     def getitem(self, tx: Tx, key: VT) -> VT:
         hkey = self.key_of(tx, key)
         if hkey in self.items:
@@ -517,7 +531,7 @@ class DictVariable(VariableTracker):
             value = factory.call_function(tx, [], {})  # defaultdict.__missing__
             self._mutate(tx, "__setitem__", [key, value], {})
             return value
-        raise_traced(KeyError, hkey if not isinstance(hkey, IdentityKey) else "<object>")
+        _raise_key_error(key)
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name == "__getitem__" and len(args) == 1:
@@ -548,20 +562,16 @@ class DictVariable(VariableTracker):
     def _mutate(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         tx.output.side_effects.mutate(self)
         if name == "__setitem__":
-            key, value = args
-            self.items[self.key_of(tx, key)] = (key, value)
+            self.store(tx, *args)
             return ConstantVariable(None)
         if name == "update":
             for other in args:
                 other = as_dict(tx, other) or other
-                if isinstance(other, DictVariable):
-                    self.items.update(other.items)
-                else:
-                    for pair in tx.unpack(other):
-                        key, value = tx.unpack(pair)
-                        self.items[self.key_of(tx, key)] = (key, value)
+                pairs = list(other.items.values()) if isinstance(other, DictVariable) else map(tx.unpack, tx.unpack(other))
+                for key, value in pairs:
+                    self.store(tx, key, value)
             for kname, value in kwargs.items():
-                self.items[kname] = (ConstantVariable(kname), value)
+                self.store(tx, ConstantVariable(kname), value)
             return ConstantVariable(None)
         if name == "pop":
             hkey = self.key_of(tx, args[0])
@@ -569,7 +579,7 @@ class DictVariable(VariableTracker):
                 return self.items.pop(hkey)[1]
             if len(args) == 2:
                 return args[1]
-            return self.getitem(tx, args[0])
+            _raise_key_error(args[0])
         if name == "setdefault":
             hkey = self.key_of(tx, args[0])
             if hkey not in self.items:
@@ -578,22 +588,27 @@ class DictVariable(VariableTracker):
         if name == "__delitem__":
             hkey = self.key_of(tx, args[0])
             if hkey not in self.items:
-                self.getitem(tx, args[0])
+                _raise_key_error(args[0])
             del self.items[hkey]
             return ConstantVariable(None)
         if name == "clear":
             self.items.clear()
             return ConstantVariable(None)
         if name == "popitem":
+            ordered = self.dict_cls is collections.OrderedDict
+            if not ordered and args:
+                raise_traced(TypeError, f"dict.popitem() takes no arguments ({len(args)} given)")
+            if not ordered and kwargs:
+                raise_traced(TypeError, "dict.popitem() takes no keyword arguments")
             if not self.items:
-                raise_traced(KeyError, "popitem(): dictionary is empty")
+                raise_traced(KeyError, "dictionary is empty" if ordered else "popitem(): dictionary is empty")
             last = _flag(args, 0, kwargs, "last", True)
             hkey = next(reversed(self.items)) if last else next(iter(self.items))
             return TupleVariable(list(self.items.pop(hkey)))
         if name == "move_to_end" and self.dict_cls is collections.OrderedDict:
             hkey = self.key_of(tx, args[0])
             if hkey not in self.items:
-                raise_traced(KeyError, hkey)
+                _raise_key_error(args[0])
             entry = self.items.pop(hkey)
             if _flag(args, 1, kwargs, "last", True):
                 self.items[hkey] = entry
@@ -627,6 +642,11 @@ class DictVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"DictVariable({list(self.items)!r})"
+
+
+def _raise_key_error(key: VT) -> None:
+    """The traced program raises ``KeyError(key)`` (with the key object itself)."""
+    raise TracedException(ExceptionVariable(KeyError, [key]))
 
 
 class LazyDictVariable(VariableTracker):
