@@ -82,6 +82,47 @@ def test_deque_with_maxlen():
     check_compiled(f, t(4))
 
 
+def test_bounded_deque_follows_cpython():
+    def f(x):
+        out = []
+
+        def record(fn):
+            try:
+                out.append(fn())
+            except (IndexError, TypeError, ValueError) as e:
+                out.append((type(e).__name__, str(e)))
+
+        empty = collections.deque(maxlen=0)
+        empty.append(1)
+        empty.appendleft(2)
+        empty.extend([3])
+        empty.extendleft([4])
+        empty += [5]
+        d = collections.deque([1, 2, 3], maxlen=3)
+        d.appendleft(0)
+        d.extendleft([7, 8])
+        d.extend([9])
+        record(lambda: d.insert(1, 5))
+        grown = collections.deque([1, 2], maxlen=3)
+        grown.insert(-10, 0)
+        added = collections.deque([1, 2], maxlen=3)
+        added += [3, 4, 5]
+        repeated = collections.deque([1, 2], maxlen=3)
+        repeated *= 2
+        rotated = collections.deque([1, 2, 3], maxlen=3)
+        rotated.rotate(1)
+        record(lambda: collections.deque([1]).pop(0))
+        record(lambda: collections.deque().popleft())
+        record(lambda: collections.deque([1]).remove(5))
+        record(lambda: collections.deque(maxlen=-1))
+        record(lambda: collections.deque([1, 2])[0:1])
+        bounded = collections.deque([1, 2], maxlen=3)
+        return (x + len(d), out, empty, d, grown, added, repeated, rotated, bounded * 2, 2 * bounded,
+                bounded + collections.deque([3, 4]), bounded.copy(), collections.deque([1, 2, 3, 4], 2))
+
+    check_exact(f, t(2))
+
+
 def test_namedtuple_helpers():
     def f(x):
         p = Point(x, 2)

@@ -447,8 +447,17 @@ def _make_defaultdict(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs:
 
 
 def _make_deque(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-    maxlen_vt = args[1] if len(args) > 1 else kwargs.get("maxlen", ConstantVariable(None))
-    result = DequeVariable([], maxlen_vt.as_python_constant())
+    maxlen = (args[1] if len(args) > 1 else kwargs.get("maxlen", ConstantVariable(None))).as_python_constant()
+    if maxlen is not None and type(maxlen) is not int:
+        unimplemented(
+            gb_type="user error",
+            context=f"deque(maxlen={type(maxlen).__name__})",
+            explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
+            hints=("Pass an int maxlen.",),
+        )
+    if maxlen is not None and maxlen < 0:
+        raise_traced(ValueError, "maxlen must be non-negative")
+    result = DequeVariable([], maxlen)
     if args:
         result.call_method(tx, "extend", [args[0]], {})
     return result

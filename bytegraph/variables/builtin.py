@@ -246,15 +246,14 @@ class BuiltinVariable(ConstantCallableVariable):
     def _inplace(self, tx: Tx, args: Sequence[VT]) -> VT | None:
         target, value = args
         if isinstance(target, ListVariable) and self.fn is operator.iadd:
-            tx.output.side_effects.mutate(target)
-            target.items.extend(tx.unpack(value))
+            target.call_method(tx, "extend", [value], {})  # a deque's extend respects its maxlen
             return target
         if isinstance(target, (DictVariable, LazyDictVariable)) and self.fn is operator.ior:
             target.call_method(tx, "update", [value], {})
             return target
         if isinstance(target, ListVariable) and self.fn is operator.imul and value.is_python_constant():
             tx.output.side_effects.mutate(target)
-            target.items[:] = target.items * value.as_python_constant()
+            target.items[:] = target.with_items(target.items * value.as_python_constant()).items
             return target
         if isinstance(target, SetVariable) and target.set_cls is set and self.fn in _SET_INPLACE:
             if not isinstance(value, SetVariable):

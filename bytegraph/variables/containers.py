@@ -253,6 +253,10 @@ class ListVariable(BaseSequenceVariable):
             return ConstantVariable(None)
         return super().call_method(tx, name, args, kwargs)
 
+    def not_found(self, value: VT) -> str:
+        """The ValueError message of ``remove(value)`` for a missing value."""
+        return "list.remove(x): x not in list"
+
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:
             codegen.load_source(self.source)
@@ -323,7 +327,7 @@ def _list_remove(lst: ListVariable, tx: Tx, value: VT) -> VT:
         if tx.call_builtin(operator.eq, [item, value]).truthy(tx):
             del lst.items[n]
             return ConstantVariable(None)
-    raise_traced(ValueError, "list.remove(x): x not in list")
+    raise_traced(ValueError, lst.not_found(value))
 
 
 _LIST_MUTATORS: dict[str, Callable[..., VT]] = {
@@ -340,7 +344,10 @@ _LIST_MUTATORS: dict[str, Callable[..., VT]] = {
 
 
 class DequeVariable(ListVariable):
-    """A ``collections.deque``: a list with ``maxlen`` and operations at both ends."""
+    """A ``collections.deque``: a list with operations at both ends and a
+    ``maxlen``. A bounded deque keeps its last ``maxlen`` items when items
+    are added at the right (``append``, ``extend``, ``+=``, ``+``, ``*``) and
+    its first when added at the left; ``insert`` into a full one raises."""
 
     def __init__(self, items: Sequence[VT], maxlen: int | None = None, source=None):
         super().__init__(items, source)
@@ -349,36 +356,31 @@ class DequeVariable(ListVariable):
     def python_type(self) -> type:
         return collections.deque
 
+    def keep(self, items: list[VT], left: bool = False) -> list[VT]:
+        """What this deque's ``maxlen`` keeps of ``items`` just added at one end."""
+        if self.maxlen is None:
+            return list(items)
+        return items[: self.maxlen] if left else items[max(0, len(items) - self.maxlen) :]
+
     def with_items(self, items: Sequence[VT]) -> VT:
-        return DequeVariable(items, self.maxlen)
+        return DequeVariable(self.keep(list(items)), self.maxlen)
+
+    def not_found(self, value: VT) -> str:
+        return f"{value.as_python_constant()!r} is not in deque"
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        ends = {"appendleft", "popleft", "extendleft", "rotate", "append", "extend"}
-        if name in ends and not kwargs:
+        if not hasattr(collections.deque, name):  # list methods a deque lacks (sort)
+            return _bad_method(self, name)
+        if name in ("__getitem__", "__setitem__", "__delitem__") and args and isinstance(
+            args[0].as_python_constant(), slice
+        ):
+            raise_traced(TypeError, "sequence index must be integer, not 'slice'")
+        mutator = _DEQUE_MUTATORS.get(name)
+        if mutator is not None and not kwargs:
             tx.output.side_effects.mutate(self)
-            if name in ("append", "extend", "appendleft", "extendleft"):
-                new = [args[0]] if name.startswith("append") else tx.unpack(args[0])
-                for item in new:
-                    if name.endswith("left"):
-                        self.items.insert(0, item)
-                        del self.items[len(self.items) if self.maxlen is None else self.maxlen:]
-                    else:
-                        self.items.append(item)
-                        del self.items[: max(0, len(self.items) - (self.maxlen or len(self.items)))]
-                return ConstantVariable(None)
-            if name == "popleft":
-                if not self.items:
-                    raise_traced(IndexError, "pop from an empty deque")
-                return self.items.pop(0)
-            steps = args[0].as_python_constant() if args else 1
-            if self.items:
-                steps %= len(self.items)
-                self.items[:] = self.items[-steps:] + self.items[:-steps] if steps else self.items
-            return ConstantVariable(None)
+            return mutator(self, tx, *args)
         if name == "copy" and not args:
             return DequeVariable(self.items, self.maxlen)
-        if name == "__getitem__" and args and isinstance(args[0].as_python_constant(), slice):
-            raise_traced(TypeError, "sequence index must be integer, not 'slice'")
         return super().call_method(tx, name, args, kwargs)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
@@ -404,6 +406,47 @@ class DequeVariable(ListVariable):
                 codegen.load_local(arg)
             codegen.call(len(method_args))
             codegen.emit("POP_TOP")
+
+
+def _deque_add(dq: DequeVariable, tx: Tx, items: list[VT], left: bool) -> VT:
+    """Items added one by one at one end (``extendleft`` reverses them)."""
+    dq.items[:] = dq.keep(items[::-1] + dq.items, left=True) if left else dq.keep(dq.items + items)
+    return ConstantVariable(None)
+
+
+def _deque_insert(dq: DequeVariable, tx: Tx, index: VT, item: VT) -> VT:
+    if dq.maxlen is not None and len(dq.items) >= dq.maxlen:
+        raise_traced(IndexError, "deque already at its maximum size")
+    return _list_insert(dq, tx, index, item)
+
+
+def _deque_pop(dq: DequeVariable, tx: Tx, *args: VT, left: bool = False) -> VT:
+    if args:
+        raise_traced(TypeError, f"deque.{'popleft' if left else 'pop'}() takes no arguments ({len(args)} given)")
+    if not dq.items:
+        raise_traced(IndexError, "pop from an empty deque")
+    return dq.items.pop(0 if left else -1)
+
+
+def _deque_rotate(dq: DequeVariable, tx: Tx, n: VT | None = None) -> VT:
+    steps = 1 if n is None else _const_int(tx, n, "n")
+    if dq.items:
+        steps %= len(dq.items)
+        dq.items[:] = dq.items[len(dq.items) - steps :] + dq.items[: len(dq.items) - steps]
+    return ConstantVariable(None)
+
+
+_DEQUE_MUTATORS: dict[str, Callable[..., VT]] = {
+    **_LIST_MUTATORS,
+    "append": lambda dq, tx, item: _deque_add(dq, tx, [item], left=False),
+    "appendleft": lambda dq, tx, item: _deque_add(dq, tx, [item], left=True),
+    "extend": lambda dq, tx, other: _deque_add(dq, tx, tx.unpack(other), left=False),
+    "extendleft": lambda dq, tx, other: _deque_add(dq, tx, tx.unpack(other), left=True),
+    "insert": _deque_insert,
+    "pop": _deque_pop,
+    "popleft": lambda dq, tx, *args: _deque_pop(dq, tx, *args, left=True),
+    "rotate": _deque_rotate,
+}
 
 
 class SliceVariable(VariableTracker):
