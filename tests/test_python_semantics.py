@@ -202,6 +202,59 @@ def test_popitem_takes_last_only_on_ordered_dicts():
     check_exact(f, t(2))
 
 
+class Swapped(Point):
+    __slots__ = ()
+
+    def __iter__(self):
+        return iter((self.b, self.a))
+
+
+class Scaled(Point):
+    __slots__ = ()
+
+    @classmethod
+    def _make(cls, iterable):
+        return super()._make([v * 10 for v in iterable])
+
+
+class Long(Point):
+    def __len__(self):
+        return 99
+
+
+class Renamed(Point):
+    @property
+    def a(self):
+        return "a"
+
+
+class WithMethod(Point):
+    __slots__ = ()
+
+    def total(self):
+        return self.a + self.b
+
+
+def test_namedtuple_subclass_overrides_are_honoured():
+    def f(x, given):
+        first, second = given
+        p, q = Swapped(x, 2)
+        return (first, second, p, q, list(Swapped(1, 2)), len(Long(1, 2)), Renamed(1, 2).a, Scaled(x, 2),
+                WithMethod(x, 1), torch.max(x, 0))
+
+    for given in (Swapped(t(2), 3), Long(t(2), 3), Renamed(t(2), 3)):
+        check_exact(f, t(2), given, graphs=None)
+
+
+def test_plain_namedtuples_and_structseqs_stay_in_one_graph():
+    def f(x):
+        p = WithMethod(x, 2)
+        a, b = p
+        return a * b, len(p), p, torch.max(x, 0).values
+
+    check_exact(f, t(3))
+
+
 def test_frozenset_and_set_algebra():
     def f(x):
         s = {1, 2}

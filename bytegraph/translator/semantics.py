@@ -37,6 +37,7 @@ from bytegraph.variables.containers import (
     ListVariable,
     NamedTupleVariable,
     TupleVariable,
+    is_modelled_namedtuple,
 )
 from bytegraph.variables.functions import UserFunctionVariable
 from bytegraph.variables import ndarray, torch_function
@@ -120,7 +121,7 @@ class PythonSemantics:
         if issubclass(klass, torch.Tensor):
             torch_function.check_traceable(klass)
             return torch_function.construct(self, cls, args, kwargs)
-        if issubclass(klass, tuple) and hasattr(klass, "_fields"):
+        if is_modelled_namedtuple(klass):
             field_names = klass._fields
             values = list(args) + [kwargs[name] for name in field_names[len(args):] if name in kwargs]
             defaults = getattr(klass, "_field_defaults", {})

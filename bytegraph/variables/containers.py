@@ -164,6 +164,56 @@ class SizeVariable(TupleVariable):
         codegen.call(1)
 
 
+#: a class made by ``collections.namedtuple``: its helpers and ``__new__``
+#: are the same code for every namedtuple, its fields ``_tuplegetter``s
+_REFERENCE_NAMEDTUPLE = collections.namedtuple("_REFERENCE_NAMEDTUPLE", "a")
+_NAMEDTUPLE_CODE = ("_make", "_replace", "_asdict", "__repr__", "__getnewargs__")
+_NAMEDTUPLE_OWN = frozenset({*_NAMEDTUPLE_CODE, "_fields", "_field_defaults", "__new__", "__match_args__"})
+#: class-body names that do not change how instances behave
+_INERT_NAMES = frozenset({"__module__", "__qualname__", "__doc__", "__slots__", "__annotations__", "__dict__",
+                          "__weakref__", "__orig_bases__", "__parameters__", "__firstlineno__",
+                          "__static_attributes__"})
+
+
+def _code_of(attr: Any) -> Any:
+    return getattr(getattr(attr, "__func__", attr), "__code__", None)
+
+
+def is_modelled_namedtuple(cls: Any) -> bool:
+    """Whether :class:`NamedTupleVariable` models instances of ``cls``: a
+    structseq (``torch.return_types``), or a ``collections.namedtuple`` class
+    (also ``typing.NamedTuple``, and subclasses) whose tuple protocol and
+    namedtuple helpers are the generated ones. A class that defines a dunder
+    of its own (``__iter__``, ``__len__``, ``__eq__``, ``__init__``...) or
+    redefines a helper or a field is a user class."""
+    if not isinstance(cls, type) or type(cls) is not type or not issubclass(cls, tuple) or cls is tuple:
+        return False
+    mro = cls.__mro__
+    base = mro[mro.index(tuple) - 1]  # the generated class
+    if mro[mro.index(tuple):] != (tuple, object) or base.__bases__ != (tuple,):
+        return False
+    if "n_sequence_fields" in base.__dict__:  # a structseq (cannot be subclassed)
+        return base is cls
+    fields = base.__dict__.get("_fields")
+    if not isinstance(fields, tuple) or getattr(cls, "__match_args__", None) != fields:
+        return False
+    for klass in mro[: mro.index(tuple)]:
+        generated = _NAMEDTUPLE_OWN.union(fields) if klass is base else frozenset()
+        for name in klass.__dict__:
+            if name not in _INERT_NAMES and name not in generated and (
+                name.startswith("__") or name in _NAMEDTUPLE_OWN or name in fields
+            ):
+                return False
+    getter = type(_REFERENCE_NAMEDTUPLE.a)
+    new = base.__dict__.get("__new__")
+    return (
+        all(_code_of(base.__dict__.get(n)) is _code_of(_REFERENCE_NAMEDTUPLE.__dict__[n]) for n in _NAMEDTUPLE_CODE)
+        and getattr(getattr(new, "__func__", None), "__globals__", {}).get("_tuple_new") is tuple.__new__
+        and all(type(base.__dict__.get(f)) is getter and base.__dict__[f].__reduce__()[1][0] == i
+                for i, f in enumerate(fields))
+    )
+
+
 class NamedTupleVariable(TupleVariable):
     """A ``collections.namedtuple`` or ``torch.return_types`` structseq value."""
 
