@@ -82,6 +82,47 @@ def test_deque_with_maxlen():
     check_compiled(f, t(4))
 
 
+def test_bounded_deque_follows_cpython():
+    def f(x):
+        out = []
+
+        def record(fn):
+            try:
+                out.append(fn())
+            except (IndexError, TypeError, ValueError) as e:
+                out.append((type(e).__name__, str(e)))
+
+        empty = collections.deque(maxlen=0)
+        empty.append(1)
+        empty.appendleft(2)
+        empty.extend([3])
+        empty.extendleft([4])
+        empty += [5]
+        d = collections.deque([1, 2, 3], maxlen=3)
+        d.appendleft(0)
+        d.extendleft([7, 8])
+        d.extend([9])
+        record(lambda: d.insert(1, 5))
+        grown = collections.deque([1, 2], maxlen=3)
+        grown.insert(-10, 0)
+        added = collections.deque([1, 2], maxlen=3)
+        added += [3, 4, 5]
+        repeated = collections.deque([1, 2], maxlen=3)
+        repeated *= 2
+        rotated = collections.deque([1, 2, 3], maxlen=3)
+        rotated.rotate(1)
+        record(lambda: collections.deque([1]).pop(0))
+        record(lambda: collections.deque().popleft())
+        record(lambda: collections.deque([1]).remove(5))
+        record(lambda: collections.deque(maxlen=-1))
+        record(lambda: collections.deque([1, 2])[0:1])
+        bounded = collections.deque([1, 2], maxlen=3)
+        return (x + len(d), out, empty, d, grown, added, repeated, rotated, bounded * 2, 2 * bounded,
+                bounded + collections.deque([3, 4]), bounded.copy(), collections.deque([1, 2, 3, 4], 2))
+
+    check_exact(f, t(2))
+
+
 def test_namedtuple_helpers():
     def f(x):
         p = Point(x, 2)
@@ -90,6 +131,128 @@ def test_namedtuple_helpers():
 
     out, _ = check_compiled(f, t(4))
     assert type(out[3]) is Point
+
+
+def check_exact(fn, *args, graphs=1):
+    """Compiled equals eager by ``repr`` (which tells ``True`` from ``1`` and
+    ``2.0`` from ``2``, and shows container types and deque maxlens)."""
+    cnt = CompileCounter()
+    expected, actual = fn(*args), bytegraph.compile(fn, backend=cnt)(*args)
+    assert repr(actual) == repr(expected), f"compiled {actual!r} != eager {expected!r}"
+    if graphs is not None:
+        assert cnt.frame_count == graphs, f"expected {graphs} graph(s), got {cnt.frame_count}"
+
+
+def test_dict_store_under_equal_key_keeps_the_first_key_object():
+    def f(x):
+        lit = {1: "a", True: "b", 2.0: "c", 2: "d"}
+        d = {1: "a", 2: "b"}
+        d[True] = "c"
+        d[2.0] = "d"
+        e = {1.0: 1}
+        e.update({1: 2}, **{})
+        e.update([(True, 3)])
+        s = {1: 0}
+        got = s.setdefault(True, 5)
+        g = {1: 0}
+        g |= {True: 1}
+        od = collections.OrderedDict([(1, 0)])
+        od[True] = 1
+        return (x + 1, lit, d, e, s, got, g, {1: 0} | {True: 1, 2: 3}, dict([(1, "a"), (True, "b")]),
+                {**{1: 0}, **{True: 1}}, {k: k for k in (1, True, 1.0)}, od)
+
+    check_exact(f, t(2))
+
+
+def test_dict_union_takes_the_kind_of_a_reflecting_subclass_operand():
+    def f(x):
+        dd = collections.defaultdict(list, {1: [0]})
+        return x + 1, {} | collections.OrderedDict(a=1), dd | {True: [1]}, {2: 0} | dd, collections.OrderedDict(b=1) | {}
+
+    check_exact(f, t(2))
+
+
+def test_defaultdict_calls_its_factory_only_for_getitem():
+    def f(x):
+        dd = collections.defaultdict(list)
+        results = []
+        for op in (lambda: dd.pop("p"), lambda: dd.__delitem__("q")):
+            try:
+                results.append(op())
+            except KeyError as e:
+                results.append(("KeyError", e.args))
+        results += [dd.get("g"), "c" in dd, dd.pop("z", 7), dd.setdefault("s"), dd["m"]]
+        return x + len(dd), results, dd
+
+    check_exact(f, t(2))
+
+
+def test_popitem_takes_last_only_on_ordered_dicts():
+    def f(x):
+        results = []
+        for d in ({"a": 1, "b": 2}, collections.defaultdict(int, a=1), {}, collections.OrderedDict()):
+            for call in (lambda: d.popitem(last=False), lambda: d.popitem(False), d.popitem):
+                try:
+                    results.append(call())
+                except (TypeError, KeyError) as e:
+                    results.append((type(e).__name__, e.args))
+        od = collections.OrderedDict(a=1, b=2, c=3)
+        return x + 1, results, od.popitem(last=False), od.popitem(), od
+
+    check_exact(f, t(2))
+
+
+class Swapped(Point):
+    __slots__ = ()
+
+    def __iter__(self):
+        return iter((self.b, self.a))
+
+
+class Scaled(Point):
+    __slots__ = ()
+
+    @classmethod
+    def _make(cls, iterable):
+        return super()._make([v * 10 for v in iterable])
+
+
+class Long(Point):
+    def __len__(self):
+        return 99
+
+
+class Renamed(Point):
+    @property
+    def a(self):
+        return "a"
+
+
+class WithMethod(Point):
+    __slots__ = ()
+
+    def total(self):
+        return self.a + self.b
+
+
+def test_namedtuple_subclass_overrides_are_honoured():
+    def f(x, given):
+        first, second = given
+        p, q = Swapped(x, 2)
+        return (first, second, p, q, list(Swapped(1, 2)), len(Long(1, 2)), Renamed(1, 2).a, Scaled(x, 2),
+                WithMethod(x, 1), torch.max(x, 0))
+
+    for given in (Swapped(t(2), 3), Long(t(2), 3), Renamed(t(2), 3)):
+        check_exact(f, t(2), given, graphs=None)
+
+
+def test_plain_namedtuples_and_structseqs_stay_in_one_graph():
+    def f(x):
+        p = WithMethod(x, 2)
+        a, b = p
+        return a * b, len(p), p, torch.max(x, 0).values
+
+    check_exact(f, t(3))
 
 
 def test_frozenset_and_set_algebra():
@@ -671,6 +834,15 @@ def test_math_operator_and_itertools():
         return acc, list(itertools.accumulate([1, 2, 3])), list(itertools.islice(itertools.count(5), 2))
 
     check_compiled(f, t(4))
+
+
+def test_itertools_compress_selects_by_truth_of_selectors():
+    def f(x, xs):
+        kept = list(itertools.compress(xs, [1, 0, 1]))
+        by_value = list(itertools.compress("abcd", [[], [0], "", x.shape]))
+        return x + len(kept), kept, by_value
+
+    check_compiled(f, t(4), [1, 2, 3, 4])
 
 
 def test_inspect_signature_of_known_function():

@@ -40,6 +40,7 @@ from bytegraph.variables.containers import (
     SetVariable,
     SliceVariable,
     TupleVariable,
+    is_modelled_namedtuple,
 )
 from bytegraph.variables.functions import UserFunctionVariable
 from bytegraph.variables import ndarray, torch_function
@@ -127,7 +128,7 @@ class PythonSemantics:
         if issubclass(klass, torch.Tensor):
             torch_function.check_traceable(klass)
             return torch_function.construct(self, cls, args, kwargs)
-        if issubclass(klass, tuple) and hasattr(klass, "_fields"):
+        if is_modelled_namedtuple(klass):
             field_names = klass._fields
             values = list(args) + [kwargs[name] for name in field_names[len(args):] if name in kwargs]
             defaults = getattr(klass, "_field_defaults", {})
@@ -484,8 +485,17 @@ def _make_defaultdict(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs:
 
 
 def _make_deque(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-    maxlen_vt = args[1] if len(args) > 1 else kwargs.get("maxlen", ConstantVariable(None))
-    result = DequeVariable([], maxlen_vt.as_python_constant())
+    maxlen = (args[1] if len(args) > 1 else kwargs.get("maxlen", ConstantVariable(None))).as_python_constant()
+    if maxlen is not None and type(maxlen) is not int:
+        unimplemented(
+            gb_type="user error",
+            context=f"deque(maxlen={type(maxlen).__name__})",
+            explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
+            hints=("Pass an int maxlen.",),
+        )
+    if maxlen is not None and maxlen < 0:
+        raise_traced(ValueError, "maxlen must be non-negative")
+    result = DequeVariable([], maxlen)
     if args:
         result.call_method(tx, "extend", [args[0]], {})
     return result

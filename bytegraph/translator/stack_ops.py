@@ -130,15 +130,19 @@ class StackOps:
 
     def BUILD_MAP(self: InstructionTranslatorBase, inst: Instruction) -> None:
         flat = self.popn(2 * inst.arg)
-        result = DictVariable({})
-        for key, value in zip(flat[::2], flat[1::2]):
-            result.items[DictVariable.key_of(self, key)] = (key, value)
-        self.push(result)
+        self.push(self._new_dict(flat[::2], flat[1::2]))
 
     def BUILD_CONST_KEY_MAP(self: InstructionTranslatorBase, inst: Instruction) -> None:
         keys = self.pop().as_python_constant()
         values = self.popn(inst.arg)
-        self.push(DictVariable({k: (ConstantVariable(k), v) for k, v in zip(keys, values)}))
+        self.push(self._new_dict([ConstantVariable(k) for k in keys], values))
+
+    def _new_dict(self: InstructionTranslatorBase, keys: list, values: list) -> DictVariable:
+        """A dict display: later equal keys replace the value, not the first key object."""
+        result = DictVariable({})
+        for key, value in zip(keys, values):
+            result.store(self, key, value)
+        return result
 
     def BUILD_STRING(self: InstructionTranslatorBase, inst: Instruction) -> None:
         parts = self.popn(inst.arg)

@@ -52,6 +52,7 @@ from bytegraph.variables.containers import (
     SetVariable,
     SizeVariable,
     TupleVariable,
+    is_modelled_namedtuple,
 )
 from bytegraph.variables.copying import CopyFunctionVariable
 from bytegraph.variables.functions import (
@@ -106,7 +107,7 @@ def _is_builtin_callable(value: Any) -> bool:
 
 
 def _is_namedtuple(value: Any) -> bool:
-    return isinstance(value, tuple) and hasattr(type(value), "__match_args__") and type(value) is not tuple
+    return isinstance(value, tuple) and is_modelled_namedtuple(type(value))
 
 
 def wrap(tx: Tx, value: Any, source: Source) -> VT:

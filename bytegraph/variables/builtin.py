@@ -124,6 +124,17 @@ UNARY_DUNDERS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.inve
 
 
 
+def _dict_union(tx: Tx, a: DictVariable, b: DictVariable) -> DictVariable:
+    """``a | b``: ``b``'s kind (class, default factory) when its class is a
+    proper subclass of ``a``'s (its ``__ror__`` goes first: OrderedDict,
+    defaultdict), else ``a``'s; ``a``'s items updated with ``b``'s."""
+    b_first = b.dict_cls is not a.dict_cls and issubclass(b.dict_cls, a.dict_cls)
+    merged = (b if b_first else a).empty_like()
+    for key, value in [*a.items.values(), *b.items.values()]:
+        merged.store(tx, key, value)
+    return merged
+
+
 class BuiltinVariable(ConstantCallableVariable):
     """A builtin function or ``operator``/``math`` function."""
 
@@ -235,15 +246,14 @@ class BuiltinVariable(ConstantCallableVariable):
     def _inplace(self, tx: Tx, args: Sequence[VT]) -> VT | None:
         target, value = args
         if isinstance(target, ListVariable) and self.fn is operator.iadd:
-            tx.output.side_effects.mutate(target)
-            target.items.extend(tx.unpack(value))
+            target.call_method(tx, "extend", [value], {})  # a deque's extend respects its maxlen
             return target
         if isinstance(target, (DictVariable, LazyDictVariable)) and self.fn is operator.ior:
             target.call_method(tx, "update", [value], {})
             return target
         if isinstance(target, ListVariable) and self.fn is operator.imul and value.is_python_constant():
             tx.output.side_effects.mutate(target)
-            target.items[:] = target.items * value.as_python_constant()
+            target.items[:] = target.with_items(target.items * value.as_python_constant()).items
             return target
         if isinstance(target, SetVariable) and target.set_cls is set and self.fn in _SET_INPLACE:
             if not isinstance(value, SetVariable):
@@ -300,9 +310,7 @@ class BuiltinVariable(ConstantCallableVariable):
                 if same is not None and (same or _identity_eq(a) and _identity_eq(b)):
                     return ConstantVariable(same if fn is operator.eq else not same)
             if fn is operator.or_ and as_dict(tx, a) is not None and as_dict(tx, b) is not None:
-                merged = DictVariable(as_dict(tx, a).items, a.python_type())
-                merged.items.update(as_dict(tx, b).items)
-                return merged
+                return _dict_union(tx, as_dict(tx, a), as_dict(tx, b))
         if len(args) == 1 and fn is operator.not_:
             return ConstantVariable(not args[0].truthy(tx))
         if len(args) == 1 and fn is operator.truth:

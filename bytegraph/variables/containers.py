@@ -20,6 +20,7 @@ from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch
 from bytegraph.guards.source import GetItemSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
+from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -163,6 +164,56 @@ class SizeVariable(TupleVariable):
         codegen.call(1)
 
 
+#: a class made by ``collections.namedtuple``: its helpers and ``__new__``
+#: are the same code for every namedtuple, its fields ``_tuplegetter``s
+_REFERENCE_NAMEDTUPLE = collections.namedtuple("_REFERENCE_NAMEDTUPLE", "a")
+_NAMEDTUPLE_CODE = ("_make", "_replace", "_asdict", "__repr__", "__getnewargs__")
+_NAMEDTUPLE_OWN = frozenset({*_NAMEDTUPLE_CODE, "_fields", "_field_defaults", "__new__", "__match_args__"})
+#: class-body names that do not change how instances behave
+_INERT_NAMES = frozenset({"__module__", "__qualname__", "__doc__", "__slots__", "__annotations__", "__dict__",
+                          "__weakref__", "__orig_bases__", "__parameters__", "__firstlineno__",
+                          "__static_attributes__"})
+
+
+def _code_of(attr: Any) -> Any:
+    return getattr(getattr(attr, "__func__", attr), "__code__", None)
+
+
+def is_modelled_namedtuple(cls: Any) -> bool:
+    """Whether :class:`NamedTupleVariable` models instances of ``cls``: a
+    structseq (``torch.return_types``), or a ``collections.namedtuple`` class
+    (also ``typing.NamedTuple``, and subclasses) whose tuple protocol and
+    namedtuple helpers are the generated ones. A class that defines a dunder
+    of its own (``__iter__``, ``__len__``, ``__eq__``, ``__init__``...) or
+    redefines a helper or a field is a user class."""
+    if not isinstance(cls, type) or type(cls) is not type or not issubclass(cls, tuple) or cls is tuple:
+        return False
+    mro = cls.__mro__
+    base = mro[mro.index(tuple) - 1]  # the generated class
+    if mro[mro.index(tuple):] != (tuple, object) or base.__bases__ != (tuple,):
+        return False
+    if "n_sequence_fields" in base.__dict__:  # a structseq (cannot be subclassed)
+        return base is cls
+    fields = base.__dict__.get("_fields")
+    if not isinstance(fields, tuple) or getattr(cls, "__match_args__", None) != fields:
+        return False
+    for klass in mro[: mro.index(tuple)]:
+        generated = _NAMEDTUPLE_OWN.union(fields) if klass is base else frozenset()
+        for name in klass.__dict__:
+            if name not in _INERT_NAMES and name not in generated and (
+                name.startswith("__") or name in _NAMEDTUPLE_OWN or name in fields
+            ):
+                return False
+    getter = type(_REFERENCE_NAMEDTUPLE.a)
+    new = base.__dict__.get("__new__")
+    return (
+        all(_code_of(base.__dict__.get(n)) is _code_of(_REFERENCE_NAMEDTUPLE.__dict__[n]) for n in _NAMEDTUPLE_CODE)
+        and getattr(getattr(new, "__func__", None), "__globals__", {}).get("_tuple_new") is tuple.__new__
+        and all(type(base.__dict__.get(f)) is getter and base.__dict__[f].__reduce__()[1][0] == i
+                for i, f in enumerate(fields))
+    )
+
+
 class NamedTupleVariable(TupleVariable):
     """A ``collections.namedtuple`` or ``torch.return_types`` structseq value."""
 
@@ -252,6 +303,10 @@ class ListVariable(BaseSequenceVariable):
             return ConstantVariable(None)
         return super().call_method(tx, name, args, kwargs)
 
+    def not_found(self, value: VT) -> str:
+        """The ValueError message of ``remove(value)`` for a missing value."""
+        return "list.remove(x): x not in list"
+
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:
             codegen.load_source(self.source)
@@ -322,7 +377,7 @@ def _list_remove(lst: ListVariable, tx: Tx, value: VT) -> VT:
         if tx.call_builtin(operator.eq, [item, value]).truthy(tx):
             del lst.items[n]
             return ConstantVariable(None)
-    raise_traced(ValueError, "list.remove(x): x not in list")
+    raise_traced(ValueError, lst.not_found(value))
 
 
 _LIST_MUTATORS: dict[str, Callable[..., VT]] = {
@@ -339,7 +394,10 @@ _LIST_MUTATORS: dict[str, Callable[..., VT]] = {
 
 
 class DequeVariable(ListVariable):
-    """A ``collections.deque``: a list with ``maxlen`` and operations at both ends."""
+    """A ``collections.deque``: a list with operations at both ends and a
+    ``maxlen``. A bounded deque keeps its last ``maxlen`` items when items
+    are added at the right (``append``, ``extend``, ``+=``, ``+``, ``*``) and
+    its first when added at the left; ``insert`` into a full one raises."""
 
     def __init__(self, items: Sequence[VT], maxlen: int | None = None, source=None):
         super().__init__(items, source)
@@ -348,36 +406,31 @@ class DequeVariable(ListVariable):
     def python_type(self) -> type:
         return collections.deque
 
+    def keep(self, items: list[VT], left: bool = False) -> list[VT]:
+        """What this deque's ``maxlen`` keeps of ``items`` just added at one end."""
+        if self.maxlen is None:
+            return list(items)
+        return items[: self.maxlen] if left else items[max(0, len(items) - self.maxlen) :]
+
     def with_items(self, items: Sequence[VT]) -> VT:
-        return DequeVariable(items, self.maxlen)
+        return DequeVariable(self.keep(list(items)), self.maxlen)
+
+    def not_found(self, value: VT) -> str:
+        return f"{value.as_python_constant()!r} is not in deque"
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        ends = {"appendleft", "popleft", "extendleft", "rotate", "append", "extend"}
-        if name in ends and not kwargs:
+        if not hasattr(collections.deque, name):  # list methods a deque lacks (sort)
+            return _bad_method(self, name)
+        if name in ("__getitem__", "__setitem__", "__delitem__") and args and isinstance(
+            args[0].as_python_constant(), slice
+        ):
+            raise_traced(TypeError, "sequence index must be integer, not 'slice'")
+        mutator = _DEQUE_MUTATORS.get(name)
+        if mutator is not None and not kwargs:
             tx.output.side_effects.mutate(self)
-            if name in ("append", "extend", "appendleft", "extendleft"):
-                new = [args[0]] if name.startswith("append") else tx.unpack(args[0])
-                for item in new:
-                    if name.endswith("left"):
-                        self.items.insert(0, item)
-                        del self.items[len(self.items) if self.maxlen is None else self.maxlen:]
-                    else:
-                        self.items.append(item)
-                        del self.items[: max(0, len(self.items) - (self.maxlen or len(self.items)))]
-                return ConstantVariable(None)
-            if name == "popleft":
-                if not self.items:
-                    raise_traced(IndexError, "pop from an empty deque")
-                return self.items.pop(0)
-            steps = args[0].as_python_constant() if args else 1
-            if self.items:
-                steps %= len(self.items)
-                self.items[:] = self.items[-steps:] + self.items[:-steps] if steps else self.items
-            return ConstantVariable(None)
+            return mutator(self, tx, *args)
         if name == "copy" and not args:
             return DequeVariable(self.items, self.maxlen)
-        if name == "__getitem__" and args and isinstance(args[0].as_python_constant(), slice):
-            raise_traced(TypeError, "sequence index must be integer, not 'slice'")
         return super().call_method(tx, name, args, kwargs)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
@@ -403,6 +456,47 @@ class DequeVariable(ListVariable):
                 codegen.load_local(arg)
             codegen.call(len(method_args))
             codegen.emit("POP_TOP")
+
+
+def _deque_add(dq: DequeVariable, tx: Tx, items: list[VT], left: bool) -> VT:
+    """Items added one by one at one end (``extendleft`` reverses them)."""
+    dq.items[:] = dq.keep(items[::-1] + dq.items, left=True) if left else dq.keep(dq.items + items)
+    return ConstantVariable(None)
+
+
+def _deque_insert(dq: DequeVariable, tx: Tx, index: VT, item: VT) -> VT:
+    if dq.maxlen is not None and len(dq.items) >= dq.maxlen:
+        raise_traced(IndexError, "deque already at its maximum size")
+    return _list_insert(dq, tx, index, item)
+
+
+def _deque_pop(dq: DequeVariable, tx: Tx, *args: VT, left: bool = False) -> VT:
+    if args:
+        raise_traced(TypeError, f"deque.{'popleft' if left else 'pop'}() takes no arguments ({len(args)} given)")
+    if not dq.items:
+        raise_traced(IndexError, "pop from an empty deque")
+    return dq.items.pop(0 if left else -1)
+
+
+def _deque_rotate(dq: DequeVariable, tx: Tx, n: VT | None = None) -> VT:
+    steps = 1 if n is None else _const_int(tx, n, "n")
+    if dq.items:
+        steps %= len(dq.items)
+        dq.items[:] = dq.items[len(dq.items) - steps :] + dq.items[: len(dq.items) - steps]
+    return ConstantVariable(None)
+
+
+_DEQUE_MUTATORS: dict[str, Callable[..., VT]] = {
+    **_LIST_MUTATORS,
+    "append": lambda dq, tx, item: _deque_add(dq, tx, [item], left=False),
+    "appendleft": lambda dq, tx, item: _deque_add(dq, tx, [item], left=True),
+    "extend": lambda dq, tx, other: _deque_add(dq, tx, tx.unpack(other), left=False),
+    "extendleft": lambda dq, tx, other: _deque_add(dq, tx, tx.unpack(other), left=True),
+    "insert": _deque_insert,
+    "pop": _deque_pop,
+    "popleft": lambda dq, tx, *args: _deque_pop(dq, tx, *args, left=True),
+    "rotate": _deque_rotate,
+}
 
 
 class SliceVariable(VariableTracker):
@@ -442,8 +536,11 @@ class DictVariable(VariableTracker):
     """A dict (or OrderedDict/defaultdict) whose keys are known at trace time.
 
     ``items`` maps a hashable key (a constant, or ``IdentityKey`` for objects
-    compared by identity) to ``(key VT, value VT)``. A defaultdict keeps its
-    ``default_factory`` (a VT), called for a missing key as eager does.
+    compared by identity) to ``(key VT, value VT)``. As in CPython, storing
+    under a key equal to one already there (``True`` for ``1``) keeps the
+    original key object (:meth:`store`). A defaultdict keeps its
+    ``default_factory`` (a VT), called for a missing key by ``d[k]`` only
+    (``__missing__``), as eager does.
     """
 
     mutable = True
@@ -516,6 +613,16 @@ class DictVariable(VariableTracker):
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
         return [k for k, _ in self.items.values()]
 
+    def store(self, tx: Tx, key: VT, value: VT) -> None:
+        """``d[key] = value``; an equal key already present keeps its own object."""
+        hkey = self.key_of(tx, key)
+        old = self.items.get(hkey)
+        self.items[hkey] = (key if old is None else old[0], value)
+
+    def empty_like(self) -> DictVariable:
+        """A new empty dict of this one's class (and default factory)."""
+        return DictVariable({}, self.dict_cls, default_factory=self.default_factory)
+
     def getitem(self, tx: Tx, key: VT) -> VT:
         hkey = self.key_of(tx, key)
         if hkey in self.items:
@@ -525,7 +632,7 @@ class DictVariable(VariableTracker):
             value = factory.call_function(tx, [], {})  # defaultdict.__missing__
             self._mutate(tx, "__setitem__", [key, value], {})
             return value
-        raise_traced(KeyError, hkey if not isinstance(hkey, IdentityKey) else "<object>")
+        _raise_key_error(key)
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name == "__getitem__" and len(args) == 1:
@@ -556,20 +663,16 @@ class DictVariable(VariableTracker):
     def _mutate(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         tx.output.side_effects.mutate(self)
         if name == "__setitem__":
-            key, value = args
-            self.items[self.key_of(tx, key)] = (key, value)
+            self.store(tx, *args)
             return ConstantVariable(None)
         if name == "update":
             for other in args:
                 other = as_dict(tx, other) or other
-                if isinstance(other, DictVariable):
-                    self.items.update(other.items)
-                else:
-                    for pair in tx.unpack(other):
-                        key, value = tx.unpack(pair)
-                        self.items[self.key_of(tx, key)] = (key, value)
+                pairs = list(other.items.values()) if isinstance(other, DictVariable) else map(tx.unpack, tx.unpack(other))
+                for key, value in pairs:
+                    self.store(tx, key, value)
             for kname, value in kwargs.items():
-                self.items[kname] = (ConstantVariable(kname), value)
+                self.store(tx, ConstantVariable(kname), value)
             return ConstantVariable(None)
         if name == "pop":
             hkey = self.key_of(tx, args[0])
@@ -577,7 +680,7 @@ class DictVariable(VariableTracker):
                 return self.items.pop(hkey)[1]
             if len(args) == 2:
                 return args[1]
-            return self.getitem(tx, args[0])
+            _raise_key_error(args[0])
         if name == "setdefault":
             hkey = self.key_of(tx, args[0])
             if hkey not in self.items:
@@ -586,22 +689,27 @@ class DictVariable(VariableTracker):
         if name == "__delitem__":
             hkey = self.key_of(tx, args[0])
             if hkey not in self.items:
-                self.getitem(tx, args[0])
+                _raise_key_error(args[0])
             del self.items[hkey]
             return ConstantVariable(None)
         if name == "clear":
             self.items.clear()
             return ConstantVariable(None)
         if name == "popitem":
+            ordered = self.dict_cls is collections.OrderedDict
+            if not ordered and args:
+                raise_traced(TypeError, f"dict.popitem() takes no arguments ({len(args)} given)")
+            if not ordered and kwargs:
+                raise_traced(TypeError, "dict.popitem() takes no keyword arguments")
             if not self.items:
-                raise_traced(KeyError, "popitem(): dictionary is empty")
+                raise_traced(KeyError, "dictionary is empty" if ordered else "popitem(): dictionary is empty")
             last = _flag(args, 0, kwargs, "last", True)
             hkey = next(reversed(self.items)) if last else next(iter(self.items))
             return TupleVariable(list(self.items.pop(hkey)))
         if name == "move_to_end" and self.dict_cls is collections.OrderedDict:
             hkey = self.key_of(tx, args[0])
             if hkey not in self.items:
-                raise_traced(KeyError, hkey)
+                _raise_key_error(args[0])
             entry = self.items.pop(hkey)
             if _flag(args, 1, kwargs, "last", True):
                 self.items[hkey] = entry
@@ -635,6 +743,11 @@ class DictVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"DictVariable({list(self.items)!r})"
+
+
+def _raise_key_error(key: VT) -> None:
+    """The traced program raises ``KeyError(key)`` (with the key object itself)."""
+    raise TracedException(ExceptionVariable(KeyError, [key]))
 
 
 class LazyDictVariable(VariableTracker):

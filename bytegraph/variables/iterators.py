@@ -4,7 +4,9 @@ Functions that only rearrange their inputs (``chain``, ``product``,
 ``zip_longest``, ``islice``, ``combinations``, ``permutations``, ``pairwise``,
 ``compress``, ``repeat`` with a count) are applied to the *lists of VTs* the
 iterables unpack to: the real ``itertools`` function does the rearranging, and
-the VTs ride along unchanged. ``accumulate`` adds with the traced ``+``.
+the VTs ride along unchanged. Items the function only tests for truth
+(``compress``'s selectors) are passed as the traced ``bool()`` of each VT,
+never as the VTs (which are all true objects). ``accumulate`` adds with the traced ``+``.
 ``count`` and ``repeat`` without a count are infinite: they become lazy
 iterators, so ``zip(count(), xs)`` works.
 """
@@ -37,6 +39,12 @@ REARRANGING: dict[Callable, Any] = {
     itertools.permutations: (0,),
     itertools.pairwise: (0,),
     itertools.compress: (0, 1),
+}
+
+#: arguments whose items the function uses only by their truth value (so
+#: they are passed to it as bools, decided by the traced ``bool()``).
+BY_TRUTH: dict[Callable, tuple[int, ...]] = {
+    itertools.compress: (1,),
 }
 
 
@@ -116,7 +124,11 @@ class ItertoolsFunctionVariable(ConstantCallableVariable):
 
     def _rearrange(self, tx: Tx, positions: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         iterable = set(range(len(args))) if positions == "all" else set(positions)
+        truth = BY_TRUTH.get(self.fn, ())
         real_args = [tx.unpack(a) if i in iterable else a.as_python_constant() for i, a in enumerate(args)]
+        for i in truth:
+            if i < len(real_args):
+                real_args[i] = [item.truthy(tx) for item in real_args[i]]
         real_kwargs = {k: (v if k == "fillvalue" else v.as_python_constant()) for k, v in kwargs.items()}
         if self.fn is itertools.zip_longest:
             real_kwargs.setdefault("fillvalue", ConstantVariable(None))
