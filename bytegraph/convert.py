@@ -11,6 +11,7 @@ instead.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import time
 import types
 from typing import Any, Callable
@@ -109,10 +110,28 @@ def convert_frame(
             specialised by the trace, or an input's size is outside the
             ``min``/``max`` it was marked with (as torch.compile raises).
     """
+    if code.co_flags & _SUSPENDING_FLAGS:
+        return RunNatively(_frame_break(code, lambda: unimplemented(
+            gb_type="generator or coroutine frame",
+            context=f"{code.co_qualname} is a generator, coroutine or async generator function",
+            explanation="Calling it creates a suspended frame; it runs natively (as torch.compile skips such frames). "
+            "Generators called from a compiled function are traced where they are consumed.",
+            hints=("Compile the function that consumes the generator.",),
+        )))
     start = time.perf_counter()
     break_points: dict[int, Unsupported] = {}
     while True:
-        attempt = _trace(code, f_globals, closure, f_locals, options, break_points, runtime, policy)
+        try:
+            attempt = _trace(code, f_globals, closure, f_locals, options, break_points, runtime, policy)
+        except BackendCompilerFailed as e:
+            # (imported here: the module loads much of torch; the backend that raised has loaded it)
+            from torch.fx.passes._tensorify_python_scalars import TensorifyScalarRestartAnalysis
+
+            if policy.static_floats or not isinstance(e.__cause__, TensorifyScalarRestartAnalysis):
+                raise
+            # AOTAutograd cannot take a SymFloat input here: trace again with floats specialised
+            policy = dataclasses.replace(policy, static_floats=True)
+            continue
         if attempt is None:  # an input must be symbolic: trace again with a ShapeEnv
             policy = dataclasses.replace(policy, shape_env=True)
             continue
@@ -235,6 +254,10 @@ def _internal_error(code: types.CodeType, exc: Exception, doing: str) -> Unsuppo
         explanation="bytegraph hit a bug while tracing this frame; it runs natively instead.",
         hints=("Please report this with the code that triggers it.",),
     ))
+
+
+_SUSPENDING_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | (
+    inspect.CO_ITERABLE_COROUTINE)
 
 
 def _frame_break(code: types.CodeType, raise_break: Callable[[], None]) -> Unsupported:

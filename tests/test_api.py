@@ -231,3 +231,19 @@ def test_wrong_call_arguments_raise_eager_type_error(args, kwargs):
     with pytest.raises(TypeError) as actual:
         compiled(*args, **kwargs)
     assert str(actual.value) == str(eager.value)
+
+
+def test_generator_and_coroutine_functions_run_natively():
+    def gen(x):
+        yield x + 1
+        yield x + 2
+
+    async def coro(x):
+        return x + 1
+
+    compiled = bytegraph.compile(gen, backend="eager")(torch.ones(2))
+    assert type(compiled).__name__ == "generator"
+    assert [t.tolist() for t in compiled] == [[2.0, 2.0], [3.0, 3.0]]
+    c = bytegraph.compile(coro, backend="eager")(torch.ones(2))
+    assert type(c).__name__ == "coroutine"
+    c.close()

@@ -370,3 +370,14 @@ def test_failure_building_guards_runs_the_frame_natively(monkeypatch):
     assert stats.ran_natively
     with pytest.raises(bytegraph.breaks.InternalError, match="building the guards"):
         bytegraph.compile(f, backend="eager")(torch.zeros(2), 1)
+
+
+def test_a_float_that_changes_recompiles_once():
+    # the ShapeEnv's float guards call math.isnan: the guard function must see math
+    def f(x, t):
+        return x * t
+
+    compiled, cnt = counted(f)
+    for t in (0.1, 0.2, 0.3, 0.4, 0.5):
+        assert same(compiled(torch.ones(2), t), f(torch.ones(2), t))
+    assert cnt.frame_count == 2

@@ -145,7 +145,7 @@ def check_exact(fn, *args, graphs=1):
 
 def test_dict_store_under_equal_key_keeps_the_first_key_object():
     def f(x):
-        lit = {1: "a", True: "b", 2.0: "c", 2: "d"}
+        lit = {1: "a", True: "b", 2.0: "c", 2: "d"}  # noqa: F601 (the repeated keys are the point)
         d = {1: "a", 2: "b"}
         d[True] = "c"
         d[2.0] = "d"

@@ -8,6 +8,8 @@ are tested with it; the file names them at the end so the list stays whole.
 import copy
 import functools
 
+import pytest
+
 import torch
 from torch import nn
 
@@ -387,8 +389,8 @@ def test_is_between_distinct_tuples_and_lists_is_false():
     shared = [1]
 
     def f(t, a, b):
-        x, y = (a, 2), (b, 4)
-        return t + 1, x is y, x is not y, [a] is shared
+        x, y, fresh = (a, 2), (b, 4), [a]
+        return t + 1, x is y, x is not y, fresh is shared
 
     assert same(bytegraph.compile(f, backend="eager")(ones(), 1, 3), f(ones(), 1, 3))
 
@@ -503,3 +505,38 @@ def test_lru_cache_runs_the_wrapped_function_only_on_misses():
         return results, calls
 
     assert_both_equal(run)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "eager"])
+def test_dynamic_int_first_seen_as_one_is_not_baked_into_the_graph(backend):
+    # AOTAutograd got the int 1 as example input and specialised it to a constant
+    def f(x, n):
+        return x * n, x[:n]
+
+    compiled = bytegraph.compile(f, backend=backend)
+    for n in (5, 1, 0, 7):
+        assert same(compiled(torch.ones(8), n), f(torch.ones(8), n))
+
+
+def test_float_arguments_that_change_work_with_aot_eager():
+    # AOTAutograd asks for a restart when given a SymFloat input: floats are then specialised
+    def f(x, s):
+        return x * (1.0 / s)
+
+    compiled = bytegraph.compile(f, backend="aot_eager")
+    for s in (1.0, 2.0, 3.0):
+        assert same(compiled(torch.ones(3), s), f(torch.ones(3), s))
+
+
+def test_branching_on_a_captured_item_of_a_zero_d_input_is_not_decided_at_trace_time():
+    def f(t):
+        v = t.item()
+        r = torch.tensor([v])
+        if v:
+            return r + 1
+        return r - 1
+
+    with bytegraph.config.patch(capture_scalar_outputs=True):
+        compiled = bytegraph.compile(f, backend="eager")
+        for v in (2, 0, 3):
+            assert same(compiled(torch.tensor(v)), f(torch.tensor(v)))

@@ -68,6 +68,8 @@ class DynamicPolicy:
         shape_env: use a ShapeEnv even with nothing dynamic yet (an input is
             marked dynamic, or scalar outputs are captured).
         static: ``dynamic=False``: scalars are never made symbolic.
+        static_floats: floats are never made symbolic (the backend refused a
+            SymFloat input: AOTAutograd asks for a restart in that case).
     """
 
     all_dims: bool = False
@@ -75,6 +77,7 @@ class DynamicPolicy:
     scalars: frozenset = frozenset()
     shape_env: bool = False
     static: bool = False
+    static_floats: bool = False
 
     def needs_shape_env(self) -> bool:
         return self.all_dims or bool(self.dims) or bool(self.scalars) or self.shape_env
@@ -124,7 +127,9 @@ class OutputGraph:
             ShapeEnv(allow_scalar_outputs=capture_scalar_outputs, allow_dynamic_output_shape_ops=False)
             if policy.needs_shape_env() or capture_scalar_outputs else None
         )
-        self.fake_mode = FakeTensorMode(shape_env=self.shape_env)
+        # export=True: no backed item() symbol for 0-d inputs (its guard names L['t'].item(), which
+        # produce_guards cannot attribute to an input); item() is unbacked, branching on it breaks
+        self.fake_mode = FakeTensorMode(shape_env=self.shape_env, export=True)
         self._sym_sizes: dict[tuple[torch.fx.Node, int], Any] = {}
         self.guards = GuardSet()
         self.side_effects = SideEffects()
@@ -323,6 +328,13 @@ class OutputGraph:
                 self.dropped_inputs.append(inp)
         return torch.fx.GraphModule(torch.nn.Module(), self.graph)
 
+    def example_inputs(self) -> list:
+        """What backends receive as example inputs, as torch.compile gives them: the
+        real tensors, and the SymInt/SymFloat of each symbolic Python scalar (a plain
+        int would be specialised by AOTAutograd, 0 and 1 even baked in as constants)."""
+        return [inp.example if isinstance(inp.example, (torch.SymInt, torch.SymFloat)) else inp.value
+                for inp in self.inputs]
+
     def compile_subgraph(
         self, code: types.CodeType, f_globals: dict, tail: Callable[[PyCodegen], None], compiler: Backend, name: str
     ) -> PyCodegen:
@@ -351,7 +363,7 @@ class OutputGraph:
             try:
                 # backends (aot_autograd, inductor) reuse this FakeTensorMode and ShapeEnv
                 with torch._guards.tracing(torch._guards.TracingContext(self.fake_mode)):
-                    compiled = compiler(gm, [inp.value for inp in self.inputs])
+                    compiled = compiler(gm, self.example_inputs())
             except Exception as e:
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} failed "
                                             f"compiling a graph of {name}: {type(e).__name__}: {e}") from e

@@ -26,8 +26,11 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import keyword
+import math
 import types
 from typing import Any, Callable, Sequence
+
+import torch
 
 from bytegraph.guards.guards import (
     ConstantMatch,
@@ -277,7 +280,7 @@ def build_guard_function(
         f"        return ___values\n"
         f"    return ___guard, ___first_failure, ___observe\n"
     )
-    namespace: dict[str, Any] = {}
+    namespace: dict[str, Any] = {"math": math, "torch": torch}  # ShapeEnv guards call math.isnan, math.floor...
     exec(compile(text, f"<bytegraph guards for {code.co_name}>", "exec"), namespace)
     check, first_failure, observe = namespace["___make"](**builder.consts)
     return GuardFunction(check, first_failure, ordered_guards, conditions, text, observed, observe)

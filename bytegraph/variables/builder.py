@@ -382,6 +382,8 @@ def _symbolic_scalar(tx: Tx, value: int | float, source: Source) -> bool:
     """Whether a Python int/float input is traced as a SymInt/SymFloat: it changed
     between calls (automatic dynamic), or specialize_int/specialize_float is off
     for frame arguments."""
+    if type(value) is float and tx.output.policy.static_floats:
+        return False
     if source in tx.output.policy.scalars:
         return True
     if not isinstance(source, LocalSource) or tx.output.policy.static:
