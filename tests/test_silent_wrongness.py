@@ -540,3 +540,39 @@ def test_branching_on_a_captured_item_of_a_zero_d_input_is_not_decided_at_trace_
         compiled = bytegraph.compile(f, backend="eager")
         for v in (2, 0, 3):
             assert same(compiled(torch.tensor(v)), f(torch.tensor(v)))
+
+
+def test_isinstance_follows_metaclass_checks_and_abc_registration():
+    import abc
+    import typing
+
+    class Meta(type):
+        def __instancecheck__(cls, obj):
+            return hasattr(obj, "quack")
+
+    class Duck(metaclass=Meta):
+        pass
+
+    @typing.runtime_checkable
+    class HasArea(typing.Protocol):
+        def area(self) -> float: ...
+
+    class Base(abc.ABC):
+        pass
+
+    class Plain:
+        pass
+
+    existing = Plain()
+
+    def f(t):
+        q, n = Plain(), Plain()
+        q.quack = 1
+        n.area = lambda: 1.0
+        return t + 1, isinstance(q, Duck), isinstance(n, HasArea), isinstance(existing, Base), isinstance(q, Base)
+
+    compiled = bytegraph.compile(f, backend="eager")
+    assert same(compiled(ones()), f(ones()))
+    Base.register(Plain)
+    expected = f(ones())
+    assert same(compiled(ones()), expected) and expected[3:] == (True, True)

@@ -7,6 +7,7 @@ inlining all have their one home here.
 """
 from __future__ import annotations
 
+import abc
 import collections
 import enum
 import functools
@@ -20,7 +21,7 @@ import torch
 
 from bytegraph.breaks import unimplemented
 from bytegraph.graph.side_effects import DELETED
-from bytegraph.guards.guards import DictContains, IdMatch, NoAliasing
+from bytegraph.guards.guards import DictContains, GlobalStateMatch, IdMatch, NoAliasing
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap, wrap_const
@@ -62,6 +63,12 @@ if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
 
 VT = VariableTracker
+
+
+@functools.lru_cache(maxsize=None)
+def _subclass_check(obj_type: type, cls: type) -> Callable[[], bool]:
+    """A guard getter re-asking an ABC about ``obj_type`` (one per pair, so guards dedupe)."""
+    return lambda: issubclass(obj_type, cls)
 
 #: VTs whose ``as_python_constant()`` builds a new object on each call (no identity to compare)
 REBUILT_CONSTANTS = (BaseSequenceVariable, DictVariable, SetVariable, SliceVariable)
@@ -317,11 +324,33 @@ class PythonSemantics:
         return None
 
     def isinstance_of(self: InstructionTranslatorBase, value: VT, cls: Any) -> bool:
+        """``isinstance(value, cls)``. Classes whose metaclass decides instance checks
+        itself (a user ``__instancecheck__``, runtime-checkable Protocols) are graph
+        breaks; an answer from an ABC is guarded (``register()`` can change it)."""
+        if isinstance(cls, tuple):
+            return any(self.isinstance_of(value, c) for c in cls)
+        meta = type(cls)
+        if meta.__instancecheck__ is not type.__instancecheck__ and not meta.__module__.startswith("torch") and (
+            not isinstance(cls, abc.ABCMeta) or getattr(cls, "_is_protocol", False)
+        ):
+            unimplemented(
+                gb_type="isinstance with __instancecheck__",
+                context=f"isinstance(..., {getattr(cls, '__qualname__', cls)!r}), whose {meta.__qualname__} "
+                "decides instance checks",
+                explanation="The answer may depend on the object's attributes; the check runs natively.",
+                hints=("Check the type or the attributes directly.",),
+            )
         if isinstance(value, (UserDefinedObjectVariable, NNModuleVariable)) and value.source is not None:
-            return isinstance(value.value, cls)
-        if isinstance(value, ConstantVariable):
-            return isinstance(value.value, cls)
-        return issubclass(value.python_type(), cls)
+            obj_type, answer = type(value.value), isinstance(value.value, cls)
+        elif isinstance(value, ConstantVariable):
+            obj_type, answer = type(value.value), isinstance(value.value, cls)
+        else:
+            obj_type = value.python_type()
+            answer = issubclass(obj_type, cls)
+        if isinstance(cls, abc.ABCMeta):
+            self.output.guards.add(GlobalStateMatch(None, _subclass_check(obj_type, cls), answer,
+                                                    f"issubclass({obj_type.__qualname__}, {cls.__qualname__})"))
+        return answer
 
     # ---- attributes ---------------------------------------------------------------------------------
     def get_attr(self: InstructionTranslatorBase, obj: VT, name: str) -> VT:

@@ -395,25 +395,6 @@ class TensorVariable(VariableTracker):
         equal = graph_call(tx, "call_function", operator.eq, [self, element], {})
         return graph_call(tx, "call_method", "any", [equal], {}).call_method(tx, "item", [], {})
 
-    def method_add_(self, tx: Tx, other: VT, *, alpha: VT | None = None) -> VT | None:
-        """``t.add_(other, alpha=a)``: ``t.add_(other * a)``, so the graph holds plain ops."""
-        if alpha is None:
-            return None
-        self._fake_check(tx, "add", [other], {"alpha": alpha})
-        return graph_call(tx, "call_method", "add_", [self, tx.call_builtin(operator.mul, [other, alpha])], {})
-
-    def method_addcmul_(self, tx: Tx, tensor1: VT, tensor2: VT, *, value: VT | None = None) -> VT:
-        """``t.addcmul_(a, b, value=v)``: ``t.add_(a * v * b)`` in the graph."""
-        self._fake_check(tx, "addcmul", [tensor1, tensor2], {} if value is None else {"value": value})
-        term = tensor1 if value is None else tx.call_builtin(operator.mul, [tensor1, value])
-        return graph_call(tx, "call_method", "add_", [self, tx.call_builtin(operator.mul, [term, tensor2])], {})
-
-    def method_addcdiv_(self, tx: Tx, tensor1: VT, tensor2: VT, *, value: VT | None = None) -> VT:
-        """``t.addcdiv_(a, b, value=v)``: ``t.add_(a * v / b)`` in the graph."""
-        self._fake_check(tx, "addcdiv", [tensor1, tensor2], {} if value is None else {"value": value})
-        term = tensor1 if value is None else tx.call_builtin(operator.mul, [tensor1, value])
-        return graph_call(tx, "call_method", "add_", [self, tx.call_builtin(operator.truediv, [term, tensor2])], {})
-
     def method_uniform_(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
         """``t.uniform_(a, b)``: a graph op; with the ``from`` keyword a graph break."""
         if "from" in kwargs:
