@@ -576,3 +576,18 @@ def test_isinstance_follows_metaclass_checks_and_abc_registration():
     Base.register(Plain)
     expected = f(ones())
     assert same(compiled(ones()), expected) and expected[3:] == (True, True)
+
+
+def test_a_list_iterator_returned_from_the_frame_stays_attached_to_its_list():
+    def run(compile):
+        def f(t, xs):
+            it = iter(xs)
+            next(it)
+            return t + 1, it
+
+        xs = [1, 2, 3]
+        _, it = compile(f)(ones(), xs)
+        xs.append(4)
+        return type(it).__name__, list(it)
+
+    assert_both_equal(run)

@@ -105,7 +105,7 @@ class BaseSequenceVariable(VariableTracker):
             consts = [i.as_python_constant() for i in self.items]
             return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
         if name == "__iter__" and not args:
-            return ListIteratorVariable(self.items, shared=self.mutable)
+            return ListIteratorVariable(self.items, owner=self if isinstance(self.items, list) and self.mutable else None)
         return _bad_method(self, name)
 
     def reconstruct_items(self, codegen: PyCodegen) -> None:
@@ -1097,13 +1097,17 @@ class GeneratorVariable(IteratorVariable):
 class ListIteratorVariable(IteratorVariable):
     """An iterator over items known at trace time (loops are unrolled).
 
-    With ``shared=True`` ``items`` is a list VT's own item list, not a copy:
-    items appended to the list during the loop are visited, as in eager.
+    With an ``owner`` (a list VT: ``iter(some_list)``) ``items`` is the list's
+    own item list, not a copy: items appended to the list during the loop are
+    visited, as in eager, and an iterator that outlives the graph is rebuilt
+    as a ``list_iterator`` over that list (later appends are seen); others are
+    rebuilt as an iterator over a tuple of the remaining items.
     """
 
-    def __init__(self, items: Sequence[VT], index: int = 0, shared: bool = False):
+    def __init__(self, items: Sequence[VT], index: int = 0, owner: VT | None = None):
         super().__init__()
-        self.items = items if shared and isinstance(items, list) else list(items)
+        self.owner = owner
+        self.items = owner.items if owner is not None else list(items)
         self.index = index
 
     def python_type(self) -> type:
@@ -1123,6 +1127,12 @@ class ListIteratorVariable(IteratorVariable):
         return rest
 
     def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.owner is not None:
+            codegen.load_callable(list_iterator_at)
+            codegen.reconstruct(self.owner)
+            codegen.load_const(self.index)
+            codegen.call(2)
+            return
         for item in self.items[self.index :]:
             codegen.reconstruct(item)
         codegen.emit("BUILD_TUPLE", len(self.items) - self.index)
@@ -1130,6 +1140,14 @@ class ListIteratorVariable(IteratorVariable):
 
     def __repr__(self) -> str:
         return f"ListIteratorVariable({self.index}/{len(self.items)})"
+
+
+def list_iterator_at(items: list, index: int) -> Any:
+    """``iter(items)`` advanced past ``index`` items (an escaping iterator, rebuilt)."""
+    iterator = iter(items)
+    for _ in range(index):
+        next(iterator)
+    return iterator
 
 
 class DictIteratorVariable(IteratorVariable):
