@@ -591,3 +591,19 @@ def test_a_list_iterator_returned_from_the_frame_stays_attached_to_its_list():
         return type(it).__name__, list(it)
 
     assert_both_equal(run)
+
+
+def test_objects_made_in_the_trace_keep_their_identity_across_a_graph_break():
+    def f(x):
+        y = x + 1
+
+        def handler():
+            return y * 2
+
+        table = {handler: "h"}
+        pair = (y, 1)
+        alias = pair
+        print("a graph break")
+        return table.get(handler, "missing"), next(iter(table)) is handler, pair is alias
+
+    assert bytegraph.compile(f, backend="eager")(ones()) == f(ones()) == ("h", True, True)

@@ -156,14 +156,15 @@ class PyCodegen:
 
     # ---- values ------------------------------------------------------------------------
     def reconstruct(self, vt: Any) -> None:
-        """Push the value ``vt`` stands for. A mutable object created in the
-        trace is built once and reused, so identity is preserved."""
+        """Push the value ``vt`` stands for. An object created in the trace is
+        built once and reused, so identity is preserved (see
+        ``VariableTracker.rebuilt_once``)."""
         temp = self._vt_temps.get(id(vt))
         if temp is not None:
             self.emit("LOAD_FAST", temp)
             return
         vt.reconstruct(self)
-        if vt.mutable and vt.source is None:
+        if vt.source is None and (vt.mutable or vt.rebuilt_once):
             temp = self.new_temp("obj")
             self.emit("COPY", 1)
             self.emit("STORE_FAST", temp)

@@ -33,6 +33,11 @@ class VariableTracker:
     #: True for VTs whose Python object is mutable and must keep one identity
     #: when rebuilt (lists, dicts, user objects created in the trace).
     mutable = False
+    #: False for VTs whose rebuilt object needs no memo to keep its identity
+    #: (constants are loaded from co_consts, tensors from the graph's outputs);
+    #: others made in the trace (functions, tuples, partials...) are rebuilt
+    #: once per graph break and reused, as ``a is b`` and dict keys need.
+    rebuilt_once = True
 
     def __init__(self, source: Source | None = None):
         self.source = source

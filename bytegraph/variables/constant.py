@@ -55,6 +55,8 @@ def is_constant_value(value: Any) -> bool:
 class ConstantVariable(VariableTracker):
     """A known immutable Python value."""
 
+    rebuilt_once = False
+
     def __init__(self, value: Any, source=None):
         super().__init__(source)
         self.value = value

@@ -91,6 +91,8 @@ class TensorVariable(VariableTracker):
         source: where a graph input is read from; None for tensors the graph computes.
     """
 
+    rebuilt_once = False
+
     def __init__(self, node: torch.fx.Node, example: torch.Tensor, source=None, class_type: type = torch.Tensor):
         super().__init__(source)
         self.node = node
@@ -1043,6 +1045,8 @@ class SymNodeVariable(VariableTracker):
     ``range()``) specialises: the ShapeEnv records a guard and the value is
     returned as a constant.
     """
+
+    rebuilt_once = False
 
     def __init__(self, node: torch.fx.Node, example: Any):
         super().__init__()
