@@ -1243,3 +1243,22 @@ def test_reading_an_exception_traceback_breaks_the_graph():
 
     check_compiled(f, t(2), graphs=None)
     assert [b.split(":")[0] for b in breaks()] == ["exception traceback"]
+
+
+def test_locals_lists_every_bound_variable_in_order():
+    outer = 3
+
+    def f(x, *args, key=None):
+        y = x + 1
+        z = 5
+        gone = 1
+        del gone
+
+        def inner():
+            return y + outer
+
+        found = locals()
+        return inner(), sorted(found), list(found)
+
+    out, cnt = check_compiled(f, torch.ones(2), 1, key=2)
+    assert out[1] == ["args", "inner", "key", "outer", "x", "y", "z"]

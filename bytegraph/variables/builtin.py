@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
-from bytegraph.breaks import HINT_REWRITE, unimplemented
+from bytegraph.breaks import HINT_REWRITE, Unsupported, unimplemented
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
@@ -493,6 +493,24 @@ class BuiltinVariable(ConstantCallableVariable):
 
     def _call_max(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
         return self._minmax(tx, args, kwargs)
+
+    def _call_locals(self, tx: Tx) -> VT | None:
+        """``locals()``: a new dict of the frame's bound variables, in CPython's order
+        (arguments and locals, cells, free variables); bytegraph's own names
+        (resume functions' ``___stack`` arguments) left out."""
+        code = tx.code
+        items = {}
+        for name in (*code.co_varnames, *code.co_cellvars, *code.co_freevars):
+            if name.startswith("___") or name in items:
+                continue
+            if name in code.co_freevars and name not in tx.symbolic_locals:
+                try:
+                    items[name] = tx.load_freevar(name)
+                except Unsupported:
+                    continue  # an empty cell: absent from locals(), as in eager
+            elif name in tx.symbolic_locals:
+                items[name] = tx.symbolic_locals[name]
+        return DictVariable({name: (ConstantVariable(name), value) for name, value in items.items()})
 
     def _call_super(self, tx: Tx, *args: VT) -> VT | None:
         if args:
