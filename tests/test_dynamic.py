@@ -381,3 +381,17 @@ def test_a_float_that_changes_recompiles_once():
     for t in (0.1, 0.2, 0.3, 0.4, 0.5):
         assert same(compiled(torch.ones(2), t), f(torch.ones(2), t))
     assert cnt.frame_count == 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_captured_scalars_feed_later_ops_with_each_backend(backend):
+    def f(x, t):
+        a, b = x[:2].tolist()
+        return x / x.max().item() + x * t.item() + a * b
+
+    with bytegraph.config.patch(capture_scalar_outputs=True):
+        compiled, cnt = counted(f) if backend == "eager" else (bytegraph.compile(f, backend=backend), None)
+        for t in (0.5, 2.0):
+            assert same(compiled(torch.arange(1.0, 5.0), torch.tensor(t)), f(torch.arange(1.0, 5.0), torch.tensor(t)))
+    if cnt is not None:
+        assert cnt.frame_count == 1

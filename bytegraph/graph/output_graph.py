@@ -21,6 +21,7 @@ from torch.fx.experimental.symbolic_shapes import (
     GuardOnDataDependentSymNode,
     ShapeEnv,
     StatelessSymbolicContext,
+    compute_unbacked_bindings,
 )
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
@@ -282,6 +283,9 @@ class OutputGraph:
     def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict, example: Any) -> torch.fx.Node:
         node = self.graph.create_node(kind, target, args, kwargs)
         node.meta["example_value"] = example
+        if self.shape_env is not None and self.shape_env.pending_fresh_unbacked_symbols:
+            # where the data-dependent symbols this node made live in its output (AOTAutograd needs it)
+            node.meta["unbacked_bindings"] = compute_unbacked_bindings(self.shape_env, example)
         self.operations += 1
         return node
 
