@@ -429,6 +429,29 @@ def test_grad_mode_switched_by_a_plain_call_survives_breaks_in_with_blocks(fn, s
     assert run(compiled) == expected
 
 
+def test_python_attributes_on_tensors_are_read_from_the_instance_dict(capsys):
+    """``y.tag = 5`` breaks (the store runs natively); the resume function, and
+    hasattr/getattr on inputs, read the real instance dict (guarded) instead of
+    asking the FakeTensor, which never has the attribute."""
+    def stored_then_break(x):
+        y = x + 1
+        y.tag = 5
+        print("break")
+        return getattr(y, "tag", "MISSING"), hasattr(y, "tag"), y.tag
+
+    def read_input(x):
+        return getattr(x, "tag", "MISSING"), hasattr(x, "tag"), hasattr(x, "fake_mode"), x * 2
+
+    x = torch.ones(2)
+    assert bytegraph.compile(stored_then_break, backend="eager")(x) == (5, True, 5)
+    compiled = bytegraph.compile(read_input, backend="eager")
+    for tag in (7, 8, None):
+        x = torch.ones(2)
+        if tag is not None:
+            x.tag = tag
+        assert same(compiled(x), read_input(x))
+
+
 def _raise_chained():
     try:
         raise KeyError("in callee")
