@@ -313,6 +313,145 @@ def test_break_inside_autocast_and_inference_mode_leaves_no_state_behind(capsys)
             assert not torch.is_autocast_enabled("cpu") and not torch.is_inference_mode_enabled()
 
 
+# Grad mode switched by a plain torch.set_grad_enabled(m) call, then with-blocks
+# holding a break: each context is re-made after the break under the mode the
+# eager object saved, so its exit restores what eager restores.
+def _plain_set_then_enable_grad(x):
+    torch.set_grad_enabled(False)
+    with torch.enable_grad():
+        y = x * 2
+        print("break")
+    z = x * 2
+    torch.set_grad_enabled(True)
+    return y.requires_grad, z.requires_grad
+
+
+def _plain_set_then_no_grad(x):
+    torch.set_grad_enabled(False)
+    with torch.no_grad():
+        print("break")
+    return (x * 2).requires_grad
+
+
+def _plain_set_between_nested_no_grad(x):
+    with torch.no_grad():
+        torch.set_grad_enabled(True)
+        with torch.no_grad():
+            print("break")
+        z = x * 2
+    return z.requires_grad
+
+
+def _plain_set_between_nested_enable_grad(x):
+    torch.set_grad_enabled(False)
+    with torch.enable_grad():
+        torch.set_grad_enabled(False)
+        with torch.enable_grad():
+            print("break")
+        a = x * 2
+    return a.requires_grad, (x * 2).requires_grad
+
+
+def _plain_set_then_inference_mode(x):
+    torch.set_grad_enabled(False)
+    with torch.inference_mode():
+        with torch.inference_mode(False):
+            y = x * 2
+            print("break")
+        z = x * 2
+    return y.requires_grad, z.requires_grad, (x * 2).requires_grad
+
+
+def _plain_set_inside_autocast(x):
+    torch.set_grad_enabled(False)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.enable_grad():
+            y = x @ x.T
+            print("break")
+        z = x * 2
+    return y.dtype, y.requires_grad, z.requires_grad, (x * 2).requires_grad
+
+
+def _plain_set_then_break_in_loop(x):
+    torch.set_grad_enabled(False)
+    with torch.enable_grad():
+        for _ in range(2):
+            print("break")
+    return (x * 2).requires_grad
+
+
+def _plain_set_then_break(x):
+    torch.set_grad_enabled(False)
+    print("break")
+    return (x * 2).requires_grad
+
+
+def _set_grad_enabled_object_entered_later(x):
+    g = torch.set_grad_enabled(False)  # saves the mode it found; entering switches to False again
+    torch.set_grad_enabled(True)
+    with g:
+        y = x * 2
+        print("break")
+    return y.requires_grad, (x * 2).requires_grad
+
+
+def _no_grad_entered_twice(x):
+    g = torch.no_grad()
+    with g:
+        with g:  # the second entry overwrites the saved mode (False)
+            print("break")
+    return (x * 2).requires_grad
+
+
+def _set_grad_enabled_as_decorator(x):
+    double = torch.set_grad_enabled(False)(lambda t: t * 2)  # decorating undoes the switch
+    return (x * 2).requires_grad, double(x).requires_grad
+
+
+@pytest.mark.parametrize("fn", [
+    _plain_set_then_enable_grad, _plain_set_then_no_grad, _plain_set_between_nested_no_grad,
+    _plain_set_between_nested_enable_grad, _plain_set_then_inference_mode, _plain_set_inside_autocast,
+    _plain_set_then_break_in_loop, _plain_set_then_break, _set_grad_enabled_object_entered_later,
+    _no_grad_entered_twice, _set_grad_enabled_as_decorator,
+])
+@pytest.mark.parametrize("start", [True, False])
+def test_grad_mode_switched_by_a_plain_call_survives_breaks_in_with_blocks(fn, start, capsys):
+    def run(f):
+        torch.set_grad_enabled(start)
+        try:
+            return f(torch.randn(3, 3, requires_grad=True)), torch.is_grad_enabled()
+        finally:
+            torch.set_grad_enabled(True)
+
+    expected = run(fn)
+    compiled = bytegraph.compile(fn, backend="eager")
+    assert run(compiled) == expected
+    assert run(compiled) == expected
+
+
+def test_python_attributes_on_tensors_are_read_from_the_instance_dict(capsys):
+    """``y.tag = 5`` breaks (the store runs natively); the resume function, and
+    hasattr/getattr on inputs, read the real instance dict (guarded) instead of
+    asking the FakeTensor, which never has the attribute."""
+    def stored_then_break(x):
+        y = x + 1
+        y.tag = 5
+        print("break")
+        return getattr(y, "tag", "MISSING"), hasattr(y, "tag"), y.tag
+
+    def read_input(x):
+        return getattr(x, "tag", "MISSING"), hasattr(x, "tag"), hasattr(x, "fake_mode"), x * 2
+
+    x = torch.ones(2)
+    assert bytegraph.compile(stored_then_break, backend="eager")(x) == (5, True, 5)
+    compiled = bytegraph.compile(read_input, backend="eager")
+    for tag in (7, 8, None):
+        x = torch.ones(2)
+        if tag is not None:
+            x.tag = tag
+        assert same(compiled(x), read_input(x))
+
+
 def _raise_chained():
     try:
         raise KeyError("in callee")

@@ -80,6 +80,13 @@ class PyCodegen:
         self.emit("PRECALL", nargs)
         self.emit("CALL", nargs)
 
+    def set_grad_enabled(self, mode: bool) -> None:
+        """Emit the statement ``torch._C._set_grad_enabled(mode)``."""
+        self.load_callable(torch._C._set_grad_enabled)
+        self.load_const(mode)
+        self.call(1)
+        self.emit("POP_TOP")
+
     def _deref(self, name: str) -> Any:
         if name in self.code.co_cellvars:
             return CellVar(name)

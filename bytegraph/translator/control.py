@@ -39,9 +39,14 @@ class WithExitVariable(VariableTracker):
         """Leave the context's ``__exit__``: the generated code resumes inside
         the ``with`` block. A torch state context (grad mode) is re-created and
         entered again (its effect lives in global state, which the graph
-        boundary resets); a user context is rebuilt as it is, already entered."""
+        boundary resets), starting from the grad mode the original found;
+        a user context is rebuilt as it is, already entered."""
+        reenter = getattr(self.ctx, "reenter_on_reconstruct", False)
+        if reenter and self.ctx.grad_mode_to_reenter() is not None:
+            # re-made and entered under the mode eager's object found, which its __exit__ restores
+            codegen.set_grad_enabled(self.ctx.grad_mode_to_reenter())
         codegen.reconstruct(self.ctx)
-        if getattr(self.ctx, "reenter_on_reconstruct", False):
+        if reenter:
             codegen.emit("COPY", 1)
             codegen.emit("LOAD_METHOD", "__enter__")
             codegen.call(0)

@@ -103,7 +103,7 @@ def codegen_graph_break(
 
     def tail(cg: PyCodegen) -> None:
         if graph_sets_grad:
-            _set_grad(cg, tx.initial_grad_mode)
+            cg.set_grad_enabled(tx.initial_grad_mode)
         temps: list[str | None] = []
         for i, vt in enumerate(stack):
             if isinstance(vt, NullVariable):
@@ -118,8 +118,7 @@ def codegen_graph_break(
             if tx.symbolic_locals[name].source != LocalSource(name)
         ]
         tx.codegen_side_effects(cg)
-        if _mode_after_reentry(tx) != grad_at_break:
-            _set_grad(cg, grad_at_break)
+        cg.set_grad_enabled(grad_at_break)  # re-entering contexts (and rebuilding them) switched it
         for name, temp in locals_:
             cg.load_local(temp)
             cg.store_local(name)
@@ -228,18 +227,3 @@ def _routed(cg: PyCodegen, vt: Any, runtime: FrameRuntime) -> None:
     cg.load_callable(runtime.route_callee)
     cg.reconstruct(vt)
     cg.call(1)
-
-
-def _set_grad(cg: PyCodegen, mode: bool) -> None:
-    cg.load_callable(torch._C._set_grad_enabled)
-    cg.load_const(mode)
-    cg.call(1)
-    cg.emit("POP_TOP")
-
-
-def _mode_after_reentry(tx: InstructionTranslator) -> bool:
-    """Grad mode after the generated code re-enters the trace's open contexts."""
-    mode = tx.initial_grad_mode
-    for ctx in tx.block_stack:
-        mode = getattr(ctx, "target_mode", mode)
-    return mode

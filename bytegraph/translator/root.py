@@ -186,10 +186,7 @@ class InstructionTranslator(InstructionTranslatorBase):
             ret = codegen.store_temp(lambda: codegen.reconstruct(value), "ret")
             self.codegen_side_effects(codegen)
             if graph_sets_grad or final_grad_mode != self.initial_grad_mode:
-                codegen.load_callable(torch._C._set_grad_enabled)
-                codegen.load_const(final_grad_mode)
-                codegen.call(1)
-                codegen.emit("POP_TOP")
+                codegen.set_grad_enabled(final_grad_mode)
             codegen.load_local(ret)
             codegen.emit("RETURN_VALUE")
 

@@ -413,8 +413,8 @@ class PythonSemantics:
             return present or hasattr(obj.module, name)  # a module __getattr__ (PEP 562) may answer
         if isinstance(obj, TensorSubclassVariable):
             return torch_function.subclass_has_attr(self, obj, name)
-        if isinstance(obj, TensorVariable):
-            return hasattr(obj.example, name)
+        if isinstance(obj, TensorVariable):  # the FakeTensor answers for the class, not the instance dict
+            return hasattr(obj.example, name) if obj.class_has(name) else obj.has_instance_attr(self, name)
         if obj.is_python_constant():
             return hasattr(obj.as_python_constant(), name)
         return hasattr(obj.python_type(), name)

@@ -44,7 +44,7 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, f
 
 from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_CONTROL_FLOW, unimplemented
 from bytegraph.config import config
-from bytegraph.guards.guards import ConstantMatch, SameStorage
+from bytegraph.guards.guards import ConstantMatch, DictContains, SameStorage
 from bytegraph.graph.output_graph import storage_id
 from bytegraph.guards.source import AttrSource, CallMethodSource
 from bytegraph.variables import numpy as npops
@@ -129,6 +129,8 @@ class TensorVariable(VariableTracker):
 
     # ---- attributes ------------------------------------------------------------------------
     def var_getattr(self, tx: Tx, name: str) -> VT:
+        if not self.class_has(name) and self.has_instance_attr(tx, name):
+            return tx.wrap(self._real(tx).__dict__[name], AttrSource(self.source, name))
         route = attribute_route(name)
         if route == "static":
             return ConstantVariable(getattr(self.example, name))
@@ -148,6 +150,21 @@ class TensorVariable(VariableTracker):
             "it is not traced.",
             hints=("Read it outside the compiled function.",),
         )
+
+    def class_has(self, name: str) -> bool:
+        """Whether the tensor's class defines ``name`` (an instance attribute
+        cannot shadow torch's data descriptors)."""
+        return any(name in klass.__dict__ for klass in self.python_type().__mro__)
+
+    def has_instance_attr(self, tx: Tx, name: str) -> bool:
+        """Whether ``name`` is in the instance dict (``t.tag = 5`` made before
+        the call, or natively at a graph break): read from an input, guarded;
+        a tensor made in the graph has none (storing one is a graph break)."""
+        if self.source is None:
+            return False
+        present = name in self._real(tx).__dict__
+        tx.output.guards.add(DictContains(AttrSource(self.source, "__dict__"), name, present))
+        return present
 
     def attr_shape(self, tx: Tx) -> VT:
         """``t.shape``: a torch.Size of constants (SymInts for dynamic dims)."""

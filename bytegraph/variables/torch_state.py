@@ -4,7 +4,8 @@ Each switches the state at trace time (so FakeTensor results carry the right
 ``requires_grad``/dtype) and inside the graph (so the compiled graph switches
 too), and restores it on exit. After a graph break inside one, the generated
 code re-creates and re-enters it (the state is global, and the graph boundary
-resets it to the frame's entry state).
+resets it to the frame's entry state), under the grad mode the original saved
+to restore on exit.
 """
 from __future__ import annotations
 
@@ -101,6 +102,12 @@ class StateContextVariable(VariableTracker):
             return BoundMethodVariable(self, name)
         return super().var_getattr(tx, name)
 
+    def grad_mode_to_reenter(self) -> bool | None:
+        """The grad mode to re-make and re-enter this context under after a
+        graph break: the one the real object saved to restore on exit (None:
+        its exit does not restore grad mode)."""
+        return None
+
     def close_for_graph_break(self, tx: Tx) -> None:
         """Leave every entry made in this trace, in the graph and now, so the
         graph ends in the state it started in (the generated code then enters
@@ -117,29 +124,28 @@ class StateContextVariable(VariableTracker):
 class GradModeVariable(StateContextVariable):
     """``torch.no_grad()``, ``torch.enable_grad()`` or ``torch.set_grad_enabled(m)``.
 
-    Entering switches grad mode at trace time (so FakeTensor results carry the
-    right ``requires_grad``) and adds ``torch._C._set_grad_enabled`` to the
-    graph (so the compiled graph switches too); exiting restores the mode that
-    was active before.
+    Follows torch's classes: ``prev`` is the mode ``__exit__`` restores, saved
+    when ``set_grad_enabled(m)`` is made (which switches to ``m`` at once) or
+    when the others are entered. Switching happens at trace time (so
+    FakeTensor results carry the right ``requires_grad``) and as
+    ``torch._C._set_grad_enabled`` nodes (so the compiled graph switches too).
     """
 
     reenter_on_reconstruct = True  # grad mode is global state: re-entered after a graph break
 
-    def __init__(self, target_mode: bool, cls: type, applied_on_create: bool):
+    def __init__(self, target_mode: bool, cls: type, prev: bool | None):
         super().__init__()
         self.target_mode = target_mode
         self.cls = cls
-        self.applied_on_create = applied_on_create
-        self.entered = False
-        self.previous_modes: list[bool] = []
+        self.prev = prev
+        self.scoped = False  # a set_grad_enabled(m) used by ``with`` or as a decorator
 
     @staticmethod
     def create(tx: Tx, cls: type, args: Sequence[VT], kwargs: dict[str, VT]) -> "GradModeVariable":
         if issubclass(cls, torch.set_grad_enabled):
-            mode = (args[0] if args else kwargs["mode"]).as_python_constant()
-            var = GradModeVariable(bool(mode), cls, applied_on_create=True)
-            var.previous_modes.append(torch.is_grad_enabled())
-            set_grad_mode(tx, bool(mode))
+            mode = bool((args[0] if args else kwargs["mode"]).as_python_constant())
+            var = GradModeVariable(mode, cls, prev=torch.is_grad_enabled())
+            set_grad_mode(tx, mode)
             # unscoped until a ``with`` enters it (a plain call is never undone)
             tx.output.unscoped_grad_mode_changes += 1
             return var
@@ -149,27 +155,44 @@ class GradModeVariable(StateContextVariable):
                 context=f"{cls.__name__} with arguments",
                 explanation="This grad-mode context manager takes no arguments here.",
             )
-        return GradModeVariable(issubclass(cls, torch.enable_grad), cls, applied_on_create=False)
+        # no_grad() starts with prev=False; enable_grad() has none until entered
+        return GradModeVariable(issubclass(cls, torch.enable_grad), cls, False if issubclass(cls, torch.no_grad) else None)
+
+    @property
+    def applied_on_create(self) -> bool:
+        return issubclass(self.cls, torch.set_grad_enabled)
 
     def python_type(self) -> type:
         return self.cls
 
-    def enter(self, tx: Tx) -> VT:
-        if not self.applied_on_create:
-            self.previous_modes.append(torch.is_grad_enabled())
-            set_grad_mode(tx, self.target_mode)
-        elif not self.entered:
+    def _scope(self, tx: Tx) -> None:
+        if self.applied_on_create and not self.scoped:
             tx.output.unscoped_grad_mode_changes -= 1
-        self.entered = True
+        self.scoped = True
+
+    def enter(self, tx: Tx) -> VT:
+        self._scope(tx)
+        if not self.applied_on_create:
+            self.prev = torch.is_grad_enabled()
+        set_grad_mode(tx, self.target_mode)
         return ConstantVariable(None)
 
     def exit(self, tx: Tx, args: Sequence[VT] = ()) -> VT:
-        set_grad_mode(tx, self.previous_modes.pop())
+        if self.prev is None:
+            unimplemented(
+                gb_type="unsupported context manager",
+                context=f"{self} exited without being entered",
+                explanation="The real object has no saved mode to restore; eager raises AttributeError.",
+            )
+        set_grad_mode(tx, self.prev)
         return ConstantVariable(None)
+
+    def grad_mode_to_reenter(self) -> bool | None:
+        return self.prev
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_callable(self.cls)
-        if issubclass(self.cls, torch.set_grad_enabled):
+        if self.applied_on_create:
             codegen.load_const(self.target_mode)
             codegen.call(1)
         else:
@@ -178,7 +201,10 @@ class GradModeVariable(StateContextVariable):
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         # used as a decorator: @torch.no_grad()
         if len(args) == 1 and not kwargs:
-            return GradModeWrappedFunction(self, args[0])
+            if self.applied_on_create:  # set_grad_enabled.__call__ undoes what making it did
+                self._scope(tx)
+                set_grad_mode(tx, self.prev)
+            return GradModeWrappedFunction(self.target_mode, args[0])
         return super().call_function(tx, args, kwargs)
 
     def __repr__(self) -> str:
@@ -186,18 +212,22 @@ class GradModeVariable(StateContextVariable):
 
 
 class GradModeWrappedFunction(VariableTracker):
-    """A function decorated inside the trace by a grad-mode context manager."""
+    """A function decorated inside the trace by a grad-mode context manager:
+    each call runs in ``mode`` and then restores the mode it found (torch runs
+    it under a fresh clone of the context)."""
 
-    def __init__(self, ctx: GradModeVariable, fn: VT):
+    def __init__(self, mode: bool, fn: VT):
         super().__init__()
-        self.ctx = ctx
+        self.mode = mode
         self.fn = fn
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        self.ctx.enter(tx)
-        result = self.fn.call_function(tx, args, kwargs)
-        self.ctx.exit(tx, [])
-        return result
+        prev = torch.is_grad_enabled()
+        set_grad_mode(tx, self.mode)
+        try:
+            return self.fn.call_function(tx, args, kwargs)
+        finally:
+            set_grad_mode(tx, prev)
 
 
 def set_grad_mode(tx: Tx, mode: bool) -> None:
@@ -280,11 +310,16 @@ class InferenceModeVariable(StateContextVariable):
         super().__init__(source)
         self.mode = mode
         self.entered: list[tuple[Any, Any]] = []
+        self.prev_grad_mode: bool | None = None  # restored by the real guard's exit
 
     def python_type(self) -> type:
         return torch.inference_mode
 
+    def grad_mode_to_reenter(self) -> bool | None:
+        return self.prev_grad_mode
+
     def enter(self, tx: Tx) -> VT:
+        self.prev_grad_mode = torch.is_grad_enabled()
         _enter_state(tx, self.entered, grad_mode._enter_inference_mode, grad_mode._exit_inference_mode, (self.mode,))
         return ConstantVariable(None)
 
