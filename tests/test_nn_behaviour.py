@@ -202,3 +202,20 @@ def test_training_flag_is_guarded():
     assert same(compiled(x), x - 1)
     model.train()
     assert same(compiled(x), x * 2) and cnt.frame_count == 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_compiled_module_under_torch_func_transforms_matches_eager(backend):
+    # under vmap/grad the inputs are functorch wrappers: the call runs natively
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 3), nn.GELU())
+    cnt = CompileCounter() if backend == "eager" else backend
+    compiled = bytegraph.compile(model, backend=cnt)
+    x = torch.randn(4, 2, 3)
+    assert same(compiled(x), model(x))
+    assert same(torch.vmap(compiled)(x), torch.vmap(model)(x))
+    grad = torch.func.grad(lambda v: compiled(v).sum())
+    assert same(grad(x[0]), torch.func.grad(lambda v: model(v).sum())(x[0]))
+    assert same(compiled(x), model(x))
+    if backend == "eager":
+        assert cnt.frame_count == 1

@@ -143,6 +143,8 @@ class FrameCache:
                 logs.get("recompiles").info("recompiling %s: %s", self.code.co_qualname, reason)
             if self.options.dynamic is None and config.automatic_dynamic_shapes:
                 self.note_changes(self.entries[0], cells, args, kwargs)
+        if torch._C._functorch.peek_interpreter_stack() is not None:
+            return fn(*args, **kwargs)  # under vmap/grad (torch.func): the values are functorch wrappers
         try:
             f_locals = self._bind(fn, args, kwargs)
         except TypeError:

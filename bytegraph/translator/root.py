@@ -77,6 +77,8 @@ class InstructionTranslator(InstructionTranslatorBase):
                              "torch function mode stack depth")
         )
         output.guards.add(GlobalStateMatch(None, autocast_state, autocast_state(), "autocast state"))
+        output.guards.add(GlobalStateMatch(None, torch._C._functorch.peek_interpreter_stack, None,
+                                           "torch.func transform (vmap, grad...) active"))
         for name, value in f_locals.items():
             self.symbolic_locals[name] = self.wrap(value, LocalSource(name))
 
