@@ -373,3 +373,45 @@ def test_break_inside_a_routed_callee_is_reported_once():
     assert [b.gb_type for _, b in distinct] == ["print"] and len(recorded) == 2
     from bytegraph.cli import format_report
     assert "1 graph break(s)" in format_report()
+
+
+class _Maker:
+    def __init__(self, *items):
+        self.items = items
+
+    @classmethod
+    def make(cls, items):
+        print("native")
+        return cls(*items)
+
+    def scale(self, x):
+        print("native")
+        return x + 1
+
+
+class _ChildMaker(_Maker):
+    @classmethod
+    def make(cls, items):
+        return super().make([v * 10 for v in items])
+
+    def scale(self, x):
+        return super().scale(x) * 2
+
+
+class _GrandchildMaker(_ChildMaker):
+    @classmethod
+    def make(cls, items):
+        print("native")
+        return super().make(items + [3])
+
+
+def test_parent_method_reached_through_super_breaks(capsys):
+    # the parent method that breaks runs as a frame of its own: it must be the
+    # parent's function bound to the object, not `obj.<name>` (the child's: endless recursion)
+    def f(x):
+        made = _ChildMaker.make([1, 2])
+        deeper = _GrandchildMaker.make([1])
+        return _ChildMaker().scale(x), type(made).__name__, made.items, type(deeper).__name__, deeper.items
+
+    compile_and_compare(f, torch.ones(2))
+    assert capsys.readouterr().out.count("native") == 2 * 2 * 4
