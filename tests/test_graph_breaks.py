@@ -415,3 +415,52 @@ def test_parent_method_reached_through_super_breaks(capsys):
 
     compile_and_compare(f, torch.ones(2))
     assert capsys.readouterr().out.count("native") == 2 * 2 * 4
+
+
+class _Plus1:
+    def scale(self, x):
+        return x + 1
+
+
+class _CellSelf(_Plus1):
+    def scale(self, x):
+        get = lambda: self  # noqa: E731 - makes `self` a cell variable
+        y = super().scale(x)
+        print("native")
+        y = super().scale(y) * 2
+        print("native")
+        return super().scale(y) + (get() is self)
+
+
+class _CellSelfRebound(_Plus1):
+    def scale(self, x):
+        def rebind():
+            nonlocal self
+            self = _CellSelfReboundChild()
+
+        print("native")
+        rebind()
+        return super().scale(x), type(self).__name__
+
+
+class _CellSelfReboundChild(_CellSelfRebound):
+    pass
+
+
+class _PlainSelfRebound(_Plus1):
+    def scale(self, x):
+        print("native")
+        self = _PlainSelfReboundChild()
+        return super().scale(x), type(self).__name__
+
+
+class _PlainSelfReboundChild(_PlainSelfRebound):
+    pass
+
+
+@pytest.mark.parametrize("cls", [_CellSelf, _CellSelfRebound, _PlainSelfRebound])
+def test_zero_argument_super_in_resume_functions(cls):
+    # super() reads the frame's first argument (a cell's contents when a closure
+    # captures it): resume functions must receive it first, as the frame has it
+    compile_and_compare(cls().scale, torch.ones(2))
+    compile_and_compare(lambda obj, x: obj.scale(x), cls(), torch.ones(2))  # the method as a routed callee
