@@ -98,6 +98,7 @@ def codegen_graph_break(
     routable = reason.frame_depth > 0 and reason.gb_type != "inline depth exceeded"
     route = _callee_slot(tx, inst) if inst.opname in _CALLS and routable else None
     local_names = sorted(live_locals(code, inst.index) & bound) + [n for n in code.co_cellvars if n in bound]
+    deleted = [name for name in tx.argument_names if name not in bound]  # by the traced code
     grad_at_break = torch.is_grad_enabled()
     graph_sets_grad = tx.output.sets_grad_mode()
 
@@ -123,6 +124,8 @@ def codegen_graph_break(
         for name, temp in locals_:
             cg.load_local(temp)
             cg.store_local(name)
+        for name in deleted:  # the frame still holds them: code run natively must not see them
+            cg.delete_local(name)
         for i, temp in enumerate(temps):
             if not physical[i]:
                 continue

@@ -77,6 +77,7 @@ class InstructionTranslator(InstructionTranslatorBase):
                              "torch function mode stack depth")
         )
         output.guards.add(GlobalStateMatch(None, autocast_state, autocast_state(), "autocast state"))
+        self.argument_names = tuple(f_locals)  # the locals the frame starts with
         for name, value in f_locals.items():
             self.symbolic_locals[name] = self.wrap(value, LocalSource(name))
 
