@@ -28,7 +28,9 @@ from bytecode import BinaryOp, CellVar, FreeVar, Instr, Label
 
 from bytegraph.breaks import Unsupported
 from bytegraph.bytecode.assemble import max_depth
-from bytegraph.bytecode.analysis import cell_rebound, enclosing_handlers, in_loop, live_locals, stack_inputs, stack_outputs
+from bytegraph.bytecode.analysis import (
+    cell_rebound, enclosing_handlers, in_loop, live_locals, stack_inputs, stack_outputs,
+)
 from bytegraph.bytecode.instructions import TERMINATORS, Instruction
 from bytegraph.bytecode.resume import ResumeSpec, copy_body, instruction_at, replace_instruction, resume_code
 from bytegraph.graph.codegen import PyCodegen
