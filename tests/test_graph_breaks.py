@@ -512,3 +512,94 @@ def test_break_inside_a_routed_callee_is_reported_once():
     assert [b.gb_type for _, b in distinct] == ["print"] and len(recorded) == 2
     from bytegraph.cli import format_report
     assert "1 graph break(s)" in format_report()
+
+
+class _Maker:
+    def __init__(self, *items):
+        self.items = items
+
+    @classmethod
+    def make(cls, items):
+        print("native")
+        return cls(*items)
+
+    def scale(self, x):
+        print("native")
+        return x + 1
+
+
+class _ChildMaker(_Maker):
+    @classmethod
+    def make(cls, items):
+        return super().make([v * 10 for v in items])
+
+    def scale(self, x):
+        return super().scale(x) * 2
+
+
+class _GrandchildMaker(_ChildMaker):
+    @classmethod
+    def make(cls, items):
+        print("native")
+        return super().make(items + [3])
+
+
+def test_parent_method_reached_through_super_breaks(capsys):
+    # the parent method that breaks runs as a frame of its own: it must be the
+    # parent's function bound to the object, not `obj.<name>` (the child's: endless recursion)
+    def f(x):
+        made = _ChildMaker.make([1, 2])
+        deeper = _GrandchildMaker.make([1])
+        return _ChildMaker().scale(x), type(made).__name__, made.items, type(deeper).__name__, deeper.items
+
+    compile_and_compare(f, torch.ones(2))
+    assert capsys.readouterr().out.count("native") == 2 * 2 * 4
+
+
+class _Plus1:
+    def scale(self, x):
+        return x + 1
+
+
+class _CellSelf(_Plus1):
+    def scale(self, x):
+        get = lambda: self  # noqa: E731 - makes `self` a cell variable
+        y = super().scale(x)
+        print("native")
+        y = super().scale(y) * 2
+        print("native")
+        return super().scale(y) + (get() is self)
+
+
+class _CellSelfRebound(_Plus1):
+    def scale(self, x):
+        def rebind():
+            nonlocal self
+            self = _CellSelfReboundChild()
+
+        print("native")
+        rebind()
+        return super().scale(x), type(self).__name__
+
+
+class _CellSelfReboundChild(_CellSelfRebound):
+    pass
+
+
+class _PlainSelfRebound(_Plus1):
+    def scale(self, x):
+        print("native")
+        self = _PlainSelfReboundChild()
+        return super().scale(x), type(self).__name__
+
+
+class _PlainSelfReboundChild(_PlainSelfRebound):
+    pass
+
+
+@pytest.mark.parametrize("cls", [_CellSelf, _CellSelfRebound, _PlainSelfRebound])
+def test_zero_argument_super_in_resume_functions(cls):
+    # super() reads the frame's first argument (a cell's contents when a closure
+    # captures it): resume functions must receive it first, as the frame has it
+    compile_and_compare(cls().scale, torch.ones(2))
+    compile_and_compare(lambda obj, x: obj.scale(x), cls(), torch.ones(2))  # the method as a routed callee

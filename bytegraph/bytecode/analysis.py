@@ -7,6 +7,7 @@
 - :func:`enclosing_handlers`: the exception handlers protecting an
   instruction, each classified as a ``with`` cleanup or a ``try`` handler.
 - :func:`stack_inputs`: how many stack slots an instruction consumes.
+- :func:`cell_rebound`: whether a cell variable is ever assigned or deleted.
 """
 from __future__ import annotations
 
@@ -60,6 +61,16 @@ def live_locals(code: types.CodeType, index: int) -> frozenset[str]:
     """Plain locals (not cells) possibly read at or after instruction ``index``
     before being overwritten."""
     return _live_in(code)[index]
+
+
+def cell_rebound(code: types.CodeType, name: str) -> bool:
+    """Whether cell ``name`` of ``code`` is assigned or deleted anywhere: in
+    ``code`` after its prologue (an argument held in a cell is stored by
+    ``MAKE_CELL``, not ``STORE_DEREF``) or by a nested function (``nonlocal``)."""
+    if any(i.opname in ("STORE_DEREF", "DELETE_DEREF") and i.argval == name for i in decode(code).instructions):
+        return True
+    nested = (c for c in code.co_consts if isinstance(c, types.CodeType) and name in c.co_freevars)
+    return any(cell_rebound(c, name) for c in nested)
 
 
 def in_loop(code: types.CodeType, index: int) -> bool:

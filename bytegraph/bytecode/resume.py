@@ -111,12 +111,23 @@ class ResumeSpec:
         stack: the logical stack at ``target``, bottom first; True marks a NULL
             (rebuilt by the prologue), False a value passed as an argument.
         live: live plain locals at ``target``, passed before the stack values.
+        super_cell: the frame's first argument when it is a cell (a method whose
+            ``self`` a closure captures): its contents are passed first, as
+            ``SUPER_ARG``, because zero-argument ``super()`` reads the first
+            argument of the frame, and the cell is a free variable in the resume
+            function.
     """
 
     code: types.CodeType
     target: int
     stack: tuple[bool, ...]
     live: tuple[str, ...]
+    super_cell: str | None = None
+
+    @property
+    def params(self) -> list[str]:
+        """Parameters before the stack values."""
+        return ([SUPER_ARG] if self.super_cell else []) + list(self.live)
 
     @property
     def closure_names(self) -> tuple[str, ...]:
@@ -125,8 +136,11 @@ class ResumeSpec:
 
     @property
     def arg_count(self) -> int:
-        return self.stack.count(False) + len(self.live)
+        return self.stack.count(False) + len(self.params)
 
+
+#: the parameter of a resume function that stands for a first argument held in a cell
+SUPER_ARG = "___super_arg"
 
 #: code objects of resume functions -> how many pieces of one eager frame come
 #: before them (1 for the resume function of an original frame, 2 for a resume
@@ -156,7 +170,7 @@ def resume_code(spec: ResumeSpec) -> types.CodeType:
     bc.qualname = name
     bc.filename = code.co_filename
     bc.first_lineno = code.co_firstlineno
-    bc.argnames = list(spec.live) + stack_names
+    bc.argnames = spec.params + stack_names
     bc.argcount = len(bc.argnames)
     bc.posonlyargcount = 0
     bc.kwonlyargcount = 0

@@ -108,6 +108,10 @@ class PyCodegen:
         else:
             self.emit("STORE_FAST", name)
 
+    def delete_local(self, name: str) -> None:
+        deref = self._deref(name)
+        self.emit("DELETE_DEREF" if deref is not None else "DELETE_FAST", deref if deref is not None else name)
+
     def load_closure(self, name: str) -> None:
         deref = self._deref(name)
         if deref is None:

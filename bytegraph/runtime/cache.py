@@ -185,7 +185,7 @@ class FrameCache:
 class ResumeFunction:
     """Calls a resume function's code through its cache.
 
-    Called as ``resume(*stack_values, *live_locals, closure)`` where
+    Called as ``resume(*live_locals, *stack_values, closure)`` where
     ``closure`` is the tuple of cells for the code's free variables, or None.
     """
 

@@ -28,7 +28,9 @@ from bytecode import BinaryOp, CellVar, FreeVar, Instr, Label
 
 from bytegraph.breaks import Unsupported
 from bytegraph.bytecode.assemble import max_depth
-from bytegraph.bytecode.analysis import enclosing_handlers, in_loop, live_locals, stack_inputs, stack_outputs
+from bytegraph.bytecode.analysis import (
+    cell_rebound, enclosing_handlers, in_loop, live_locals, stack_inputs, stack_outputs,
+)
 from bytegraph.bytecode.instructions import TERMINATORS, Instruction
 from bytegraph.bytecode.resume import ResumeSpec, copy_body, instruction_at, replace_instruction, resume_code
 from bytegraph.graph.codegen import PyCodegen
@@ -87,7 +89,8 @@ def codegen_graph_break(
             the whole frame natively).
     """
     code = tx.code
-    resumable = reason.resume and can_resume(code, inst)
+    bound = {name for name, vt in tx.symbolic_locals.items() if vt is not None}
+    resumable = reason.resume and can_resume(code, inst) and _super_resumable(code, bound)
     stack = list(tx.stack)
     consumed = stack_inputs(inst)
     below = len(stack) - (consumed if consumed is not None else len(stack))
@@ -96,8 +99,8 @@ def codegen_graph_break(
     # because inlining recursed too deep (then it runs natively, recursion and all)
     routable = reason.frame_depth > 0 and reason.gb_type != "inline depth exceeded"
     route = _callee_slot(tx, inst) if inst.opname in _CALLS and routable else None
-    bound = {name for name, vt in tx.symbolic_locals.items() if vt is not None}
     local_names = sorted(live_locals(code, inst.index) & bound) + [n for n in code.co_cellvars if n in bound]
+    deleted = [name for name in tx.argument_names if name not in bound]  # by the traced code
     grad_at_break = torch.is_grad_enabled()
     graph_sets_grad = tx.output.sets_grad_mode()
 
@@ -122,6 +125,8 @@ def codegen_graph_break(
         for name, temp in locals_:
             cg.load_local(temp)
             cg.store_local(name)
+        for name in deleted:  # the frame still holds them: code run natively must not see them
+            cg.delete_local(name)
         for i, temp in enumerate(temps):
             if not physical[i]:
                 continue
@@ -186,33 +191,55 @@ def _continue_in_resume_functions(
     for label, (target, jump) in zip(labels, paths):
         outputs = stack_outputs(inst, jump)
         logical = below_nulls + ([True, False] if pushes_null else [False] * outputs)
-        spec = ResumeSpec(code, target, tuple(logical), _resume_locals(code, target, bound))
+        spec = _resume_spec(code, target, tuple(logical), bound)
         fn = runtime.resume_function(resume_code(spec), tx.f_globals)
         out.append(label)
         out += _call_resume(fn, spec, logical.count(False), lineno)
     return out
 
 
-def _resume_locals(code: types.CodeType, target: int, bound: set[str]) -> tuple[str, ...]:
-    """Locals a resume function receives, in parameter order. A method using
-    zero-argument ``super()`` keeps its first parameter first: ``super()``
-    reads the frame's first local."""
+def _uses_super(code: types.CodeType) -> bool:
+    """Whether zero-argument ``super()`` may run in ``code`` (it reads the
+    ``__class__`` cell and the frame's first argument)."""
+    return "__class__" in code.co_freevars
+
+
+def _super_resumable(code: types.CodeType, bound: set[str]) -> bool:
+    """Whether a resume function can give zero-argument ``super()`` what the
+    frame would: a first argument bound at the break which, when it is a cell,
+    is never reassigned (the resume function receives its contents)."""
+    if not _uses_super(code):
+        return True
+    if code.co_argcount == 0 or code.co_varnames[0] not in bound:
+        return False  # super() raises (no arguments, arg[0] deleted): only the frame itself raises that
+    first = code.co_varnames[0]
+    return first not in code.co_cellvars or not cell_rebound(code, first)
+
+
+def _resume_spec(code: types.CodeType, target: int, stack: tuple[bool, ...], bound: set[str]) -> ResumeSpec:
+    """The resume function continuing ``code`` at ``target``. Live locals are
+    its parameters; a method using zero-argument ``super()`` keeps its first
+    argument first, as ``super()`` reads the frame's first local."""
     live = sorted(live_locals(code, target) & bound)
-    first = code.co_varnames[0] if code.co_varnames else None
-    if "__class__" in code.co_freevars and first in bound and first not in code.co_cellvars:
-        live = [first] + [n for n in live if n != first]
-    return tuple(live)
+    if not _uses_super(code):
+        return ResumeSpec(code, target, stack, tuple(live))
+    first = code.co_varnames[0]
+    if first in code.co_cellvars:
+        return ResumeSpec(code, target, stack, tuple(live), super_cell=first)
+    return ResumeSpec(code, target, stack, (first, *(n for n in live if n != first)))
 
 
 def _call_resume(fn: Any, spec: ResumeSpec, n_stack: int, lineno: int | None) -> list:
-    """Epilogue: ``return fn(*live_locals, *stack, closure)``."""
+    """Epilogue: ``return fn(*params, *stack, closure)``."""
     def at(name: str, *arg: Any) -> Instr:
         return Instr(name, *arg, lineno=lineno)
 
     ins = [at("BUILD_TUPLE", n_stack), at("LOAD_CONST", fn), at("SWAP", 2), at("PUSH_NULL"), at("SWAP", 3),
            at("SWAP", 2)]
+    if spec.super_cell:
+        ins.append(at("LOAD_DEREF", CellVar(spec.super_cell)))
     ins += [at("LOAD_FAST", name) for name in spec.live]
-    ins += [at("BUILD_TUPLE", len(spec.live)), at("SWAP", 2), at("BINARY_OP", BinaryOp.ADD)]
+    ins += [at("BUILD_TUPLE", len(spec.params)), at("SWAP", 2), at("BINARY_OP", BinaryOp.ADD)]
     if spec.closure_names:
         for name in spec.closure_names:
             ins.append(at("LOAD_CLOSURE", CellVar(name) if name in spec.code.co_cellvars else FreeVar(name)))

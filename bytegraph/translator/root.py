@@ -79,6 +79,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         output.guards.add(GlobalStateMatch(None, autocast_state, autocast_state(), "autocast state"))
         output.guards.add(GlobalStateMatch(None, torch._C._functorch.peek_interpreter_stack, None,
                                            "torch.func transform (vmap, grad...) active"))
+        self.argument_names = tuple(f_locals)  # the locals the frame starts with
         for name, value in f_locals.items():
             self.symbolic_locals[name] = self.wrap(value, LocalSource(name))
 

@@ -517,7 +517,17 @@ class BuiltinVariable(ConstantCallableVariable):
             cls, obj = args
             return SuperVariable(cls.as_python_constant(), obj)
         cls = tx.load_freevar("__class__").as_python_constant()
-        return SuperVariable(cls, tx.symbolic_locals[tx.code.co_varnames[0]])
+        code = tx.code
+        first = tx.symbolic_locals.get(code.co_varnames[0]) if code.co_argcount else None
+        if first is None:
+            unimplemented(
+                gb_type="user error",
+                context="super() without a first argument",
+                explanation="The traced code raises RuntimeError (the function has no positional parameter, or "
+                "the first one was deleted); it runs natively so the error is the eager one.",
+                hints=("Give the method a first parameter, or call super(cls, obj).",),
+            )
+        return SuperVariable(cls, first)
 
     def _call_slice(self, tx: Tx, *args: VT) -> VT | None:
         none = ConstantVariable(None)

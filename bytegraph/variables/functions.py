@@ -209,8 +209,12 @@ class UserMethodVariable(UserFunctionVariable):
         if self.source is not None:
             codegen.load_source(self.source)
             return
+        # types.MethodType(fn, obj), not obj.<name>: under super(), or for a
+        # classmethod bound to a subclass, that name finds a different function
+        codegen.load_callable(types.MethodType)
+        codegen.load_const(self.fn)
         codegen.reconstruct(self.obj)
-        codegen.load_attr(self.fn.__name__)
+        codegen.call(2)
 
     def __repr__(self) -> str:
         return f"UserMethodVariable({self.fn.__qualname__}, {self.obj})"
