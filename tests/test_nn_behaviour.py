@@ -219,3 +219,20 @@ def test_compiled_module_under_torch_func_transforms_matches_eager(backend):
     assert same(compiled(x), model(x))
     if backend == "eager":
         assert cnt.frame_count == 1
+
+
+@pytest.mark.parametrize("rnn", [nn.GRU, nn.LSTM])
+def test_rnn_on_packed_sequences_of_changing_lengths_matches_eager(rnn):
+    # the packed kernel reads batch_sizes' values: it breaks (tracing it on FakeTensors crashed)
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    torch.manual_seed(0)
+    layer = rnn(3, 4)
+
+    def f(p):
+        return layer(p)[0].data
+
+    compiled = bytegraph.compile(f, backend="eager")
+    for lengths in ([5, 3, 2], [4, 3, 1], [5, 5, 5]):
+        packed = pack_padded_sequence(torch.randn(5, 3, 3), torch.tensor(lengths))
+        assert same(compiled(packed), f(packed))

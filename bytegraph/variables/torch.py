@@ -84,6 +84,9 @@ PURE_HELPERS = frozenset(
     }
 )
 
+#: RNN kernels whose packed-sequence overload (``batch_sizes`` second) reads tensor data.
+PACKED_RNN_OPS = frozenset({torch._VF.gru, torch._VF.lstm, torch._VF.rnn_tanh, torch._VF.rnn_relu})
+
 #: callables that mean "we are being compiled"; answered True, as under torch.compile.
 IS_COMPILING_NAMES = frozenset(
     {
@@ -210,6 +213,16 @@ class TorchFunctionVariable(ConstantCallableVariable):
             return tx.dispatch_torch_function(self, args, kwargs)
         if fn is torch.Size and len(args) == 1 and not kwargs:
             return SizeVariable(tx.unpack(args[0]))
+        if fn in PACKED_RNN_OPS and len(args) > 1 and isinstance(args[1], TensorVariable) and (
+            args[1].example.dtype == torch.int64 and args[1].example.dim() == 1
+        ):
+            unimplemented(
+                gb_type="packed sequence RNN",
+                context=f"torch._VF.{fn.__name__} on a PackedSequence",
+                explanation="The packed RNN kernel reads the batch sizes' values, which FakeTensors do not have; "
+                "it runs natively.",
+                hints=("Pad the batch instead of packing it, or accept the graph break.",),
+            )
         constant_args = all(a.is_python_constant() for a in args) and all(
             v.is_python_constant() for v in kwargs.values()
         )
