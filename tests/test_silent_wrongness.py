@@ -667,3 +667,66 @@ def test_arguments_deleted_before_a_graph_break_are_deleted_in_the_native_frame(
     expected = _outcome(fn, *args)
     for _ in range(2):
         assert same(_outcome(compiled, *args), expected)
+
+
+def test_special_methods_come_from_the_class_are_guarded_and_checked():
+    class W:
+        def __contains__(self, v):
+            return True
+
+        def __iter__(self):
+            return iter([1, 2])
+
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            return 1
+
+        def __call__(self, x):
+            return x * 2
+
+        def __getattr__(self, name):
+            return 7
+
+    w = W()
+
+    def f(x):
+        made = W()
+        made.__len__ = lambda: 100  # instance attributes are not special methods
+        return w(x), 5 in w, len(made), made[0], x + w.zz
+
+    compiled = bytegraph.compile(f, backend="eager")
+    assert same(compiled(ones()), f(ones()))
+    W.__call__ = lambda self, x: x - 100
+    W.__getattr__ = lambda self, name: 100
+    assert same(compiled(ones()), f(ones()))
+
+
+def test_results_of_bool_len_and_iter_are_checked_as_python_does():
+    def make(result_of):
+        class R:
+            def __bool__(self):
+                return result_of("bool")
+
+            def __len__(self):
+                return result_of("len")
+
+            def __iter__(self):
+                return [1]
+
+        return R()
+
+    def run(compile, which, value):
+        obj = make(lambda kind: value if kind == which else 1)
+
+        def f(x):
+            try:
+                return x + 1, {"bool": lambda: bool(obj), "len": lambda: len(obj), "iter": lambda: list(obj)}[which]()
+            except (TypeError, ValueError) as e:
+                return x, f"{type(e).__name__}: {e}"
+
+        return compile(f)(ones())
+
+    for which, value in (("bool", 1), ("len", -1), ("len", "a"), ("len", True), ("iter", None)):
+        assert_both_equal(lambda compile: run(compile, which, value))

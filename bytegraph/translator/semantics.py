@@ -101,19 +101,19 @@ class PythonSemantics:
         if kwargs:
             return None
         if fn is operator.contains and len(args) == 2:
-            method = _python_method(args[0], "__contains__")
+            method = _python_method(self, args[0], "__contains__")
             if method is not None:
                 return ConstantVariable(method.call_function(self, [args[1]], {}).truthy(self))
             return None
         if fn in UNARY_DUNDERS and len(args) == 1:
-            method = _python_method(args[0], UNARY_DUNDERS[fn])
+            method = _python_method(self, args[0], UNARY_DUNDERS[fn])
             return method.call_function(self, [], {}) if method is not None else None
         names = BINARY_DUNDERS.get(fn)
         if names is None or len(args) != 2:
             return None
         a, b = args
         for obj, other, name in ((a, b, names[0]), (b, a, names[1])):
-            method = _python_method(obj, name)
+            method = _python_method(self, obj, name)
             if method is not None:
                 result = method.call_function(self, [other], {})
                 if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
@@ -550,8 +550,8 @@ _LIBRARY_CONSTRUCTORS = {
 
 
 
-def _python_method(vt: VT, name: str) -> VT | None:
-    return vt.python_method(name) if isinstance(vt, UserDefinedObjectVariable) else None
+def _python_method(tx: InstructionTranslatorBase, vt: VT, name: str) -> VT | None:
+    return vt.python_method(tx, name) if isinstance(vt, UserDefinedObjectVariable) else None
 
 
 def _builtin_new(klass: type) -> bool:

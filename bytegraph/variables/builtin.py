@@ -48,7 +48,7 @@ from bytegraph.variables.containers import (
 from bytegraph.variables.ndarray import numpy_operator
 from bytegraph.variables.tensor import (DataPtrVariable, NumpyNdarrayVariable, SymNodeVariable, TensorVariable, graph_call,
                                         overloaded_args)
-from bytegraph.variables.user_defined import SlotMethodVariable, SuperVariable
+from bytegraph.variables.user_defined import SlotMethodVariable, SuperVariable, UserDefinedObjectVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -318,6 +318,8 @@ class BuiltinVariable(ConstantCallableVariable):
         return None
 
     def _contains(self, tx: Tx, container: VT, item: VT) -> VT | None:
+        if isinstance(container, UserDefinedObjectVariable) and container.python_method(tx, "__contains__"):
+            return None  # the user's __contains__ decides (tx.call_dunder), not iteration
         if isinstance(container, (DictVariable, LazyDictVariable, EnvironVariable)):
             return container.call_method(tx, "__contains__", [item], {})
         if isinstance(container, TensorVariable):

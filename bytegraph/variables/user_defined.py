@@ -356,12 +356,10 @@ class UserDefinedObjectVariable(VariableTracker):
             return found
         if attr is not _MISSING:
             return bind_class_attribute(tx, self, cls, name, attr)
-        getattr_fn = class_attribute(cls, "__getattr__")
+        getattr_fn = self.special_method(tx, "__getattr__")
         if isinstance(getattr_fn, types.FunctionType):
             return UserMethodVariable(getattr_fn, self).call_function(tx, [ConstantVariable(name)], {})
-        # AttributeError until a class gains the attribute or a __getattr__
-        guard_class_lookup(tx, cls, name, _MISSING)
-        guard_class_lookup(tx, cls, "__getattr__", getattr_fn)
+        guard_class_lookup(tx, cls, name, _MISSING)  # AttributeError until a class gains the attribute
         _no_attribute(cls, name)
 
     def store_attr(self, tx: Tx, name: str, value: VT) -> None:
@@ -413,22 +411,31 @@ class UserDefinedObjectVariable(VariableTracker):
         return _unsupported_base(base, name)
 
     # ---- protocols -------------------------------------------------------------------------
-    def python_method(self, name: str) -> VT | None:
-        """``type(self).name`` bound to self when it is a Python function, else None."""
-        fn = class_attribute(self.python_type(), name)
+    def special_method(self, tx: Tx, name: str) -> Any:
+        """``type(self).name`` as Python's implicit special-method lookup finds it
+        (on the class, never the instance), guarded so that replacing or
+        adding it on a class recompiles; _MISSING when absent."""
+        cls = self.python_type()
+        attr = class_attribute(cls, name)
+        guard_class_lookup(tx, cls, name, attr)
+        return attr
+
+    def python_method(self, tx: Tx, name: str) -> VT | None:
+        """The special method ``name`` bound to self when it is a Python function, else None."""
+        fn = self.special_method(tx, name)
         return UserMethodVariable(fn, self) if isinstance(fn, types.FunctionType) else None
 
     def enter(self, tx: Tx) -> VT:
         """``with self``: inline ``__enter__``."""
-        return self._context_method("__enter__").call_function(tx, [], {})
+        return self._context_method(tx, "__enter__").call_function(tx, [], {})
 
     def exit(self, tx: Tx, args: Sequence[VT]) -> VT:
         """Leaving ``with self``: inline ``__exit__(exc_type, exc, traceback)``."""
         padded = list(args) + [ConstantVariable(None)] * (3 - len(args))
-        return self._context_method("__exit__").call_function(tx, padded, {})
+        return self._context_method(tx, "__exit__").call_function(tx, padded, {})
 
-    def _context_method(self, name: str) -> VT:
-        method = self.python_method(name)
+    def _context_method(self, tx: Tx, name: str) -> VT:
+        method = self.python_method(tx, name)
         if method is None:
             unimplemented(
                 gb_type="unsupported context manager",
@@ -439,33 +446,44 @@ class UserDefinedObjectVariable(VariableTracker):
         return method
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        call = class_attribute(self.python_type(), "__call__")
+        call = self.special_method(tx, "__call__")
         if isinstance(call, types.FunctionType):
             return tx.inline_call(UserMethodVariable(call, self), [self, *args], kwargs)
         return super().call_function(tx, args, kwargs)
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name.startswith("__") and name.endswith("__"):  # a protocol (len(), obj[i]...): the class's method
+            method = self.python_method(tx, name)
+            if method is not None:
+                result = method.call_function(tx, args, kwargs)
+                if name == "__len__" and result.is_python_constant():
+                    return ConstantVariable(checked_special_result(name, result.as_python_constant()))
+                return result
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
     def truthy(self, tx: Tx) -> bool:
         cls = self.python_type()
         for dunder in ("__bool__", "__len__"):
-            fn = class_attribute(cls, dunder)
+            fn = self.special_method(tx, dunder)
             if fn is not _MISSING:
                 if isinstance(fn, types.FunctionType):
-                    return bool(UserMethodVariable(fn, self).call_function(tx, [], {}).as_python_constant())
+                    result = UserMethodVariable(fn, self).call_function(tx, [], {}).as_python_constant()
+                    return bool(checked_special_result(dunder, result))
                 if issubclass(cls, dict):
                     return self.dict_storage(tx).truthy(tx)
                 return super().truthy(tx)
         return True
 
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
-        return class_attribute(self.python_type(), "__iter__") is not _MISSING
+        return self.special_method(tx, "__iter__") is not _MISSING
 
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
-        iter_fn = class_attribute(self.python_type(), "__iter__")
+        iter_fn = self.special_method(tx, "__iter__")
         if isinstance(iter_fn, types.FunctionType):
-            return tx.unpack(UserMethodVariable(iter_fn, self).call_function(tx, [], {}))
+            iterator = UserMethodVariable(iter_fn, self).call_function(tx, [], {})
+            if not hasattr(iterator.python_type(), "__next__"):
+                raise_traced(TypeError, f"iter() returned non-iterator of type '{iterator.python_type().__name__}'")
+            return tx.unpack(iterator)
         if issubclass(self.python_type(), dict):
             return self.dict_storage(tx).unpack_var_sequence(tx)
         return super().unpack_var_sequence(tx)
@@ -534,6 +552,21 @@ class NewObjectVariable(UserDefinedObjectVariable):
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__qualname__})"
+
+
+def checked_special_result(name: str, result: Any) -> Any:
+    """What Python makes of ``__bool__``/``__len__``'s result: ``len()`` gives an
+    int (``True`` -> 1); a result of the wrong type or a negative length raises
+    eager's TypeError/ValueError in the traced program."""
+    if name == "__bool__" and type(result) is not bool:
+        raise_traced(TypeError, f"__bool__ should return bool, returned {type(result).__name__}")
+    if name == "__len__":
+        if not isinstance(result, int):
+            raise_traced(TypeError, f"'{type(result).__name__}' object cannot be interpreted as an integer")
+        if result < 0:
+            raise_traced(ValueError, "__len__() should return >= 0")
+        return int(result)
+    return result
 
 
 def _no_attribute(cls: type, name: str) -> None:
