@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import os
 import runpy
 import sys
 from typing import Any, Callable, Iterator, Sequence
@@ -112,12 +113,15 @@ def run_script(path: str, args: Sequence[str]) -> int:
     """Run ``path`` as ``__main__`` with ``torch.compile`` served by bytegraph;
     print the report even when the script fails. Returns the exit status."""
     sys.argv = [path, *args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))  # as `python path` does: siblings import
     status = 0
     try:
         with serving_torch_compile():
             runpy.run_path(path, run_name="__main__")
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if e.code is not None and not isinstance(e.code, int):
+            print(e.code, file=sys.stderr)  # sys.exit("message"): Python prints the message
     finally:
         print("\n" + format_report(), flush=True)
     return status

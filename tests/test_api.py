@@ -247,3 +247,36 @@ def test_generator_and_coroutine_functions_run_natively():
     c = bytegraph.compile(coro, backend="eager")(torch.ones(2))
     assert type(c).__name__ == "coroutine"
     c.close()
+
+
+def test_bytegraph_run_behaves_like_python_on_the_script(tmp_path):
+    # the script's folder is importable, sys.exit("message") prints the message, the report follows
+    import subprocess
+    import sys
+
+    (tmp_path / "helper_module.py").write_text("def two():\n    return 2\n")
+    script = tmp_path / "main_script.py"
+    script.write_text(
+        "import sys, torch\nfrom helper_module import two\n"
+        "f = torch.compile(lambda x: x * two(), backend='eager')\nprint('RESULT', f(torch.ones(1)).item())\n"
+        "sys.exit('fatal: done')\n"
+    )
+    run = subprocess.run([sys.executable, "-m", "bytegraph", "run", str(script)], capture_output=True, text=True,
+                         cwd="/", timeout=300)
+    assert run.returncode == 1 and "RESULT 2.0" in run.stdout and "fatal: done" in run.stderr
+    assert "graphs" in run.stdout.lower()
+
+
+def test_recompile_limit_warning_points_at_the_users_call():
+    import warnings
+
+    def f(x, s):
+        return x + s
+
+    compiled = bytegraph.compile(f, backend="eager", dynamic=False)
+    with bytegraph.config.patch(recompile_limit=2), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for s in (0.5, 1.5, 2.5):
+            compiled(torch.ones(1), s)
+    [warning] = [w for w in caught if "recompile_limit" in str(w.message)]
+    assert warning.filename == __file__

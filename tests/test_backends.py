@@ -154,3 +154,17 @@ def test_loss_computed_inside_compiled_function():
     for p, q in zip(model.parameters(), eager_model.parameters()):
         assert same(p.grad, q.grad, atol=1e-6)
     assert cnt.frame_count == 1
+
+
+def test_backend_that_returns_no_callable_fails_with_its_name():
+    def forgetful(gm, example_inputs):
+        gm.graph  # forgot to return gm.forward
+
+    with pytest.raises(bytegraph.BackendCompilerFailed, match="forgetful.*not a callable"):
+        bytegraph.compile(lambda x: x + 1, backend=forgetful)(torch.ones(2))
+
+
+def test_register_backend_refuses_a_name_that_is_not_a_string():
+    with pytest.raises(TypeError, match="name"):
+        bytegraph.register_backend(lambda gm, ex: gm.forward, name=5)
+    assert "eager" in bytegraph.list_backends()

@@ -281,3 +281,17 @@ def test_transformer_encoder_one_graph():
     model = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False).eval()
     x = torch.randn(2, 5, 16)
     check_module(model, x, graphs=1, atol=1e-5)
+
+
+def test_optimized_module_pickles_and_forwards_container_protocols():
+    import pickle
+
+    seq = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    compiled = bytegraph.compile(seq, backend="eager")
+    x = torch.randn(3, 2)
+    assert len(compiled) == 2 and compiled[0] is seq[0] and list(compiled) == list(seq) and seq[1] in compiled
+    assert bool(compiled) and bool(bytegraph.compile(nn.Linear(2, 2), backend="eager"))
+    restored = pickle.loads(pickle.dumps(compiled))
+    assert same(restored(x), seq(x)) and type(restored) is type(compiled)
+    inductor = bytegraph.compile(seq, backend="inductor", options={"fallback_random": True})
+    assert type(pickle.loads(pickle.dumps(inductor))) is type(compiled)

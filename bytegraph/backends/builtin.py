@@ -64,14 +64,22 @@ def inductor_with(mode: str | None, options: dict[str, Any] | None) -> Callable:
             raise ValueError(f"bytegraph.compile: unknown mode {mode!r}; inductor has {sorted(modes)}")
         patches.update(modes[mode])
     patches.update(options or {})
+    return InductorBackend(patches)
 
-    def inductor_backend(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+
+class InductorBackend:
+    """TorchInductor with config patches (a class, not a closure, so compiled
+    modules that use it can be pickled)."""
+
+    __name__ = "inductor"
+
+    def __init__(self, patches: dict[str, Any]):
+        self.patches = patches
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         from torch._inductor.compile_fx import compile_fx
 
-        return compile_fx(gm, example_inputs, config_patches=patches)
-
-    inductor_backend.__name__ = "inductor"
-    return inductor_backend
+        return compile_fx(gm, example_inputs, config_patches=self.patches)
 
 
 register_backend(inductor_with(None, None), name="inductor")

@@ -23,14 +23,18 @@ def register_backend(compiler_fn: Backend | None = None, name: str | None = None
     ``@register_backend(name="mine")``.
 
     Raises:
-        TypeError: when ``compiler_fn`` is not callable.
+        TypeError: when ``compiler_fn`` is not callable or ``name`` is not a string.
         ValueError: when the name is already registered to another function.
     """
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"register_backend: name must be a string, got {type(name).__name__}")
     if compiler_fn is None:
         return lambda fn: register_backend(fn, name)
     if not callable(compiler_fn):
         raise TypeError(f"register_backend: compiler_fn must be callable, got {type(compiler_fn).__name__}")
-    key = name or compiler_fn.__name__
+    key = name or getattr(compiler_fn, "__name__", None)
+    if not isinstance(key, str):
+        raise TypeError("register_backend: give a name for a backend without __name__")
     if key in _REGISTRY and _REGISTRY[key] is not compiler_fn:
         raise ValueError(f"register_backend: a backend named {key!r} is already registered")
     _REGISTRY[key] = compiler_fn

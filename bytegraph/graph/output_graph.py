@@ -371,6 +371,9 @@ class OutputGraph:
             except Exception as e:
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} failed "
                                             f"compiling a graph of {name}: {type(e).__name__}: {e}") from e
+            if not callable(compiled):
+                raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} returned "
+                                            f"{type(compiled).__name__} for a graph of {name}, not a callable")
             self.compiled_graphs.append(
                 CompiledGraph(name, gm, self.op_count(), time.perf_counter() - start)
             )

@@ -10,6 +10,8 @@ code runs natively with one warning naming the guard that keeps failing.
 from __future__ import annotations
 
 import inspect
+import os
+import sys
 import types
 import warnings
 import weakref
@@ -136,7 +138,7 @@ class FrameCache:
                     f"bytegraph: {self.code.co_qualname} hit config.recompile_limit "
                     f"({config.recompile_limit}); running it natively from now on. "
                     f"Last guard failure: {reason}",
-                    stacklevel=3,
+                    stacklevel=_user_stacklevel(),
                 )
                 return fn(*args, **kwargs)
             if logs.enabled("recompiles"):
@@ -294,3 +296,15 @@ def reset() -> None:
     _CACHES.clear()
     _HOOKS.clear()
     metrics.reset()
+
+
+_OWN_FILES = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), torch.nn.modules.module.__file__)
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that attributes a warning made by the caller to the
+    first frame outside bytegraph and ``nn.Module.__call__`` (the user's call)."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_OWN_FILES):
+        frame, level = frame.f_back, level + 1
+    return level

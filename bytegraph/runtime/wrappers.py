@@ -62,11 +62,12 @@ class OptimizedModule(torch.nn.Module):
 
     _orig_mod: torch.nn.Module
     #: attributes that belong to the wrapper itself
-    _OWN_ATTRIBUTES = frozenset({"_orig_mod", "_compiled_call"})
+    _OWN_ATTRIBUTES = frozenset({"_orig_mod", "_compiled_call", "_options"})
 
     def __init__(self, module: torch.nn.Module, options: CompileOptions):
         super().__init__()
         self._orig_mod = module
+        self._options = options
         name = f"{type(module).__qualname__}.__call__"
         code = _call_module.__code__.replace(co_name=name, co_qualname=name)
         frame = types.FunctionType(code, _call_module.__globals__, name)
@@ -107,6 +108,26 @@ class OptimizedModule(torch.nn.Module):
 
     def __repr__(self) -> str:
         return f"OptimizedModule({self._orig_mod!r})"
+
+    def __reduce__(self) -> tuple:
+        """Pickled as the module and the compile options (compiled code is not kept)."""
+        return (OptimizedModule, (self._orig_mod, self._options))
+
+    # container protocols are looked up on the type, past __getattr__: forward them
+    def __bool__(self) -> bool:
+        return bool(self._orig_mod)
+
+    def __len__(self) -> int:
+        return len(self._orig_mod)
+
+    def __iter__(self) -> Any:
+        return iter(self._orig_mod)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._orig_mod[index]
+
+    def __contains__(self, item: Any) -> bool:
+        return item in self._orig_mod
 
 
 def _call_module(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
