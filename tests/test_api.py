@@ -280,3 +280,9 @@ def test_recompile_limit_warning_points_at_the_users_call():
             compiled(torch.ones(1), s)
     [warning] = [w for w in caught if "recompile_limit" in str(w.message)]
     assert warning.filename == __file__
+
+
+def test_explain_shows_guarded_values():
+    explanation = bytegraph.explain(lambda x: x * 2)(torch.ones(2, 3))
+    text = "\n".join(explanation.guards)
+    assert "___c" not in text and "torch.Size([2, 3])" in text and "torch.is_grad_enabled() is True" in text

@@ -27,6 +27,7 @@ import dataclasses
 import inspect
 import keyword
 import math
+import re
 import types
 from typing import Any, Callable, Sequence
 
@@ -283,7 +284,25 @@ def build_guard_function(
     namespace: dict[str, Any] = {"math": math, "torch": torch}  # ShapeEnv guards call math.isnan, math.floor...
     exec(compile(text, f"<bytegraph guards for {code.co_name}>", "exec"), namespace)
     check, first_failure, observe = namespace["___make"](**builder.consts)
-    return GuardFunction(check, first_failure, ordered_guards, conditions, text, observed, observe)
+    shown = [_CONST_NAME.sub(lambda m: _show_const(builder.consts[m.group(0)]), c) for c in conditions]
+    return GuardFunction(check, first_failure, ordered_guards, shown, text, observed, observe)
+
+
+_CONST_NAME = re.compile(r"___c\d+")
+
+
+def _show_const(value: Any) -> str:
+    """A guard constant as a reader wants it in ``explain``: a class or function by
+    its qualified name (``torch.is_grad_enabled``), a value by its repr."""
+    if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)) or callable(value) and hasattr(
+        value, "__qualname__"
+    ):
+        module = getattr(value, "__module__", None)
+        name = value.__qualname__
+        plain = module in (None, "builtins") or "pybind11" in module  # (pybind11 gives internal module names)
+        return name if plain else f"{module}.{name}"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _observable(guard: Guard) -> bool:
