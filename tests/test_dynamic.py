@@ -395,3 +395,13 @@ def test_captured_scalars_feed_later_ops_with_each_backend(backend):
             assert same(compiled(torch.arange(1.0, 5.0), torch.tensor(t)), f(torch.arange(1.0, 5.0), torch.tensor(t)))
     if cnt is not None:
         assert cnt.frame_count == 1
+
+
+def test_composite_ops_take_symbolic_sizes():
+    # F.pad's kernel needs the Python dispatcher to accept SymInts (as under torch.compile)
+    def f(x):
+        return torch.nn.functional.pad(x, (0, (4 - x.shape[-1] % 4) % 4)).reshape(-1, 4)
+
+    compiled = bytegraph.compile(f, backend="eager", dynamic=True, fullgraph=True)
+    for n in (5, 6, 9):
+        assert same(compiled(torch.ones(2, n)), f(torch.ones(2, n)))

@@ -7,6 +7,7 @@ when run under :attr:`OutputGraph.fake_mode`.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 import time
@@ -16,6 +17,7 @@ from typing import Any, Callable
 import torch
 import torch._guards
 import torch.fx
+from torch._dispatch.python import enable_python_dispatcher
 from torch.fx.experimental.symbolic_shapes import (
     DimDynamic,
     GuardOnDataDependentSymNode,
@@ -253,7 +255,8 @@ class OutputGraph:
         """Run one operation on FakeTensor examples; map failures to graph breaks."""
         name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
         try:
-            with self.fake_mode:
+            # the Python dispatcher lets composite kernels (F.pad...) take symbolic sizes, as under torch.compile
+            with self.fake_mode, enable_python_dispatcher() if self.shape_env is not None else contextlib.nullcontext():
                 if kind == "call_method":
                     return getattr(args[0], target)(*args[1:], **kwargs)
                 return target(*args, **kwargs)
