@@ -4,7 +4,8 @@ For each workload, both frontends compile with backend ``eager`` (so the graph
 runs the same code and the difference is the frontend). Printed per frontend:
 
 - cold: seconds of the first call (tracing + guards + codegen), minus one
-  eager call;
+  eager call; each frontend first compiles a two-op function, so one-time
+  start-up (torch loading its compiler modules) is charged to neither;
 - overhead: median per-call time minus eager's median, in microseconds
   (guards, dispatch, argument loading).
 
@@ -96,6 +97,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=30, help="timing samples per measurement")
     ns = parser.parse_args()
     torch.set_num_threads(1)
+    for start_up in (bytegraph.compile, torch.compile):
+        start_up(lambda x: (x + 1).relu(), backend="eager")(torch.randn(4))
     rows = []
     for name, build in WORKLOADS.items():
         rows += measure(name, build, ns.repeat)
