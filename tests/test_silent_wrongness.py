@@ -730,3 +730,24 @@ def test_results_of_bool_len_and_iter_are_checked_as_python_does():
 
     for which, value in (("bool", 1), ("len", -1), ("len", "a"), ("len", True), ("iter", None)):
         assert_both_equal(lambda compile: run(compile, which, value))
+
+
+def test_storing_an_undeclared_name_on_a_slotted_object_raises_inside_the_trace():
+    class Slotted:
+        __slots__ = ("a",)
+
+        def __init__(self):
+            self.a = 1
+
+    existing = Slotted()
+
+    def f(x):
+        caught = []
+        for obj in (Slotted(), existing):
+            try:
+                obj.c = 3
+            except AttributeError as e:
+                caught.append(str(e))
+        return x + 1, caught
+
+    assert same(bytegraph.compile(f, backend="eager")(ones()), f(ones()))

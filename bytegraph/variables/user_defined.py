@@ -389,6 +389,8 @@ class UserDefinedObjectVariable(VariableTracker):
                 explanation="This assignment runs a descriptor bytegraph does not model.",
                 hints=("Move the assignment out of the compiled function.",),
             )
+        if cls.__dictoffset__ == 0 and not isinstance(attr, types.MemberDescriptorType):  # __slots__, no __dict__
+            _no_attribute(cls, name)
         self.store_raw(tx, name, value)
 
     def call_slot(self, tx: Tx, base: type, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
