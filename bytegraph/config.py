@@ -39,6 +39,9 @@ class Config:
         max_inline_depth: nesting depth of inlined user calls.
         raise_on_internal_error: re-raise errors that are bugs in bytegraph
             itself instead of running the frame natively (tests turn this on).
+
+    Assigning an unknown name raises AttributeError, a value of the wrong type
+    TypeError, a negative count (or a recompile_limit below 1) ValueError.
     """
 
     recompile_limit: int = 8
@@ -60,6 +63,9 @@ class Config:
             raise TypeError(
                 f"bytegraph.config.{name} must be {expected.__name__}, got {type(value).__name__}"
             )
+        minimum = 1 if name == "recompile_limit" else 0
+        if expected is int and value < minimum:
+            raise ValueError(f"bytegraph.config.{name} must be at least {minimum}, got {value}")
         object.__setattr__(self, name, value)
 
     @contextlib.contextmanager
@@ -67,8 +73,11 @@ class Config:
         """Temporarily set settings; restores the old values on exit.
 
         Raises:
-            AttributeError / TypeError: as for assignment.
+            AttributeError / TypeError / ValueError: as for assignment.
         """
+        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
+        if unknown:
+            raise AttributeError(f"bytegraph.config has no setting {unknown[0]!r}")
         old = {name: getattr(self, name) for name in changes}
         try:
             for name, value in changes.items():

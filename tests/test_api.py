@@ -140,7 +140,7 @@ def test_two_compiles_of_one_function_have_separate_caches():
 def test_config_rejects_unknown_names():
     with pytest.raises(AttributeError, match="recompile_limt"):
         bytegraph.config.recompile_limt = 3
-    with pytest.raises(AttributeError, match="no_such"):
+    with pytest.raises(AttributeError, match="has no setting .no_such"):
         with bytegraph.config.patch(no_such=True):
             pass
 
@@ -286,3 +286,11 @@ def test_explain_shows_guarded_values():
     explanation = bytegraph.explain(lambda x: x * 2)(torch.ones(2, 3))
     text = "\n".join(explanation.guards)
     assert "___c" not in text and "torch.Size([2, 3])" in text and "torch.is_grad_enabled() is True" in text
+
+
+@pytest.mark.parametrize("name, value", [("recompile_limit", 0), ("max_inline_depth", -1), ("max_trace_instructions", -5)])
+def test_config_rejects_out_of_range_counts(name, value):
+    before = getattr(bytegraph.config, name)
+    with pytest.raises(ValueError, match=name):
+        setattr(bytegraph.config, name, value)
+    assert getattr(bytegraph.config, name) == before
