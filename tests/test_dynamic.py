@@ -405,3 +405,14 @@ def test_composite_ops_take_symbolic_sizes():
     compiled = bytegraph.compile(f, backend="eager", dynamic=True, fullgraph=True)
     for n in (5, 6, 9):
         assert same(compiled(torch.ones(2, n)), f(torch.ones(2, n)))
+
+
+def test_a_size_outside_the_marked_range_recompiles_dynamic():
+    compiled, cnt = counted(lambda x: x.sum(0) * x.shape[0])
+    x = torch.randn(7, 3)
+    bytegraph.mark_dynamic(x, 0, min=2, max=8)
+    compiled(x)
+    for n in (2, 5, 9, 10, 11):
+        y = torch.randn(n, 3)
+        assert same(compiled(y), y.sum(0) * n)
+    assert cnt.frame_count == 2

@@ -98,11 +98,13 @@ class FrameCache:
 
     def note_changes(self, entry: CacheEntry, cells: Any, args: tuple, kwargs: dict) -> None:
         """Automatic dynamic: tensor dims and Python scalars whose values differ
-        from what ``entry`` was traced with become symbolic in the next compile."""
+        from what ``entry`` was traced with become symbolic in the next compile,
+        and dims that were symbolic in ``entry`` stay so (a size outside a
+        ``mark_dynamic`` range recompiles dynamic, as torch.compile)."""
         for guard, value in entry.guard.observe(cells, args, kwargs):
             if isinstance(guard, TensorMatch):
                 if isinstance(value, torch.Tensor) and value.dim() == len(guard.sizes):
-                    changed = {i for i, want in enumerate(guard.sizes) if want is not None and value.size(i) != want}
+                    changed = {i for i, want in enumerate(guard.sizes) if want is None or value.size(i) != want}
                     if changed:
                         self.dynamic_dims[guard.source] = self.dynamic_dims.get(guard.source, frozenset()) | changed
             elif type(value) is type(guard.expected) and value != guard.expected:
