@@ -751,3 +751,19 @@ def test_storing_an_undeclared_name_on_a_slotted_object_raises_inside_the_trace(
         return x + 1, caught
 
     assert same(bytegraph.compile(f, backend="eager")(ones()), f(ones()))
+
+
+def test_growing_a_set_while_iterating_it_raises_as_in_eager():
+    def run(compile):
+        def f(x):
+            s = {1, 2}
+            try:
+                for k in s:
+                    s.add(k + 10)
+            except RuntimeError as e:
+                return x + 1, str(e), sorted(s)
+            return x, "no error", sorted(s)
+
+        return compile(f)(ones())
+
+    assert_both_equal(run)

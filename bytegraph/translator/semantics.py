@@ -253,7 +253,7 @@ class PythonSemantics:
         during the loop, as in eager."""
         if isinstance(value, IteratorVariable):
             return value
-        if isinstance(value, (ListVariable, DictVariable, LazyDictVariable, DictViewVariable)):
+        if isinstance(value, (ListVariable, DictVariable, LazyDictVariable, DictViewVariable, SetVariable)):
             return value.call_method(self, "__iter__", [], {})
         return ListIteratorVariable(self.unpack(value))
 

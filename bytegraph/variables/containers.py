@@ -953,6 +953,8 @@ class SetVariable(VariableTracker):
         return [ConstantVariable(v) for v in self.values]
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "__iter__" and not args and not kwargs:
+            return SetIteratorVariable(self)
         consts = [a.as_python_constant() for a in args]
         if name in ("add", "discard", "remove", "update", "clear", "pop", "difference_update", "intersection_update",
                     "symmetric_difference_update"):
@@ -1128,7 +1130,7 @@ class ListIteratorVariable(IteratorVariable):
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.owner is not None:
-            codegen.load_callable(list_iterator_at)
+            codegen.load_callable(iterator_at)
             codegen.reconstruct(self.owner)
             codegen.load_const(self.index)
             codegen.call(2)
@@ -1142,12 +1144,56 @@ class ListIteratorVariable(IteratorVariable):
         return f"ListIteratorVariable({self.index}/{len(self.items)})"
 
 
-def list_iterator_at(items: list, index: int) -> Any:
+def iterator_at(items: Any, index: int) -> Any:
     """``iter(items)`` advanced past ``index`` items (an escaping iterator, rebuilt)."""
     iterator = iter(items)
     for _ in range(index):
         next(iterator)
     return iterator
+
+
+class SetIteratorVariable(ListIteratorVariable):
+    """``iter(a_set)``: the set's items at that time; a change of the set's size
+    before the next step is eager's RuntimeError (a graph break, so the native
+    run raises it)."""
+
+    def __init__(self, set_vt: SetVariable):
+        super().__init__(set_vt.unpack_var_sequence(None))
+        self.set_vt = set_vt
+        self.size = len(set_vt.values)
+
+    def python_type(self) -> type:
+        return type(iter(set()))
+
+    def next_item(self, tx: Tx) -> VT | None:
+        if len(self.set_vt.values) != self.size:
+            unimplemented(
+                gb_type="user error",
+                context="Set changed size during iteration",
+                explanation="The traced code raises RuntimeError; it runs natively so the error is the eager one.",
+                hints=("Iterate over a copy (list(s)) when changing the set in the loop.",),
+            )
+        return super().next_item(tx)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if len(self.set_vt.values) != self.size:  # its next step raises, as the real iterator's would
+            codegen.load_callable(ChangedSetIterator)
+            codegen.call(0)
+            return
+        codegen.load_callable(iterator_at)  # the set's own iterator: later changes raise natively too
+        codegen.reconstruct(self.set_vt)
+        codegen.load_const(self.index)
+        codegen.call(2)
+
+
+class ChangedSetIterator:
+    """Stands for an iterator over a set whose size changed: its next step raises eager's error."""
+
+    def __iter__(self) -> "ChangedSetIterator":
+        return self
+
+    def __next__(self) -> Any:
+        raise RuntimeError("Set changed size during iteration")
 
 
 class DictIteratorVariable(IteratorVariable):
