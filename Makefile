@@ -31,7 +31,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 # Everything, including slow model-scale tests.
-test-all: $(STAMP)
+test-all: $(BENCH_STAMP)
 	$(BIN)/python -m pytest -q -m ""
 
 # bytegraph vs torch.compile on the whole model corpus (backend eager; about 6 min on 2 cores);

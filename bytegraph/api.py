@@ -1,5 +1,5 @@
 """The public API: ``compile``, ``reset``, ``mark_dynamic`` and friends (mirrors
-``torch.compile`` and ``torch._dynamo``'s user functions)."""
+``torch.compile`` and TorchDynamo's user functions)."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -93,7 +93,7 @@ def reset() -> None:
 
 def mark_dynamic(t: torch.Tensor, index: int | list[int], *, min: int | None = None, max: int | None = None) -> None:
     """Trace dimension(s) ``index`` of ``t`` symbolically from the first compile
-    (mirrors ``torch._dynamo.mark_dynamic``).
+    (mirrors TorchDynamo's ``mark_dynamic``).
 
     With ``min``/``max`` the dimension's range is constrained: a call outside it
     fails the guard and recompiles. If tracing specialises the dimension to one
@@ -117,7 +117,7 @@ def mark_dynamic(t: torch.Tensor, index: int | list[int], *, min: int | None = N
 
 def maybe_mark_dynamic(t: torch.Tensor, index: int | list[int]) -> None:
     """Like :func:`mark_dynamic`, but no error when tracing specialises the
-    dimension (mirrors ``torch._dynamo.maybe_mark_dynamic``).
+    dimension (mirrors TorchDynamo's ``maybe_mark_dynamic``).
 
     Raises:
         TypeError / ValueError: as :func:`mark_dynamic`.
@@ -128,7 +128,7 @@ def maybe_mark_dynamic(t: torch.Tensor, index: int | list[int]) -> None:
 
 def mark_static(t: torch.Tensor, index: int | list[int] | None = None) -> None:
     """Keep dimension(s) ``index`` of ``t`` (all when None) static, even under
-    ``dynamic=True`` or automatic dynamic (mirrors ``torch._dynamo.mark_static``).
+    ``dynamic=True`` or automatic dynamic (mirrors TorchDynamo's ``mark_static``).
 
     Raises:
         TypeError / ValueError: as :func:`mark_dynamic`.

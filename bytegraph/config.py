@@ -8,7 +8,7 @@ never silently does nothing::
     with bytegraph.config.patch(capture_scalar_outputs=True):
         ...
 
-Names and defaults mirror ``torch._dynamo.config`` where the concept exists.
+Names and defaults mirror torch.compile's frontend settings where the concept exists.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``bytegraph.explain``: what compiling a call produced, in one object.
 
-Mirrors ``torch._dynamo.explain``: ``bytegraph.explain(fn)(*args, **kwargs)``
+Mirrors TorchDynamo's ``explain``: ``bytegraph.explain(fn)(*args, **kwargs)``
 compiles ``fn`` afresh (its own caches, backend ``eager``), runs the call once
 and returns an :class:`ExplainOutput`.
 """

@@ -11,18 +11,19 @@ from __future__ import annotations
 import dataclasses
 import math
 import weakref
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Protocol
 
 import torch
 
 from bytegraph.guards.source import LocalSource, Source
 
 
-class Names:
+class Names(Protocol):
     """What a guard needs from the code builder: names for constants."""
 
-    def const(self, value: Any) -> str:  # pragma: no cover - protocol
-        raise NotImplementedError
+    def const(self, value: Any) -> str:
+        """The name under which the guard function sees ``value``."""
+        ...
 
 
 def describe_source(source: Source | None) -> str:

@@ -22,6 +22,7 @@ from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers import DictVariable, GeneratorVariable, TupleVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
+from bytegraph.variables.torch import TORCH_FRONTEND
 from bytegraph.variables.torch_function import MODELED_FUNCTIONS
 
 VT = VariableTracker
@@ -31,7 +32,7 @@ VT = VariableTracker
 SKIP_MODULE_PREFIXES = (
     "logging", "threading", "multiprocessing", "unittest", "pdb", "bdb", "traceback",
     "inspect", "importlib", "asyncio", "socket", "subprocess", "tempfile", "pickle",
-    "bytegraph", "torch._dynamo", "torch._compile", "torch._inductor", "torch.fx", "torch._subclasses",
+    "bytegraph", TORCH_FRONTEND, "torch._compile", "torch._inductor", "torch.fx", "torch._subclasses",
     "torch.distributed", "torch.utils._python_dispatch", "torch.testing", "torch.jit",
     "torch.autograd.profiler", "torch.profiler", "torch._functorch", "torch.func",
     "torch._higher_order_ops", "torch.onnx", "torch.export", "tqdm", "pytest", "_pytest",
@@ -206,7 +207,7 @@ def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
             hints=("Call it outside the compiled function.",),
         )
     module = fn.get_globals().get("__name__", "") or ""
-    if module.startswith("torch._dynamo") or module == "torch._compile":  # torch._disable_dynamo wrappers
+    if module.startswith(TORCH_FRONTEND) or module == "torch._compile":  # torch's "do not compile" wrappers
         wrapped = getattr(getattr(fn, "fn", None), "__wrapped__", None)
         target = getattr(wrapped, "__qualname__", name)
         unimplemented(

@@ -149,7 +149,7 @@ def numpy_defaults() -> Iterator[None]:
     """Run torch._numpy with NumPy's default dtypes.
 
     torch._numpy reads its defaults from a global that it otherwise fills from
-    torch._dynamo's config, and some of its paths (``int_array / 2``) use
+    TorchDynamo's config, and some of its paths (``int_array / 2``) use
     torch's default dtype; both are set to NumPy's (float64, complex128,
     int64) for the duration and restored after.
     """

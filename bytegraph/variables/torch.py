@@ -87,12 +87,18 @@ PURE_HELPERS = frozenset(
 #: RNN kernels whose packed-sequence overload (``batch_sizes`` second) reads tensor data.
 PACKED_RNN_OPS = frozenset({torch._VF.gru, torch._VF.lstm, torch._VF.rnn_tanh, torch._VF.rnn_relu})
 
+#: The package of torch's own bytecode frontend (TorchDynamo). bytegraph never imports
+#: or calls it; it only recognises torch functions by this module name: calls into it
+#: are never traced (functions it wraps run natively), and its "is compiling" checks
+#: answer True. tests/test_no_dynamo.py enforces that the name is never imported.
+TORCH_FRONTEND = "torch._dynamo"  # a module name to recognise, never imported
+
 #: callables that mean "we are being compiled"; answered True, as under torch.compile.
 IS_COMPILING_NAMES = frozenset(
     {
         ("torch.compiler", "is_compiling"), ("torch.compiler", "is_dynamo_compiling"),
-        ("torch._utils", "is_compiling"), ("torch._dynamo.external_utils", "is_compiling"),
-        ("torch._dynamo.eval_frame", "is_compiling"),
+        ("torch._utils", "is_compiling"), (f"{TORCH_FRONTEND}.external_utils", "is_compiling"),
+        (f"{TORCH_FRONTEND}.eval_frame", "is_compiling"),
     }
 )
 

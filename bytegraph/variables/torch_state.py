@@ -89,13 +89,11 @@ def _not_entered_here(ctx: VT) -> NoReturn:
 
 class StateContextVariable(VariableTracker):
     """Base of the torch state contexts: ``ctx.__enter__()``/``ctx.__exit__(...)``
-    called explicitly (or on a bound method passed in) act as ``with`` does."""
+    called explicitly (or on a bound method passed in) act as ``with`` does.
 
-    def enter(self, tx: Tx) -> VT:
-        raise NotImplementedError
-
-    def exit(self, tx: Tx, args: Sequence[VT] = ()) -> VT:
-        raise NotImplementedError
+    Each subclass defines ``enter(tx)`` and ``exit(tx, args)``: what entering
+    and leaving do to the state, at trace time and in the graph.
+    """
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
         if name in ("__enter__", "__exit__"):
