@@ -74,7 +74,7 @@ def format_report(frames: dict | None = None) -> str:
             str(len(s.graphs)),
             str(sum(g.op_count for g in s.graphs)),
             str(len(s.breaks)),
-            str(s.guard_counts[-1] if s.guard_counts else 0),
+            str(len(s.compiles[-1].guards) if s.compiles else 0),
             str(len(s.recompile_reasons)),
             f"{(s.trace_seconds - backend) * 1000:.1f}",
             f"{backend * 1000:.1f}",

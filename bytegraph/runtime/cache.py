@@ -126,6 +126,7 @@ class FrameCache:
         if self.native:
             return fn(*args, **kwargs)
         cells = fn.__closure__
+        reason = None
         if self.entries:
             latest = self.entries[0]
             if latest.defaults is not fn.__defaults__ or latest.kwdefaults is not fn.__kwdefaults__:
@@ -163,7 +164,8 @@ class FrameCache:
             metrics.record_native(self.code)
             self.native = True
             return fn(*args, **kwargs)
-        metrics.record_compile(self.code, result.graphs, result.guard.conditions, result.seconds)
+        metrics.record_compile(self.code, metrics.CompileRecord(
+            result.code, result.graphs, result.guard.guards, result.seconds, reason))
         entry = CacheEntry(result, self, fn)
         self.entries = [entry, *self.entries]
         return entry.function_for(fn)(*args, **kwargs)
