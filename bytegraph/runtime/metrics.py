@@ -18,17 +18,22 @@ from bytegraph.guards.guards import Guard
 
 @dataclasses.dataclass
 class BreakRecord:
-    """One graph break: its kind, the reason in words, and the user stack."""
+    """One graph break: its kind, the reason in words, and the user stack;
+    ``context``, ``explanation`` and ``hints`` as :class:`Unsupported` has them."""
 
     gb_type: str
     reason: str
     user_stack: tuple[UserFrame, ...]
     message: str
     in_callee: bool = False  # met inside an inlined callee (which may then compile as a frame of its own)
+    context: str = ""
+    explanation: str = ""
+    hints: tuple[str, ...] = ()
 
     @staticmethod
     def of(exc: Unsupported) -> "BreakRecord":
-        return BreakRecord(exc.gb_type, exc.reason, exc.user_stack, str(exc), exc.frame_depth > 0)
+        return BreakRecord(exc.gb_type, exc.reason, exc.user_stack, str(exc), exc.frame_depth > 0,
+                           exc.context, exc.explanation, exc.hints)
 
     def key(self) -> tuple:
         """What identifies the break: its kind and the user line it happened at."""
@@ -56,6 +61,7 @@ class CompileRecord:
         reason: the guard failure that caused this compile, in words
             (``tensor 'x' size mismatch at index 0: expected 3, got 4``);
             None for the first compile.
+        guard_code: the generated guard function's source.
     """
 
     code: types.CodeType
@@ -63,6 +69,7 @@ class CompileRecord:
     guards: list[Guard]
     seconds: float
     reason: str | None = None
+    guard_code: str = ""
 
 
 @dataclasses.dataclass
