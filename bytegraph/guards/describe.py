@@ -57,11 +57,20 @@ class GuardWords:
         """``[(value name, [facts...]), ...]`` in the order values are first guarded;
         process-wide state last."""
         groups: dict[str, list[str]] = {}
+        unshadowed: dict[str, list[str]] = {}  # builtin -> modules none of whose globals shadow it
         for guard in self.guards:
+            if isinstance(guard, NotShadowed):
+                modules = unshadowed.setdefault(guard.builtin_name, [])
+                if not modules:
+                    groups.setdefault(guard.builtin_name, [])
+                modules.append(guard.f_globals.get("__name__", "?"))
+                continue
             name, text = self.describe(guard)
             facts = groups.setdefault(name, [])
             if text not in facts:
                 facts.append(text)
+        for name, modules in unshadowed.items():
+            groups[name].append(f"the builtin (no global of {_modules(modules)} shadows it)")
         state = groups.pop(GLOBAL_STATE, None)
         return list(groups.items()) + ([(GLOBAL_STATE, state)] if state else [])
 
@@ -97,8 +106,7 @@ class GuardWords:
         if isinstance(guard, DictContains):
             return name, f"{'has' if guard.present else 'has no'} key {_short(guard.key_value)}"
         if isinstance(guard, NotShadowed):
-            module = guard.f_globals.get("__name__", "?")
-            return guard.builtin_name, f"the builtin (no global of module {module} shadows it)"
+            return guard.builtin_name, f"the builtin (no global of {_modules([guard.f_globals.get('__name__', '?')])} shadows it)"
         if isinstance(guard, GlobalStateMatch):
             return GLOBAL_STATE, f"{guard.label} = {_short(guard.expected)}"
         if isinstance(guard, SameObject):
@@ -148,6 +156,11 @@ class GuardWords:
 def describe_guards(guards: Sequence[Guard]) -> list[str]:
     """The guards of one cache entry, one line per value (see :class:`GuardWords`)."""
     return GuardWords(guards).lines()
+
+
+def _modules(names: list[str]) -> str:
+    unique = list(dict.fromkeys(names))
+    return f"module {unique[0]}" if len(unique) == 1 else "modules " + ", ".join(unique)
 
 
 def _type_name(cls: type) -> str:

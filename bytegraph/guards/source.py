@@ -315,7 +315,8 @@ def user_name(source: Source | None) -> str:
     if isinstance(source, ClosureSource):
         return source.var_name
     if isinstance(source, GlobalSource):
-        return source.var_name
+        module = source.f_globals.get("__name__", "?")  # a global of the script by its name, others qualified
+        return source.var_name if module == "__main__" else f"{module}.{source.var_name}"
     if isinstance(source, GetItemSource):
         base = source.base_source
         if isinstance(base, AttrSource) and base.attr in _MODULE_DICTS and isinstance(source.key, str):

@@ -85,7 +85,8 @@ class _Path:
 class _Decompiler:
     def __init__(self, code: types.CodeType, labels: dict[int, str]):
         self.code = code
-        self.instructions = decode(code).instructions
+        # (uncached: generated code may hold unhashable constants, e.g. a dict of globals)
+        self.instructions = decode.__wrapped__(code).instructions
         self.labels = labels
         self.names: dict[str, Any] = {}
         self._name_of: dict[int, str] = {}
@@ -309,10 +310,13 @@ def decompile(code: types.CodeType, labels: dict[int, str] | None = None) -> Dec
     Returns:
         A :class:`Decompiled`.
     """
-    worker = _Decompiler(code, labels or {})
-    body = worker.run(0, _Path([], 1))
-    source = f"def {code.co_name}({_signature(code)}):\n" + "\n".join(body) + "\n"
     listing = dis.Bytecode(code).dis()
+    worker = _Decompiler(code, labels or {})
+    try:
+        body = worker.run(0, _Path([], 1))
+    except Exception as e:  # a bug here must not cost the user the rest of the report
+        return Decompiled(f"# could not decompile {code.co_name}: {type(e).__name__}: {e}\n", {}, listing, False)
+    source = f"def {code.co_name}({_signature(code)}):\n" + "\n".join(body) + "\n"
     return Decompiled(source, worker.names, listing, worker.complete)
 
 

@@ -26,10 +26,10 @@ def render(report: Report, title: str, text_report: str) -> str:
         loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
         autoescape=True, trim_blocks=True, lstrip_blocks=True,
     )
-    highlight, highlight_line, css = _highlighter()
+    highlight, highlight_lines, css = _highlighter()
     return env.get_template("report.html.j2").render(
         report=report, title=title, short=short_path, color=lambda n: _PALETTE[n % len(_PALETTE)],
-        highlight=highlight, highlight_line=highlight_line, pygments_css=_markup(css),
+        highlight=highlight, highlight_lines=highlight_lines, pygments_css=_markup(css),
         chart=_markup(_chart(report.frames)),
     )
 
@@ -52,21 +52,25 @@ def _markup(text: str) -> Any:
 
 
 def _highlighter() -> tuple:
-    """``(highlight(code) -> block, highlight_line(text) -> inline, css)``; escaping only without pygments."""
+    """``(highlight(code) -> block, highlight_lines(lines) -> one inline piece per line, css)``;
+    escaping only without pygments."""
     try:
         from pygments import highlight as pyg_highlight
         from pygments.formatters import HtmlFormatter
         from pygments.lexers import PythonLexer
     except ImportError:
         return (lambda code: _markup(f"<pre>{html.escape(code)}</pre>"),
-                lambda text: _markup(html.escape(text)), "")
+                lambda lines: [_markup(html.escape(text)) for text in lines], "")
     lexer, block, inline = PythonLexer(), HtmlFormatter(cssclass="hl"), HtmlFormatter(nowrap=True)
 
-    def highlight_line(text: str) -> Any:
-        return _markup(pyg_highlight(text, lexer, inline).rstrip("\n"))
+    def highlight_lines(lines: list[str]) -> list:
+        # the lines are lexed together (a docstring spans lines); pygments closes its spans at each line end
+        out = pyg_highlight("\n".join(lines) + "\n", lexer, inline).split("\n")
+        return [_markup(piece) for piece in out[: len(lines)]]
 
-    return (lambda code: _markup(pyg_highlight(code, lexer, block)), highlight_line,
-            block.get_style_defs(".hl") + "\n" + inline.get_style_defs([".src", ".fx"]))
+    css = block.get_style_defs(".hl") + "\n" + inline.get_style_defs([".src", ".fx"])
+    return (lambda code: _markup(pyg_highlight(code, lexer, block)), highlight_lines,
+            css + "\n.hl .err, .src .err, .fx .err { border: none; }")
 
 
 def _chart(frames: list[FrameView]) -> str:

@@ -132,7 +132,7 @@ def build(frames: dict[int, FrameStats] | None = None) -> Report:
         all_frames += frame_views
         functions.append(FunctionView(
             fn_anchor, origin.name, origin.filename, origin.lineno,
-            _source(origin.code, fn_anchor, [b for s in group for b in s.breaks],
+            _source(origin, fn_anchor, [b for s in group for b in s.breaks],
                     [g for f in frame_views for g in f.graphs]),
             frame_views,
         ))
@@ -208,18 +208,25 @@ def _shape(value: Any) -> str:
     return type(value).__name__ if value is not None else ""
 
 
-def _source(code: types.CodeType, fn_anchor: str, breaks: list[BreakRecord], graphs: list[GraphView]) -> list[SourceLine]:
-    """The function's source lines, each with the graph breaks and graphs it is part of."""
+def _source(stats: FrameStats, fn_anchor: str, breaks: list[BreakRecord], graphs: list[GraphView]) -> list[SourceLine]:
+    """The function's source lines, each with the graph breaks and graphs it is part of.
+    A frame reported under another name (an OptimizedModule's entry frame, shown
+    as the module's ``forward``) shows the source at that name's location."""
+    code = stats.code
     try:
-        lines, start = inspect.getsourcelines(code)
-    except (OSError, TypeError):
-        text = linecache.getline(code.co_filename, code.co_firstlineno)
-        lines, start = ([text] if text else []), code.co_firstlineno
+        if stats.filename == code.co_filename and stats.lineno == code.co_firstlineno:
+            lines, start = inspect.getsourcelines(code)
+        else:
+            start = stats.lineno
+            lines = inspect.getblock(linecache.getlines(stats.filename)[start - 1:])
+    except (OSError, TypeError, IndexError, SyntaxError):
+        text = linecache.getline(stats.filename, stats.lineno)
+        lines, start = ([text] if text else []), stats.lineno
     start = max(start, 1)
     views = []
     for i, text in enumerate(lines):
         number = start + i
-        here = [b for b in breaks if _line_in(b, code.co_filename) == number]
+        here = [b for b in breaks if _line_in(b, stats.filename) == number]
         views.append(SourceLine(number, text.rstrip("\n"), f"{fn_anchor}-L{number}", here,
                                 [g.number for g in graphs if number in g.user_lines]))
     return views
