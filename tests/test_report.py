@@ -103,6 +103,27 @@ def test_decompiled_code_compiles_and_runs_as_eager(program):
     assert re.search(r"return __resume_in_with_breaks_at_\d+\(", source)
 
 
+def _straight_line(a, b, *rest, scale=2, **extra):
+    text = "a (tricky, string) ')'"
+    pair = (a + b * scale, text)
+    items = [a, {"k": b, "rest": rest}, a[0:1], -a if b is not None else a]
+    items[0] = len(extra)
+    return pair, items, (a,), text.split(",")[0], max(*rest, 0, key=abs)
+
+
+def test_decompiled_straight_line_code_runs_as_the_original():
+    from bytegraph.report.decompile import decompile
+
+    result = decompile(_straight_line.__code__)
+    assert result.complete
+    namespace = dict(globals(), **result.names)
+    exec(result.source, namespace)
+    decompiled = namespace["_straight_line"]
+    decompiled.__kwdefaults__ = _straight_line.__kwdefaults__
+    args = (torch.arange(3.0), torch.ones(3), -5, 3)
+    assert same(decompiled(*args, flag=1), _straight_line(*args, flag=1))
+
+
 def test_decompiler_stops_honestly_at_code_outside_its_shapes():
     from bytegraph.report.decompile import decompile
 

@@ -366,22 +366,10 @@ def _is_tuple(expr: Any) -> bool:
 
 def _items(expr: str) -> list[str]:
     """The items of a tuple display."""
-    items, depth, quote, start, inner = [], 0, None, 0, expr[1:-1]
-    for i, ch in enumerate(inner):
-        if quote:
-            if ch == quote and inner[i - 1] != "\\":
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            items.append(inner[start:i].strip())
-            start = i + 1
-    tail = inner[start:].strip()
-    return items + ([tail] if tail else [])
+    inner = expr[1:-1]
+    cuts = [i for i, ch, depth in _scan(inner) if ch == "," and depth == 0]
+    parts = [inner[a + 1:b].strip() for a, b in zip([-1, *cuts], [*cuts, len(inner)])]
+    return [p for p in parts if p]
 
 
 def _tuple(items: list[str]) -> str:
@@ -412,48 +400,34 @@ def _bare(expr: Any) -> str:
     return expr
 
 
-def _top_level(text: str) -> set[str]:
-    """The characters of ``text`` outside brackets and string literals."""
-    found, depth, quote, i = set(), 0, None, 0
-    while i < len(text):
-        ch = text[i]
+def _scan(text: str):
+    """``(index, char, depth)`` for each character of ``text`` outside string
+    literals; ``depth`` counts the brackets open after it."""
+    depth, quote, escaped = 0, None, False
+    for i, ch in enumerate(text):
         if quote:
-            if ch == "\\":
-                i += 1
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
             elif ch == quote:
                 quote = None
-        elif ch in "'\"":
+            continue
+        if ch in "'\"":
             quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0:
-            found.add(ch)
-        i += 1
-    return found
+            continue
+        depth += (ch in "([{") - (ch in ")]}")
+        yield i, ch, depth
+
+
+def _top_level(text: str) -> set[str]:
+    """The characters of ``text`` outside brackets and string literals."""
+    return {ch for _, ch, depth in _scan(text) if depth == 0 and ch not in ")]}"}
 
 
 def _balanced_prefix(expr: str) -> bool:
     """Whether the bracket that opens ``expr`` closes at its last character."""
-    depth, quote, i = 0, None, 0
-    while i < len(expr) - 1:
-        ch = expr[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = None
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                return False
-        i += 1
-    return True
+    return all(depth > 0 for i, _, depth in _scan(expr) if i < len(expr) - 1)
 
 
 def inst_repr(inst: Instruction) -> str:
