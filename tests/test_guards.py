@@ -556,3 +556,22 @@ def test_guards_in_words_name_values_as_the_user_does():
     assert list(groups)[-1] == "global state" and "grad mode = True" in groups["global state"]
     text = repr(groups)
     assert "___" not in text and "pybind11" not in text and "_parameters" not in text and "__name__" not in text
+
+
+def test_guards_log_channel_prints_guards_in_words(caplog):
+    import logging
+
+    bytegraph.set_logs("guards")
+    logger = logging.getLogger("bytegraph.guards")
+    logger.addHandler(caplog.handler)
+    try:
+        x = torch.ones(2, 3)
+        assert same(bytegraph.compile(add_one, backend="eager")(x), add_one(x))
+    finally:
+        logger.removeHandler(caplog.handler)
+        bytegraph.set_logs()
+    [message] = [r.getMessage() for r in caplog.records]
+    first, values, state = message.splitlines()
+    assert first == "guards of add_one:" and values == "  x: float32 tensor of shape (2, 3)"
+    assert state.startswith("  global state: grad mode = True; default dtype = torch.float32")
+    assert "pybind11" not in state and "torch._C" not in state
