@@ -225,25 +225,47 @@ def _chromium():
     return path
 
 
-def _browse(page, screenshot, tmp_path):
-    """Open ``page`` headless; return the console messages chromium logged."""
+def _browse(page, tmp_path, *action):
+    """Open ``page`` headless with ``action`` (``--screenshot=...``, ``--dump-dom``);
+    return (stdout, the console messages chromium logged)."""
     done = subprocess.run(
         [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
          f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
-         "--window-size=1400,2000", f"--screenshot={screenshot}", f"file://{page}"],
+         "--window-size=1400,2000", *action, f"file://{page}"],
         capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    return [line for line in done.stderr.splitlines() if "CONSOLE" in line]
+    return done.stdout, [line for line in done.stderr.splitlines() if "CONSOLE" in line]
 
 
 def test_page_renders_in_a_browser_without_console_errors(program, tmp_path):
     program.main()
     page = bytegraph.write_report(tmp_path / "r.html")
-    console = _browse(page, tmp_path / "shot.png", tmp_path)
+    _, console = _browse(page, tmp_path, f"--screenshot={tmp_path / 'shot.png'}")
     assert console == []
     assert (tmp_path / "shot.png").stat().st_size > 20_000  # a rendered page, not a blank one
     # the probe sees console errors: a page with a script error is caught
     broken = tmp_path / "broken.html"
     broken.write_text("<html><body><script>no_such_function();</script></body></html>")
-    assert any("no_such_function" in line for line in _browse(broken, tmp_path / "b.png", tmp_path))
+    assert any("no_such_function" in line for line in _browse(broken, tmp_path, "--dump-dom")[1])
+
+
+def test_index_sorts_by_a_column_when_its_header_is_clicked(program, tmp_path):
+    """Clicking "trace ms" sorts the frames ascending, clicking again descending."""
+    program.main()
+    page = open(bytegraph.write_report(tmp_path / "r.html")).read()
+    probe = """<script>
+    var th = document.querySelectorAll("#index th")[7], seen = [];
+    function column() { return Array.prototype.map.call(document.querySelectorAll("#index tbody tr"),
+                                                        function (r) { return r.cells[7].textContent; }).join(" "); }
+    th.click(); seen.push(column()); th.click(); seen.push(column());
+    var out = document.createElement("pre"); out.id = "probe"; out.textContent = seen.join("|");
+    document.body.appendChild(out);
+    </script></body>"""
+    (tmp_path / "clicked.html").write_text(page.replace("</body>", probe))
+    dom, console = _browse(tmp_path / "clicked.html", tmp_path, "--dump-dom")
+    assert console == []
+    ascending, descending = ([float(t) for t in run.split()]
+                             for run in re.search(r'<pre id="probe">(.*?)</pre>', dom).group(1).split("|"))
+    assert len(ascending) == len(model.build().frames) > 1
+    assert ascending == sorted(ascending) and descending == ascending[::-1] and ascending != descending

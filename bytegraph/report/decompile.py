@@ -245,8 +245,16 @@ class _Decompiler:
             extra = [f"**{_atom(kwargs)}"] if kwargs is not None else []
             stack.append(f"{_atom(callee)}({', '.join(positional + extra)})")
         elif op == "UNPACK_SEQUENCE":
+            value = stack.pop()
+            stores = self.instructions[nxt:nxt + arg]
+            names = [i.argval for i in stores if i.opname in _STORES]
+            if len(names) == arg and len(set(names)) == arg:  # ``a, b = value``
+                for name in names:
+                    self.flush(path, writes=name)
+                self.emit(path, f"{', '.join(names)}{',' if arg == 1 else ''} = {_bare(value)}")
+                return nxt + arg
             temps = [self.temp() for _ in range(arg)]
-            self.statement(path, f"{', '.join(temps)}{',' if arg == 1 else ''} = {_bare(stack.pop())}")
+            self.statement(path, f"{', '.join(temps)}{',' if arg == 1 else ''} = {_bare(value)}")
             stack += reversed(temps)
         elif op in _STORES:
             self.statement(path, f"{val} = {_bare(stack.pop())}", writes=val)
