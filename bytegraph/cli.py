@@ -131,6 +131,8 @@ def run_program(script: str | None, module: str | None, args: Sequence[str], rep
         if spec is None:
             print(f"bytegraph: {why}", file=sys.stderr)
             return 1
+        if spec.submodule_search_locations is not None:  # a package runs its __main__
+            spec = importlib.util.find_spec(f"{module}.__main__") or spec
         sys.argv = [spec.origin or module, *args]
     status = 0
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import itertools
 import linecache
 import types
 from typing import Any
@@ -119,7 +120,7 @@ class Report:
 def build(frames: dict[int, FrameStats] | None = None) -> Report:
     """The report of ``frames`` (default: everything compiled so far)."""
     stats = list((metrics.FRAMES if frames is None else frames).values())
-    counter = iter(range(10**9))
+    counter = itertools.count()  # graph numbers, over the whole report
     by_origin: dict[int, list[FrameStats]] = {}
     for s in stats:
         origin = RESUME_ORIGIN.get(s.code, s.code)
