@@ -75,6 +75,10 @@ def test_report_shows_breaks_graphs_guards_and_recompiles(program, tmp_path):
     assert "float32 tensor of shape (s0, 3)" in page and "expected 4, got 6" in page
     assert "___c" not in str(nb.compiles[1].guards)
     assert len(re.findall(r"<tr>\s*<td><a href=\"#fn", page)) == len(report.frames)  # the index: one row a frame
+    assert f"<b>{report.graphs}</b>graphs" in page and f"<b>{report.breaks}</b>graph breaks" in page  # totals
+    assert page.count('fill="#2e86c1"') == len(report.frames) + 1  # the chart: a bar a frame, and the legend
+    # one static file: nothing fetched from elsewhere
+    assert not re.search(r'(src|href)="(https?:)?//', page) and "<link" not in page and "@import" not in page
 
 
 def test_decompiled_code_compiles_and_runs_as_eager(program):
@@ -146,6 +150,14 @@ def test_plain_page_without_jinja2(program, tmp_path, monkeypatch):
     assert "def no_breaks(x" in page and "bytegraph report:" in page
 
 
+def test_page_without_pygments_is_escaped_plain_code(program, tmp_path, monkeypatch):
+    program.main()
+    monkeypatch.setitem(sys.modules, "pygments", None)
+    page = open(bytegraph.write_report(tmp_path / "plain.html")).read()
+    assert 'class="hl"' not in page and "def no_breaks(x, *, k):" in page
+    assert "&#39;a graph break&#39;" in page or "&#x27;a graph break&#x27;" in page  # escaped, not raw
+
+
 def test_write_report_rejects_a_non_path():
     with pytest.raises(TypeError, match="path"):
         bytegraph.write_report(3)
@@ -200,6 +212,16 @@ def test_report_is_written_when_the_program_raises(capsys, tmp_path, restore_sys
         main(["run", f"--report={tmp_path / 'r.html'}", script, "--fail"])
     assert "bytegraph report:" in capsys.readouterr().err
     assert "no_breaks" in (tmp_path / "r.html").read_text()
+
+
+def test_report_is_written_when_the_program_calls_sys_exit(capsys, tmp_path, restore_sys):
+    script = tmp_path / "exits.py"
+    script.write_text("import sys, torch\n"
+                      "f = torch.compile(lambda x: x - 1, backend='eager')\n"
+                      "f(torch.ones(2))\nsys.exit(3)\n")
+    assert main(["run", "--report", str(tmp_path / "r.html"), str(script)]) == 3
+    assert "1 frame(s)" in capsys.readouterr().err
+    assert "&lt;lambda&gt;" in (tmp_path / "r.html").read_text()
 
 
 def test_report_from_the_environment_variable(tmp_path):
