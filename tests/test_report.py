@@ -128,6 +128,19 @@ def test_decompiled_straight_line_code_runs_as_the_original():
     assert same(decompiled(*args, flag=1), _straight_line(*args, flag=1))
 
 
+def test_decompiled_names_are_identifiers():
+    """Code objects named ``<lambda>`` and locals like pytest's ``@py_assert1``
+    decompile to valid names; an empty tuple stays a tuple."""
+    from bytegraph.report.decompile import decompile
+
+    original = lambda a: (a, (), [a, ()])  # noqa: E731
+    code = original.__code__.replace(co_varnames=("@py_assert1",))
+    result = decompile(code)
+    namespace = dict(result.names)
+    exec(result.source, namespace)
+    assert result.source.startswith("# ") and namespace["__lambda"](7) == original(7)
+
+
 def test_decompiler_stops_honestly_at_code_outside_its_shapes():
     from bytegraph.report.decompile import decompile
 

@@ -161,11 +161,11 @@ class _Decompiler:
         if op in _SKIP:
             return nxt
         if op in _LOADS:
-            stack.append(val)
+            stack.append(_ident(val))
         elif op == "LOAD_GLOBAL":
             if arg & 1:
                 stack.append(_NULL)
-            stack.append(val)
+            stack.append(_ident(val))
         elif op == "LOAD_CONST":
             stack.append(self.const(val))
         elif op == "PUSH_NULL":
@@ -247,7 +247,7 @@ class _Decompiler:
         elif op == "UNPACK_SEQUENCE":
             value = stack.pop()
             stores = self.instructions[nxt:nxt + arg]
-            names = [i.argval for i in stores if i.opname in _STORES]
+            names = [_ident(i.argval) for i in stores if i.opname in _STORES]
             if len(names) == arg and len(set(names)) == arg:  # ``a, b = value``
                 for name in names:
                     self.flush(path, writes=name)
@@ -257,7 +257,7 @@ class _Decompiler:
             self.statement(path, f"{', '.join(temps)}{',' if arg == 1 else ''} = {_bare(value)}")
             stack += reversed(temps)
         elif op in _STORES:
-            self.statement(path, f"{val} = {_bare(stack.pop())}", writes=val)
+            self.statement(path, f"{_ident(val)} = {_bare(stack.pop())}", writes=_ident(val))
         elif op == "STORE_ATTR":
             obj, value = stack.pop(), stack.pop()
             self.statement(path, f"{_atom(obj)}.{val} = {_bare(value)}")
@@ -265,7 +265,7 @@ class _Decompiler:
             key, obj, value = stack.pop(), stack.pop(), stack.pop()
             self.statement(path, f"{_atom(obj)}[{_bare(key)}] = {_bare(value)}")
         elif op in _DELETES:
-            self.statement(path, f"del {val}", writes=val)
+            self.statement(path, f"del {_ident(val)}", writes=_ident(val))
         elif op == "DELETE_ATTR":
             self.statement(path, f"del {_atom(stack.pop())}.{val}")
         elif op == "DELETE_SUBSCR":
@@ -324,12 +324,21 @@ def decompile(code: types.CodeType, labels: dict[int, str] | None = None) -> Dec
         body = worker.run(0, _Path([], 1))
     except Exception as e:  # a bug here must not cost the user the rest of the report
         return Decompiled(f"# could not decompile {code.co_name}: {type(e).__name__}: {e}\n", {}, listing, False)
-    source = f"def {code.co_name}({_signature(code)}):\n" + "\n".join(body) + "\n"
+    header = "" if code.co_name.isidentifier() else f"# {code.co_qualname}\n"
+    source = f"{header}def {_ident(code.co_name)}({_signature(code)}):\n" + "\n".join(body) + "\n"
     return Decompiled(source, worker.names, listing, worker.complete)
 
 
+def _ident(name: str) -> str:
+    """``name`` as a Python identifier: generated and pytest-rewritten code have
+    locals such as ``@py_assert1``, code objects names such as ``<lambda>``."""
+    if name.isidentifier():
+        return name
+    return "__" + (re.sub(r"\W+", "_", name).strip("_") or "name")
+
+
 def _signature(code: types.CodeType) -> str:
-    names = list(code.co_varnames)
+    names = [_ident(name) for name in code.co_varnames]
     positional = names[: code.co_argcount]
     params = list(positional)
     if code.co_posonlyargcount:
@@ -403,7 +412,7 @@ def _bare(expr: Any) -> str:
     """``expr`` without parentheses that only group it (a tuple keeps its own)."""
     if expr is _NULL:
         raise _Stop()
-    if expr.startswith("(") and _balanced_prefix(expr) and "," not in _top_level(expr[1:-1]):
+    if expr.startswith("(") and expr != "()" and _balanced_prefix(expr) and "," not in _top_level(expr[1:-1]):
         return expr[1:-1]
     return expr
 
