@@ -36,7 +36,7 @@ from bytegraph.guards.shape_guards import ShapeGuard
 from bytegraph.guards.source import GLOBAL_STATE, Source, user_name
 
 _SHAPE_REF = re.compile(r"___SRC(\d+)___(?:\.(size|stride)\(\)\[(\d+)\]|\.storage_offset\(\))?")
-_LOWER_BOUND = re.compile(r"(-?\d+) <= (s\d+)")
+_LOWER_BOUND = re.compile(r"(-?\d+) <= ([\w.]+)")
 _LONG = 60
 
 
@@ -133,7 +133,7 @@ class GuardWords:
             return user_name(source)
 
         text = _SHAPE_REF.sub(ref, guard.template)
-        lower = _LOWER_BOUND.fullmatch(text)  # ShapeEnv writes ranges as ``2 <= s0``
+        lower = _LOWER_BOUND.fullmatch(text)  # ShapeEnv writes lower bounds as ``2 <= s0``
         return f"{lower.group(2)} >= {lower.group(1)}" if lower else text
 
     def _tensor(self, guard: TensorMatch) -> str:

@@ -12,7 +12,8 @@ store, call result or return.
 Where a path meets what these shapes never contain (a loop, a ``with`` or
 ``try`` block, generators...), which happens when the rest of a frame runs
 natively from the copied body, the decompiled code says so and stops: that
-part is the user's own source, shown beside it in the report.
+part is the user's own source, shown beside it in the report. Anywhere else
+it says which instruction it did not decompile.
 
 Objects the code loads as constants (compiled graphs, resume functions,
 functions, classes) appear as names (``__compiled_graph_0``,
@@ -129,9 +130,12 @@ class _Decompiler:
                     return path.lines
         except _Stop:
             self.complete = False
-            line = self.instructions[index].lineno
-            where = f"line {line}" if line else "here"
-            self.emit(path, f"...  # from {where} on, the original code of {self.code.co_name} runs natively")
+            inst = self.instructions[index]
+            if path.native:  # inside the copied original body: the user's own code runs from here
+                where = f"line {inst.lineno}" if inst.lineno else "here"
+                self.emit(path, f"...  # from {where} on, the original code of {self.code.co_name} runs natively")
+            else:
+                self.emit(path, f"...  # not decompiled from {inst.opname} at offset {inst.offset}: see the dis listing")
             return path.lines
 
     def emit(self, path: _Path, line: str) -> None:
