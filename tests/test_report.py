@@ -151,7 +151,7 @@ def test_decompiler_stops_honestly_at_code_outside_its_shapes():
         return total
 
     result = decompile(loops.__code__)
-    assert not result.complete and "not decompiled from GET_ITER" in result.source
+    assert not result.complete and "not decompiled from FOR_ITER" in result.source
     compile(result.source, "<decompiled>", "exec")
 
 

@@ -130,6 +130,7 @@ class _Decompiler:
                     return path.lines
         except _Stop:
             self.complete = False
+            self.flush(path)  # what the path evaluated so far
             inst = self.instructions[index]
             if path.native:  # inside the copied original body: the user's own code runs from here
                 where = f"line {inst.lineno}" if inst.lineno else "here"
@@ -218,6 +219,8 @@ class _Decompiler:
         elif op == "BUILD_SLICE":
             parts = _pop(stack, arg)
             stack.append(f"slice({', '.join(_bare(p) for p in parts)})")
+        elif op == "GET_ITER":
+            stack.append(f"iter({_bare(stack.pop())})")
         elif op == "LIST_TO_TUPLE":
             stack.append(f"tuple({_bare(stack.pop())})")
         elif op in ("LIST_EXTEND", "SET_UPDATE", "DICT_UPDATE", "DICT_MERGE", "LIST_APPEND", "SET_ADD"):
