@@ -21,10 +21,12 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/pip install --quiet -c requirements-dev.txt -e '.[bench]'
 	touch $(BENCH_STAMP)
 
-# The main job: real models (torch's TransformerEncoder, HF GPT-2) through `bytegraph run`.
+# The main job: real models (torch's TransformerEncoder, HF GPT-2) through `bytegraph run`;
+# the GPT-2 run also writes the HTML compile report (needs the report extra: jinja2, pygments).
 demo: $(STAMP)
 	$(BIN)/bytegraph run examples/transformer_encoder.py
-	$(BIN)/bytegraph run examples/gpt2.py
+	$(BIN)/bytegraph run --report report.html examples/gpt2.py
+	@echo "GPT-2 compile report: file://$(CURDIR)/report.html (open it in a browser)"
 
 # The quick test tier (slow model tests are excluded by default).
 test: $(STAMP)

@@ -15,9 +15,10 @@ from bytegraph.breaks import BackendCompilerFailed, Unsupported
 from bytegraph.config import config
 from bytegraph.explain import ExplainOutput, explain
 from bytegraph.logs import set_logs
+from bytegraph.report import write_report
 from bytegraph.runtime.wrappers import OptimizedModule
 
 __all__ = [
     "compile", "reset", "explain", "ExplainOutput", "mark_dynamic", "maybe_mark_dynamic", "mark_static", "list_backends", "register_backend", "Unsupported",
-    "BackendCompilerFailed", "config", "set_logs", "OptimizedModule",
+    "BackendCompilerFailed", "config", "set_logs", "OptimizedModule", "write_report",
 ]

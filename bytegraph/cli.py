@@ -1,16 +1,20 @@
 """The ``bytegraph`` command.
 
-``bytegraph run SCRIPT.py [ARGS...]`` (or ``python -m bytegraph run ...``) runs a
-script with ``torch.compile`` served by bytegraph, then prints a report of what
-was compiled: per frame, graphs, ops, graph breaks with reasons, guards,
-recompiles and trace time; then graph breaks grouped by gb_type with counts
-and user locations.
+``bytegraph run [--report PAGE.html] SCRIPT.py [ARGS...]`` (or ``python -m
+bytegraph run ...``) runs a script with ``torch.compile`` served by bytegraph;
+``bytegraph run [--report PAGE.html] -m PACKAGE.MODULE [ARGS...]`` runs a
+module as ``python -m`` does. When the program ends (also on an exception or
+``sys.exit``) the text report of what was compiled goes to stderr (per frame:
+graphs, ops, graph breaks, guards, recompiles, times; then graph breaks by
+gb_type) and, with ``--report``, the HTML report to PAGE.html
+(:mod:`bytegraph.report`). A script that cannot be opened or a module that
+cannot be found is an error, as with ``python``: a message and exit status 2
+(script) or 1 (module), and no report.
 """
 from __future__ import annotations
 
-import argparse
-import collections
 import contextlib
+import importlib.util
 import os
 import runpy
 import sys
@@ -19,7 +23,7 @@ from typing import Any, Callable, Iterator, Sequence
 import torch
 
 from bytegraph.api import compile as bytegraph_compile
-from bytegraph.runtime import metrics
+from bytegraph.report import format_report, write_report
 
 
 def _torch_compile_shim(
@@ -49,90 +53,121 @@ def serving_torch_compile() -> Iterator[None]:
         torch.compile = original
 
 
-def format_report(frames: dict | None = None) -> str:
-    """The report of every frame compiled so far (from :data:`metrics.FRAMES`)."""
-    frames = metrics.FRAMES if frames is None else frames
-    stats = list(frames.values())
-    n_graphs = sum(len(s.graphs) for s in stats)
-    breaks = metrics.distinct_breaks(stats)
-    n_breaks = len(breaks)
-    n_recompiles = sum(len(s.recompile_reasons) for s in stats)
-    lines = [
-        f"bytegraph report: {len(stats)} frame(s), {n_graphs} graph(s), {n_breaks} graph break(s), "
-        f"{n_recompiles} recompile(s)"
-    ]
-    if not stats:
-        lines.append("  (nothing was compiled)")
-        return "\n".join(lines)
-    header = ("frame", "graphs", "ops", "breaks", "guards", "recompiles", "trace ms", "backend ms")
-    rows = [header]
-    for s in stats:
-        backend = sum(g.compile_seconds for g in s.graphs)
-        where = f"{s.name} ({_short(s.filename)}:{s.lineno})"
-        rows.append((
-            where + (" [native]" if s.ran_natively else ""),
-            str(len(s.graphs)),
-            str(sum(g.op_count for g in s.graphs)),
-            str(len(s.breaks)),
-            str(s.guard_counts[-1] if s.guard_counts else 0),
-            str(len(s.recompile_reasons)),
-            f"{(s.trace_seconds - backend) * 1000:.1f}",
-            f"{backend * 1000:.1f}",
-        ))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    for row in rows:
-        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
-        lines.append("  " + "  ".join(cells))
-    by_type: dict[str, list[str]] = collections.defaultdict(list)
-    for _, b in breaks:
-        frame = b.user_stack[-1] if b.user_stack else None
-        by_type[b.gb_type].append(f"{_short(frame.filename)}:{frame.lineno}" if frame else "<unknown>")
-    if by_type:
-        lines.append("graph breaks by type:")
-        for gb_type, places in sorted(by_type.items(), key=lambda kv: -len(kv[1])):
-            counts = collections.Counter(places)
-            where = ", ".join(f"{p} (x{n})" if n > 1 else p for p, n in counts.items())
-            lines.append(f"  {gb_type} ({len(places)}): {where}")
-        lines.append("reasons:")
-        lines += [f"  [{s.name}] {b.reason}" for s, b in breaks]
-    recompiles = [(s.name, r) for s in stats for r in s.recompile_reasons]
-    if recompiles:
-        lines.append("recompiles:")
-        lines += [f"  [{name}] {reason}" for name, reason in recompiles]
-    return "\n".join(lines)
+USAGE = """usage: bytegraph run [--report PAGE.html] SCRIPT.py [ARGS...]
+       bytegraph run [--report PAGE.html] -m PACKAGE.MODULE [ARGS...]
+
+Run a Python program with torch.compile served by bytegraph; at the end, print
+a report of what was compiled to stderr and, with --report, write the HTML
+report to PAGE.html."""
 
 
-def _short(path: str) -> str:
-    for marker in ("site-packages/",):
-        if marker in path:
-            return path.split(marker, 1)[1]
-    return path
+class UsageError(Exception):
+    """A command line ``bytegraph`` cannot run (the message says why)."""
 
 
-def run_script(path: str, args: Sequence[str]) -> int:
-    """Run ``path`` as ``__main__`` with ``torch.compile`` served by bytegraph;
-    print the report even when the script fails. Returns the exit status."""
-    sys.argv = [path, *args]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))  # as `python path` does: siblings import
+def parse_run(argv: Sequence[str]) -> tuple[str | None, str | None, str | None, list[str]]:
+    """``(report path, script, module, program arguments)`` of ``bytegraph run``'s
+    arguments: options up to the script or ``-m MODULE``, everything after it
+    belongs to the program (as with ``python``).
+
+    Raises:
+        UsageError: for an unknown option, a missing value, or no program.
+    """
+    report = None
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg == "--report" or arg.startswith("--report="):
+            value = arg.partition("=")[2] if "=" in arg else (args.pop(0) if args else "")
+            if not value:
+                raise UsageError("--report needs a file name")
+            report = value
+        elif arg == "-m" or (arg.startswith("-m") and len(arg) > 2):
+            module = arg[2:] or (args.pop(0) if args else "")
+            if not module:
+                raise UsageError("-m needs a module name")
+            return report, None, module, args
+        elif arg == "--":
+            if not args:
+                break
+            return report, args[0], None, args[1:]
+        elif arg.startswith("-"):
+            raise UsageError(f"unknown option {arg}")
+        else:
+            return report, arg, None, args
+    raise UsageError("no script or -m module to run")
+
+
+def run_program(script: str | None, module: str | None, args: Sequence[str], report: str | None = None) -> int:
+    """Run ``script`` (a path) or ``module`` (a dotted name) as ``__main__`` with
+    ``torch.compile`` served by bytegraph, as ``python`` would (``sys.argv``,
+    ``sys.path[0]``); then report, even when the program raises or exits.
+
+    Returns:
+        The exit status: the program's ``sys.exit`` code, 0 when it ends, 2
+        when the script cannot be opened, 1 when the module cannot be found
+        (nothing is run or reported then).
+
+    Raises:
+        Whatever the program raises (after reporting), as ``python`` would show it.
+    """
+    if script is not None:
+        try:
+            with open(script, "rb"):
+                pass
+        except OSError as e:
+            print(f"bytegraph: can't open file {script!r}: [Errno {e.errno}] {e.strerror}", file=sys.stderr)
+            return 2
+        sys.argv = [script, *args]
+        sys.path.insert(0, os.path.dirname(os.path.abspath(script)))  # as `python path` does: siblings import
+    else:
+        sys.path.insert(0, os.getcwd())  # as `python -m` does
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError) as e:
+            spec, why = None, str(e)
+        else:
+            why = f"No module named {module}"
+        if spec is None:
+            print(f"bytegraph: {why}", file=sys.stderr)
+            return 1
+        if spec.submodule_search_locations is not None:  # a package runs its __main__
+            spec = importlib.util.find_spec(f"{module}.__main__") or spec
+        sys.argv = [spec.origin or module, *args]
     status = 0
     try:
         with serving_torch_compile():
-            runpy.run_path(path, run_name="__main__")
+            if script is not None:
+                runpy.run_path(script, run_name="__main__")
+            else:
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if e.code is not None and not isinstance(e.code, int):
             print(e.code, file=sys.stderr)  # sys.exit("message"): Python prints the message
     finally:
-        print("\n" + format_report(), flush=True)
+        sys.stdout.flush()
+        print("\n" + format_report(), file=sys.stderr, flush=True)
+        if report is not None:
+            print(f"bytegraph: wrote the compile report to {write_report(report)}", file=sys.stderr)
     return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bytegraph", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a script with torch.compile served by bytegraph, then report")
-    run.add_argument("script", help="path of the Python script to run")
-    run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
-    ns = parser.parse_args(argv)
-    return run_script(ns.script, ns.args)
-
+    """``bytegraph COMMAND ...``; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE, file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    if argv[0] != "run":
+        print(f"{USAGE}\nbytegraph: unknown command {argv[0]!r}", file=sys.stderr)
+        return 2
+    if argv[1:2] in (["-h"], ["--help"]):
+        print(USAGE)
+        return 0
+    try:
+        report, script, module, args = parse_run(argv[1:])
+    except UsageError as e:
+        print(f"{USAGE}\nbytegraph run: {e}", file=sys.stderr)
+        return 2
+    return run_program(script, module, args, report)

@@ -24,6 +24,7 @@ from bytegraph.breaks import BackendCompilerFailed, InternalError, Unsupported, 
 from bytegraph.bytecode.assemble import assemble
 from bytegraph.config import config
 from bytegraph.graph.output_graph import Backend, CompiledGraph, DynamicPolicy, NeedsShapeEnv, OutputGraph
+from bytegraph.guards.describe import describe_guards
 from bytegraph.guards.guard_code import GuardFunction, build_guard_function
 from bytegraph.guards.guards import Guard, IdMatch, NoAliasing, TensorMatch
 from bytegraph.guards.shape_guards import settle_tensor_guards, shape_env_guards
@@ -156,7 +157,8 @@ def convert_frame(
     except Exception as exc:
         return RunNatively(_internal_error(code, exc, "building the guards of"))
     if logs.enabled("guards"):
-        logs.get("guards").info("guards of %s:\n%s", code.co_qualname, guard.text)
+        logs.get("guards").info("guards of %s:\n%s", code.co_qualname,
+                                "\n".join("  " + line for line in describe_guards(guard.guards)))
     return Converted(
         new_code, guard, output.compiled_graphs, list(break_points.values()),
         [g for g in guards if isinstance(g, IdMatch)], time.perf_counter() - start,

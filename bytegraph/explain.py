@@ -12,6 +12,7 @@ from typing import Any, Callable
 import torch
 
 from bytegraph.api import compile as bytegraph_compile
+from bytegraph.guards.describe import describe_guards
 from bytegraph.runtime import metrics
 from bytegraph.runtime.metrics import BreakRecord
 
@@ -27,7 +28,9 @@ class ExplainOutput:
         graph_break_count: number of graph breaks.
         break_reasons: each break's gb_type, reason text and user stack.
         ops_per_graph: for each graph, the targets of its call nodes.
-        guards: the guard conditions of every compiled frame, as Python source.
+        guards: the guards of every compiled frame in words, one line per
+            value (``x: float32 tensor of shape (s0, 3); s0 >= 2``; see
+            :mod:`bytegraph.guards.describe`).
         compile_times: seconds spent converting each frame (tracing, guards,
             codegen and backend).
         recompile_reasons: why frames were compiled again during the call.
@@ -79,7 +82,7 @@ def explain(fn: Callable | torch.nn.Module) -> Callable[..., ExplainOutput]:
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
         with metrics.recording() as rec:
             result = bytegraph_compile(fn, backend="eager")(*args, **kwargs)
-        graphs = [g.graph_module for g in rec.graphs]
+        graphs = [g.graph_module for c in rec.compiles for g in c.graphs]
         ops = [
             [_target_name(n.target) for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
             for gm in graphs
@@ -90,8 +93,8 @@ def explain(fn: Callable | torch.nn.Module) -> Callable[..., ExplainOutput]:
             graph_break_count=len(rec.breaks),
             break_reasons=list(rec.breaks),
             ops_per_graph=ops,
-            guards=[g for frame in rec.guards for g in frame],
-            compile_times=list(rec.trace_seconds),
+            guards=[line for c in rec.compiles for line in describe_guards(c.guards)],
+            compile_times=[c.seconds for c in rec.compiles],
             recompile_reasons=list(rec.recompile_reasons),
             result=result,
         )

@@ -4,7 +4,7 @@ Channels (each is the logger ``bytegraph.<channel>``):
 
 - ``graph_breaks``: every graph break, with gb_type and user location;
 - ``recompiles``: every recompile, with the guard that failed;
-- ``guards``: the guard function of each new cache entry;
+- ``guards``: the guards of each new cache entry, in words, grouped by value;
 - ``graph``: each captured graph, as a table;
 - ``bytecode``: original and transformed bytecode of each frame.
 

@@ -282,10 +282,12 @@ def test_recompile_limit_warning_points_at_the_users_call():
     assert warning.filename == __file__
 
 
-def test_explain_shows_guarded_values():
+def test_explain_shows_guards_in_words():
     explanation = bytegraph.explain(lambda x: x * 2)(torch.ones(2, 3))
+    assert explanation.guards[0] == "x: float32 tensor of shape (2, 3)"
+    assert "grad mode = True" in explanation.guards[-1]
     text = "\n".join(explanation.guards)
-    assert "___c" not in text and "torch.Size([2, 3])" in text and "torch.is_grad_enabled() is True" in text
+    assert "___c" not in text and "pybind11" not in text and "torch._C" not in text
 
 
 @pytest.mark.parametrize("name, value", [("recompile_limit", 0), ("max_inline_depth", -1), ("max_trace_instructions", -5)])

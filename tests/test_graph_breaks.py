@@ -510,7 +510,7 @@ def test_break_inside_a_routed_callee_is_reported_once():
     distinct = metrics.distinct_breaks(list(metrics.FRAMES.values()))
     recorded = [b for stats in metrics.FRAMES.values() for b in stats.breaks]
     assert [b.gb_type for _, b in distinct] == ["print"] and len(recorded) == 2
-    from bytegraph.cli import format_report
+    from bytegraph.report import format_report
     assert "1 graph break(s)" in format_report()
 
 

@@ -532,3 +532,46 @@ def test_sparse_inputs_run_natively(layout):
     out = bytegraph.compile(f, backend="eager")(x)
     assert same(out.to_dense(), f(x).to_dense())
     assert [b.gb_type for s in metrics.FRAMES.values() for b in s.breaks] == ["unsupported tensor layout"]
+
+
+def _scaled(model, x, n):
+    return model(x).sum(0) * n + len(str(n))
+
+
+def test_guards_in_words_name_values_as_the_user_does():
+    """explain() and the guards log show guards grouped by value, with dynamic
+    sizes as symbols and no internal names, generated constants or whole dicts."""
+    model = nn.Linear(3, 3)
+    compiled = bytegraph.compile(_scaled, backend="eager", dynamic=True)
+    with metrics.recording() as rec:
+        x = torch.randn(4, 3)
+        assert same(compiled(model, x, 2), _scaled(model, x, 2))
+    [entry] = rec.compiles
+    from bytegraph.guards.describe import GuardWords
+
+    groups = dict(GuardWords(entry.guards).grouped())
+    assert groups["x"][0] == "float32 tensor of shape (s0, 3)" and "s0 >= 2" in groups["x"]
+    assert groups["model.weight"] == ["float32 Parameter of shape (3, 3), requires_grad"]
+    assert "the builtin (no global of module" in groups["str"][0]
+    assert list(groups)[-1] == "global state" and "grad mode = True" in groups["global state"]
+    text = repr(groups)
+    assert "___" not in text and "pybind11" not in text and "_parameters" not in text and "__name__" not in text
+
+
+def test_guards_log_channel_prints_guards_in_words(caplog):
+    import logging
+
+    bytegraph.set_logs("guards")
+    logger = logging.getLogger("bytegraph.guards")
+    logger.addHandler(caplog.handler)
+    try:
+        x = torch.ones(2, 3)
+        assert same(bytegraph.compile(add_one, backend="eager")(x), add_one(x))
+    finally:
+        logger.removeHandler(caplog.handler)
+        bytegraph.set_logs()
+    [message] = [r.getMessage() for r in caplog.records]
+    first, values, state = message.splitlines()
+    assert first == "guards of add_one:" and values == "  x: float32 tensor of shape (2, 3)"
+    assert state.startswith("  global state: grad mode = True; default dtype = torch.float32")
+    assert "pybind11" not in state and "torch._C" not in state

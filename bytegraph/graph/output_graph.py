@@ -143,6 +143,9 @@ class OutputGraph:
         self.instruction_count = 0
         self.max_instructions = max_instructions
         self.compiled_graphs: list[CompiledGraph] = []
+        #: the translator running the current instruction: graph nodes record its
+        #: user stack as ``meta["user_stack"]`` (the HTML report links nodes to lines)
+        self.current_tx: Any = None
         self.unscoped_grad_mode_changes = 0
         self.open_states: list[Callable[[], Any]] = []
         self.identity_key_sources: dict[Any, None] = {}  # inputs used as dict keys (by identity), in order
@@ -286,6 +289,8 @@ class OutputGraph:
     def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict, example: Any) -> torch.fx.Node:
         node = self.graph.create_node(kind, target, args, kwargs)
         node.meta["example_value"] = example
+        if self.current_tx is not None:
+            node.meta["user_stack"] = tuple(self.current_tx.user_stack())
         if self.shape_env is not None and self.shape_env.pending_fresh_unbacked_symbols:
             # where the data-dependent symbols this node made live in its output (AOTAutograd needs it)
             node.meta["unbacked_bindings"] = compute_unbacked_bindings(self.shape_env, example)
@@ -377,13 +382,12 @@ class OutputGraph:
             if not callable(compiled):
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} returned "
                                             f"{type(compiled).__name__} for a graph of {name}, not a callable")
-            self.compiled_graphs.append(
-                CompiledGraph(name, gm, self.op_count(), time.perf_counter() - start)
-            )
+            seconds = time.perf_counter() - start
             if self.unscoped_grad_mode_changes == 0 and any(
                 n.target is torch._C._set_grad_enabled for n in gm.graph.nodes
             ):
                 compiled = restore_grad_mode_on_error(compiled)
+            self.compiled_graphs.append(CompiledGraph(name, gm, self.op_count(), seconds, compiled))
             codegen.load_callable(compiled)
             for inp in self.inputs:
                 codegen.load_source(inp.source)
@@ -428,12 +432,14 @@ class CompiledGraph:
         graph_module: the fx GraphModule given to the backend.
         op_count: call_function/call_method nodes.
         compile_seconds: time the backend took, in seconds.
+        compiled: what the transformed code calls (the backend's callable).
     """
 
     frame_name: str
     graph_module: torch.fx.GraphModule
     op_count: int
     compile_seconds: float
+    compiled: Callable | None = None
 
 
 def format_graph(gm: torch.fx.GraphModule) -> str:

@@ -27,7 +27,6 @@ import dataclasses
 import inspect
 import keyword
 import math
-import re
 import types
 from typing import Any, Callable, Sequence
 
@@ -41,7 +40,6 @@ from bytegraph.guards.guards import (
     SameStorage,
     TensorMatch,
     TypeMatch,
-    describe_source,
 )
 from bytegraph.guards.shape_guards import ShapeGuard
 from bytegraph.guards.source import ClosureSource, GlobalSource, LocalSource, Source
@@ -54,14 +52,12 @@ class GuardFunction:
     Attributes:
         check: ``check(cells, *args, **kwargs) -> bool``.
         guards: the guards in check order.
-        conditions: each guard's condition as Python source, in check order.
-        text: the generated Python source (logged on the ``guards`` channel).
+        text: the generated Python source (shown by the HTML report).
     """
 
     check: Callable[..., bool]
     first_failure_fn: Callable[..., tuple[int, Any]]
     guards: list[Guard]
-    conditions: list[str]
     text: str
     observed: list[Guard] = dataclasses.field(default_factory=list)
     observe_fn: Callable[..., list] | None = None
@@ -232,11 +228,9 @@ def build_guard_function(
     params = _parameters(code, fn, builder)
     check_lines: list[str] = []
     fail_lines: list[str] = []
-    conditions: list[str] = []
     for index, guard in enumerate(ordered_guards):
         pre: list[str] = []
         cond, value = builder.check_text(guard, pre)
-        conditions.append(f"{describe_source(guard.source)}: {cond}")
         for line in pre:
             check_lines.append(line)
             fail_lines.append(line)
@@ -284,25 +278,7 @@ def build_guard_function(
     namespace: dict[str, Any] = {"math": math, "torch": torch}  # ShapeEnv guards call math.isnan, math.floor...
     exec(compile(text, f"<bytegraph guards for {code.co_name}>", "exec"), namespace)
     check, first_failure, observe = namespace["___make"](**builder.consts)
-    shown = [_CONST_NAME.sub(lambda m: _show_const(builder.consts[m.group(0)]), c) for c in conditions]
-    return GuardFunction(check, first_failure, ordered_guards, shown, text, observed, observe)
-
-
-_CONST_NAME = re.compile(r"___c\d+")
-
-
-def _show_const(value: Any) -> str:
-    """A guard constant as a reader wants it in ``explain``: a class or function by
-    its qualified name (``torch.is_grad_enabled``), a value by its repr."""
-    if isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType)) or callable(value) and hasattr(
-        value, "__qualname__"
-    ):
-        module = getattr(value, "__module__", None)
-        name = value.__qualname__
-        plain = module in (None, "builtins") or "pybind11" in module  # (pybind11 gives internal module names)
-        return name if plain else f"{module}.{name}"
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    return GuardFunction(check, first_failure, ordered_guards, text, observed, observe)
 
 
 def _observable(guard: Guard) -> bool:

@@ -15,7 +15,7 @@ from typing import Any, Callable, ClassVar, Protocol
 
 import torch
 
-from bytegraph.guards.source import LocalSource, Source
+from bytegraph.guards.source import Source, user_name
 
 
 class Names(Protocol):
@@ -27,11 +27,8 @@ class Names(Protocol):
 
 
 def describe_source(source: Source | None) -> str:
-    if source is None:
-        return "global state"
-    if isinstance(source, LocalSource):
-        return repr(source.local_name)
-    return source.name()
+    """How a guard failure names its value: ``'x'``, ``'self.fc.weight'``."""
+    return user_name(source) if source is None else repr(user_name(source))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -292,8 +292,41 @@ def module_attr_source(base: Source, module: Any, attr: str) -> Source:
     """Source of ``module.attr`` for an ``nn.Module``, read through the dict that
     holds it (``_parameters``, ``_buffers``, ``_modules``) to skip the slow
     ``Module.__getattr__`` in guards and in the transformed code."""
-    for dict_name in ("_parameters", "_buffers", "_modules"):
+    for dict_name in _MODULE_DICTS:
         holder = module.__dict__.get(dict_name)
         if holder is not None and attr in holder:
             return GetItemSource(AttrSource(base, dict_name), attr)
     return AttrSource(base, attr)
+
+
+#: what guards on process-wide state (grad mode, default dtype...) are listed under
+GLOBAL_STATE = "global state"
+_MODULE_DICTS = ("_parameters", "_buffers", "_modules")
+
+
+def user_name(source: Source | None) -> str:
+    """``source`` as the user's code would spell it: ``x``, ``self.fc.weight``,
+    ``cfg['lr']``; a global by its name in the frame's module."""
+    if source is None:
+        return GLOBAL_STATE
+    if isinstance(source, LocalSource):
+        stack = source.local_name.removeprefix("___stack")  # a resume function's stack values
+        return f"<stack value {stack}>" if stack.isdigit() else source.local_name
+    if isinstance(source, ClosureSource):
+        return source.var_name
+    if isinstance(source, GlobalSource):
+        module = source.f_globals.get("__name__", "?")  # a global of the script by its name, others qualified
+        return source.var_name if module == "__main__" else f"{module}.{source.var_name}"
+    if isinstance(source, GetItemSource):
+        base = source.base_source
+        if isinstance(base, AttrSource) and base.attr in _MODULE_DICTS and isinstance(source.key, str):
+            return f"{user_name(base.base_source)}.{source.key}"  # module.attr, read through its dict
+        return f"{user_name(base)}[{source.key!r}]"
+    if isinstance(source, AttrSource):
+        return f"{user_name(source.base_source)}.{source.attr}"
+    if isinstance(source, ConvertSource):
+        return f"{source.label}({user_name(source.base_source)})"
+    if isinstance(source, ConstSource):
+        return source.label
+    base = source.base
+    return source.name() if base is None else source.name().replace(base.name(), user_name(base), 1)

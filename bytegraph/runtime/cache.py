@@ -126,6 +126,7 @@ class FrameCache:
         if self.native:
             return fn(*args, **kwargs)
         cells = fn.__closure__
+        reason = None
         if self.entries:
             latest = self.entries[0]
             if latest.defaults is not fn.__defaults__ or latest.kwdefaults is not fn.__kwdefaults__:
@@ -156,14 +157,15 @@ class FrameCache:
         signature_fn = None if self.code in RESUME_DEPTH else fn
         result = convert_frame(self.code, fn.__globals__, cells, f_locals, signature_fn, self.options,
                                hooks_for(self.options), self.policy())
-        for reason in result.breaks if isinstance(result, Converted) else ():
-            metrics.record_break(self.code, reason)
+        for brk in result.breaks if isinstance(result, Converted) else ():
+            metrics.record_break(self.code, brk)
         if isinstance(result, RunNatively):
             metrics.record_break(self.code, result.reason)
             metrics.record_native(self.code)
             self.native = True
             return fn(*args, **kwargs)
-        metrics.record_compile(self.code, result.graphs, result.guard.conditions, result.seconds)
+        metrics.record_compile(self.code, metrics.CompileRecord(
+            result.code, result.graphs, result.guard.guards, result.seconds, reason, result.guard.text))
         entry = CacheEntry(result, self, fn)
         self.entries = [entry, *self.entries]
         return entry.function_for(fn)(*args, **kwargs)

@@ -13,21 +13,27 @@ from typing import Iterator
 
 from bytegraph.breaks import Unsupported, UserFrame
 from bytegraph.graph.output_graph import CompiledGraph
+from bytegraph.guards.guards import Guard
 
 
 @dataclasses.dataclass
 class BreakRecord:
-    """One graph break: its kind, the reason in words, and the user stack."""
+    """One graph break: its kind, the reason in words, and the user stack;
+    ``context``, ``explanation`` and ``hints`` as :class:`Unsupported` has them."""
 
     gb_type: str
     reason: str
     user_stack: tuple[UserFrame, ...]
     message: str
     in_callee: bool = False  # met inside an inlined callee (which may then compile as a frame of its own)
+    context: str = ""
+    explanation: str = ""
+    hints: tuple[str, ...] = ()
 
     @staticmethod
     def of(exc: Unsupported) -> "BreakRecord":
-        return BreakRecord(exc.gb_type, exc.reason, exc.user_stack, str(exc), exc.frame_depth > 0)
+        return BreakRecord(exc.gb_type, exc.reason, exc.user_stack, str(exc), exc.frame_depth > 0,
+                           exc.context, exc.explanation, exc.hints)
 
     def key(self) -> tuple:
         """What identifies the break: its kind and the user line it happened at."""
@@ -44,8 +50,36 @@ def distinct_breaks(stats: list["FrameStats"]) -> list[tuple["FrameStats", Break
 
 
 @dataclasses.dataclass
+class CompileRecord:
+    """One conversion of a frame: one cache entry.
+
+    Attributes:
+        code: the transformed code object (the original with graph calls in).
+        graphs: the graphs compiled for it, in order.
+        guards: its guards, in the order the guard function checks them.
+        seconds: wall time of the conversion (tracing, guards, backend), in seconds.
+        reason: the guard failure that caused this compile, in words
+            (``tensor 'x' size mismatch at index 0: expected 3, got 4``);
+            None for the first compile.
+        guard_code: the generated guard function's source.
+    """
+
+    code: types.CodeType
+    graphs: list[CompiledGraph]
+    guards: list[Guard]
+    seconds: float
+    reason: str | None = None
+    guard_code: str = ""
+
+
+@dataclasses.dataclass
 class FrameStats:
-    """Per code object: everything compiled for it so far."""
+    """Per code object: everything compiled for it so far.
+
+    ``graphs``, ``trace_seconds`` and ``frames_compiled`` total over
+    ``compiles``; ``recompile_reasons`` also holds the failures that met the
+    recompile limit (the frame then ran natively and compiled nothing).
+    """
 
     name: str
     filename: str
@@ -54,7 +88,7 @@ class FrameStats:
     graphs: list[CompiledGraph] = dataclasses.field(default_factory=list)
     breaks: list[BreakRecord] = dataclasses.field(default_factory=list)
     recompile_reasons: list[str] = dataclasses.field(default_factory=list)
-    guard_counts: list[int] = dataclasses.field(default_factory=list)
+    compiles: list[CompileRecord] = dataclasses.field(default_factory=list)
     trace_seconds: float = 0.0
     frames_compiled: int = 0
     ran_natively: bool = False
@@ -64,11 +98,9 @@ class FrameStats:
 class Recorder:
     """Events collected while a recorder is active (see :func:`recording`)."""
 
-    graphs: list[CompiledGraph] = dataclasses.field(default_factory=list)
+    compiles: list[CompileRecord] = dataclasses.field(default_factory=list)
     breaks: list[BreakRecord] = dataclasses.field(default_factory=list)
     recompile_reasons: list[str] = dataclasses.field(default_factory=list)
-    guards: list[list[str]] = dataclasses.field(default_factory=list)
-    trace_seconds: list[float] = dataclasses.field(default_factory=list)
 
 
 #: id(code) -> stats; FrameStats keeps its code object alive, so ids are not reused.
@@ -102,17 +134,15 @@ def label(code: types.CodeType, name: str, filename: str, lineno: int) -> None:
     stats.name, stats.filename, stats.lineno = name, filename, lineno
 
 
-def record_compile(code: types.CodeType, graphs: list[CompiledGraph], guards: list[str], seconds: float) -> None:
-    """A frame was converted: its graphs, its guard conditions, and the seconds it took."""
+def record_compile(code: types.CodeType, record: CompileRecord) -> None:
+    """``code`` was converted into a new cache entry, described by ``record``."""
     stats = stats_for(code)
-    stats.graphs.extend(graphs)
-    stats.guard_counts.append(len(guards))
-    stats.trace_seconds += seconds
+    stats.compiles.append(record)
+    stats.graphs.extend(record.graphs)
+    stats.trace_seconds += record.seconds
     stats.frames_compiled += 1
     for recorder in _ACTIVE:
-        recorder.graphs.extend(graphs)
-        recorder.guards.append(guards)
-        recorder.trace_seconds.append(seconds)
+        recorder.compiles.append(record)
 
 
 def record_break(code: types.CodeType, exc: Unsupported) -> None:

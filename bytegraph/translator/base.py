@@ -97,8 +97,10 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
         inst = self.instructions[self.ip]
         self.current_instruction = inst
         self.ip += 1
-        self.output.tick()
+        output = self.output
+        output.tick()
         handler = getattr(self, inst.opname, None)
+        caller, output.current_tx = output.current_tx, self  # graph nodes made now come from this line
         try:
             if handler is None:
                 unimplemented(
@@ -120,6 +122,8 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
                 e.user_stack = tuple(self.user_stack())
                 e.frame_depth = self.depth
             raise
+        finally:
+            output.current_tx = caller
 
     def step_in_try_block(self, handler, inst: Instruction) -> None:
         """Run an instruction an ``except`` clause of this frame protects.
