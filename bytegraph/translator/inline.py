@@ -19,7 +19,7 @@ from bytegraph.guards.source import AttrSource
 from bytegraph.translator.base import InstructionTranslatorBase
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.containers import DictVariable, GeneratorVariable, TupleVariable
+from bytegraph.variables.sequences import DictVariable, GeneratorVariable, TupleVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
 from bytegraph.variables.torch import TORCH_FRONTEND

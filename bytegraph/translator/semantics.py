@@ -28,7 +28,7 @@ from bytegraph.variables.builder import wrap, wrap_const
 from bytegraph.variables.builtin import BINARY_DUNDERS, UNARY_DUNDERS, BuiltinVariable, OperatorGetterVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
-from bytegraph.variables.containers import (
+from bytegraph.variables.sequences import (
     BaseSequenceVariable,
     DequeVariable,
     DictVariable,

@@ -8,7 +8,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers import (
+from bytegraph.variables.sequences import (
     DictVariable,
     ListVariable,
     as_dict,

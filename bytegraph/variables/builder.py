@@ -44,7 +44,7 @@ from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.builtin import BuiltinVariable, bound_to_constant
 from bytegraph.variables.constant import ConstantVariable, is_constant_value
-from bytegraph.variables.containers import (
+from bytegraph.variables.sequences import (
     DictVariable,
     LazyDictVariable,
     ListVariable,

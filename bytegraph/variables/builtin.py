@@ -28,7 +28,7 @@ from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.misc import EnvironVariable
-from bytegraph.variables.containers import (
+from bytegraph.variables.sequences import (
     BaseSequenceVariable,
     DictVariable,
     EnumerateVariable,

@@ -21,7 +21,7 @@ import torch
 from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers import (DictVariable, LazyDictVariable, ListVariable, NamedTupleVariable,
+from bytegraph.variables.sequences import (DictVariable, LazyDictVariable, ListVariable, NamedTupleVariable,
                                             SetVariable, TupleVariable)
 from bytegraph.variables.user_defined import NewObjectVariable, UserDefinedObjectVariable
 

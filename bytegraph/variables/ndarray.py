@@ -26,7 +26,7 @@ from bytegraph.config import config
 from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers import ListVariable, NamedTupleVariable, SliceVariable, TupleVariable
+from bytegraph.variables.sequences import ListVariable, NamedTupleVariable, SliceVariable, TupleVariable
 from bytegraph.variables.tensor import (
     SYMBOLIC_TYPES,
     FakeItemVariable,

@@ -50,7 +50,7 @@ from bytegraph.guards.source import AttrSource, CallMethodSource
 from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers import ListVariable, NamedTupleVariable, SizeVariable, SliceVariable, TupleVariable
+from bytegraph.variables.sequences import ListVariable, NamedTupleVariable, SizeVariable, SliceVariable, TupleVariable
 from bytegraph.variables.tensor_surface import (
     BREAKING_ATTRS,
     BREAKING_METHODS,

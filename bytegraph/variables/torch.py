@@ -35,7 +35,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise
-from bytegraph.variables.containers import SizeVariable
+from bytegraph.variables.sequences import SizeVariable
 from bytegraph.variables.ndarray import ndarray_to_tensor
 from bytegraph.variables.tensor import NumpyNdarrayVariable, TensorVariable, dispatches, graph_call, overloaded_args
 from bytegraph.variables.torch_state import STATE_CONTEXTS, create_state_context

@@ -48,7 +48,7 @@ from bytegraph.guards.source import AttrSource, ConstSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builtin import BINARY_DUNDERS, UNARY_DUNDERS
 from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.containers import BaseSequenceVariable, DictVariable, NamedTupleVariable, TupleVariable
+from bytegraph.variables.sequences import BaseSequenceVariable, DictVariable, NamedTupleVariable, TupleVariable
 from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.tensor import (
     SymNodeVariable,

@@ -22,7 +22,7 @@ from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, DictKeysMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.containers import DictBaseView, DictVariable
+from bytegraph.variables.sequences import DictBaseView, DictVariable
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
 from bytegraph.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 
