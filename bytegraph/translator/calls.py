@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Sequence
 
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.sequences import DictVariable, TupleVariable, as_dict
+from bytegraph.variables.dicts import DictVariable, as_dict
+from bytegraph.variables.sequences import TupleVariable
 from bytegraph.variables.functions import NestedUserFunctionVariable
 from bytegraph.variables.misc import NullVariable
 

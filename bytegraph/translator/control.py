@@ -14,7 +14,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.sequences import GeneratorVariable, IteratorVariable
+from bytegraph.variables.iteration import GeneratorVariable, IteratorVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 
 if TYPE_CHECKING:

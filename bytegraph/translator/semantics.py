@@ -28,26 +28,24 @@ from bytegraph.variables.builder import wrap, wrap_const
 from bytegraph.variables.builtin import BINARY_DUNDERS, UNARY_DUNDERS, BuiltinVariable, OperatorGetterVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
+from bytegraph.variables.dicts import DictVariable, DictViewVariable, LazyDictVariable
+from bytegraph.variables.iteration import IteratorVariable, ListIteratorVariable
 from bytegraph.variables.sequences import (
     BaseSequenceVariable,
     DequeVariable,
-    DictVariable,
-    DictViewVariable,
-    IteratorVariable,
-    LazyDictVariable,
-    ListIteratorVariable,
     ListVariable,
     NamedTupleVariable,
-    SetVariable,
     SliceVariable,
     TupleVariable,
     is_modelled_namedtuple,
 )
+from bytegraph.variables.sets import SetVariable
 from bytegraph.variables.functions import UserFunctionVariable
 from bytegraph.variables import ndarray, torch_function
-from bytegraph.variables import numpy as npops
 from bytegraph.variables.nn_module import NNModuleVariable
-from bytegraph.variables.tensor import NumpyNdarrayVariable, TensorSubclassVariable, TensorVariable, graph_call
+from bytegraph.variables.ndarray import NumpyNdarrayVariable
+from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.torch_function import TensorSubclassVariable
 from bytegraph.variables.functions import NestedUserFunctionVariable, PartialVariable, UserMethodVariable
 from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_library_module
 from bytegraph.variables.user_defined import (
@@ -183,20 +181,7 @@ class PythonSemantics:
             obj.call_slot(self, base, "__init__", args, kwargs)
         return obj
 
-    def graph_call(self: InstructionTranslatorBase, kind: str, target: Any, args: Sequence[VT],
-                   kwargs: dict[str, VT]) -> VT:
-        """Put ``target(*args, **kwargs)`` in the graph (see ``variables.tensor.graph_call``)."""
-        return graph_call(self, kind, target, args, kwargs)
-    # ---- NumPy (variables/ndarray.py) ------------------------------------------------------------
-    def numpy_call(self: InstructionTranslatorBase, op: npops.NumpyOp, args: Sequence[VT],
-                   kwargs: dict[str, VT]) -> VT:
-        """The NumPy operation ``op`` on traced values, as a graph node with NumPy's result semantics."""
-        return ndarray.numpy_call(self, op, args, kwargs)
-
-    def numpy_operator(self: InstructionTranslatorBase, fn: Any, args: Sequence[VT]) -> VT:
-        """An operator (``a + b``, ``a[i]``, ``a[i] = v``...) with an ndarray operand."""
-        return ndarray.numpy_operator(self, fn, args)
-
+    # ---- calls from a lower module into one that imports it (tensor.py -> ndarray.py, torch_function.py) ----
     def tensor_to_numpy(self: InstructionTranslatorBase, tensor: TensorVariable, args: Sequence[VT],
                         kwargs: dict[str, VT]) -> VT:
         """``tensor.numpy(force=False)``."""
@@ -216,13 +201,6 @@ class PythonSemantics:
                                args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         """``obj.name(*args)`` where ``obj`` or an argument is a dispatching tensor subclass."""
         return torch_function.dispatch_tensor_method(self, obj, name, args, kwargs)
-
-    def subclass_getattr(self: InstructionTranslatorBase, obj: TensorSubclassVariable, name: str) -> VT:
-        return torch_function.subclass_getattr(self, obj, name)
-
-    def subclass_call_method(self: InstructionTranslatorBase, obj: TensorSubclassVariable, name: str,
-                             args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        return torch_function.subclass_call_method(self, obj, name, args, kwargs)
 
     def torch_tensor_attr(self: InstructionTranslatorBase, obj: TensorVariable, name: str) -> VT:
         """``obj.name`` resolved on ``torch.Tensor`` itself (``super().name`` in a subclass)."""

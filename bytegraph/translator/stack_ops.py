@@ -8,14 +8,9 @@ from bytegraph.breaks import unimplemented
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.sequences import (
-    DictVariable,
-    ListVariable,
-    as_dict,
-    SetVariable,
-    SliceVariable,
-    TupleVariable,
-)
+from bytegraph.variables.dicts import DictVariable, as_dict
+from bytegraph.variables.sequences import ListVariable, SliceVariable, TupleVariable
+from bytegraph.variables.sets import SetVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase

@@ -12,7 +12,7 @@ Methods take the translator ``tx`` explicitly (DESIGN: no global translator).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 from bytegraph.breaks import unimplemented
 
@@ -209,3 +209,12 @@ class ConstantCallableVariable(VariableTracker):
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_const(self.fn)
+
+
+def bad_method(container: VariableTracker, name: str) -> NoReturn:
+    """A method of a container kind that bytegraph does not model: a graph break."""
+    unimplemented(
+        gb_type="unsupported container method",
+        context=f"{container.python_type().__name__}.{name}",
+        explanation=f"bytegraph does not model {container.python_type().__name__}.{name} on traced values.",
+    )

@@ -28,26 +28,22 @@ from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.misc import EnvironVariable
-from bytegraph.variables.sequences import (
-    BaseSequenceVariable,
-    DictVariable,
+from bytegraph.variables.dicts import DictVariable, LazyDictVariable, as_dict
+from bytegraph.variables.iteration import (
     EnumerateVariable,
     FilterVariable,
     IteratorVariable,
-    LazyDictVariable,
     ListIteratorVariable,
-    ListVariable,
     MapVariable,
-    SetVariable,
-    SizeVariable,
-    SliceVariable,
-    TupleVariable,
     ZipVariable,
-    as_dict,
 )
-from bytegraph.variables.ndarray import numpy_operator
-from bytegraph.variables.tensor import (DataPtrVariable, NumpyNdarrayVariable, SymNodeVariable, TensorVariable, graph_call,
-                                        overloaded_args)
+from bytegraph.variables.sequences import BaseSequenceVariable, ListVariable, SizeVariable, SliceVariable, TupleVariable
+from bytegraph.variables.sets import SetVariable
+from bytegraph.variables.graph_calls import graph_call, overloaded_args
+from bytegraph.variables.ndarray import NumpyNdarrayVariable, numpy_operator
+from bytegraph.variables.symbolic import SymNodeVariable
+from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.tensor_handles import DataPtrVariable
 from bytegraph.variables.user_defined import SlotMethodVariable, SuperVariable, UserDefinedObjectVariable
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ from bytegraph.guards.guards import GlobalStateMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
-from bytegraph.variables.sequences import DictVariable
-from bytegraph.variables.tensor import SymNodeVariable
+from bytegraph.variables.dicts import DictVariable
+from bytegraph.variables.symbolic import SymNodeVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

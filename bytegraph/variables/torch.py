@@ -36,8 +36,9 @@ from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise
 from bytegraph.variables.sequences import SizeVariable
-from bytegraph.variables.ndarray import ndarray_to_tensor
-from bytegraph.variables.tensor import NumpyNdarrayVariable, TensorVariable, dispatches, graph_call, overloaded_args
+from bytegraph.variables.graph_calls import dispatches, graph_call, overloaded_args
+from bytegraph.variables.ndarray import NumpyNdarrayVariable, ndarray_to_tensor
+from bytegraph.variables.tensor import TensorVariable
 from bytegraph.variables.torch_state import STATE_CONTEXTS, create_state_context
 
 if TYPE_CHECKING:

@@ -22,9 +22,10 @@ from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, DictKeysMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.sequences import DictBaseView, DictVariable
+from bytegraph.variables.dicts import DictBaseView, DictVariable
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
 from bytegraph.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
+from bytegraph.variables.graph_calls import graph_call
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -710,7 +711,7 @@ class AutogradFunctionApplyVariable(VariableTracker):
         return types.MethodType
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        return tx.graph_call("call_function", _apply_target(self.fn_cls), args, kwargs)
+        return graph_call(tx, "call_function", _apply_target(self.fn_cls), args, kwargs)
 
 
 _APPLY_TARGETS: "weakref.WeakKeyDictionary[type, Any]" = weakref.WeakKeyDictionary()
