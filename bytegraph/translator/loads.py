@@ -99,20 +99,20 @@ class LoadStoreOps:
     # ---- attributes -----------------------------------------------------------------------------
     def LOAD_ATTR(self: InstructionTranslatorBase, inst: Instruction) -> None:
         obj = self.pop()
-        self.push(self.get_attr(obj, inst.argval))
+        self.push(obj.var_getattr(self, inst.argval))
 
     def LOAD_METHOD(self: InstructionTranslatorBase, inst: Instruction) -> None:
         obj = self.pop()
         self.push(NullVariable())
-        self.push(self.get_attr(obj, inst.argval))
+        self.push(obj.var_getattr(self, inst.argval))
 
     def STORE_ATTR(self: InstructionTranslatorBase, inst: Instruction) -> None:
         obj = self.pop()
         value = self.pop()
-        self.store_attr(obj, inst.argval, value)
+        obj.store_attr(self, inst.argval, value)
 
     def DELETE_ATTR(self: InstructionTranslatorBase, inst: Instruction) -> None:
-        self.delete_attr(self.pop(), inst.argval)
+        self.pop().delete_attr(self, inst.argval)
 
     # ---- imports ----------------------------------------------------------------------------------
     def IMPORT_NAME(self: InstructionTranslatorBase, inst: Instruction) -> None:

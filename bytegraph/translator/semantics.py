@@ -11,7 +11,6 @@ import abc
 import collections
 import enum
 import functools
-import inspect
 import operator
 import types
 import weakref
@@ -20,14 +19,13 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 
 from bytegraph.breaks import unimplemented
-from bytegraph.graph.side_effects import DELETED
-from bytegraph.guards.guards import DictContains, GlobalStateMatch, IdMatch, NoAliasing
+from bytegraph.guards.guards import GlobalStateMatch, IdMatch, NoAliasing
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap, wrap_const
 from bytegraph.variables.builtin import BINARY_DUNDERS, UNARY_DUNDERS, BuiltinVariable, OperatorGetterVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
-from bytegraph.variables.exceptions import ExceptionVariable, TracedException
+from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.dicts import DictVariable, DictViewVariable, LazyDictVariable
 from bytegraph.variables.iteration import IteratorVariable, ListIteratorVariable
 from bytegraph.variables.sequences import (
@@ -45,16 +43,13 @@ from bytegraph.variables import ndarray, torch_function
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.ndarray import NumpyNdarrayVariable
 from bytegraph.variables.tensor import TensorVariable
-from bytegraph.variables.torch_function import TensorSubclassVariable
-from bytegraph.variables.functions import NestedUserFunctionVariable, PartialVariable, UserMethodVariable
-from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_library_module
+from bytegraph.variables.functions import PartialVariable, UserMethodVariable
+from bytegraph.variables.torch import TorchFunctionVariable
 from bytegraph.variables.user_defined import (
-    _MISSING,
     NewObjectVariable,
     UserDefinedClassVariable,
     UserDefinedObjectVariable,
     class_attribute,
-    guard_class_lookup,
 )
 
 if TYPE_CHECKING:
@@ -329,146 +324,6 @@ class PythonSemantics:
             self.output.guards.add(GlobalStateMatch(None, _subclass_check(obj_type, cls), answer,
                                                     f"issubclass({obj_type.__qualname__}, {cls.__qualname__})"))
         return answer
-
-    # ---- attributes ---------------------------------------------------------------------------------
-    def get_attr(self: InstructionTranslatorBase, obj: VT, name: str) -> VT:
-        return obj.var_getattr(self, name)
-
-    def has_attr(self: InstructionTranslatorBase, obj: VT, name: str) -> bool:
-        """``hasattr(obj, name)``; for objects read from a source, guards that the
-        dict the attribute was found in still holds it, or that the dicts it
-        could appear in still lack it."""
-        if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable, UserDefinedClassVariable)):
-            pending = self.output.side_effects.pending_attr(obj, name)
-            if pending is not None:
-                return pending is not DELETED
-            if isinstance(obj, UserDefinedClassVariable):
-                guard_class_lookup(self, obj.value, name, class_attribute(obj.value, name))
-                return hasattr(obj.value, name)
-            if obj.source is None:
-                cls = obj.python_type()
-                attr = class_attribute(cls, name)
-                guard_class_lookup(self, cls, name, attr)
-                if not isinstance(obj, NewObjectVariable):
-                    return hasattr(obj.value, name)
-                if obj.instance_attr(self, name) is not None:
-                    return True
-                if isinstance(attr, types.MemberDescriptorType):  # an unset __slots__ entry
-                    return False
-                getter = inspect.isdatadescriptor(attr) or (
-                    attr is _MISSING and class_attribute(cls, "__getattr__") is not _MISSING)
-                if getter:  # a property, descriptor or __getattr__ answers: run it, as hasattr does
-                    try:
-                        obj.var_getattr(self, name)
-                    except TracedException as e:
-                        if issubclass(e.exc.exc_type, AttributeError):
-                            return False
-                        raise
-                    return True
-                return attr is not _MISSING
-            instance_dict = getattr(obj.value, "__dict__", None)
-            guarded_dicts = [(AttrSource(obj.source, "__dict__"), instance_dict)] if isinstance(
-                instance_dict, dict) else []
-            if instance_dict is not None and name in instance_dict:
-                self.output.guards.add(DictContains(guarded_dicts[0][0], name, True))
-                return True
-            attr = class_attribute(type(obj.value), name)
-            guard_class_lookup(self, type(obj.value), name, attr)
-            if attr is not _MISSING:
-                return True
-            if isinstance(obj, NNModuleVariable):  # what Module.__getattr__ reads
-                guarded_dicts += [(AttrSource(obj.source, h), obj.value.__dict__[h])
-                                  for h in ("_parameters", "_buffers", "_modules")]
-            for source, holder in guarded_dicts:
-                present = name in holder
-                self.output.guards.add(DictContains(source, name, present))
-                if present:
-                    return True
-            return hasattr(obj.value, name)
-        if isinstance(obj, PythonModuleVariable) and obj.source is not None and not is_library_module(obj.module):
-            present = name in obj.module.__dict__
-            self.output.guards.add(DictContains(AttrSource(obj.source, "__dict__"), name, present))
-            return present or hasattr(obj.module, name)  # a module __getattr__ (PEP 562) may answer
-        if isinstance(obj, TensorSubclassVariable):
-            return torch_function.subclass_has_attr(self, obj, name)
-        if isinstance(obj, TensorVariable):  # the FakeTensor answers for the class, not the instance dict
-            return hasattr(obj.example, name) if obj.class_has(name) else obj.has_instance_attr(self, name)
-        if obj.is_python_constant():
-            return hasattr(obj.as_python_constant(), name)
-        return hasattr(obj.python_type(), name)
-
-    def delete_attr(self: InstructionTranslatorBase, obj: VT, name: str) -> None:
-        """``del obj.name``: through a Python ``__delattr__`` override (inlined),
-        else from the instance dict of a user object."""
-        if isinstance(obj, UserDefinedObjectVariable):
-            cls = obj.python_type()
-            delattr_fn = class_attribute(cls, "__delattr__")
-            if isinstance(delattr_fn, types.FunctionType):
-                UserMethodVariable(delattr_fn, obj).call_function(self, [ConstantVariable(name)], {})
-                return
-            if delattr_fn is object.__delattr__ and not inspect.isdatadescriptor(class_attribute(cls, name)):
-                obj.delete_raw(self, name)
-                return
-        unimplemented(
-            gb_type="attribute delete",
-            context=f"del {obj}.{name}",
-            explanation="bytegraph deletes instance attributes of user objects (not descriptors, not "
-                        "attributes of modules or builtin objects).",
-            hints=("Move the del out of the compiled function.",),
-        )
-
-    def store_attr(self: InstructionTranslatorBase, obj: VT, name: str, value: VT) -> None:
-        """``obj.name = value``: user objects and tensors decide (see their ``store_attr``);
-        for modules a property setter is inlined and a plain store is recorded
-        as a side effect."""
-        if isinstance(obj, TensorSubclassVariable):
-            torch_function.subclass_store_attr(self, obj, name, value)
-            return
-        if isinstance(obj, (UserDefinedObjectVariable, UserDefinedClassVariable, NestedUserFunctionVariable,
-                            TensorVariable, ExceptionVariable)):
-            obj.store_attr(self, name, value)
-            return
-        if isinstance(obj, NNModuleVariable):
-            cls = type(obj.value)
-            attr = class_attribute(cls, name)
-            if isinstance(attr, property):
-                if attr.fset is None:
-                    unimplemented(
-                        gb_type="user error",
-                        context=f"property {cls.__qualname__}.{name} has no setter",
-                        explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
-                        hints=("Assign a property that has a setter.",),
-                    )
-                self.wrap_const(attr.fset).call_function(self, [obj, value], {})
-                return
-            if cls.__setattr__ is not torch.nn.Module.__setattr__ or (
-                attr is not _MISSING and inspect.isdatadescriptor(attr)
-                and not isinstance(attr, types.MemberDescriptorType)
-            ):
-                unimplemented(
-                    gb_type="unsupported attribute store",
-                    context=f"setting {name!r} on {cls.__qualname__} (custom __setattr__ or descriptor)",
-                    explanation="This assignment runs user code that may store something other than the value; "
-                    "bytegraph traces only plain attribute stores and property setters.",
-                    hints=("Move the assignment out of the compiled function.",),
-                )
-            if isinstance(obj, NNModuleVariable) and isinstance(value, TensorVariable) and (
-                name in obj.value._parameters
-            ):
-                unimplemented(
-                    gb_type="parameter assignment",
-                    context=f"assigning module parameter {name!r}",
-                    explanation="Replacing a registered parameter inside the compiled region is not supported.",
-                    hints=("Assign parameters outside the compiled function.",),
-                )
-            self.output.side_effects.store_attr(obj, name, value)
-            return
-        unimplemented(
-            gb_type="unsupported attribute store",
-            context=f"setting {name!r} on {obj}",
-            explanation="bytegraph cannot record this attribute assignment as a side effect.",
-            hints=("Move the assignment out of the compiled function.",),
-        )
 
 
 

@@ -86,6 +86,33 @@ class VariableTracker:
             explanation="bytegraph cannot trace a call of this kind of object.",
         )
 
+    def has_attr(self, tx: Tx, name: str) -> bool:
+        """``hasattr(value, name)``; by default asked of the Python constant, else
+        of the value's type. Kinds whose instances hold attributes override it."""
+        if self.is_python_constant():
+            return hasattr(self.as_python_constant(), name)
+        return hasattr(self.python_type(), name)
+
+    def store_attr(self, tx: Tx, name: str, value: VariableTracker) -> None:
+        """``value.name = v``; by default a graph break. Kinds that record the store
+        (as a side effect, or in the graph) override it."""
+        unimplemented(
+            gb_type="unsupported attribute store",
+            context=f"setting {name!r} on {self}",
+            explanation="bytegraph cannot record this attribute assignment as a side effect.",
+            hints=("Move the assignment out of the compiled function.",),
+        )
+
+    def delete_attr(self, tx: Tx, name: str) -> None:
+        """``del value.name``; by default a graph break (user objects override it)."""
+        unimplemented(
+            gb_type="attribute delete",
+            context=f"del {self}.{name}",
+            explanation="bytegraph deletes instance attributes of user objects (not descriptors, not "
+                        "attributes of modules or builtin objects).",
+            hints=("Move the del out of the compiled function.",),
+        )
+
     def call_method(
         self, tx: Tx, name: str, args: Sequence[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:

@@ -352,19 +352,19 @@ class BuiltinVariable(ConstantCallableVariable):
 
     def _call_getattr(self, tx: Tx, obj: VT, name: VT, *default: VT) -> VT | None:
         attr = name.as_python_constant()
-        if default and not tx.has_attr(obj, attr):
+        if default and not obj.has_attr(tx, attr):
             return default[0]
-        return tx.get_attr(obj, attr)
+        return obj.var_getattr(tx, attr)
 
     def _call_hasattr(self, tx: Tx, obj: VT, name: VT) -> VT | None:
-        return ConstantVariable(tx.has_attr(obj, name.as_python_constant()))
+        return ConstantVariable(obj.has_attr(tx, name.as_python_constant()))
 
     def _call_setattr(self, tx: Tx, obj: VT, name: VT, value: VT) -> VT | None:
-        tx.store_attr(obj, name.as_python_constant(), value)
+        obj.store_attr(tx, name.as_python_constant(), value)
         return ConstantVariable(None)
 
     def _call_delattr(self, tx: Tx, obj: VT, name: VT) -> VT | None:
-        tx.delete_attr(obj, name.as_python_constant())
+        obj.delete_attr(tx, name.as_python_constant())
         return ConstantVariable(None)
 
     def _call_callable(self, tx: Tx, obj: VT) -> VT | None:
@@ -649,7 +649,7 @@ class OperatorGetterVariable(VariableTracker):
         (obj,) = args
         if self.kind is operator.methodcaller:
             name = self.args[0].as_python_constant()
-            return tx.get_attr(obj, name).call_function(tx, self.args[1:], self.kwargs)
+            return obj.var_getattr(tx, name).call_function(tx, self.args[1:], self.kwargs)
         results = [self._one(tx, obj, key) for key in self.args]
         return results[0] if len(results) == 1 else tx.make_tuple(results)
 
@@ -657,7 +657,7 @@ class OperatorGetterVariable(VariableTracker):
         if self.kind is operator.itemgetter:
             return tx.call_builtin(operator.getitem, [obj, key])
         for part in key.as_python_constant().split("."):
-            obj = tx.get_attr(obj, part)
+            obj = obj.var_getattr(tx, part)
         return obj
 
     def reconstruct(self, codegen: PyCodegen) -> None:

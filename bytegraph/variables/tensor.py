@@ -149,6 +149,11 @@ class TensorVariable(VariableTracker):
         cannot shadow torch's data descriptors)."""
         return any(name in klass.__dict__ for klass in self.python_type().__mro__)
 
+    def has_attr(self, tx: Tx, name: str) -> bool:
+        """``hasattr(t, name)``: the FakeTensor answers for the class, the
+        instance dict (guarded) for anything else."""
+        return hasattr(self.example, name) if self.class_has(name) else self.has_instance_attr(tx, name)
+
     def has_instance_attr(self, tx: Tx, name: str) -> bool:
         """Whether ``name`` is in the instance dict (``t.tag = 5`` made before
         the call, or natively at a graph break): read from an input, guarded;

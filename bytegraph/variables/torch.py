@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 
 from bytegraph.breaks import unimplemented
-from bytegraph.guards.guards import GlobalStateMatch
+from bytegraph.guards.guards import DictContains, GlobalStateMatch
+from bytegraph.guards.source import AttrSource
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise
 from bytegraph.variables.sequences import SizeVariable
@@ -207,7 +208,7 @@ class TorchFunctionVariable(ConstantCallableVariable):
         method = tensor_method_of(fn)
         if method is not None and args and isinstance(args[0], TensorVariable):
             if method[0] == "getter" and len(args) == 1 and not kwargs:
-                return tx.get_attr(args[0], method[1])
+                return args[0].var_getattr(tx, method[1])
             if method[0] == "method":
                 return args[0].call_method(tx, method[1], list(args[1:]), kwargs)
         if any(isinstance(a, NumpyNdarrayVariable) for a in (*args, *kwargs.values())):
@@ -302,6 +303,16 @@ class PythonModuleVariable(VariableTracker):
 
     def truthy(self, tx: Tx) -> bool:
         return True
+
+    def has_attr(self, tx: Tx, name: str) -> bool:
+        """``hasattr(module, name)``: for a user module read from a source, whether
+        its ``__dict__`` holds ``name`` (guarded), or its ``__getattr__`` (PEP 562)
+        answers; library modules are fixed, so they are asked directly."""
+        if self.source is None or is_library_module(self.module):
+            return super().has_attr(tx, name)
+        present = name in self.module.__dict__
+        tx.output.guards.add(DictContains(AttrSource(self.source, "__dict__"), name, present))
+        return present or hasattr(self.module, name)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
         try:

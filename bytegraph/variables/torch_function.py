@@ -135,6 +135,12 @@ class TensorSubclassVariable(TensorVariable):
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         return subclass_call_method(tx, self, name, args, kwargs)
 
+    def has_attr(self, tx: Tx, name: str) -> bool:
+        return subclass_has_attr(tx, self, name)
+
+    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
+        subclass_store_attr(tx, self, name, value)
+
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
         if overloaded_args(tx, [self]):
             unimplemented(
