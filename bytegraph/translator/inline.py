@@ -12,7 +12,7 @@ import inspect
 import types
 from typing import Any, Sequence
 
-from bytegraph.breaks import BreakSite, unimplemented
+from bytegraph.breaks import BreakSite, unimplemented, user_error
 from bytegraph.config import config
 from bytegraph.guards.guards import IdMatch
 from bytegraph.guards.source import AttrSource
@@ -289,11 +289,10 @@ def bind_arguments(tx: InstructionTranslatorBase, fn: VT, args: Sequence[VT], kw
 
 
 def _type_error(fn: VT, message: str) -> None:
-    unimplemented(
-        gb_type="user error",
+    user_error(
+        "TypeError",
         context=f"{fn.get_name()}() {message}",
-        explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-        hints=("Fix the call's arguments.",),
+        hint="Fix the call's arguments.",
     )
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import GlobalStateMatch, IdMatch, NoAliasing
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import VariableTracker
@@ -134,11 +134,10 @@ class PythonSemantics:
             defaults = getattr(klass, "_field_defaults", {})
             for name in field_names[len(values):]:
                 if name not in defaults:
-                    unimplemented(
-                        gb_type="user error",
+                    user_error(
+                        "TypeError",
                         context=f"{klass.__name__}() missing argument {name!r}",
-                        explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-                        hints=("Pass every field.",),
+                        hint="Pass every field.",
                     )
                 values.append(self.wrap_const(defaults[name]))
             return NamedTupleVariable(values, klass)
@@ -349,12 +348,7 @@ def _make_defaultdict(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs:
 def _make_deque(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
     maxlen = (args[1] if len(args) > 1 else kwargs.get("maxlen", ConstantVariable(None))).as_python_constant()
     if maxlen is not None and type(maxlen) is not int:
-        unimplemented(
-            gb_type="user error",
-            context=f"deque(maxlen={type(maxlen).__name__})",
-            explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-            hints=("Pass an int maxlen.",),
-        )
+        user_error("TypeError", context=f"deque(maxlen={type(maxlen).__name__})", hint="Pass an int maxlen.")
     if maxlen is not None and maxlen < 0:
         raise_traced(ValueError, "maxlen must be non-negative")
     result = DequeVariable([], maxlen)

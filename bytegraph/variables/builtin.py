@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
-from bytegraph.breaks import HINT_REWRITE, Unsupported, unimplemented
+from bytegraph.breaks import HINT_REWRITE, Unsupported, unimplemented, user_error
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
@@ -518,12 +518,10 @@ class BuiltinVariable(ConstantCallableVariable):
         code = tx.code
         first = tx.symbolic_locals.get(code.co_varnames[0]) if code.co_argcount else None
         if first is None:
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "RuntimeError (the function has no positional parameter, or the first one was deleted)",
                 context="super() without a first argument",
-                explanation="The traced code raises RuntimeError (the function has no positional parameter, or "
-                "the first one was deleted); it runs natively so the error is the eager one.",
-                hints=("Give the method a first parameter, or call super(cls, obj).",),
+                hint="Give the method a first parameter, or call super(cls, obj).",
             )
         return SuperVariable(cls, first)
 

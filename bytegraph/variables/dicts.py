@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch
 from bytegraph.guards.source import GetItemSource
 from bytegraph.variables import iteration, sequences
@@ -57,11 +57,10 @@ class DictVariable(VariableTracker):
             try:
                 hash(value)
             except TypeError:
-                unimplemented(
-                    gb_type="user error",
+                user_error(
+                    "TypeError",
                     context=f"unhashable dict key {type(value).__name__}",
-                    explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-                    hints=("Use a hashable key.",),
+                    hint="Use a hashable key.",
                 )
             return value
         cls = key.python_type()

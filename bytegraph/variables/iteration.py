@@ -6,7 +6,7 @@ from __future__ import annotations
 import types
 from typing import TYPE_CHECKING, Any, Sequence
 
-from bytegraph.breaks import Unsupported, unimplemented
+from bytegraph.breaks import Unsupported, unimplemented, user_error
 from bytegraph.variables import sequences
 from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.constant import ConstantVariable, raise_traced
@@ -182,11 +182,10 @@ class SetIteratorVariable(ListIteratorVariable):
 
     def next_item(self, tx: Tx) -> VT | None:
         if len(self.set_vt.values) != self.size:
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "RuntimeError",
                 context="Set changed size during iteration",
-                explanation="The traced code raises RuntimeError; it runs natively so the error is the eager one.",
-                hints=("Iterate over a copy (list(s)) when changing the set in the loop.",),
+                hint="Iterate over a copy (list(s)) when changing the set in the loop.",
             )
         return super().next_item(tx)
 
@@ -233,11 +232,10 @@ class DictIteratorVariable(IteratorVariable):
         if len(self.dict_vt.items) != self.size or (
             self.index < len(self.keys) and self.keys[self.index] not in self.dict_vt.items
         ):
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "RuntimeError",
                 context="dictionary changed size during iteration",
-                explanation="The traced code raises RuntimeError; it runs natively so the error is the eager one.",
-                hints=("Iterate over a copy (list(d)) when changing the dict in the loop.",),
+                hint="Iterate over a copy (list(d)) when changing the dict in the loop.",
             )
         if self.index >= len(self.keys):
             return None
@@ -292,11 +290,10 @@ class ZipVariable(IteratorVariable):
             item = iterator.next_item(tx)
             if item is None:
                 if self.strict and (n > 0 or any(it.next_item(tx) is not None for it in self.iterators[1:])):
-                    unimplemented(
-                        gb_type="user error",
+                    user_error(
+                        "ValueError",
                         context="zip(strict=True) over iterables of different lengths",
-                        explanation="The traced code raises ValueError; it runs natively so the error is the eager one.",
-                        hints=("Zip iterables of equal length.",),
+                        hint="Zip iterables of equal length.",
                     )
                 return None
             items.append(item)

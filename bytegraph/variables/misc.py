@@ -8,7 +8,6 @@ import os
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented
-from bytegraph.bytecode.resume import RESUME_DEPTH
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.guards.source import AttrSource, WeakRefCallSource
 from bytegraph.runtime import deferred
@@ -114,7 +113,7 @@ class DeferredCallVariable(VariableTracker):
         traced = tuple(
             (frame.filename, frame.lineno, frame.name, t.f_globals) for t in tx.user_frames() for frame in [t.frame_summary()]
         )
-        pieces_above = RESUME_DEPTH.get(tx.root().code, 0)
+        pieces_above = tx.root().runtime.resume_depth(tx.root().code)
         try:
             if self.logger is None:
                 replay, call = self._bind_warning(tx, traced, values, options)

@@ -19,7 +19,7 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import unimplemented, user_error
 from bytegraph.config import config
 from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import BoundMethodVariable, ConstantCallableVariable, VariableTracker
@@ -179,12 +179,7 @@ class NumpyNdarrayVariable(VariableTracker):
             _unsupported_ndarray(name)
         if name == "__len__" and not args:
             if self.example.dim() == 0:
-                unimplemented(
-                    gb_type="user error",
-                    context="len() of a 0-d array",
-                    explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-                    hints=("Do not call len() on a 0-d array.",),
-                )
+                user_error("TypeError", context="len() of a 0-d array", hint="Do not call len() on a 0-d array.")
             return TensorVariable(self.node, self.example)._size(tx, 0)
         if name in ("__getitem__", "__setitem__"):
             return numpy_operator(tx, operator.getitem if name == "__getitem__" else operator.setitem, [self, *args])

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import MODULE_HOOK_DICTS, DictKeysMatch, GlobalStateMatch, NoModuleHooks
 from bytegraph.guards.source import AttrSource, GetItemSource
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
@@ -127,11 +127,10 @@ class NNModuleVariable(VariableTracker):
         attr = class_attribute(cls, name)
         if isinstance(attr, property):
             if attr.fset is None:
-                unimplemented(
-                    gb_type="user error",
+                user_error(
+                    "AttributeError",
                     context=f"property {cls.__qualname__}.{name} has no setter",
-                    explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
-                    hints=("Assign a property that has a setter.",),
+                    hint="Assign a property that has a setter.",
                 )
             tx.wrap_const(attr.fset).call_function(tx, [self, value], {})
             return

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 import torch.fx
 
-from bytegraph.breaks import HINT_DATA_DEPENDENT, unimplemented
+from bytegraph.breaks import HINT_DATA_DEPENDENT, unimplemented, user_error
 from bytegraph.config import config
 from bytegraph.guards.guards import DictContains
 from bytegraph.guards.source import AttrSource, CallMethodSource
@@ -219,11 +219,10 @@ class TensorVariable(VariableTracker):
         input's version at call time (guarded; symbolic once it changes) plus the
         in-place ops traced on it since; a constant for tensors made in the graph."""
         if self.example.is_inference():
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "RuntimeError",
                 context=f"{self.node.name}._version of an inference tensor",
-                explanation="The traced code raises RuntimeError; it runs natively so the error is the eager one.",
-                hints=("Inference tensors have no version counter.",),
+                hint="Inference tensors have no version counter.",
             )
         owners = [inp for inp in _tensor_inputs(tx) if _shares_version_counter(self.example, inp.example)]
         if not owners:
@@ -335,12 +334,7 @@ class TensorVariable(VariableTracker):
     def method_dunder_len(self, tx: Tx) -> VT:
         """``len(t)``: the size of dim 0; TypeError (natively) for 0-d tensors."""
         if self.example.dim() == 0:
-            unimplemented(
-                gb_type="user error",
-                context="len() of a 0-d tensor",
-                explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-                hints=("Do not call len() on a 0-d tensor.",),
-            )
+            user_error("TypeError", context="len() of a 0-d tensor", hint="Do not call len() on a 0-d tensor.")
         return self._size(tx, 0)
 
     def method_storage_offset(self, tx: Tx) -> VT:
@@ -501,11 +495,10 @@ class TensorVariable(VariableTracker):
             )
         leaf_only = method == "register_post_accumulate_grad_hook"
         if not self.example.requires_grad or (leaf_only and not self._is_leaf(tx)):
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "RuntimeError",
                 context=f"{method} on {self.source.name()}, which does not require grad or is not a leaf",
-                explanation="The traced code raises RuntimeError; it runs natively so the error is the eager one.",
-                hints=("Register hooks on tensors that require grad (post-accumulate hooks: on leaves).",),
+                hint="Register hooks on tensors that require grad (post-accumulate hooks: on leaves).",
             )
         handle = tensor_handles.RemovableHandleVariable(self, method, hook)
         tx.output.side_effects.record_action(handle)
@@ -566,12 +559,10 @@ class TensorVariable(VariableTracker):
         d = dim.as_python_constant()
         ndim = self.example.dim()
         if type(d) is not int or not -ndim <= d < ndim:
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "IndexError or TypeError",
                 context=f"dim {d!r} of a {ndim}-d tensor",
-                explanation="The traced code raises IndexError or TypeError; it runs natively so the error is "
-                "the eager one.",
-                hints=("Pass a dim within range.",),
+                hint="Pass a dim within range.",
             )
         return d % ndim
 
@@ -716,10 +707,9 @@ def unpack_rows(example: torch.Tensor, kind: str, row: Callable[[int], VT]) -> l
     """``row(0), row(1), ...`` along dim 0 of ``example`` (iterating a tensor or
     array); a 0-d value raises TypeError in eager, so it breaks."""
     if example.dim() == 0:
-        unimplemented(
-            gb_type="user error",
+        user_error(
+            "TypeError",
             context=f"iteration over a 0-d {kind}",
-            explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-            hints=("Index a 0-d value with .item(), or keep it whole.",),
+            hint="Index a 0-d value with .item(), or keep it whole.",
         )
     return [row(i) for i in range(example.size(0))]

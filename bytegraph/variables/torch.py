@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, GlobalStateMatch
 from bytegraph.guards.source import AttrSource
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
@@ -318,11 +318,10 @@ class PythonModuleVariable(VariableTracker):
         try:
             value = getattr(self.module, name)
         except AttributeError:
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "AttributeError",
                 context=f"module {self.module.__name__!r} has no attribute {name!r}",
-                explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
-                hints=("Check the attribute name.",),
+                hint="Check the attribute name.",
             )
         if is_library_module(self.module) or self.source is None:
             return tx.wrap_const(value)

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource
@@ -248,11 +248,10 @@ def dispatch(tx: Tx, func: VT, args: Sequence[VT], kwargs: dict[str, VT] | None,
             )
         if not (isinstance(result, ConstantVariable) and result.value is NotImplemented):
             return result
-    unimplemented(
-        gb_type="user error",
+    user_error(
+        "TypeError",
         context=f"every __torch_function__ returned NotImplemented for {func}",
-        explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-        hints=("Return a value from __torch_function__ for this operation.",),
+        hint="Return a value from __torch_function__ for this operation.",
     )
 
 
@@ -645,11 +644,10 @@ def _tensor_torch_function(tx: Tx, args: list[VT], kwargs: dict[str, VT]) -> VT:
     bound.setdefault("args", TupleVariable([]))
     bound.setdefault("kwargs", ConstantVariable(None))
     if set(bound) != set(names) or len(args) > len(names):
-        unimplemented(
-            gb_type="user error",
+        user_error(
+            "TypeError",
             context="Tensor.__torch_function__ called with wrong arguments",
-            explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-            hints=("Pass func, types, args and kwargs.",),
+            hint="Pass func, types, args and kwargs.",
         )
     return default_torch_function(tx, bound["cls"].as_python_constant(), bound["func"], bound["types"],
                                   bound["args"], bound["kwargs"])

@@ -17,7 +17,7 @@ import torch
 from typing import TYPE_CHECKING, Any, Sequence
 
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, DictKeysMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource
@@ -165,11 +165,10 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
         return UserMethodVariable(attr, owner, AttrSource(owner.source, name) if plain else None)
     if isinstance(attr, property):
         if attr.fget is None:
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "AttributeError",
                 context=f"unreadable property {cls.__name__}.{name}",
-                explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
-                hints=("Read a property that has a getter.",),
+                hint="Read a property that has a getter.",
             )
         return tx.wrap_const(attr.fget).call_function(tx, [owner], {})
     if isinstance(attr, functools._lru_cache_wrapper):  # a cached function used as a method
@@ -693,11 +692,10 @@ class SuperVariable(VariableTracker):
                 attr = klass.__dict__[name]
                 break
         else:
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "AttributeError",
                 context=f"'super' object has no attribute {name!r}",
-                explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
-                hints=("Check the attribute name.",),
+                hint="Check the attribute name.",
             )
         if klass in _TORCH_TENSOR_CLASSES:  # super() inside a tensor subclass: torch's own implementation
             return tx.torch_tensor_attr(self.obj, name)
