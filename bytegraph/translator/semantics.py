@@ -1,6 +1,6 @@
 """Python semantics that VariableTrackers ask the translator for.
 
-VTs call these through ``tx`` (DESIGN: the translator is passed explicitly), so
+VTs call these through ``tx`` (the translator is passed explicitly, never global), so
 the variables layer never imports the builder or the inliner: wrapping values,
 calling builtins, iteration, identity, ``isinstance``, attribute access and
 inlining all have their one home here.

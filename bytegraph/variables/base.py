@@ -8,7 +8,7 @@ graph break. A VT that came from the frame's inputs carries a
 :class:`~bytegraph.guards.source.Source`; the guards for the facts it exposes
 were installed when it was wrapped (see :mod:`bytegraph.variables.builder`).
 
-Methods take the translator ``tx`` explicitly (DESIGN: no global translator).
+Methods take the translator ``tx`` explicitly (there is no global translator).
 """
 from __future__ import annotations
 
