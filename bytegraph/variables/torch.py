@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import types
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
@@ -347,3 +348,36 @@ def is_library_module(module: types.ModuleType) -> bool:
     while compiled code runs (documented in docs/architecture.md)."""
     top = module.__name__.split(".", 1)[0]
     return top in LIBRARY_MODULES
+
+
+class AutogradFunctionApplyVariable(VariableTracker):
+    """``MyFunction.apply`` of a ``torch.autograd.Function`` subclass: the call
+    goes in the graph as one node, so autograd uses the user's ``backward``
+    (backends that trace the joint graph run it too). The ``forward`` is run on
+    FakeTensors once while tracing, to infer its outputs."""
+
+    def __init__(self, fn_cls: type):
+        super().__init__()
+        self.fn_cls = fn_cls
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return graph_call(tx, "call_function", _apply_target(self.fn_cls), args, kwargs)
+
+
+_APPLY_TARGETS: "weakref.WeakKeyDictionary[type, Any]" = weakref.WeakKeyDictionary()
+
+
+def _apply_target(fn_cls: type) -> Any:
+    """A plain function calling ``fn_cls.apply``: an fx target the graph's code
+    can name (fx cannot import a classmethod bound to a user class)."""
+    target = _APPLY_TARGETS.get(fn_cls)
+    if target is None:
+        def target(*args: Any, **kwargs: Any) -> Any:
+            return fn_cls.apply(*args, **kwargs)
+
+        target.__name__ = target.__qualname__ = f"{fn_cls.__name__}_apply"
+        _APPLY_TARGETS[fn_cls] = target
+    return target

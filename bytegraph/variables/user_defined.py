@@ -11,7 +11,6 @@ import collections
 import functools
 import inspect
 import types
-import weakref
 
 import torch
 from typing import TYPE_CHECKING, Any, Sequence
@@ -26,7 +25,7 @@ from bytegraph.variables.dicts import DictBaseView, DictVariable
 from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
 from bytegraph.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
-from bytegraph.variables.graph_calls import graph_call
+from bytegraph.variables.torch import AutogradFunctionApplyVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -769,36 +768,3 @@ class SlotMethodVariable(VariableTracker):
         codegen.load_const(method)
         codegen.reconstruct(self.obj)
         codegen.call(2)
-
-
-class AutogradFunctionApplyVariable(VariableTracker):
-    """``MyFunction.apply`` of a ``torch.autograd.Function`` subclass: the call
-    goes in the graph as one node, so autograd uses the user's ``backward``
-    (backends that trace the joint graph run it too). The ``forward`` is run on
-    FakeTensors once while tracing, to infer its outputs."""
-
-    def __init__(self, fn_cls: type):
-        super().__init__()
-        self.fn_cls = fn_cls
-
-    def python_type(self) -> type:
-        return types.MethodType
-
-    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        return graph_call(tx, "call_function", _apply_target(self.fn_cls), args, kwargs)
-
-
-_APPLY_TARGETS: "weakref.WeakKeyDictionary[type, Any]" = weakref.WeakKeyDictionary()
-
-
-def _apply_target(fn_cls: type) -> Any:
-    """A plain function calling ``fn_cls.apply``: an fx target the graph's code
-    can name (fx cannot import a classmethod bound to a user class)."""
-    target = _APPLY_TARGETS.get(fn_cls)
-    if target is None:
-        def target(*args: Any, **kwargs: Any) -> Any:
-            return fn_cls.apply(*args, **kwargs)
-
-        target.__name__ = target.__qualname__ = f"{fn_cls.__name__}_apply"
-        _APPLY_TARGETS[fn_cls] = target
-    return target
