@@ -131,6 +131,27 @@ def unimplemented(
     raise Unsupported(gb_type, context, explanation, hints)
 
 
+
+def user_error(raises: str, *, context: str, hint: str) -> NoReturn:
+    """A graph break (gb_type ``"user error"``) for code whose eager run raises:
+    the frame runs natively, so the user gets eager's own exception.
+
+    Args:
+        raises: the exception eager raises, by name (``"TypeError"``).
+        context: what was met, with concrete names/values.
+        hint: what the user can do about it.
+
+    Raises:
+        Unsupported: always.
+    """
+    unimplemented(
+        gb_type="user error",
+        context=context,
+        explanation=f"The traced code raises {raises}; it runs natively so the error is the eager one.",
+        hints=(hint,),
+    )
+
+
 class InternalError(Exception):
     """A bug in bytegraph itself (not a limitation). Frames that hit it run natively
     unless ``config.raise_on_internal_error`` is set."""

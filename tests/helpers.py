@@ -8,6 +8,7 @@ from typing import Any, Callable
 import torch
 
 import bytegraph
+from bytegraph.runtime import metrics
 from bytegraph.testing import CompileCounter, same
 
 
@@ -65,3 +66,24 @@ def check_compiled(fn: Callable, *args: Any, graphs: int | None = 1, **kwargs: A
     if graphs is not None:
         assert cnt.frame_count == graphs, f"expected {graphs} graph(s), got {cnt.frame_count}"
     return actual, cnt
+
+
+def t(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """A random tensor of ``shape`` (standard normal) and ``dtype``."""
+    return torch.randn(*shape).to(dtype)
+
+
+def compile_counted(fn: Callable, **kwargs: Any) -> tuple[Callable, CompileCounter]:
+    """``bytegraph.compile(fn, **kwargs)`` with a counting backend: (compiled, counter)."""
+    cnt = CompileCounter()
+    return bytegraph.compile(fn, backend=cnt, **kwargs), cnt
+
+
+def breaks_of(fn: Callable) -> list[str]:
+    """The gb_types of the graph breaks recorded for ``fn``'s frame."""
+    return [b.gb_type for b in metrics.FRAMES[id(fn.__code__)].breaks]
+
+
+def break_types() -> list[str]:
+    """The gb_types of every graph break recorded since the last reset."""
+    return [b.gb_type for stats in metrics.FRAMES.values() for b in stats.breaks]

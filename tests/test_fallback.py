@@ -6,16 +6,8 @@ import torch
 
 import bytegraph
 from bytegraph.runtime import metrics
-from bytegraph.testing import CompileCounter, same
-
-
-def compile_counted(fn, **kwargs):
-    cnt = CompileCounter()
-    return bytegraph.compile(fn, backend=cnt, **kwargs), cnt
-
-
-def breaks_of(fn):
-    return [b.gb_type for b in metrics.FRAMES[id(fn.__code__)].breaks]
+from bytegraph.testing import same
+from helpers import breaks_of, compile_counted
 
 
 def with_print(x):

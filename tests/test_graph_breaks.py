@@ -8,6 +8,7 @@ import torch
 import bytegraph
 from bytegraph.runtime import metrics
 from bytegraph.testing import CompileCounter, same
+from helpers import break_types
 
 
 def compile_and_compare(fn, *args, calls=2):
@@ -17,10 +18,6 @@ def compile_and_compare(fn, *args, calls=2):
     for _ in range(calls):
         assert same(compiled(*args), fn(*args))
     return cnt
-
-
-def break_types():
-    return [b.gb_type for stats in metrics.FRAMES.values() for b in stats.breaks]
 
 
 def test_break_mid_function_with_live_tensors_and_python_values(capsys):

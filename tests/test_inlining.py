@@ -8,12 +8,8 @@ import bytegraph
 from bytegraph.runtime import metrics
 import inline_helpers
 from bytegraph.testing import CompileCounter, same
-from helpers import check_compiled
+from helpers import break_types, check_compiled, t
 from inline_helpers import Affine, apply_twice, count_call, scaled
-
-
-def t(*shape):
-    return torch.randn(*shape)
 
 
 def add_mul(a, b, scale=2.0):
@@ -416,10 +412,6 @@ def test_mutable_default_argument_is_mutated_like_eager():
 
 
 # --- generators: PEP 479, close(), cleanup of abandoned generators -------------
-
-def break_types():
-    return [b.gb_type for stats in metrics.FRAMES.values() for b in stats.breaks]
-
 
 def _stops_early():
     yield 1

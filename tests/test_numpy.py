@@ -7,18 +7,9 @@ import torch
 
 import bytegraph
 from bytegraph.runtime import metrics
-from bytegraph.testing import CompileCounter, same
+from bytegraph.testing import same
 from bytegraph.variables import numpy as npops
-from helpers import check_compiled
-
-
-def compile_counted(fn, **kwargs):
-    cnt = CompileCounter()
-    return bytegraph.compile(fn, backend=cnt, **kwargs), cnt
-
-
-def breaks_of(fn):
-    return [b.gb_type for b in metrics.FRAMES[id(fn.__code__)].breaks]
+from helpers import breaks_of, check_compiled, compile_counted
 
 
 def a34():

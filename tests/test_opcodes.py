@@ -5,15 +5,11 @@ import torch
 
 import bytegraph
 from bytegraph.testing import CompileCounter, same
-from helpers import check_compiled
+from helpers import check_compiled, t
 
 G_TENSOR = torch.arange(4.0)
 G_SCALE = 3
 G_COUNTER = 0
-
-
-def t(*shape, dtype=torch.float32):
-    return torch.randn(*shape).to(dtype)
 
 
 # ---- loads and stores ---------------------------------------------------------

@@ -21,11 +21,7 @@ import torch
 import bytegraph
 from bytegraph.runtime import metrics
 from bytegraph.testing import CompileCounter, same
-from helpers import check_compiled
-
-
-def t(*shape):
-    return torch.randn(*shape)
+from helpers import check_compiled, t
 
 
 def breaks():

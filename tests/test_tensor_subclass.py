@@ -9,17 +9,9 @@ from torch.utils import _pytree as pytree
 
 import bytegraph
 from bytegraph.runtime import metrics
-from bytegraph.testing import CompileCounter, same
+from bytegraph.testing import same
+from helpers import breaks_of, compile_counted
 from bytegraph.variables.torch_function import NO_TORCH_FUNCTION
-
-
-def compile_counted(fn, **kwargs):
-    cnt = CompileCounter()
-    return bytegraph.compile(fn, backend=cnt, **kwargs), cnt
-
-
-def breaks_of(fn):
-    return [b.gb_type for b in metrics.FRAMES[id(fn.__code__)].breaks]
 
 
 def assert_same_outputs(actual, expected):

@@ -10,16 +10,12 @@ import bytegraph
 from bytegraph.runtime import metrics
 from bytegraph.testing import CompileCounter, same
 
-from helpers import check_compiled
+from helpers import break_types, check_compiled
 
 
 def counted(fn, **kwargs):
     cnt = CompileCounter()
     return bytegraph.compile(fn, backend=cnt, **kwargs), cnt
-
-
-def break_types():
-    return [b.gb_type for stats in metrics.FRAMES.values() for b in stats.breaks]
 
 
 def graph_targets(cnt, index=0):

@@ -3,8 +3,10 @@ that eager can call with no arguments on a small float tensor, compiled with
 ``fullgraph=False`` and compared with eager (result and the input afterwards).
 
 Each entry is classified as answered at trace time (no graph op), run in a
-graph, or broken (by its first gb_type); the totals are printed at the end of
-the module's run, with or without ``-s``.
+graph, or broken (by its first gb_type), and checked against its route in
+``variables/tensor_surface.py``: names routed to a break must break, names
+answered from metadata must not; the totals are printed at the end of the
+module's run, with or without ``-s``.
 """
 import collections
 import warnings
@@ -16,6 +18,7 @@ import torch
 import bytegraph
 from bytegraph.runtime import metrics
 from bytegraph.testing import CompileCounter, same
+from bytegraph.variables.tensor import attribute_route, method_route
 
 
 def _example() -> torch.Tensor:
@@ -96,3 +99,8 @@ def test_sweep(name, is_attribute):
         assert same(_comparable(x_compiled, x_compiled), _comparable(x_eager, x_eager))
     breaks = [b.gb_type for stats in metrics.FRAMES.values() for b in stats.breaks]
     RESULTS[name] = breaks[0] if breaks else ("graph" if cnt.frame_count else "trace time")
+    route = attribute_route(name) if is_attribute else method_route(name)  # what tensor_surface.py promises
+    if route in ("break", "data-dependent"):
+        assert breaks, f"Tensor.{name}: route {route!r}, but it was traced"
+    elif route in ("static", "sourced"):
+        assert not breaks, f"Tensor.{name}: route {route!r}, but it broke: {breaks}"

@@ -54,9 +54,14 @@ def graph_break_sites() -> dict[str, list[dict]]:
     for path in sorted(PACKAGE.rglob("*.py")):
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "unimplemented"):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("unimplemented", "user_error")):
+                continue
+            if path.name == "breaks.py":  # the definitions, not call sites
                 continue
             kw = {k.arg: k.value for k in node.keywords}
+            if node.func.id == "user_error":  # breaks.user_error: the fixed "user error" explanation
+                kw = {"gb_type": ast.Constant("user error"), "hints": ast.Tuple([kw["hint"]]), "explanation": ast.Constant(
+                    f"The traced code raises {_text(node.args[0])}; it runs natively so the error is the eager one.")}
             gb = kw.get("gb_type")
             if not (isinstance(gb, ast.Constant) and isinstance(gb.value, str)):
                 raise SystemExit(f"{path}:{node.lineno}: gb_type must be a string literal")
@@ -113,6 +118,8 @@ def _raised_gb_types(fn: object, seen: set) -> list[str]:
     for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(fn)))):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "unimplemented":
             found += [k.value.value for k in node.keywords if k.arg == "gb_type"]
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "user_error":
+            found.append("user error")
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
             helper = getattr(tensor.TensorVariable, node.attr, None)
             if inspect.isfunction(helper):

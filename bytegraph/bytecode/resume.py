@@ -142,10 +142,6 @@ class ResumeSpec:
 #: the parameter of a resume function that stands for a first argument held in a cell
 SUPER_ARG = "___super_arg"
 
-#: code objects of resume functions -> how many pieces of one eager frame come
-#: before them (1 for the resume function of an original frame, 2 for a resume
-#: function of that resume function, ...)
-RESUME_DEPTH: "weakref.WeakKeyDictionary[types.CodeType, int]" = weakref.WeakKeyDictionary()
 #: code objects of resume functions -> the code of the eager frame they continue
 RESUME_ORIGIN: "weakref.WeakKeyDictionary[types.CodeType, types.CodeType]" = weakref.WeakKeyDictionary()
 
@@ -180,6 +176,5 @@ def resume_code(spec: ResumeSpec) -> types.CodeType:
     bc.freevars = list(spec.closure_names)
     bc.flags = (code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)) | inspect.CO_NEWLOCALS
     resumed = to_code(bc, code.co_stacksize + len(spec.stack))
-    RESUME_DEPTH[resumed] = RESUME_DEPTH.get(code, 0) + 1
     RESUME_ORIGIN[resumed] = RESUME_ORIGIN.get(code, code)
     return resumed

@@ -189,12 +189,3 @@ class PyCodegen:
             return
         self.emit("LOAD_FAST", self.output_temps[node])
 
-
-def collect_graph_outputs(code: types.CodeType, f_globals: dict, vts: list[Any]) -> list[torch.fx.Node]:
-    """Which graph nodes must be outputs so that ``vts`` can be rebuilt."""
-    dry = PyCodegen(code, f_globals)
-    dry.collecting = True
-    for vt in vts:
-        dry.reconstruct(vt)
-    return list(dry.requested_outputs)
-

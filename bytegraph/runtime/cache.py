@@ -21,7 +21,6 @@ import torch
 
 from bytegraph import logs
 from bytegraph.config import config
-from bytegraph.bytecode.resume import RESUME_DEPTH
 from bytegraph.convert import CompileOptions, Converted, RunNatively, convert_frame
 from bytegraph.graph.output_graph import DynamicPolicy
 from bytegraph.guards.guard_code import GuardFunction
@@ -85,6 +84,9 @@ class FrameCache:
         self.native = False
         self.dynamic_dims: dict[Source, frozenset[int]] = {}
         self.dynamic_scalars: set[Source] = set()
+        #: 0 for an original frame; for a resume function, how many pieces of
+        #: its eager frame run before it (set by :class:`ResumeFunction`)
+        self.resume_depth = 0
 
     def policy(self) -> DynamicPolicy:
         """Which inputs the next compile traces symbolically (torch.compile's
@@ -154,7 +156,7 @@ class FrameCache:
             f_locals = self._bind(fn, args, kwargs)
         except TypeError:
             return fn(*args, **kwargs)  # raises the eager TypeError
-        signature_fn = None if self.code in RESUME_DEPTH else fn
+        signature_fn = None if self.resume_depth else fn
         result = convert_frame(self.code, fn.__globals__, cells, f_locals, signature_fn, self.options,
                                hooks_for(self.options), self.policy())
         for brk in result.breaks if isinstance(result, Converted) else ():
@@ -177,7 +179,7 @@ class FrameCache:
             TypeError: when the arguments do not fit the signature.
         """
         code = fn.__code__
-        if code in RESUME_DEPTH:  # positional parameters, some not identifiers (e.g. pytest's @py_assert1)
+        if self.resume_depth:  # positional parameters, some not identifiers (e.g. pytest's @py_assert1)
             if kwargs or len(args) != code.co_argcount:
                 raise TypeError(f"{code.co_name}() takes {code.co_argcount} positional arguments")
             return dict(zip(code.co_varnames, args))
@@ -195,10 +197,11 @@ class ResumeFunction:
     ``closure`` is the tuple of cells for the code's free variables, or None.
     """
 
-    def __init__(self, code: types.CodeType, f_globals: dict, options: CompileOptions):
+    def __init__(self, code: types.CodeType, f_globals: dict, options: CompileOptions, depth: int):
         self.code = code
         self.f_globals = f_globals
         self.cache: FrameCache = cache_for(code, options)
+        self.cache.resume_depth = depth
         self.plain = types.FunctionType(code, f_globals) if not code.co_freevars else None
 
     def __call__(self, *args: Any) -> Any:
@@ -217,12 +220,15 @@ class FrameHooks:
         self.options = options
         self._resumes: dict[types.CodeType, ResumeFunction] = {}
 
-    def resume_function(self, code: types.CodeType, f_globals: dict) -> Callable[..., Any]:
+    def resume_function(self, code: types.CodeType, f_globals: dict, depth: int) -> Callable[..., Any]:
         fn = self._resumes.get(code)
         if fn is None or fn.f_globals is not f_globals:
-            fn = ResumeFunction(code, f_globals, self.options)
+            fn = ResumeFunction(code, f_globals, self.options, depth)
             self._resumes[code] = fn
         return fn
+
+    def resume_depth(self, code: types.CodeType) -> int:
+        return cache_for(code, self.options).resume_depth
 
     def route_callee(self, callee: Any) -> Callable[..., Any]:
         """``callee`` made to compile its own frame: Python functions and bound

@@ -2,11 +2,12 @@
 and function creation."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.containers import DictVariable, TupleVariable, as_dict
+from bytegraph.variables.dicts import DictVariable, as_dict
+from bytegraph.variables.sequences import TupleVariable
 from bytegraph.variables.functions import NestedUserFunctionVariable
 from bytegraph.variables.misc import NullVariable
 
@@ -41,7 +42,7 @@ class CallOps:
             kwargs = dict(zip(names, args[len(args) - len(names):]))
             args = args[: len(args) - len(names)]
             self.kw_names = ()
-        self.push(self.call_function(fn, args, kwargs))
+        self.push(fn.call_function(self, list(args), kwargs))
 
     def CALL_FUNCTION_EX(self: InstructionTranslatorBase, inst: Instruction) -> None:
         kwargs_vt = self.pop() if inst.arg & 1 else None
@@ -56,11 +57,7 @@ class CallOps:
                 kwargs[key.as_python_constant()] = value
         if not isinstance(null, NullVariable):
             fn, args = null, [fn, *args]
-        self.push(self.call_function(fn, args, kwargs))
-
-    def call_function(self: InstructionTranslatorBase, fn: VT, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        """Call ``fn``; the root translator overrides this to break the graph at calls."""
-        return fn.call_function(self, list(args), kwargs)
+        self.push(fn.call_function(self, list(args), kwargs))
 
     def MAKE_FUNCTION(self: InstructionTranslatorBase, inst: Instruction) -> None:
         flags = inst.arg

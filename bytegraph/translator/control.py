@@ -8,50 +8,21 @@ root translator turns it into a graph break (see :mod:`.root`).
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from bytegraph.breaks import unimplemented
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers import GeneratorVariable, IteratorVariable
+from bytegraph.variables.iteration import GeneratorVariable, IteratorVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
+from bytegraph.variables.misc import WithExitVariable
 
 if TYPE_CHECKING:
-    from bytegraph.graph.codegen import PyCodegen
     from bytegraph.translator.base import InstructionTranslatorBase
 
 VT = VariableTracker
 
-
-class WithExitVariable(VariableTracker):
-    """The ``__exit__`` that ``BEFORE_WITH`` leaves on the stack."""
-
-    def __init__(self, ctx: VT):
-        super().__init__()
-        self.ctx = ctx
-
-    def call_function(self, tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        tx.block_stack.remove(self.ctx)
-        return self.ctx.exit(tx, list(args))
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        """Leave the context's ``__exit__``: the generated code resumes inside
-        the ``with`` block. A torch state context (grad mode) is re-created and
-        entered again (its effect lives in global state, which the graph
-        boundary resets), starting from the grad mode the original found;
-        a user context is rebuilt as it is, already entered."""
-        reenter = getattr(self.ctx, "reenter_on_reconstruct", False)
-        if reenter and self.ctx.grad_mode_to_reenter() is not None:
-            # re-made and entered under the mode eager's object found, which its __exit__ restores
-            codegen.set_grad_enabled(self.ctx.grad_mode_to_reenter())
-        codegen.reconstruct(self.ctx)
-        if reenter:
-            codegen.emit("COPY", 1)
-            codegen.emit("LOAD_METHOD", "__enter__")
-            codegen.call(0)
-            codegen.emit("POP_TOP")
-        codegen.load_attr("__exit__")
 
 
 class ControlOps:
@@ -63,14 +34,9 @@ class ControlOps:
     JUMP_BACKWARD_NO_INTERRUPT = JUMP_FORWARD
     JUMP_ABSOLUTE = JUMP_FORWARD
 
-    def branch_condition(self: InstructionTranslatorBase, inst: Instruction, value: VT) -> bool:
-        """The truth of a jump condition; the root translator overrides this to
-        break the graph when the condition is data-dependent."""
-        return value.truthy(self)
-
     def _pop_jump_if(self: InstructionTranslatorBase, inst: Instruction, when: bool) -> None:
         value = self.peek()
-        truth = self.branch_condition(inst, value)
+        truth = value.truthy(self)
         self.pop()
         if truth == when:
             self.jump(inst)
@@ -100,7 +66,7 @@ class ControlOps:
     POP_JUMP_BACKWARD_IF_NOT_NONE = POP_JUMP_FORWARD_IF_NOT_NONE
 
     def _jump_or_pop(self: InstructionTranslatorBase, inst: Instruction, when: bool) -> None:
-        truth = self.branch_condition(inst, self.peek())
+        truth = self.peek().truthy(self)
         if truth == when:
             self.jump(inst)
         else:

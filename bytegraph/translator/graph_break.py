@@ -45,9 +45,14 @@ if TYPE_CHECKING:
 class FrameRuntime(Protocol):
     """What generated code calls at run time (provided by the runtime layer)."""
 
-    def resume_function(self, code: types.CodeType, f_globals: dict) -> Callable[..., Any]:
+    def resume_function(self, code: types.CodeType, f_globals: dict, depth: int) -> Callable[..., Any]:
         """A callable running resume ``code`` through its own cache; its last
-        argument is the closure tuple (or None)."""
+        argument is the closure tuple (or None). ``depth``: see :meth:`resume_depth`."""
+
+    def resume_depth(self, code: types.CodeType) -> int:
+        """How many pieces of one eager frame run before ``code``: 0 for an
+        original frame, 1 for the resume function of one, 2 for a resume
+        function of that resume function..."""
 
     def route_callee(self, callee: Any) -> Callable[..., Any]:
         """``callee`` made to run through the runtime (its frame compiled on its own)."""
@@ -192,7 +197,7 @@ def _continue_in_resume_functions(
         outputs = stack_outputs(inst, jump)
         logical = below_nulls + ([True, False] if pushes_null else [False] * outputs)
         spec = _resume_spec(code, target, tuple(logical), bound)
-        fn = runtime.resume_function(resume_code(spec), tx.f_globals)
+        fn = runtime.resume_function(resume_code(spec), tx.f_globals, runtime.resume_depth(code) + 1)
         out.append(label)
         out += _call_resume(fn, spec, logical.count(False), lineno)
     return out

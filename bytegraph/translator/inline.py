@@ -12,14 +12,16 @@ import inspect
 import types
 from typing import Any, Sequence
 
-from bytegraph.breaks import BreakSite, unimplemented
+from bytegraph.breaks import BreakSite, unimplemented, user_error
 from bytegraph.config import config
 from bytegraph.guards.guards import IdMatch
 from bytegraph.guards.source import AttrSource
 from bytegraph.translator.base import InstructionTranslatorBase
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.containers import DictVariable, GeneratorVariable, TupleVariable
+from bytegraph.variables.dicts import DictVariable
+from bytegraph.variables.iteration import GeneratorVariable
+from bytegraph.variables.sequences import TupleVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
 from bytegraph.variables.torch import TORCH_FRONTEND
@@ -287,11 +289,10 @@ def bind_arguments(tx: InstructionTranslatorBase, fn: VT, args: Sequence[VT], kw
 
 
 def _type_error(fn: VT, message: str) -> None:
-    unimplemented(
-        gb_type="user error",
+    user_error(
+        "TypeError",
         context=f"{fn.get_name()}() {message}",
-        explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-        hints=("Fix the call's arguments.",),
+        hint="Fix the call's arguments.",
     )
 
 

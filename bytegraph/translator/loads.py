@@ -5,7 +5,7 @@ import builtins
 import importlib
 from typing import TYPE_CHECKING
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import user_error
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.guards.guards import NotShadowed
 from bytegraph.guards.source import ConstSource, GlobalSource
@@ -22,11 +22,10 @@ class LoadStoreOps:
     def LOAD_FAST(self: InstructionTranslatorBase, inst: Instruction) -> None:
         value = self.symbolic_locals.get(inst.argval)
         if value is None:
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "UnboundLocalError",
                 context=f"local variable {inst.argval!r} referenced before assignment",
-                explanation="The traced code raises UnboundLocalError; it runs natively so the error is the eager one.",
-                hints=("Assign the variable on every path before reading it.",),
+                hint="Assign the variable on every path before reading it.",
             )
         self.push(value)
 
@@ -58,11 +57,10 @@ class LoadStoreOps:
         if name in self.f_builtins:
             self.output.guards.add(NotShadowed(None, self.f_globals, name))
             return self.wrap_const(self.f_builtins[name])
-        unimplemented(
-            gb_type="user error",
+        user_error(
+            "NameError",
             context=f"name {name!r} is not defined",
-            explanation="The traced code raises NameError; it runs natively so the error is the eager one.",
-            hints=("Define the global before calling the function.",),
+            hint="Define the global before calling the function.",
         )
 
     def STORE_GLOBAL(self: InstructionTranslatorBase, inst: Instruction) -> None:
@@ -99,20 +97,20 @@ class LoadStoreOps:
     # ---- attributes -----------------------------------------------------------------------------
     def LOAD_ATTR(self: InstructionTranslatorBase, inst: Instruction) -> None:
         obj = self.pop()
-        self.push(self.get_attr(obj, inst.argval))
+        self.push(obj.var_getattr(self, inst.argval))
 
     def LOAD_METHOD(self: InstructionTranslatorBase, inst: Instruction) -> None:
         obj = self.pop()
         self.push(NullVariable())
-        self.push(self.get_attr(obj, inst.argval))
+        self.push(obj.var_getattr(self, inst.argval))
 
     def STORE_ATTR(self: InstructionTranslatorBase, inst: Instruction) -> None:
         obj = self.pop()
         value = self.pop()
-        self.store_attr(obj, inst.argval, value)
+        obj.store_attr(self, inst.argval, value)
 
     def DELETE_ATTR(self: InstructionTranslatorBase, inst: Instruction) -> None:
-        self.delete_attr(self.pop(), inst.argval)
+        self.pop().delete_attr(self, inst.argval)
 
     # ---- imports ----------------------------------------------------------------------------------
     def IMPORT_NAME(self: InstructionTranslatorBase, inst: Instruction) -> None:

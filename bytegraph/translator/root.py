@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from bytegraph.breaks import Unsupported, unimplemented
+from bytegraph.breaks import Unsupported, unimplemented, user_error
 from bytegraph.bytecode.assemble import max_depth
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.output_graph import Backend, OutputGraph
@@ -121,11 +121,10 @@ class InstructionTranslator(InstructionTranslatorBase):
         try:
             contents = cell.cell_contents
         except ValueError:
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "NameError",
                 context=f"free variable {name!r} referenced before assignment",
-                explanation="The traced code raises NameError; it runs natively so the error is the eager one.",
-                hints=("Assign the variable before calling the function.",),
+                hint="Assign the variable before calling the function.",
             )
         value = self.wrap(contents, ClosureSource(name))
         self.symbolic_locals[name] = value

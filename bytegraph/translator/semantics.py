@@ -1,6 +1,6 @@
 """Python semantics that VariableTrackers ask the translator for.
 
-VTs call these through ``tx`` (DESIGN: the translator is passed explicitly), so
+VTs call these through ``tx`` (the translator is passed explicitly, never global), so
 the variables layer never imports the builder or the inliner: wrapping values,
 calling builtins, iteration, identity, ``isinstance``, attribute access and
 inlining all have their one home here.
@@ -11,7 +11,6 @@ import abc
 import collections
 import enum
 import functools
-import inspect
 import operator
 import types
 import weakref
@@ -19,44 +18,38 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented
-from bytegraph.graph.side_effects import DELETED
-from bytegraph.guards.guards import DictContains, GlobalStateMatch, IdMatch, NoAliasing
+from bytegraph.breaks import unimplemented, user_error
+from bytegraph.guards.guards import GlobalStateMatch, IdMatch, NoAliasing
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap, wrap_const
 from bytegraph.variables.builtin import BINARY_DUNDERS, UNARY_DUNDERS, BuiltinVariable, OperatorGetterVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
-from bytegraph.variables.exceptions import ExceptionVariable, TracedException
-from bytegraph.variables.containers import (
+from bytegraph.variables.exceptions import ExceptionVariable
+from bytegraph.variables.dicts import DictVariable, DictViewVariable, LazyDictVariable
+from bytegraph.variables.iteration import IteratorVariable, ListIteratorVariable
+from bytegraph.variables.sequences import (
     BaseSequenceVariable,
     DequeVariable,
-    DictVariable,
-    DictViewVariable,
-    IteratorVariable,
-    LazyDictVariable,
-    ListIteratorVariable,
     ListVariable,
     NamedTupleVariable,
-    SetVariable,
     SliceVariable,
     TupleVariable,
     is_modelled_namedtuple,
 )
+from bytegraph.variables.sets import SetVariable
 from bytegraph.variables.functions import UserFunctionVariable
 from bytegraph.variables import ndarray, torch_function
-from bytegraph.variables import numpy as npops
 from bytegraph.variables.nn_module import NNModuleVariable
-from bytegraph.variables.tensor import NumpyNdarrayVariable, TensorSubclassVariable, TensorVariable, graph_call
-from bytegraph.variables.functions import NestedUserFunctionVariable, PartialVariable, UserMethodVariable
-from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_library_module
+from bytegraph.variables.ndarray import NumpyNdarrayVariable
+from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.functions import PartialVariable, UserMethodVariable
+from bytegraph.variables.torch import TorchFunctionVariable
 from bytegraph.variables.user_defined import (
-    _MISSING,
     NewObjectVariable,
     UserDefinedClassVariable,
     UserDefinedObjectVariable,
     class_attribute,
-    guard_class_lookup,
 )
 
 if TYPE_CHECKING:
@@ -141,11 +134,10 @@ class PythonSemantics:
             defaults = getattr(klass, "_field_defaults", {})
             for name in field_names[len(values):]:
                 if name not in defaults:
-                    unimplemented(
-                        gb_type="user error",
+                    user_error(
+                        "TypeError",
                         context=f"{klass.__name__}() missing argument {name!r}",
-                        explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-                        hints=("Pass every field.",),
+                        hint="Pass every field.",
                     )
                 values.append(self.wrap_const(defaults[name]))
             return NamedTupleVariable(values, klass)
@@ -183,20 +175,7 @@ class PythonSemantics:
             obj.call_slot(self, base, "__init__", args, kwargs)
         return obj
 
-    def graph_call(self: InstructionTranslatorBase, kind: str, target: Any, args: Sequence[VT],
-                   kwargs: dict[str, VT]) -> VT:
-        """Put ``target(*args, **kwargs)`` in the graph (see ``variables.tensor.graph_call``)."""
-        return graph_call(self, kind, target, args, kwargs)
-    # ---- NumPy (variables/ndarray.py) ------------------------------------------------------------
-    def numpy_call(self: InstructionTranslatorBase, op: npops.NumpyOp, args: Sequence[VT],
-                   kwargs: dict[str, VT]) -> VT:
-        """The NumPy operation ``op`` on traced values, as a graph node with NumPy's result semantics."""
-        return ndarray.numpy_call(self, op, args, kwargs)
-
-    def numpy_operator(self: InstructionTranslatorBase, fn: Any, args: Sequence[VT]) -> VT:
-        """An operator (``a + b``, ``a[i]``, ``a[i] = v``...) with an ndarray operand."""
-        return ndarray.numpy_operator(self, fn, args)
-
+    # ---- calls from a lower module into one that imports it (tensor.py -> ndarray.py, torch_function.py) ----
     def tensor_to_numpy(self: InstructionTranslatorBase, tensor: TensorVariable, args: Sequence[VT],
                         kwargs: dict[str, VT]) -> VT:
         """``tensor.numpy(force=False)``."""
@@ -216,13 +195,6 @@ class PythonSemantics:
                                args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         """``obj.name(*args)`` where ``obj`` or an argument is a dispatching tensor subclass."""
         return torch_function.dispatch_tensor_method(self, obj, name, args, kwargs)
-
-    def subclass_getattr(self: InstructionTranslatorBase, obj: TensorSubclassVariable, name: str) -> VT:
-        return torch_function.subclass_getattr(self, obj, name)
-
-    def subclass_call_method(self: InstructionTranslatorBase, obj: TensorSubclassVariable, name: str,
-                             args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        return torch_function.subclass_call_method(self, obj, name, args, kwargs)
 
     def torch_tensor_attr(self: InstructionTranslatorBase, obj: TensorVariable, name: str) -> VT:
         """``obj.name`` resolved on ``torch.Tensor`` itself (``super().name`` in a subclass)."""
@@ -352,146 +324,6 @@ class PythonSemantics:
                                                     f"issubclass({obj_type.__qualname__}, {cls.__qualname__})"))
         return answer
 
-    # ---- attributes ---------------------------------------------------------------------------------
-    def get_attr(self: InstructionTranslatorBase, obj: VT, name: str) -> VT:
-        return obj.var_getattr(self, name)
-
-    def has_attr(self: InstructionTranslatorBase, obj: VT, name: str) -> bool:
-        """``hasattr(obj, name)``; for objects read from a source, guards that the
-        dict the attribute was found in still holds it, or that the dicts it
-        could appear in still lack it."""
-        if isinstance(obj, (UserDefinedObjectVariable, NNModuleVariable, UserDefinedClassVariable)):
-            pending = self.output.side_effects.pending_attr(obj, name)
-            if pending is not None:
-                return pending is not DELETED
-            if isinstance(obj, UserDefinedClassVariable):
-                guard_class_lookup(self, obj.value, name, class_attribute(obj.value, name))
-                return hasattr(obj.value, name)
-            if obj.source is None:
-                cls = obj.python_type()
-                attr = class_attribute(cls, name)
-                guard_class_lookup(self, cls, name, attr)
-                if not isinstance(obj, NewObjectVariable):
-                    return hasattr(obj.value, name)
-                if obj.instance_attr(self, name) is not None:
-                    return True
-                if isinstance(attr, types.MemberDescriptorType):  # an unset __slots__ entry
-                    return False
-                getter = inspect.isdatadescriptor(attr) or (
-                    attr is _MISSING and class_attribute(cls, "__getattr__") is not _MISSING)
-                if getter:  # a property, descriptor or __getattr__ answers: run it, as hasattr does
-                    try:
-                        obj.var_getattr(self, name)
-                    except TracedException as e:
-                        if issubclass(e.exc.exc_type, AttributeError):
-                            return False
-                        raise
-                    return True
-                return attr is not _MISSING
-            instance_dict = getattr(obj.value, "__dict__", None)
-            guarded_dicts = [(AttrSource(obj.source, "__dict__"), instance_dict)] if isinstance(
-                instance_dict, dict) else []
-            if instance_dict is not None and name in instance_dict:
-                self.output.guards.add(DictContains(guarded_dicts[0][0], name, True))
-                return True
-            attr = class_attribute(type(obj.value), name)
-            guard_class_lookup(self, type(obj.value), name, attr)
-            if attr is not _MISSING:
-                return True
-            if isinstance(obj, NNModuleVariable):  # what Module.__getattr__ reads
-                guarded_dicts += [(AttrSource(obj.source, h), obj.value.__dict__[h])
-                                  for h in ("_parameters", "_buffers", "_modules")]
-            for source, holder in guarded_dicts:
-                present = name in holder
-                self.output.guards.add(DictContains(source, name, present))
-                if present:
-                    return True
-            return hasattr(obj.value, name)
-        if isinstance(obj, PythonModuleVariable) and obj.source is not None and not is_library_module(obj.module):
-            present = name in obj.module.__dict__
-            self.output.guards.add(DictContains(AttrSource(obj.source, "__dict__"), name, present))
-            return present or hasattr(obj.module, name)  # a module __getattr__ (PEP 562) may answer
-        if isinstance(obj, TensorSubclassVariable):
-            return torch_function.subclass_has_attr(self, obj, name)
-        if isinstance(obj, TensorVariable):  # the FakeTensor answers for the class, not the instance dict
-            return hasattr(obj.example, name) if obj.class_has(name) else obj.has_instance_attr(self, name)
-        if obj.is_python_constant():
-            return hasattr(obj.as_python_constant(), name)
-        return hasattr(obj.python_type(), name)
-
-    def delete_attr(self: InstructionTranslatorBase, obj: VT, name: str) -> None:
-        """``del obj.name``: through a Python ``__delattr__`` override (inlined),
-        else from the instance dict of a user object."""
-        if isinstance(obj, UserDefinedObjectVariable):
-            cls = obj.python_type()
-            delattr_fn = class_attribute(cls, "__delattr__")
-            if isinstance(delattr_fn, types.FunctionType):
-                UserMethodVariable(delattr_fn, obj).call_function(self, [ConstantVariable(name)], {})
-                return
-            if delattr_fn is object.__delattr__ and not inspect.isdatadescriptor(class_attribute(cls, name)):
-                obj.delete_raw(self, name)
-                return
-        unimplemented(
-            gb_type="attribute delete",
-            context=f"del {obj}.{name}",
-            explanation="bytegraph deletes instance attributes of user objects (not descriptors, not "
-                        "attributes of modules or builtin objects).",
-            hints=("Move the del out of the compiled function.",),
-        )
-
-    def store_attr(self: InstructionTranslatorBase, obj: VT, name: str, value: VT) -> None:
-        """``obj.name = value``: user objects and tensors decide (see their ``store_attr``);
-        for modules a property setter is inlined and a plain store is recorded
-        as a side effect."""
-        if isinstance(obj, TensorSubclassVariable):
-            torch_function.subclass_store_attr(self, obj, name, value)
-            return
-        if isinstance(obj, (UserDefinedObjectVariable, UserDefinedClassVariable, NestedUserFunctionVariable,
-                            TensorVariable, ExceptionVariable)):
-            obj.store_attr(self, name, value)
-            return
-        if isinstance(obj, NNModuleVariable):
-            cls = type(obj.value)
-            attr = class_attribute(cls, name)
-            if isinstance(attr, property):
-                if attr.fset is None:
-                    unimplemented(
-                        gb_type="user error",
-                        context=f"property {cls.__qualname__}.{name} has no setter",
-                        explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
-                        hints=("Assign a property that has a setter.",),
-                    )
-                self.wrap_const(attr.fset).call_function(self, [obj, value], {})
-                return
-            if cls.__setattr__ is not torch.nn.Module.__setattr__ or (
-                attr is not _MISSING and inspect.isdatadescriptor(attr)
-                and not isinstance(attr, types.MemberDescriptorType)
-            ):
-                unimplemented(
-                    gb_type="unsupported attribute store",
-                    context=f"setting {name!r} on {cls.__qualname__} (custom __setattr__ or descriptor)",
-                    explanation="This assignment runs user code that may store something other than the value; "
-                    "bytegraph traces only plain attribute stores and property setters.",
-                    hints=("Move the assignment out of the compiled function.",),
-                )
-            if isinstance(obj, NNModuleVariable) and isinstance(value, TensorVariable) and (
-                name in obj.value._parameters
-            ):
-                unimplemented(
-                    gb_type="parameter assignment",
-                    context=f"assigning module parameter {name!r}",
-                    explanation="Replacing a registered parameter inside the compiled region is not supported.",
-                    hints=("Assign parameters outside the compiled function.",),
-                )
-            self.output.side_effects.store_attr(obj, name, value)
-            return
-        unimplemented(
-            gb_type="unsupported attribute store",
-            context=f"setting {name!r} on {obj}",
-            explanation="bytegraph cannot record this attribute assignment as a side effect.",
-            hints=("Move the assignment out of the compiled function.",),
-        )
-
 
 
 def _make_partial(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
@@ -516,12 +348,7 @@ def _make_defaultdict(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs:
 def _make_deque(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
     maxlen = (args[1] if len(args) > 1 else kwargs.get("maxlen", ConstantVariable(None))).as_python_constant()
     if maxlen is not None and type(maxlen) is not int:
-        unimplemented(
-            gb_type="user error",
-            context=f"deque(maxlen={type(maxlen).__name__})",
-            explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-            hints=("Pass an int maxlen.",),
-        )
+        user_error("TypeError", context=f"deque(maxlen={type(maxlen).__name__})", hint="Pass an int maxlen.")
     if maxlen is not None and maxlen < 0:
         raise_traced(ValueError, "maxlen must be non-negative")
     result = DequeVariable([], maxlen)

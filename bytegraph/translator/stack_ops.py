@@ -4,18 +4,13 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import unimplemented, user_error
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers import (
-    DictVariable,
-    ListVariable,
-    as_dict,
-    SetVariable,
-    SliceVariable,
-    TupleVariable,
-)
+from bytegraph.variables.dicts import DictVariable, as_dict
+from bytegraph.variables.sequences import ListVariable, SliceVariable, TupleVariable
+from bytegraph.variables.sets import SetVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
@@ -196,11 +191,10 @@ class StackOps:
         incoming = as_dict(self, value) or self.call_builtin(dict, [value])
         for key in incoming.items:
             if key in target.items:
-                unimplemented(
-                    gb_type="user error",
+                user_error(
+                    "TypeError",
                     context=f"duplicate keyword argument {key!r}",
-                    explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-                    hints=("Pass each keyword argument once.",),
+                    hint="Pass each keyword argument once.",
                 )
         target.call_method(self, "update", [incoming], {})
 
@@ -211,11 +205,10 @@ class StackOps:
     def UNPACK_SEQUENCE(self: InstructionTranslatorBase, inst: Instruction) -> None:
         items = self.unpack(self.pop())
         if len(items) != inst.arg:
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "ValueError",
                 context=f"unpacking {len(items)} values into {inst.arg} names",
-                explanation="The traced code raises ValueError; it runs natively so the error is the eager one.",
-                hints=("Match the number of names to the number of values.",),
+                hint="Match the number of names to the number of values.",
             )
         for item in reversed(items):
             self.push(item)
@@ -225,11 +218,10 @@ class StackOps:
         after = inst.arg >> 8
         items = self.unpack(self.pop())
         if len(items) < before + after:
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "ValueError",
                 context=f"not enough values to unpack (expected at least {before + after})",
-                explanation="The traced code raises ValueError; it runs natively so the error is the eager one.",
-                hints=("Match the number of names to the number of values.",),
+                hint="Match the number of names to the number of values.",
             )
         middle = ListVariable(items[before : len(items) - after])
         values = items[:before] + [middle] + items[len(items) - after :]

@@ -8,11 +8,11 @@ graph break. A VT that came from the frame's inputs carries a
 :class:`~bytegraph.guards.source.Source`; the guards for the facts it exposes
 were installed when it was wrapped (see :mod:`bytegraph.variables.builder`).
 
-Methods take the translator ``tx`` explicitly (DESIGN: no global translator).
+Methods take the translator ``tx`` explicitly (there is no global translator).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 from bytegraph.breaks import unimplemented
 
@@ -84,6 +84,33 @@ class VariableTracker:
             gb_type="unsupported call",
             context=f"call to {self}",
             explanation="bytegraph cannot trace a call of this kind of object.",
+        )
+
+    def has_attr(self, tx: Tx, name: str) -> bool:
+        """``hasattr(value, name)``; by default asked of the Python constant, else
+        of the value's type. Kinds whose instances hold attributes override it."""
+        if self.is_python_constant():
+            return hasattr(self.as_python_constant(), name)
+        return hasattr(self.python_type(), name)
+
+    def store_attr(self, tx: Tx, name: str, value: VariableTracker) -> None:
+        """``value.name = v``; by default a graph break. Kinds that record the store
+        (as a side effect, or in the graph) override it."""
+        unimplemented(
+            gb_type="unsupported attribute store",
+            context=f"setting {name!r} on {self}",
+            explanation="bytegraph cannot record this attribute assignment as a side effect.",
+            hints=("Move the assignment out of the compiled function.",),
+        )
+
+    def delete_attr(self, tx: Tx, name: str) -> None:
+        """``del value.name``; by default a graph break (user objects override it)."""
+        unimplemented(
+            gb_type="attribute delete",
+            context=f"del {self}.{name}",
+            explanation="bytegraph deletes instance attributes of user objects (not descriptors, not "
+                        "attributes of modules or builtin objects).",
+            hints=("Move the del out of the compiled function.",),
         )
 
     def call_method(
@@ -209,3 +236,12 @@ class ConstantCallableVariable(VariableTracker):
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_const(self.fn)
+
+
+def bad_method(container: VariableTracker, name: str) -> NoReturn:
+    """A method of a container kind that bytegraph does not model: a graph break."""
+    unimplemented(
+        gb_type="unsupported container method",
+        context=f"{container.python_type().__name__}.{name}",
+        explanation=f"bytegraph does not model {container.python_type().__name__}.{name} on traced values.",
+    )

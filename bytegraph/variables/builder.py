@@ -44,16 +44,15 @@ from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.builtin import BuiltinVariable, bound_to_constant
 from bytegraph.variables.constant import ConstantVariable, is_constant_value
-from bytegraph.variables.containers import (
-    DictVariable,
-    LazyDictVariable,
+from bytegraph.variables.dicts import DictVariable, LazyDictVariable
+from bytegraph.variables.sequences import (
     ListVariable,
     NamedTupleVariable,
-    SetVariable,
     SizeVariable,
     TupleVariable,
     is_modelled_namedtuple,
 )
+from bytegraph.variables.sets import SetVariable
 from bytegraph.variables.copying import CopyFunctionVariable
 from bytegraph.variables.functions import (
     PartialVariable,
@@ -72,10 +71,11 @@ from bytegraph.variables.misc import (
     WeakRefVariable,
 )
 from bytegraph.variables.nn_module import NNModuleVariable
-from bytegraph.variables.ndarray import NumpyFunctionVariable
-from bytegraph.variables.tensor import NumpyNdarrayVariable, SymNodeVariable, TensorSubclassVariable, TensorVariable
+from bytegraph.variables.ndarray import NumpyFunctionVariable, NumpyNdarrayVariable
+from bytegraph.variables.symbolic import SymNodeVariable
+from bytegraph.variables.tensor import TensorVariable
 from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_callable
-from bytegraph.variables.torch_function import as_plain_tensor, check_traceable
+from bytegraph.variables.torch_function import TensorSubclassVariable, as_plain_tensor, check_traceable
 from bytegraph.variables.torch_state import STATE_CONTEXTS, StateContextVariable, existing_state_context
 from bytegraph.variables.user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
 

@@ -23,31 +23,27 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
-from bytegraph.breaks import HINT_REWRITE, Unsupported, unimplemented
+from bytegraph.breaks import HINT_REWRITE, Unsupported, unimplemented, user_error
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.misc import EnvironVariable
-from bytegraph.variables.containers import (
-    BaseSequenceVariable,
-    DictVariable,
+from bytegraph.variables.dicts import DictVariable, LazyDictVariable, as_dict
+from bytegraph.variables.iteration import (
     EnumerateVariable,
     FilterVariable,
     IteratorVariable,
-    LazyDictVariable,
     ListIteratorVariable,
-    ListVariable,
     MapVariable,
-    SetVariable,
-    SizeVariable,
-    SliceVariable,
-    TupleVariable,
     ZipVariable,
-    as_dict,
 )
-from bytegraph.variables.ndarray import numpy_operator
-from bytegraph.variables.tensor import (DataPtrVariable, NumpyNdarrayVariable, SymNodeVariable, TensorVariable, graph_call,
-                                        overloaded_args)
+from bytegraph.variables.sequences import BaseSequenceVariable, ListVariable, SizeVariable, SliceVariable, TupleVariable
+from bytegraph.variables.sets import SetVariable
+from bytegraph.variables.graph_calls import graph_call, overloaded_args
+from bytegraph.variables.ndarray import NumpyNdarrayVariable, numpy_operator
+from bytegraph.variables.symbolic import SymNodeVariable
+from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.tensor_handles import DataPtrVariable
 from bytegraph.variables.user_defined import SlotMethodVariable, SuperVariable, UserDefinedObjectVariable
 
 if TYPE_CHECKING:
@@ -356,19 +352,19 @@ class BuiltinVariable(ConstantCallableVariable):
 
     def _call_getattr(self, tx: Tx, obj: VT, name: VT, *default: VT) -> VT | None:
         attr = name.as_python_constant()
-        if default and not tx.has_attr(obj, attr):
+        if default and not obj.has_attr(tx, attr):
             return default[0]
-        return tx.get_attr(obj, attr)
+        return obj.var_getattr(tx, attr)
 
     def _call_hasattr(self, tx: Tx, obj: VT, name: VT) -> VT | None:
-        return ConstantVariable(tx.has_attr(obj, name.as_python_constant()))
+        return ConstantVariable(obj.has_attr(tx, name.as_python_constant()))
 
     def _call_setattr(self, tx: Tx, obj: VT, name: VT, value: VT) -> VT | None:
-        tx.store_attr(obj, name.as_python_constant(), value)
+        obj.store_attr(tx, name.as_python_constant(), value)
         return ConstantVariable(None)
 
     def _call_delattr(self, tx: Tx, obj: VT, name: VT) -> VT | None:
-        tx.delete_attr(obj, name.as_python_constant())
+        obj.delete_attr(tx, name.as_python_constant())
         return ConstantVariable(None)
 
     def _call_callable(self, tx: Tx, obj: VT) -> VT | None:
@@ -522,12 +518,10 @@ class BuiltinVariable(ConstantCallableVariable):
         code = tx.code
         first = tx.symbolic_locals.get(code.co_varnames[0]) if code.co_argcount else None
         if first is None:
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "RuntimeError (the function has no positional parameter, or the first one was deleted)",
                 context="super() without a first argument",
-                explanation="The traced code raises RuntimeError (the function has no positional parameter, or "
-                "the first one was deleted); it runs natively so the error is the eager one.",
-                hints=("Give the method a first parameter, or call super(cls, obj).",),
+                hint="Give the method a first parameter, or call super(cls, obj).",
             )
         return SuperVariable(cls, first)
 
@@ -653,7 +647,7 @@ class OperatorGetterVariable(VariableTracker):
         (obj,) = args
         if self.kind is operator.methodcaller:
             name = self.args[0].as_python_constant()
-            return tx.get_attr(obj, name).call_function(tx, self.args[1:], self.kwargs)
+            return obj.var_getattr(tx, name).call_function(tx, self.args[1:], self.kwargs)
         results = [self._one(tx, obj, key) for key in self.args]
         return results[0] if len(results) == 1 else tx.make_tuple(results)
 
@@ -661,7 +655,7 @@ class OperatorGetterVariable(VariableTracker):
         if self.kind is operator.itemgetter:
             return tx.call_builtin(operator.getitem, [obj, key])
         for part in key.as_python_constant().split("."):
-            obj = tx.get_attr(obj, part)
+            obj = obj.var_getattr(tx, part)
         return obj
 
     def reconstruct(self, codegen: PyCodegen) -> None:

@@ -21,8 +21,9 @@ import torch
 from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers import (DictVariable, LazyDictVariable, ListVariable, NamedTupleVariable,
-                                            SetVariable, TupleVariable)
+from bytegraph.variables.dicts import DictVariable, LazyDictVariable
+from bytegraph.variables.sequences import ListVariable, NamedTupleVariable, TupleVariable
+from bytegraph.variables.sets import SetVariable
 from bytegraph.variables.user_defined import NewObjectVariable, UserDefinedObjectVariable
 
 if TYPE_CHECKING:

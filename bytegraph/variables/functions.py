@@ -13,13 +13,13 @@ import logging
 import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import GlobalStateMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
-from bytegraph.variables.containers import DictVariable
-from bytegraph.variables.tensor import SymNodeVariable
+from bytegraph.variables.dicts import DictVariable
+from bytegraph.variables.symbolic import SymNodeVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -48,11 +48,10 @@ class CellVariable(VariableTracker):
     def get(self) -> VT:
         value = self.owner_locals.get(self.name)
         if value is None:
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "NameError",
                 context=f"free variable {self.name!r} referenced before assignment",
-                explanation="The traced code raises NameError; it runs natively so the error is the eager one.",
-                hints=("Assign the variable before the inner function reads it.",),
+                hint="Assign the variable before the inner function reads it.",
             )
         return value
 
@@ -108,11 +107,10 @@ class UserFunctionVariable(ConstantCallableVariable):
         try:
             contents = cell.cell_contents
         except ValueError:
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "NameError",
                 context=f"free variable {self.fn.__code__.co_freevars[index]!r} is empty",
-                explanation="The traced code raises NameError; it runs natively so the error is the eager one.",
-                hints=("Assign the variable before calling the function.",),
+                hint="Assign the variable before calling the function.",
             )
         if self.source is None:
             return tx.wrap_const(contents)

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers import IteratorVariable, ListIteratorVariable, TupleVariable
+from bytegraph.variables.iteration import IteratorVariable, ListIteratorVariable
+from bytegraph.variables.sequences import TupleVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

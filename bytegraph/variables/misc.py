@@ -8,10 +8,9 @@ import os
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented
-from bytegraph.bytecode.resume import RESUME_DEPTH
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.guards.source import AttrSource, WeakRefCallSource
-from bytegraph.runtime import deferred
+from bytegraph.graph import deferred
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
 
@@ -78,7 +77,7 @@ class DeferredCallVariable(VariableTracker):
     """``warnings.warn`` or a logger's level method (``logger.info``, ``.log``
     ...): the call only affects the world outside the program's values, so with
     constant arguments it is recorded and made after the graph runs (see
-    :mod:`bytegraph.runtime.deferred`), attributed to the line eager reports,
+    :mod:`bytegraph.graph.deferred`), attributed to the line eager reports,
     instead of breaking the graph.
 
     Args:
@@ -114,7 +113,7 @@ class DeferredCallVariable(VariableTracker):
         traced = tuple(
             (frame.filename, frame.lineno, frame.name, t.f_globals) for t in tx.user_frames() for frame in [t.frame_summary()]
         )
-        pieces_above = RESUME_DEPTH.get(tx.root().code, 0)
+        pieces_above = tx.root().runtime.resume_depth(tx.root().code)
         try:
             if self.logger is None:
                 replay, call = self._bind_warning(tx, traced, values, options)
@@ -246,3 +245,33 @@ class WeakRefVariable(VariableTracker):
         if args or kwargs:
             return super().call_function(tx, args, kwargs)
         return tx.wrap(self.ref(), WeakRefCallSource(self.source))
+
+
+class WithExitVariable(VariableTracker):
+    """The ``__exit__`` that ``BEFORE_WITH`` leaves on the stack."""
+
+    def __init__(self, ctx: VT):
+        super().__init__()
+        self.ctx = ctx
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        tx.block_stack.remove(self.ctx)
+        return self.ctx.exit(tx, list(args))
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """Leave the context's ``__exit__``: the generated code resumes inside
+        the ``with`` block. A torch state context (grad mode) is re-created and
+        entered again (its effect lives in global state, which the graph
+        boundary resets), starting from the grad mode the original found;
+        a user context is rebuilt as it is, already entered."""
+        reenter = getattr(self.ctx, "reenter_on_reconstruct", False)
+        if reenter and self.ctx.grad_mode_to_reenter() is not None:
+            # re-made and entered under the mode eager's object found, which its __exit__ restores
+            codegen.set_grad_enabled(self.ctx.grad_mode_to_reenter())
+        codegen.reconstruct(self.ctx)
+        if reenter:
+            codegen.emit("COPY", 1)
+            codegen.emit("LOAD_METHOD", "__enter__")
+            codegen.call(0)
+            codegen.emit("POP_TOP")
+        codegen.load_attr("__exit__")

@@ -2,14 +2,12 @@
 graph node and how its result is wrapped, plus the conversions between tensors
 and ndarrays.
 
-The classes that stand for NumPy values live with the other tensor kinds in
-:mod:`bytegraph.variables.tensor` (``NumpyNdarrayVariable``); what NumPy's
+:class:`NumpyNdarrayVariable` stands for a NumPy array or scalar; what NumPy's
 operations *are* (tables, graph targets, the stand-in values that ask real
-NumPy) lives in :mod:`bytegraph.variables.numpy`. This module sits between
-them: it adds the nodes (:func:`numpy_call`) and gives results NumPy's
-semantics (NumPy scalars, copies where ``torch._numpy`` aliases, breaks where
-it copies a view, writes into arguments). ``NumpyNdarrayVariable`` reaches it
-through ``tx`` (``tx.numpy_call``...), since this module imports that one.
+NumPy) lives in :mod:`bytegraph.variables.numpy`. This module adds the nodes
+(:func:`numpy_call`) and gives results NumPy's semantics (NumPy scalars,
+copies where ``torch._numpy`` aliases, breaks where it copies a view, writes
+into arguments).
 """
 from __future__ import annotations
 
@@ -21,25 +19,18 @@ import torch
 import torch.fx
 from torch.utils import _pytree as pytree
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import unimplemented, user_error
 from bytegraph.config import config
 from bytegraph.variables import numpy as npops
-from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
+from bytegraph.variables.base import BoundMethodVariable, ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers import ListVariable, NamedTupleVariable, SliceVariable, TupleVariable
-from bytegraph.variables.tensor import (
-    SYMBOLIC_TYPES,
-    FakeItemVariable,
-    NumpyNdarrayVariable,
-    SymNodeVariable,
-    TensorVariable,
-    graph_call,
-    graph_node,
-    overloaded_args,
-    wrap_fx_value,
-)
+from bytegraph.variables.sequences import ListVariable, NamedTupleVariable, SliceVariable, TupleVariable
+from bytegraph.variables.graph_calls import graph_call, graph_node, overloaded_args, wrap_fx_value
+from bytegraph.variables.symbolic import SYMBOLIC_TYPES, FakeItemVariable, SymNodeVariable, branch_on_data
+from bytegraph.variables.tensor import TensorVariable, unpack_rows
 
 if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
 
 VT = VariableTracker
@@ -96,6 +87,140 @@ class NumpyFunctionVariable(ConstantCallableVariable):
 
     def __repr__(self) -> str:
         return f"NumpyFunctionVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+class NumpyNdarrayVariable(VariableTracker):
+    """A ``numpy.ndarray``, or a NumPy scalar, in the traced program: the tensor
+    holding its data.
+
+    NumPy operations on it become graph nodes running ``torch._numpy``
+    (:func:`numpy_call`; NumPy's tables in :mod:`bytegraph.variables.numpy`); static metadata (``ndim``, ``shape``,
+    ``strides``, ``itemsize``, ``size``) is answered at trace time. After the
+    graph it becomes a real ``numpy.ndarray`` sharing the output tensor's
+    memory (``t.numpy()``), or a NumPy scalar.
+
+    Attributes:
+        node, example: the fx node and FakeTensor of the tensor under the array
+            (same dtype and shape; strides in elements). ``t.numpy()`` shares
+            ``t``'s node, as it shares its memory.
+        scalar: the value is a NumPy scalar (``np.float64``...), which NumPy
+            returns for most 0-d results; its tensor is 0-d.
+        readonly: a view NumPy makes read-only (``np.diagonal(a)``, views of it).
+    """
+
+    mutable = True  # rebuilt once per graph: every reference is the same object
+
+    def __init__(self, node: torch.fx.Node, example: torch.Tensor, source=None, scalar: bool = False,
+                 readonly: bool = False):
+        super().__init__(source)
+        self.node = node
+        self.example = example
+        self.scalar = scalar
+        self.readonly = readonly
+
+    def python_type(self) -> type:
+        return npops.numpy_dtype(self.example.dtype).type if self.scalar else npops.np.ndarray
+
+    def as_proxy(self) -> Any:
+        return self.node
+
+    def as_example(self) -> Any:
+        return self.example
+
+    def truthy(self, tx: Tx) -> bool:
+        branch_on_data(f"an ndarray ({self.node.name})")
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return self.example.dim() > 0
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        return unpack_rows(self.example, "array", lambda i: numpy_operator(tx, 
+            operator.getitem, [self, ConstantVariable(i)]))
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name in npops.UNSUPPORTED_ATTRS:
+            _unsupported_ndarray(name)
+        if name in npops.STATIC_ATTRS:
+            return self._static_attr(tx, name)
+        if name in npops.GRAPH_ATTRS:
+            return numpy_call(tx, npops.attribute_op(name), [self], {})
+        if name == "__class__":
+            return tx.wrap_const(self.python_type())
+        if npops.has_method(name):
+            return BoundMethodVariable(self, name)
+        unimplemented(
+            gb_type="unsupported ndarray attribute",
+            context=f"ndarray.{name}",
+            explanation="torch._numpy does not implement this ndarray attribute, so bytegraph cannot trace it.",
+            hints=("Use it outside the compiled function.",),
+        )
+
+    def _static_attr(self, tx: Tx, name: str) -> VT:
+        t = self.example
+        if name == "shape":
+            return TupleVariable(TensorVariable(self.node, t)._sizes(tx).items)
+        if name == "ndim":
+            return ConstantVariable(t.dim())
+        if name == "itemsize":
+            return ConstantVariable(t.element_size())
+        value = {"size": lambda: t.numel(), "nbytes": lambda: t.numel() * t.element_size(),
+                 "strides": lambda: tuple(s * t.element_size() for s in t.stride())}[name]()
+        if any(isinstance(v, SYMBOLIC_TYPES) for v in (value if isinstance(value, tuple) else (value,))):
+            unimplemented(
+                gb_type="unsupported ndarray attribute",
+                context=f"ndarray.{name} of an array with dynamic shape",
+                explanation="This attribute depends on a symbolic size; bytegraph answers it for static shapes only.",
+                hints=("Read shape instead, or mark the input static.",),
+            )
+        return tx.wrap_const(value)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name in npops.UNSUPPORTED_ATTRS:
+            _unsupported_ndarray(name)
+        if name == "__len__" and not args:
+            if self.example.dim() == 0:
+                user_error("TypeError", context="len() of a 0-d array", hint="Do not call len() on a 0-d array.")
+            return TensorVariable(self.node, self.example)._size(tx, 0)
+        if name in ("__getitem__", "__setitem__"):
+            return numpy_operator(tx, operator.getitem if name == "__getitem__" else operator.setitem, [self, *args])
+        if name == "astype" and "copy" in kwargs:
+            unimplemented(
+                gb_type="unsupported ndarray method",
+                context="ndarray.astype(copy=...)",
+                explanation="astype without a copy may return the array itself; bytegraph traces the copying form.",
+                hints=("Drop the copy argument.",),
+            )
+        if npops.has_method(name):
+            return numpy_call(tx, npops.method_op(name), [self, *args], kwargs)
+        unimplemented(
+            gb_type="unsupported ndarray method",
+            context=f"ndarray.{name}()",
+            explanation="torch._numpy does not implement this ndarray method, so bytegraph cannot trace it.",
+            hints=("Call it outside the compiled function.",),
+        )
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        convert = npops.to_numpy_scalar if self.scalar else npops.to_readonly_ndarray if self.readonly else (
+            npops.to_ndarray
+        )
+        codegen.load_callable(convert)
+        codegen.load_graph_output(self.node)
+        codegen.call(1)
+
+    def __repr__(self) -> str:
+        kind = "scalar" if self.scalar else "ndarray"
+        return f"NumpyNdarrayVariable({kind} {self.node.name}, {tuple(self.example.shape)}, {self.example.dtype})"
+
+def _unsupported_ndarray(name: str) -> None:
+    unimplemented(
+        gb_type="unsupported ndarray attribute",
+        context=f"ndarray.{name}",
+        explanation=f"Reading ndarray.{name} is not traced: {npops.UNSUPPORTED_ATTRS[name]}.",
+        hints=("Use it outside the compiled function.",),
+    )
 
 
 def tensor_to_numpy(tx: Tx, tensor: TensorVariable, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:

@@ -12,23 +12,27 @@ global hook dicts, so registering a module hook later forces a recompile
 from __future__ import annotations
 
 import collections
+import inspect
 import types
 from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import MODULE_HOOK_DICTS, DictKeysMatch, GlobalStateMatch, NoModuleHooks
 from bytegraph.guards.source import AttrSource, GetItemSource
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.containers import ListIteratorVariable, TupleVariable
+from bytegraph.variables.iteration import ListIteratorVariable
+from bytegraph.variables.sequences import TupleVariable
+from bytegraph.variables.tensor import TensorVariable
 from bytegraph.variables.functions import UserMethodVariable
 from bytegraph.variables.user_defined import (
     _MISSING,
     bind_class_attribute,
     class_attribute,
     guard_not_in_instance_dict,
+    object_has_attr,
 )
 
 if TYPE_CHECKING:
@@ -111,7 +115,44 @@ class NNModuleVariable(VariableTracker):
         raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")
 
     def has_attr(self, tx: Tx, name: str) -> bool:
-        return hasattr(self.value, name)
+        """``hasattr(module, name)``: as for user objects, plus the parameter,
+        buffer and submodule dicts ``Module.__getattr__`` reads."""
+        return object_has_attr(tx, self, name, ("_parameters", "_buffers", "_modules"))
+
+    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
+        """``module.name = value``: a property setter is inlined; a plain store is
+        recorded as a side effect; a custom ``__setattr__``, another data
+        descriptor, or replacing a registered parameter is a graph break."""
+        cls = type(self.value)
+        attr = class_attribute(cls, name)
+        if isinstance(attr, property):
+            if attr.fset is None:
+                user_error(
+                    "AttributeError",
+                    context=f"property {cls.__qualname__}.{name} has no setter",
+                    hint="Assign a property that has a setter.",
+                )
+            tx.wrap_const(attr.fset).call_function(tx, [self, value], {})
+            return
+        if cls.__setattr__ is not torch.nn.Module.__setattr__ or (
+            attr is not _MISSING and inspect.isdatadescriptor(attr)
+            and not isinstance(attr, types.MemberDescriptorType)
+        ):
+            unimplemented(
+                gb_type="unsupported attribute store",
+                context=f"setting {name!r} on {cls.__qualname__} (custom __setattr__ or descriptor)",
+                explanation="This assignment runs user code that may store something other than the value; "
+                "bytegraph traces only plain attribute stores and property setters.",
+                hints=("Move the assignment out of the compiled function.",),
+            )
+        if isinstance(value, TensorVariable) and name in self.value._parameters:
+            unimplemented(
+                gb_type="parameter assignment",
+                context=f"assigning module parameter {name!r}",
+                explanation="Replacing a registered parameter inside the compiled region is not supported.",
+                hints=("Assign parameters outside the compiled function.",),
+            )
+        tx.output.side_effects.store_attr(self, name, value)
 
     # ---- calls ---------------------------------------------------------------
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:

@@ -3,7 +3,7 @@ classify NumPy operations.
 
 bytegraph traces NumPy code the way it traces torch code: an ndarray in the
 traced program is a tensor in the graph (``NumpyNdarrayVariable`` in
-:mod:`bytegraph.variables.tensor`), and each NumPy operation on it becomes one
+:mod:`bytegraph.variables.ndarray`), and each NumPy operation on it becomes one
 graph node whose target is a :class:`NumpyOp`: it views the tensor arguments as
 ``torch._numpy`` ndarrays (NumPy's API implemented with torch operations), runs
 the operation, and hands the tensors under the results back to the graph.

@@ -27,17 +27,20 @@ from __future__ import annotations
 
 import functools
 import types
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented
-from bytegraph.guards.guards import GlobalStateMatch
+from bytegraph.breaks import unimplemented, user_error
+from bytegraph.guards.guards import DictContains, GlobalStateMatch
+from bytegraph.guards.source import AttrSource
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise
-from bytegraph.variables.containers import SizeVariable
-from bytegraph.variables.ndarray import ndarray_to_tensor
-from bytegraph.variables.tensor import NumpyNdarrayVariable, TensorVariable, dispatches, graph_call, overloaded_args
+from bytegraph.variables.sequences import SizeVariable
+from bytegraph.variables.graph_calls import dispatches, graph_call, overloaded_args
+from bytegraph.variables.ndarray import NumpyNdarrayVariable, ndarray_to_tensor
+from bytegraph.variables.tensor import TensorVariable
 from bytegraph.variables.torch_state import STATE_CONTEXTS, create_state_context
 
 if TYPE_CHECKING:
@@ -206,7 +209,7 @@ class TorchFunctionVariable(ConstantCallableVariable):
         method = tensor_method_of(fn)
         if method is not None and args and isinstance(args[0], TensorVariable):
             if method[0] == "getter" and len(args) == 1 and not kwargs:
-                return tx.get_attr(args[0], method[1])
+                return args[0].var_getattr(tx, method[1])
             if method[0] == "method":
                 return args[0].call_method(tx, method[1], list(args[1:]), kwargs)
         if any(isinstance(a, NumpyNdarrayVariable) for a in (*args, *kwargs.values())):
@@ -302,15 +305,24 @@ class PythonModuleVariable(VariableTracker):
     def truthy(self, tx: Tx) -> bool:
         return True
 
+    def has_attr(self, tx: Tx, name: str) -> bool:
+        """``hasattr(module, name)``: for a user module read from a source, whether
+        its ``__dict__`` holds ``name`` (guarded), or its ``__getattr__`` (PEP 562)
+        answers; library modules are fixed, so they are asked directly."""
+        if self.source is None or is_library_module(self.module):
+            return super().has_attr(tx, name)
+        present = name in self.module.__dict__
+        tx.output.guards.add(DictContains(AttrSource(self.source, "__dict__"), name, present))
+        return present or hasattr(self.module, name)
+
     def var_getattr(self, tx: Tx, name: str) -> VT:
         try:
             value = getattr(self.module, name)
         except AttributeError:
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "AttributeError",
                 context=f"module {self.module.__name__!r} has no attribute {name!r}",
-                explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
-                hints=("Check the attribute name.",),
+                hint="Check the attribute name.",
             )
         if is_library_module(self.module) or self.source is None:
             return tx.wrap_const(value)
@@ -336,3 +348,36 @@ def is_library_module(module: types.ModuleType) -> bool:
     while compiled code runs (documented in docs/architecture.md)."""
     top = module.__name__.split(".", 1)[0]
     return top in LIBRARY_MODULES
+
+
+class AutogradFunctionApplyVariable(VariableTracker):
+    """``MyFunction.apply`` of a ``torch.autograd.Function`` subclass: the call
+    goes in the graph as one node, so autograd uses the user's ``backward``
+    (backends that trace the joint graph run it too). The ``forward`` is run on
+    FakeTensors once while tracing, to infer its outputs."""
+
+    def __init__(self, fn_cls: type):
+        super().__init__()
+        self.fn_cls = fn_cls
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return graph_call(tx, "call_function", _apply_target(self.fn_cls), args, kwargs)
+
+
+_APPLY_TARGETS: "weakref.WeakKeyDictionary[type, Any]" = weakref.WeakKeyDictionary()
+
+
+def _apply_target(fn_cls: type) -> Any:
+    """A plain function calling ``fn_cls.apply``: an fx target the graph's code
+    can name (fx cannot import a classmethod bound to a user class)."""
+    target = _APPLY_TARGETS.get(fn_cls)
+    if target is None:
+        def target(*args: Any, **kwargs: Any) -> Any:
+            return fn_cls.apply(*args, **kwargs)
+
+        target.__name__ = target.__qualname__ = f"{fn_cls.__name__}_apply"
+        _APPLY_TARGETS[fn_cls] = target
+    return target

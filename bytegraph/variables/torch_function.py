@@ -1,7 +1,7 @@
 """Tensor subclasses: attributes of their instances, ``__torch_function__``
 dispatch, and construction.
 
-A :class:`~bytegraph.variables.tensor.TensorSubclassVariable` is a plain
+A :class:`TensorSubclassVariable` is a plain
 tensor in the graph plus a Python class. What eager does with such an object
 is reproduced at trace time:
 
@@ -41,22 +41,19 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builtin import BINARY_DUNDERS, UNARY_DUNDERS
 from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.containers import BaseSequenceVariable, DictVariable, NamedTupleVariable, TupleVariable
+from bytegraph.variables.dicts import DictVariable
+from bytegraph.variables.sequences import BaseSequenceVariable, NamedTupleVariable, TupleVariable
 from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
-from bytegraph.variables.tensor import (
-    SymNodeVariable,
-    TensorSubclassVariable,
-    TensorVariable,
-    graph_call,
-    overloaded_args,
-)
+from bytegraph.variables.graph_calls import graph_call, overloaded_args
+from bytegraph.variables.symbolic import SymNodeVariable
+from bytegraph.variables.tensor import TensorVariable
 from bytegraph.variables.torch import TorchFunctionVariable, is_torch_op
 from bytegraph.variables.user_defined import (
     _MISSING,
@@ -99,6 +96,79 @@ _INPLACE_DUNDERS = {
     operator.ixor: ("__ixor__", operator.xor), operator.ilshift: ("__ilshift__", operator.lshift),
     operator.irshift: ("__irshift__", operator.rshift),
 }
+
+
+# ---- the tensor-subclass VariableTracker --------------------------------------------------------
+
+class TensorSubclassVariable(TensorVariable):
+    """A tensor whose Python class is a ``torch.Tensor`` subclass (``class_type``).
+
+    The data is a plain tensor in the graph; the class lives in this VT.
+    Attribute reads, method calls and operators follow the class: attributes
+    and methods written in Python are inlined like user code, and torch
+    operations go through the class's ``__torch_function__`` as in eager
+    (the functions of this module).
+    Inside ``torch._C.DisableTorchFunctionSubclass()`` it behaves as a plain
+    tensor, except for its Python-level attributes.
+
+    An instance made during the trace is rebuilt after the graph as
+    ``out.as_subclass(class_type)`` plus its instance attributes; an input is
+    reloaded from its source.
+
+    Attributes:
+        attrs: instance attributes of an instance made in the trace (name -> VT).
+        value: the real object of an input (its instance dict is read through
+            the source, with guards), else None.
+    """
+
+    mutable = True  # rebuilt once per graph: every reference is the same object
+
+    def __init__(self, node: torch.fx.Node, example: torch.Tensor, class_type: type, source=None,
+                 value: torch.Tensor | None = None):
+        super().__init__(node, example, source, class_type)
+        self.attrs: dict[str, VT] = {}
+        self.value = value
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        return subclass_getattr(tx, self, name)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return subclass_call_method(tx, self, name, args, kwargs)
+
+    def has_attr(self, tx: Tx, name: str) -> bool:
+        return subclass_has_attr(tx, self, name)
+
+    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
+        subclass_store_attr(tx, self, name, value)
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        if overloaded_args(tx, [self]):
+            unimplemented(
+                gb_type="tensor subclass operation",
+                context=f"iteration over a {self.class_type.__qualname__}",
+                explanation="Iterating a tensor subclass calls its __torch_function__ in an order (dim, unbind, "
+                "__len__ as a length hint) bytegraph does not reproduce; it runs natively.",
+                hints=("Index the tensor explicitly, or iterate outside the compiled function.",),
+            )
+        return super().unpack_var_sequence(tx)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        codegen.load_callable(torch.Tensor.as_subclass)
+        codegen.load_graph_output(self.node)
+        codegen.load_const(self.class_type)
+        codegen.call(2)
+        for name, value in self.attrs.items():  # obj.__dict__[name] = value, the object staying on the stack
+            codegen.reconstruct(value)
+            codegen.emit("COPY", 2)
+            codegen.load_attr("__dict__")
+            codegen.load_const(name)
+            codegen.emit("STORE_SUBSCR")
+
+    def __repr__(self) -> str:
+        return f"TensorSubclassVariable({self.class_type.__qualname__}, {self.node.name})"
 
 
 # ---- plain data, Python class --------------------------------------------------------------------
@@ -178,11 +248,10 @@ def dispatch(tx: Tx, func: VT, args: Sequence[VT], kwargs: dict[str, VT] | None,
             )
         if not (isinstance(result, ConstantVariable) and result.value is NotImplemented):
             return result
-    unimplemented(
-        gb_type="user error",
+    user_error(
+        "TypeError",
         context=f"every __torch_function__ returned NotImplemented for {func}",
-        explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-        hints=("Return a value from __torch_function__ for this operation.",),
+        hint="Return a value from __torch_function__ for this operation.",
     )
 
 
@@ -575,11 +644,10 @@ def _tensor_torch_function(tx: Tx, args: list[VT], kwargs: dict[str, VT]) -> VT:
     bound.setdefault("args", TupleVariable([]))
     bound.setdefault("kwargs", ConstantVariable(None))
     if set(bound) != set(names) or len(args) > len(names):
-        unimplemented(
-            gb_type="user error",
+        user_error(
+            "TypeError",
             context="Tensor.__torch_function__ called with wrong arguments",
-            explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-            hints=("Pass func, types, args and kwargs.",),
+            hint="Pass func, types, args and kwargs.",
         )
     return default_torch_function(tx, bound["cls"].as_python_constant(), bound["func"], bound["types"],
                                   bound["args"], bound["kwargs"])

@@ -11,20 +11,21 @@ import collections
 import functools
 import inspect
 import types
-import weakref
 
 import torch
 from typing import TYPE_CHECKING, Any, Sequence
 
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, DictKeysMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.containers import DictBaseView, DictVariable
+from bytegraph.variables.dicts import DictBaseView, DictVariable
+from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
 from bytegraph.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
+from bytegraph.variables.torch import AutogradFunctionApplyVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -95,6 +96,56 @@ def guard_class_lookup(tx: Tx, cls: type, name: str, attr: Any) -> None:
         tx.output.guards.add(DictContains(namespace, name, False))
 
 
+def object_has_attr(tx: Tx, obj: VT, name: str, getattr_dicts: Sequence[str] = ()) -> bool:
+    """``hasattr(obj, name)`` for a user object or an ``nn.Module`` (a VT with
+    ``value``): a pending store or delete in the trace answers first; for an
+    object read from a source, guards that the dict the attribute was found in
+    still holds it, or that the dicts it could appear in (the instance dict, the
+    class's MRO, and ``getattr_dicts``: instance-dict entries a
+    ``__getattr__`` reads) still lack it."""
+    pending = tx.output.side_effects.pending_attr(obj, name)
+    if pending is not None:
+        return pending is not DELETED
+    if obj.source is None:
+        cls = obj.python_type()
+        attr = class_attribute(cls, name)
+        guard_class_lookup(tx, cls, name, attr)
+        if not isinstance(obj, NewObjectVariable):
+            return hasattr(obj.value, name)
+        if obj.instance_attr(tx, name) is not None:
+            return True
+        if isinstance(attr, types.MemberDescriptorType):  # an unset __slots__ entry
+            return False
+        getter = inspect.isdatadescriptor(attr) or (
+            attr is _MISSING and class_attribute(cls, "__getattr__") is not _MISSING)
+        if getter:  # a property, descriptor or __getattr__ answers: run it, as hasattr does
+            try:
+                obj.var_getattr(tx, name)
+            except TracedException as e:
+                if issubclass(e.exc.exc_type, AttributeError):
+                    return False
+                raise
+            return True
+        return attr is not _MISSING
+    instance_dict = getattr(obj.value, "__dict__", None)
+    guarded_dicts = [(AttrSource(obj.source, "__dict__"), instance_dict)] if isinstance(
+        instance_dict, dict) else []
+    if instance_dict is not None and name in instance_dict:
+        tx.output.guards.add(DictContains(guarded_dicts[0][0], name, True))
+        return True
+    attr = class_attribute(type(obj.value), name)
+    guard_class_lookup(tx, type(obj.value), name, attr)
+    if attr is not _MISSING:
+        return True
+    guarded_dicts += [(AttrSource(obj.source, h), obj.value.__dict__[h]) for h in getattr_dicts]
+    for source, holder in guarded_dicts:
+        present = name in holder
+        tx.output.guards.add(DictContains(source, name, present))
+        if present:
+            return True
+    return hasattr(obj.value, name)
+
+
 def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> VT:
     """Apply the descriptor protocol of class attribute ``attr`` to ``owner``
     (an instance VT), inlining Python-level getters."""
@@ -113,11 +164,10 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
         return UserMethodVariable(attr, owner, AttrSource(owner.source, name) if plain else None)
     if isinstance(attr, property):
         if attr.fget is None:
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "AttributeError",
                 context=f"unreadable property {cls.__name__}.{name}",
-                explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
-                hints=("Read a property that has a getter.",),
+                hint="Read a property that has a getter.",
             )
         return tx.wrap_const(attr.fget).call_function(tx, [owner], {})
     if isinstance(attr, functools._lru_cache_wrapper):  # a cached function used as a method
@@ -214,6 +264,15 @@ class UserDefinedClassVariable(VariableTracker):
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         return tx.construct_object(self, args, kwargs)
 
+    def has_attr(self, tx: Tx, name: str) -> bool:
+        """``hasattr(cls, name)``: a pending store or delete answers first; the
+        lookup through the MRO is guarded."""
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is not None:
+            return pending is not DELETED
+        guard_class_lookup(tx, self.value, name, class_attribute(self.value, name))
+        return hasattr(self.value, name)
+
     def store_attr(self, tx: Tx, name: str, value: VT) -> None:
         """``cls.name = value`` (a side effect on the class, replayed after the
         graph) when the metaclass stores plainly and ``name`` is no descriptor
@@ -296,6 +355,22 @@ class UserDefinedObjectVariable(VariableTracker):
     def store_raw(self, tx: Tx, name: str, value: VT) -> None:
         """``object.__setattr__(self, name, value)``."""
         tx.output.side_effects.store_attr(self, name, value, raw=self._custom("__setattr__"))
+
+    def has_attr(self, tx: Tx, name: str) -> bool:
+        return object_has_attr(tx, self, name)
+
+    def delete_attr(self, tx: Tx, name: str) -> None:
+        """``del obj.name``: through a Python ``__delattr__`` override (inlined),
+        else from the instance dict (not descriptors)."""
+        cls = self.python_type()
+        delattr_fn = class_attribute(cls, "__delattr__")
+        if isinstance(delattr_fn, types.FunctionType):
+            UserMethodVariable(delattr_fn, self).call_function(tx, [ConstantVariable(name)], {})
+            return
+        if delattr_fn is object.__delattr__ and not inspect.isdatadescriptor(class_attribute(cls, name)):
+            self.delete_raw(tx, name)
+            return
+        super().delete_attr(tx, name)
 
     def delete_raw(self, tx: Tx, name: str) -> None:
         """``object.__delattr__(self, name)``: from the instance dict, guarded on
@@ -616,11 +691,10 @@ class SuperVariable(VariableTracker):
                 attr = klass.__dict__[name]
                 break
         else:
-            unimplemented(
-                gb_type="user error",
+            user_error(
+                "AttributeError",
                 context=f"'super' object has no attribute {name!r}",
-                explanation="The traced code raises AttributeError; it runs natively so the error is the eager one.",
-                hints=("Check the attribute name.",),
+                hint="Check the attribute name.",
             )
         if klass in _TORCH_TENSOR_CLASSES:  # super() inside a tensor subclass: torch's own implementation
             return tx.torch_tensor_attr(self.obj, name)
@@ -694,36 +768,3 @@ class SlotMethodVariable(VariableTracker):
         codegen.load_const(method)
         codegen.reconstruct(self.obj)
         codegen.call(2)
-
-
-class AutogradFunctionApplyVariable(VariableTracker):
-    """``MyFunction.apply`` of a ``torch.autograd.Function`` subclass: the call
-    goes in the graph as one node, so autograd uses the user's ``backward``
-    (backends that trace the joint graph run it too). The ``forward`` is run on
-    FakeTensors once while tracing, to infer its outputs."""
-
-    def __init__(self, fn_cls: type):
-        super().__init__()
-        self.fn_cls = fn_cls
-
-    def python_type(self) -> type:
-        return types.MethodType
-
-    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        return tx.graph_call("call_function", _apply_target(self.fn_cls), args, kwargs)
-
-
-_APPLY_TARGETS: "weakref.WeakKeyDictionary[type, Any]" = weakref.WeakKeyDictionary()
-
-
-def _apply_target(fn_cls: type) -> Any:
-    """A plain function calling ``fn_cls.apply``: an fx target the graph's code
-    can name (fx cannot import a classmethod bound to a user class)."""
-    target = _APPLY_TARGETS.get(fn_cls)
-    if target is None:
-        def target(*args: Any, **kwargs: Any) -> Any:
-            return fn_cls.apply(*args, **kwargs)
-
-        target.__name__ = target.__qualname__ = f"{fn_cls.__name__}_apply"
-        _APPLY_TARGETS[fn_cls] = target
-    return target

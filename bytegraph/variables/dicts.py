@@ -1,0 +1,432 @@
+"""Python dicts: dict, OrderedDict and defaultdict values, dicts read lazily
+through a source, and their views.
+
+A dict is mutable: in-trace mutations update the VT; when the VT has a source
+(the object existed before the call), the mutation is recorded as a side
+effect and replayed on the real object after the graph runs.
+"""
+from __future__ import annotations
+
+import collections
+from typing import TYPE_CHECKING, Any, Sequence
+
+import torch
+
+from bytegraph.breaks import unimplemented, user_error
+from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch
+from bytegraph.guards.source import GetItemSource
+from bytegraph.variables import iteration, sequences
+from bytegraph.variables.base import VariableTracker, bad_method
+from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.exceptions import ExceptionVariable, TracedException
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+VT = VariableTracker
+
+
+class DictVariable(VariableTracker):
+    """A dict (or OrderedDict/defaultdict) whose keys are known at trace time.
+
+    ``items`` maps a hashable key (a constant, or ``IdentityKey`` for objects
+    compared by identity) to ``(key VT, value VT)``. As in CPython, storing
+    under a key equal to one already there (``True`` for ``1``) keeps the
+    original key object (:meth:`store`). A defaultdict keeps its
+    ``default_factory`` (a VT), called for a missing key by ``d[k]`` only
+    (``__missing__``), as eager does.
+    """
+
+    mutable = True
+
+    def __init__(self, items: dict[Any, tuple[VT, VT]], dict_cls: type = dict, source=None,
+                 default_factory: VT | None = None):
+        super().__init__(source)
+        self.items = dict(items)
+        self.dict_cls = dict_cls
+        self.default_factory = default_factory
+
+    def python_type(self) -> type:
+        return self.dict_cls
+
+    @staticmethod
+    def key_of(tx: Tx, key: VT) -> Any:
+        if key.is_python_constant():
+            value = key.as_python_constant()
+            try:
+                hash(value)
+            except TypeError:
+                user_error(
+                    "TypeError",
+                    context=f"unhashable dict key {type(value).__name__}",
+                    hint="Use a hashable key.",
+                )
+            return value
+        cls = key.python_type()
+        if not issubclass(cls, torch.Tensor) and (cls.__eq__ is not object.__eq__ or cls.__hash__ is not object.__hash__):
+            unimplemented(
+                gb_type="unsupported dict key",
+                context=f"dict keyed by a {cls.__qualname__}, which defines its own __eq__/__hash__",
+                explanation="bytegraph compares such keys by identity only; equal but distinct keys would miss.",
+                hints=("Key the dict by a constant (a string, an int) derived from the object.",),
+            )
+        identity = tx.identity_of(key)
+        if identity is None:
+            unimplemented(
+                gb_type="unsupported dict key",
+                context=f"dict keyed by {key}",
+                explanation="Dict keys must be constants or objects bytegraph can compare by identity.",
+            )
+        if key.source is not None:  # keys that are distinct objects now must stay distinct
+            tx.output.identity_key_sources[key.source] = None
+        return IdentityKey(identity)
+
+    def is_python_constant(self) -> bool:
+        factory_known = self.default_factory is None or self.default_factory.is_python_constant()
+        return factory_known and all(k.is_python_constant() and v.is_python_constant() for k, v in self.items.values())
+
+    def as_python_constant(self) -> Any:
+        pairs = [(k.as_python_constant(), v.as_python_constant()) for k, v in self.items.values()]
+        if self.dict_cls is collections.defaultdict:
+            return collections.defaultdict(self.default_factory.as_python_constant(), pairs)
+        return self.dict_cls(pairs)
+
+    def as_proxy(self) -> Any:
+        return {k.as_python_constant(): v.as_proxy() for k, v in self.items.values()}
+
+    def as_example(self) -> Any:
+        return {k.as_python_constant(): v.as_example() for k, v in self.items.values()}
+
+    def truthy(self, tx: Tx) -> bool:
+        return bool(self.items)
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return True
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        return [k for k, _ in self.items.values()]
+
+    def store(self, tx: Tx, key: VT, value: VT) -> None:
+        """``d[key] = value``; an equal key already present keeps its own object."""
+        hkey = self.key_of(tx, key)
+        old = self.items.get(hkey)
+        self.items[hkey] = (key if old is None else old[0], value)
+
+    def empty_like(self) -> DictVariable:
+        """A new empty dict of this one's class (and default factory)."""
+        return DictVariable({}, self.dict_cls, default_factory=self.default_factory)
+
+    def getitem(self, tx: Tx, key: VT) -> VT:
+        hkey = self.key_of(tx, key)
+        if hkey in self.items:
+            return self.items[hkey][1]
+        factory = self.default_factory
+        if factory is not None and not (factory.is_python_constant() and factory.as_python_constant() is None):
+            value = factory.call_function(tx, [], {})  # defaultdict.__missing__
+            self._mutate(tx, "__setitem__", [key, value], {})
+            return value
+        _raise_key_error(key)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "__getitem__" and len(args) == 1:
+            return self.getitem(tx, args[0])
+        if name == "__len__" and not args:
+            return ConstantVariable(len(self.items))
+        if name == "__contains__" and len(args) == 1:
+            return ConstantVariable(self.key_of(tx, args[0]) in self.items)
+        if name == "get" and 1 <= len(args) <= 2 and not kwargs:
+            hkey = self.key_of(tx, args[0])
+            if hkey in self.items:
+                return self.items[hkey][1]
+            return args[1] if len(args) == 2 else ConstantVariable(None)
+        if name == "keys" and not args:
+            return DictViewVariable(self, "keys")
+        if name == "values" and not args:
+            return DictViewVariable(self, "values")
+        if name == "items" and not args:
+            return DictViewVariable(self, "items")
+        if name == "copy" and not args:
+            return DictVariable(self.items, self.dict_cls, default_factory=self.default_factory)
+        if name == "__iter__" and not args:
+            return iteration.DictIteratorVariable(self, "keys")
+        if name in ("__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem", "move_to_end"):
+            return self._mutate(tx, name, args, kwargs)
+        return bad_method(self, name)
+
+    def _mutate(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        tx.output.side_effects.mutate(self)
+        if name == "__setitem__":
+            self.store(tx, *args)
+            return ConstantVariable(None)
+        if name == "update":
+            for other in args:
+                other = as_dict(tx, other) or other
+                pairs = list(other.items.values()) if isinstance(other, DictVariable) else map(tx.unpack, tx.unpack(other))
+                for key, value in pairs:
+                    self.store(tx, key, value)
+            for kname, value in kwargs.items():
+                self.store(tx, ConstantVariable(kname), value)
+            return ConstantVariable(None)
+        if name == "pop":
+            hkey = self.key_of(tx, args[0])
+            if hkey in self.items:
+                return self.items.pop(hkey)[1]
+            if len(args) == 2:
+                return args[1]
+            _raise_key_error(args[0])
+        if name == "setdefault":
+            hkey = self.key_of(tx, args[0])
+            if hkey not in self.items:
+                self.items[hkey] = (args[0], args[1] if len(args) > 1 else ConstantVariable(None))
+            return self.items[hkey][1]
+        if name == "__delitem__":
+            hkey = self.key_of(tx, args[0])
+            if hkey not in self.items:
+                _raise_key_error(args[0])
+            del self.items[hkey]
+            return ConstantVariable(None)
+        if name == "clear":
+            self.items.clear()
+            return ConstantVariable(None)
+        if name == "popitem":
+            ordered = self.dict_cls is collections.OrderedDict
+            if not ordered and args:
+                raise_traced(TypeError, f"dict.popitem() takes no arguments ({len(args)} given)")
+            if not ordered and kwargs:
+                raise_traced(TypeError, "dict.popitem() takes no keyword arguments")
+            if not self.items:
+                raise_traced(KeyError, "dictionary is empty" if ordered else "popitem(): dictionary is empty")
+            last = _flag(args, 0, kwargs, "last", True)
+            hkey = next(reversed(self.items)) if last else next(iter(self.items))
+            return sequences.TupleVariable(list(self.items.pop(hkey)))
+        if name == "move_to_end" and self.dict_cls is collections.OrderedDict:
+            hkey = self.key_of(tx, args[0])
+            if hkey not in self.items:
+                _raise_key_error(args[0])
+            entry = self.items.pop(hkey)
+            if _flag(args, 1, kwargs, "last", True):
+                self.items[hkey] = entry
+            else:
+                self.items = {hkey: entry, **self.items}
+            return ConstantVariable(None)
+        return bad_method(self, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        if self.dict_cls is dict:
+            self.reconstruct_contents(codegen)
+            return
+        codegen.load_callable(self.dict_cls)
+        if self.dict_cls is collections.defaultdict:
+            codegen.reconstruct(self.default_factory)
+        self.reconstruct_contents(codegen)
+        codegen.call(2 if self.dict_cls is collections.defaultdict else 1)
+
+    def reconstruct_contents(self, codegen: PyCodegen) -> None:
+        for key, value in self.items.values():
+            codegen.reconstruct(key)
+            codegen.reconstruct(value)
+        codegen.emit("BUILD_MAP", len(self.items))
+
+    def apply_contents(self, codegen: PyCodegen, temp: str) -> None:
+        """``source.clear(); source.update(temp)``: keeps identity and key order."""
+        apply_by_clear_update(codegen, self.source, temp)
+
+    def __repr__(self) -> str:
+        return f"DictVariable({list(self.items)!r})"
+
+
+def _raise_key_error(key: VT) -> None:
+    """The traced program raises ``KeyError(key)`` (with the key object itself)."""
+    raise TracedException(ExceptionVariable(KeyError, [key]))
+
+
+class LazyDictVariable(VariableTracker):
+    """A dict that existed before the call, read key by key through its source.
+
+    Reading one key guards only that key's presence (and its value's facts);
+    whatever needs the whole dict (iteration, ``len``, mutation, rebuilding)
+    *materializes* it: every key is guarded in order and every value wrapped,
+    and this VT then delegates to that :class:`DictVariable`.
+    """
+
+    mutable = True
+
+    def __init__(self, value: dict, source: Any):
+        super().__init__(source)
+        self.value = value
+        self._read: dict[Any, VT] = {}
+        self.full: DictVariable | None = None
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def materialize(self, tx: Tx) -> DictVariable:
+        if self.full is None:
+            tx.output.guards.add(DictKeysMatch(self.source, type(self.value), tuple(self.value)))
+            items = {}
+            for key, value in self.value.items():
+                vt = self._read.get(key)
+                if vt is None:
+                    vt = tx.wrap(value, GetItemSource(self.source, key))
+                items[key] = (tx.wrap_const(key), vt)
+            self.full = DictVariable(items, type(self.value), self.source)
+        return self.full
+
+    def _lookup(self, tx: Tx, key: VT) -> VT | None:
+        """The value for ``key`` (None when absent), guarding only that key."""
+        if self.full is not None:
+            return self.full.items.get(DictVariable.key_of(tx, key), (None, None))[1]
+        hkey = key.as_python_constant()
+        if type(hkey) not in (str, int):
+            return self.materialize(tx).items.get(DictVariable.key_of(tx, key), (None, None))[1]
+        present = hkey in self.value
+        tx.output.guards.add(DictContains(self.source, hkey, present))
+        if not present:
+            return None
+        if hkey not in self._read:
+            self._read[hkey] = tx.wrap(self.value[hkey], GetItemSource(self.source, hkey))
+        return self._read[hkey]
+
+    def _length(self, tx: Tx) -> int:
+        """``len()`` guarded by length only (no need to pin the keys)."""
+        if self.full is not None:
+            return len(self.full.items)
+        tx.output.guards.add(LenMatch(self.source, type(self.value), len(self.value)))
+        return len(self.value)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "__len__" and not args:
+            return ConstantVariable(self._length(tx))
+        if name == "__contains__" and len(args) == 1:
+            return ConstantVariable(self._lookup(tx, args[0]) is not None)
+        if name in ("__getitem__", "get") and 1 <= len(args) <= (1 if name == "__getitem__" else 2) and not kwargs:
+            found = self._lookup(tx, args[0])
+            if found is not None:
+                return found
+            if name == "get":
+                return args[1] if len(args) == 2 else ConstantVariable(None)
+        return self.materialize(tx).call_method(tx, name, args, kwargs)
+
+    def truthy(self, tx: Tx) -> bool:
+        return self._length(tx) > 0
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return True
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        return self.materialize(tx).unpack_var_sequence(tx)
+
+    def is_python_constant(self) -> bool:
+        return False
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_source(self.source)
+
+    def __repr__(self) -> str:
+        return f"LazyDictVariable({self.source})"
+
+
+class DictBaseView(LazyDictVariable):
+    """The plain-``dict`` behaviour of an instance of a dict subclass, for
+    ``super().get(...)`` and friends inside the subclass's methods. Read-only:
+    mutating through it is a graph break."""
+
+    READS = frozenset({"get", "__getitem__", "__contains__", "keys", "values", "items", "__len__", "__iter__", "copy"})
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name not in self.READS:
+            unimplemented(
+                gb_type="unsupported container method",
+                context=f"dict.{name} on an instance of {type(self.value).__qualname__}",
+                explanation="Mutating a dict subclass through its dict base methods is not traced yet.",
+                hints=("Move the mutation out of the compiled function.",),
+            )
+        return super().call_method(tx, name, args, kwargs)
+
+
+def as_dict(tx: Tx, vt: VT) -> DictVariable | None:
+    """``vt`` as a DictVariable (materializing a lazy dict), or None if it is not a dict."""
+    if isinstance(vt, LazyDictVariable):
+        return vt.materialize(tx)
+    return vt if isinstance(vt, DictVariable) else None
+
+
+def _flag(args: Sequence[VT], index: int, kwargs: dict[str, VT], name: str, default: Any) -> Any:
+    """Constant value of an optional positional-or-keyword argument."""
+    if len(args) > index:
+        return args[index].as_python_constant()
+    return kwargs[name].as_python_constant() if name in kwargs else default
+
+
+class IdentityKey:
+    """A dict key compared by the identity of the object it stands for."""
+
+    __slots__ = ("ident",)
+
+    def __init__(self, ident: int):
+        self.ident = ident
+
+    def __hash__(self) -> int:
+        return hash(self.ident)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IdentityKey) and other.ident == self.ident
+
+
+class DictViewVariable(VariableTracker):
+    """``d.keys()``, ``d.values()`` or ``d.items()`` of a DictVariable."""
+
+    def __init__(self, dict_vt: DictVariable, kind: str):
+        super().__init__()
+        self.dict_vt = dict_vt
+        self.kind = kind
+
+    def python_type(self) -> type:
+        return type(getattr({}, self.kind)())
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return True
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        pairs = self.dict_vt.items.values()
+        if self.kind == "keys":
+            return [k for k, _ in pairs]
+        if self.kind == "values":
+            return [v for _, v in pairs]
+        return [sequences.TupleVariable([k, v]) for k, v in pairs]
+
+    def truthy(self, tx: Tx) -> bool:
+        return bool(self.dict_vt.items)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "__len__":
+            return ConstantVariable(len(self.dict_vt.items))
+        if name == "__contains__" and self.kind == "keys":
+            return self.dict_vt.call_method(tx, "__contains__", args, kwargs)
+        if name == "__iter__":
+            return iteration.DictIteratorVariable(self.dict_vt, self.kind)
+        return bad_method(self, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.reconstruct(self.dict_vt)
+        codegen.emit("LOAD_METHOD", self.kind)
+        codegen.call(0)
+
+
+def apply_by_clear_update(codegen: PyCodegen, source: Any, temp: str) -> None:
+    """``source.clear(); source.update(temp)`` in the generated code."""
+    for method, args in (("clear", ()), ("update", (temp,))):
+        codegen.load_source(source)
+        codegen.emit("LOAD_METHOD", method)
+        for arg in args:
+            codegen.load_local(arg)
+        codegen.call(len(args))
+        codegen.emit("POP_TOP")
+
+    def __repr__(self) -> str:
+        return f"SetVariable({self.values!r})"
+

@@ -1,0 +1,340 @@
+"""The iterators ``for`` loops use: over containers and generators, and
+``enumerate``/``zip``/``map``/``filter`` objects (``itertools`` is in
+:mod:`bytegraph.variables.iterators`)."""
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING, Any, Sequence
+
+from bytegraph.breaks import Unsupported, unimplemented, user_error
+from bytegraph.variables import sequences
+from bytegraph.variables.base import VariableTracker, bad_method
+from bytegraph.variables.constant import ConstantVariable, raise_traced
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.dicts import DictVariable
+    from bytegraph.variables.sets import SetVariable
+
+VT = VariableTracker
+
+
+class IteratorVariable(VariableTracker):
+    """Base of iterators the translator can advance at trace time."""
+
+    mutable = True
+
+    def next_item(self, tx: Tx) -> VT | None:
+        """The next item, or None when exhausted."""
+        raise NotImplementedError(type(self).__name__)
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return True
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        items = []
+        while (item := self.next_item(tx)) is not None:
+            items.append(item)
+        return items
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "__iter__":
+            return self
+        if name == "__next__":
+            item = self.next_item(tx)
+            if item is None:
+                raise_traced(StopIteration)
+            return item
+        return bad_method(self, name)
+
+
+class GeneratorVariable(IteratorVariable):
+    """A generator created in the trace; ``frame`` is its suspended inlined
+    frame (an ``InliningTranslator``), advanced to the next ``yield`` by
+    :meth:`next_item` and closed by ``close()``.
+
+    A generator dropped while suspended is closed by CPython when it is
+    collected, running its ``finally``/``with`` cleanup then; the trace does
+    not track references, so it cannot tell when that happens. Instead the
+    compiled frame checks, wherever a graph ends, for a generator of the trace
+    suspended where closing it would run code, and if there is one breaks the
+    graph at the call that created it, so it is a real generator at run time
+    (see ``InstructionTranslator.check_suspended_generators``). A generator
+    live after the graph breaks there too (see :meth:`reconstruct`).
+    """
+
+    def __init__(self, frame: Any):
+        super().__init__()
+        self.frame = frame
+
+    def python_type(self) -> type:
+        return types.GeneratorType
+
+    def next_item(self, tx: Tx) -> VT | None:
+        """The next yielded item, None once exhausted.
+
+        Raises:
+            TracedException: what the generator's frame raises (PEP 479 applied).
+        """
+        return self.frame.resume_generator(tx)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "close" and not args and not kwargs:
+            self.frame.close_generator(tx)
+            return ConstantVariable(None)
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """A traced generator's suspended frame cannot be rebuilt.
+
+        Raises:
+            Unsupported: moved to the instruction that created the generator,
+                so the frame breaks there and the generator is a real one.
+        """
+        try:
+            unimplemented(
+                gb_type="cannot reconstruct",
+                context=f"generator {self.frame.code.co_qualname} is live after the graph",
+                explanation="A generator traced in the compiled region cannot be rebuilt in the generated code; "
+                "the generator is created natively instead.",
+                hints=("Consume the generator inside the compiled function.",),
+            )
+        except Unsupported as brk:
+            self.frame.birth.relocate(brk)
+            raise
+
+    def __repr__(self) -> str:
+        return f"GeneratorVariable({self.frame.code.co_qualname})"
+
+
+class ListIteratorVariable(IteratorVariable):
+    """An iterator over items known at trace time (loops are unrolled).
+
+    With an ``owner`` (a list VT: ``iter(some_list)``) ``items`` is the list's
+    own item list, not a copy: items appended to the list during the loop are
+    visited, as in eager, and an iterator that outlives the graph is rebuilt
+    as a ``list_iterator`` over that list (later appends are seen); others are
+    rebuilt as an iterator over a tuple of the remaining items.
+    """
+
+    def __init__(self, items: Sequence[VT], index: int = 0, owner: VT | None = None):
+        super().__init__()
+        self.owner = owner
+        self.items = owner.items if owner is not None else list(items)
+        self.index = index
+
+    def python_type(self) -> type:
+        return type(iter([]))
+
+    def next_item(self, tx: Tx) -> VT | None:
+        """The next item, or None when exhausted."""
+        if self.index >= len(self.items):
+            return None
+        item = self.items[self.index]
+        self.index += 1
+        return item
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        rest = self.items[self.index :]
+        self.index = len(self.items)
+        return rest
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.owner is not None:
+            codegen.load_callable(iterator_at)
+            codegen.reconstruct(self.owner)
+            codegen.load_const(self.index)
+            codegen.call(2)
+            return
+        for item in self.items[self.index :]:
+            codegen.reconstruct(item)
+        codegen.emit("BUILD_TUPLE", len(self.items) - self.index)
+        codegen.emit("GET_ITER")
+
+    def __repr__(self) -> str:
+        return f"ListIteratorVariable({self.index}/{len(self.items)})"
+
+
+def iterator_at(items: Any, index: int) -> Any:
+    """``iter(items)`` advanced past ``index`` items (an escaping iterator, rebuilt)."""
+    iterator = iter(items)
+    for _ in range(index):
+        next(iterator)
+    return iterator
+
+
+class SetIteratorVariable(ListIteratorVariable):
+    """``iter(a_set)``: the set's items at that time; a change of the set's size
+    before the next step is eager's RuntimeError (a graph break, so the native
+    run raises it)."""
+
+    def __init__(self, set_vt: SetVariable):
+        super().__init__(set_vt.unpack_var_sequence(None))
+        self.set_vt = set_vt
+        self.size = len(set_vt.values)
+
+    def python_type(self) -> type:
+        return type(iter(set()))
+
+    def next_item(self, tx: Tx) -> VT | None:
+        if len(self.set_vt.values) != self.size:
+            user_error(
+                "RuntimeError",
+                context="Set changed size during iteration",
+                hint="Iterate over a copy (list(s)) when changing the set in the loop.",
+            )
+        return super().next_item(tx)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if len(self.set_vt.values) != self.size:  # its next step raises, as the real iterator's would
+            codegen.load_callable(ChangedSetIterator)
+            codegen.call(0)
+            return
+        codegen.load_callable(iterator_at)  # the set's own iterator: later changes raise natively too
+        codegen.reconstruct(self.set_vt)
+        codegen.load_const(self.index)
+        codegen.call(2)
+
+
+class ChangedSetIterator:
+    """Stands for an iterator over a set whose size changed: its next step raises eager's error."""
+
+    def __iter__(self) -> "ChangedSetIterator":
+        return self
+
+    def __next__(self) -> Any:
+        raise RuntimeError("Set changed size during iteration")
+
+
+class DictIteratorVariable(IteratorVariable):
+    """``iter(d)`` or ``iter(d.keys()/values()/items())`` of a DictVariable.
+
+    Keys are visited in their order when iteration started; values are read at
+    each step. Changing the dict's size meanwhile is eager's RuntimeError.
+    """
+
+    def __init__(self, dict_vt: DictVariable, kind: str = "keys"):
+        super().__init__()
+        self.dict_vt = dict_vt
+        self.kind = kind
+        self.keys = list(dict_vt.items)
+        self.size = len(dict_vt.items)
+        self.index = 0
+
+    def python_type(self) -> type:
+        return type(iter(getattr({}, self.kind)()))
+
+    def next_item(self, tx: Tx) -> VT | None:
+        if len(self.dict_vt.items) != self.size or (
+            self.index < len(self.keys) and self.keys[self.index] not in self.dict_vt.items
+        ):
+            user_error(
+                "RuntimeError",
+                context="dictionary changed size during iteration",
+                hint="Iterate over a copy (list(d)) when changing the dict in the loop.",
+            )
+        if self.index >= len(self.keys):
+            return None
+        key, value = self.dict_vt.items[self.keys[self.index]]
+        self.index += 1
+        if self.kind == "keys":
+            return key
+        if self.kind == "values":
+            return value
+        return sequences.TupleVariable([key, value])
+
+    def __repr__(self) -> str:
+        return f"DictIteratorVariable({self.kind}, {self.index}/{len(self.keys)})"
+
+
+class EnumerateVariable(IteratorVariable):
+    """``enumerate(it, start)``: advances ``it`` one item per step (lazy, as in eager)."""
+
+    def __init__(self, iterator: IteratorVariable, start: int):
+        super().__init__()
+        self.iterator = iterator
+        self.count = start
+
+    def python_type(self) -> type:
+        return enumerate
+
+    def next_item(self, tx: Tx) -> VT | None:
+        item = self.iterator.next_item(tx)
+        if item is None:
+            return None
+        self.count += 1
+        return sequences.TupleVariable([ConstantVariable(self.count - 1), item])
+
+
+class ZipVariable(IteratorVariable):
+    """``zip(*iterators, strict=...)``: one item from each iterator per step,
+    stopping at the first exhausted one (items already taken are dropped, as in eager)."""
+
+    def __init__(self, iterators: Sequence[IteratorVariable], strict: bool):
+        super().__init__()
+        self.iterators = list(iterators)
+        self.strict = strict
+
+    def python_type(self) -> type:
+        return zip
+
+    def next_item(self, tx: Tx) -> VT | None:
+        if not self.iterators:
+            return None
+        items = []
+        for n, iterator in enumerate(self.iterators):
+            item = iterator.next_item(tx)
+            if item is None:
+                if self.strict and (n > 0 or any(it.next_item(tx) is not None for it in self.iterators[1:])):
+                    user_error(
+                        "ValueError",
+                        context="zip(strict=True) over iterables of different lengths",
+                        hint="Zip iterables of equal length.",
+                    )
+                return None
+            items.append(item)
+        return sequences.TupleVariable(items)
+
+
+class MapVariable(IteratorVariable):
+    """``map(fn, *iterators)``: calls ``fn`` (traced) one step at a time."""
+
+    def __init__(self, fn: VT, iterators: Sequence[IteratorVariable]):
+        super().__init__()
+        self.fn = fn
+        self.iterators = list(iterators)
+
+    def python_type(self) -> type:
+        return map
+
+    def next_item(self, tx: Tx) -> VT | None:
+        args = []
+        for iterator in self.iterators:
+            item = iterator.next_item(tx)
+            if item is None:
+                return None
+            args.append(item)
+        return self.fn.call_function(tx, args, {})
+
+
+class FilterVariable(IteratorVariable):
+    """``filter(fn, iterator)`` (``fn`` None: truth of the item), one step at a time."""
+
+    def __init__(self, fn: VT | None, iterator: IteratorVariable):
+        super().__init__()
+        self.fn = fn
+        self.iterator = iterator
+
+    def python_type(self) -> type:
+        return filter
+
+    def next_item(self, tx: Tx) -> VT | None:
+        while (item := self.iterator.next_item(tx)) is not None:
+            keep = item if self.fn is None else self.fn.call_function(tx, [item], {})
+            if keep.truthy(tx):
+                return item
+        return None

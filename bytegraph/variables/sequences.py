@@ -1,0 +1,527 @@
+"""Python sequences: tuple, list, torch.Size, named tuples, deque, slice.
+
+Items are VariableTrackers, so a list may mix constants, tensors and other
+objects. Lists are mutable: in-trace mutations update the VT; when the VT has
+a source (the object existed before the call), the mutation is recorded as a
+side effect and replayed on the real object after the graph runs. Dicts are in
+:mod:`~bytegraph.variables.dicts`, sets in :mod:`~bytegraph.variables.sets`,
+iterators in :mod:`~bytegraph.variables.iteration`.
+
+This module and :mod:`~bytegraph.variables.dicts` use each other
+(``namedtuple._asdict()`` makes a dict, ``dict.popitem()`` a tuple), so each
+imports the other as a module.
+"""
+from __future__ import annotations
+
+import collections
+import operator
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import torch
+
+from bytegraph.breaks import unimplemented
+from bytegraph.variables import dicts, iteration
+from bytegraph.variables.base import VariableTracker, bad_method
+from bytegraph.variables.constant import ConstantVariable, raise_traced
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+VT = VariableTracker
+
+
+def _const_int(tx: Tx, vt: VT, what: str) -> int:
+    value = vt.as_python_constant()
+    if not isinstance(value, int):
+        raise TypeError(f"{what} must be an int")
+    return value
+
+
+class BaseSequenceVariable(VariableTracker):
+    """Common behaviour of tuple-like and list-like VTs."""
+
+    def __init__(self, items: Sequence[VT], source=None):
+        super().__init__(source)
+        self.items = list(items)
+
+    def is_python_constant(self) -> bool:
+        return all(i.is_python_constant() for i in self.items)
+
+    def as_python_constant(self) -> Any:
+        return self.python_type()([i.as_python_constant() for i in self.items])
+
+    def as_proxy(self) -> Any:
+        return self.python_type()([i.as_proxy() for i in self.items])
+
+    def as_example(self) -> Any:
+        return self.python_type()([i.as_example() for i in self.items])
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return True
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        return list(self.items)
+
+    def truthy(self, tx: Tx) -> bool:
+        return bool(self.items)
+
+    def getitem(self, tx: Tx, index: VT) -> VT:
+        idx = index.as_python_constant()
+        if isinstance(idx, slice):
+            return self.with_items(self.items[idx])
+        if not isinstance(idx, int):
+            if hasattr(idx, "__index__"):
+                idx = operator.index(idx)
+            else:
+                unimplemented(
+                    gb_type="unsupported index",
+                    context=f"{self.python_type().__name__} indexed by {type(idx).__name__}",
+                    explanation="Sequences can be indexed by constant ints and slices only.",
+                )
+        try:
+            return self.items[idx]
+        except IndexError:
+            raise_traced(IndexError, f"{self.python_type().__name__} index out of range")
+
+    def with_items(self, items: Sequence[VT]) -> VT:
+        """A new sequence of the same kind holding ``items`` (no source)."""
+        return type(self)(items)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "__getitem__" and len(args) == 1:
+            return self.getitem(tx, args[0])
+        if name == "__len__" and not args:
+            return ConstantVariable(len(self.items))
+        if name == "__contains__" and len(args) == 1:
+            return tx.call_builtin(operator.contains, [self, args[0]])
+        if name in ("index", "count") and args and not kwargs:
+            consts = [i.as_python_constant() for i in self.items]
+            return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
+        if name == "__iter__" and not args:
+            owner = self if isinstance(self.items, list) and self.mutable else None
+            return iteration.ListIteratorVariable(self.items, owner=owner)
+        return bad_method(self, name)
+
+    def reconstruct_items(self, codegen: PyCodegen) -> None:
+        for item in self.items:
+            codegen.reconstruct(item)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.items!r})"
+
+
+class TupleVariable(BaseSequenceVariable):
+    def python_type(self) -> type:
+        return tuple
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        self.reconstruct_items(codegen)
+        codegen.emit("BUILD_TUPLE", len(self.items))
+
+
+class SizeVariable(TupleVariable):
+    """``torch.Size``: a tuple of ints (constants or symbolic sizes)."""
+
+    def python_type(self) -> type:
+        return torch.Size
+
+    def as_python_constant(self) -> Any:
+        return torch.Size([i.as_python_constant() for i in self.items])
+
+    def as_proxy(self) -> Any:
+        return tuple(i.as_proxy() for i in self.items)
+
+    def as_example(self) -> Any:
+        return torch.Size([i.as_example() for i in self.items])
+
+    def with_items(self, items: Sequence[VT]) -> VT:
+        return SizeVariable(items)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "numel" and not args:
+            result: VT = ConstantVariable(1)
+            for item in self.items:
+                result = tx.call_builtin(operator.mul, [result, item])
+            return result
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        codegen.load_callable(torch.Size)
+        self.reconstruct_items(codegen)
+        codegen.emit("BUILD_TUPLE", len(self.items))
+        codegen.call(1)
+
+
+#: a class made by ``collections.namedtuple``: its helpers and ``__new__``
+#: are the same code for every namedtuple, its fields ``_tuplegetter``s
+_REFERENCE_NAMEDTUPLE = collections.namedtuple("_REFERENCE_NAMEDTUPLE", "a")
+_NAMEDTUPLE_CODE = ("_make", "_replace", "_asdict", "__repr__", "__getnewargs__")
+_NAMEDTUPLE_OWN = frozenset({*_NAMEDTUPLE_CODE, "_fields", "_field_defaults", "__new__", "__match_args__"})
+#: class-body names that do not change how instances behave
+_INERT_NAMES = frozenset({"__module__", "__qualname__", "__doc__", "__slots__", "__annotations__", "__dict__",
+                          "__weakref__", "__orig_bases__", "__parameters__", "__firstlineno__",
+                          "__static_attributes__"})
+
+
+def _code_of(attr: Any) -> Any:
+    return getattr(getattr(attr, "__func__", attr), "__code__", None)
+
+
+def is_modelled_namedtuple(cls: Any) -> bool:
+    """Whether :class:`NamedTupleVariable` models instances of ``cls``: a
+    structseq (``torch.return_types``), or a ``collections.namedtuple`` class
+    (also ``typing.NamedTuple``, and subclasses) whose tuple protocol and
+    namedtuple helpers are the generated ones. A class that defines a dunder
+    of its own (``__iter__``, ``__len__``, ``__eq__``, ``__init__``...) or
+    redefines a helper or a field is a user class."""
+    if not isinstance(cls, type) or type(cls) is not type or not issubclass(cls, tuple) or cls is tuple:
+        return False
+    mro = cls.__mro__
+    base = mro[mro.index(tuple) - 1]  # the generated class
+    if mro[mro.index(tuple):] != (tuple, object) or base.__bases__ != (tuple,):
+        return False
+    if "n_sequence_fields" in base.__dict__:  # a structseq (cannot be subclassed)
+        return base is cls
+    fields = base.__dict__.get("_fields")
+    if not isinstance(fields, tuple) or getattr(cls, "__match_args__", None) != fields:
+        return False
+    for klass in mro[: mro.index(tuple)]:
+        generated = _NAMEDTUPLE_OWN.union(fields) if klass is base else frozenset()
+        for name in klass.__dict__:
+            if name not in _INERT_NAMES and name not in generated and (
+                name.startswith("__") or name in _NAMEDTUPLE_OWN or name in fields
+            ):
+                return False
+    getter = type(_REFERENCE_NAMEDTUPLE.a)
+    new = base.__dict__.get("__new__")
+    return (
+        all(_code_of(base.__dict__.get(n)) is _code_of(_REFERENCE_NAMEDTUPLE.__dict__[n]) for n in _NAMEDTUPLE_CODE)
+        and getattr(getattr(new, "__func__", None), "__globals__", {}).get("_tuple_new") is tuple.__new__
+        and all(type(base.__dict__.get(f)) is getter and base.__dict__[f].__reduce__()[1][0] == i
+                for i, f in enumerate(fields))
+    )
+
+
+class NamedTupleVariable(TupleVariable):
+    """A ``collections.namedtuple`` or ``torch.return_types`` structseq value."""
+
+    def __init__(self, items: Sequence[VT], tuple_cls: type, source=None):
+        super().__init__(items, source)
+        self.tuple_cls = tuple_cls
+
+    def python_type(self) -> type:
+        return self.tuple_cls
+
+    def fields(self) -> tuple[str, ...]:
+        return self.tuple_cls.__match_args__
+
+    def as_python_constant(self) -> Any:
+        return self._build([i.as_python_constant() for i in self.items])
+
+    def as_example(self) -> Any:
+        return self._build([i.as_example() for i in self.items])
+
+    def as_proxy(self) -> Any:
+        return tuple(i.as_proxy() for i in self.items)
+
+    def _build(self, values: list) -> Any:
+        if hasattr(self.tuple_cls, "_make"):
+            return self.tuple_cls._make(values)
+        return self.tuple_cls(values)
+
+    def with_items(self, items: Sequence[VT]) -> VT:
+        return TupleVariable(items)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        fields = self.fields()
+        if name in fields:
+            return self.items[fields.index(name)]
+        if name == "_fields" and hasattr(self.tuple_cls, "_fields"):
+            return ConstantVariable(self.tuple_cls._fields)
+        return super().var_getattr(tx, name)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if hasattr(self.tuple_cls, "_fields"):  # collections.namedtuple helpers
+            fields = self.fields()
+            if name == "_asdict" and not args and not kwargs:
+                return dicts.DictVariable({f: (ConstantVariable(f), v) for f, v in zip(fields, self.items)})
+            if name == "_replace" and not args:
+                unknown = set(kwargs) - set(fields)
+                if unknown:
+                    raise_traced(ValueError, f"Got unexpected field names: {sorted(unknown)!r}")
+                return NamedTupleVariable([kwargs.get(f, v) for f, v in zip(fields, self.items)], self.tuple_cls)
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        codegen.load_callable(getattr(self.tuple_cls, "_make", self.tuple_cls))
+        self.reconstruct_items(codegen)
+        codegen.emit("BUILD_TUPLE", len(self.items))
+        codegen.call(1)
+
+
+class ListVariable(BaseSequenceVariable):
+    """A list; mutable."""
+
+    mutable = True
+
+    def python_type(self) -> type:
+        return list
+
+    def as_proxy(self) -> Any:
+        return [i.as_proxy() for i in self.items]
+
+    def as_example(self) -> Any:
+        return [i.as_example() for i in self.items]
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        mutator = _LIST_MUTATORS.get(name)
+        if mutator is not None and not kwargs:
+            tx.output.side_effects.mutate(self)
+            return mutator(self, tx, *args)
+        if name == "copy" and not args:
+            return ListVariable(self.items)
+        if name == "sort":
+            tx.output.side_effects.mutate(self)
+            key = kwargs.get("key", ConstantVariable(None))
+            reverse = kwargs.get("reverse", ConstantVariable(False)).as_python_constant()
+            self.items[:] = tx.sort_items(self.items, key, reverse)
+            return ConstantVariable(None)
+        return super().call_method(tx, name, args, kwargs)
+
+    def not_found(self, value: VT) -> str:
+        """The ValueError message of ``remove(value)`` for a missing value."""
+        return "list.remove(x): x not in list"
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        self.reconstruct_contents(codegen)
+
+    def reconstruct_contents(self, codegen: PyCodegen) -> None:
+        """A new list with the current items (side-effect replay, phase 1)."""
+        self.reconstruct_items(codegen)
+        codegen.emit("BUILD_LIST", len(self.items))
+
+    def apply_contents(self, codegen: PyCodegen, temp: str) -> None:
+        """``source[:] = temp`` (side-effect replay, phase 2)."""
+        codegen.load_local(temp)
+        codegen.load_source(self.source)
+        codegen.load_const(slice(None))
+        codegen.emit("STORE_SUBSCR")
+
+
+def _list_append(lst: ListVariable, tx: Tx, item: VT) -> VT:
+    lst.items.append(item)
+    return ConstantVariable(None)
+
+
+def _list_extend(lst: ListVariable, tx: Tx, other: VT) -> VT:
+    lst.items.extend(tx.unpack(other))
+    return ConstantVariable(None)
+
+
+def _list_insert(lst: ListVariable, tx: Tx, index: VT, item: VT) -> VT:
+    lst.items.insert(_const_int(tx, index, "index"), item)
+    return ConstantVariable(None)
+
+
+def _list_pop(lst: ListVariable, tx: Tx, index: VT | None = None) -> VT:
+    try:
+        return lst.items.pop(-1 if index is None else _const_int(tx, index, "index"))
+    except IndexError as e:
+        raise_traced(IndexError, str(e))
+
+
+def _list_clear(lst: ListVariable, tx: Tx) -> VT:
+    lst.items.clear()
+    return ConstantVariable(None)
+
+
+def _list_reverse(lst: ListVariable, tx: Tx) -> VT:
+    lst.items.reverse()
+    return ConstantVariable(None)
+
+
+def _list_setitem(lst: ListVariable, tx: Tx, index: VT, value: VT) -> VT:
+    idx = index.as_python_constant()
+    if isinstance(idx, slice):
+        lst.items[idx] = tx.unpack(value)
+    else:
+        lst.items[idx] = value
+    return ConstantVariable(None)
+
+
+def _list_delitem(lst: ListVariable, tx: Tx, index: VT) -> VT:
+    del lst.items[index.as_python_constant()]
+    return ConstantVariable(None)
+
+
+def _list_remove(lst: ListVariable, tx: Tx, value: VT) -> VT:
+    for n, item in enumerate(lst.items):
+        if tx.call_builtin(operator.eq, [item, value]).truthy(tx):
+            del lst.items[n]
+            return ConstantVariable(None)
+    raise_traced(ValueError, lst.not_found(value))
+
+
+_LIST_MUTATORS: dict[str, Callable[..., VT]] = {
+    "append": _list_append,
+    "extend": _list_extend,
+    "insert": _list_insert,
+    "pop": _list_pop,
+    "clear": _list_clear,
+    "reverse": _list_reverse,
+    "__setitem__": _list_setitem,
+    "__delitem__": _list_delitem,
+    "remove": _list_remove,
+}
+
+
+class DequeVariable(ListVariable):
+    """A ``collections.deque``: a list with operations at both ends and a
+    ``maxlen``. A bounded deque keeps its last ``maxlen`` items when items
+    are added at the right (``append``, ``extend``, ``+=``, ``+``, ``*``) and
+    its first when added at the left; ``insert`` into a full one raises."""
+
+    def __init__(self, items: Sequence[VT], maxlen: int | None = None, source=None):
+        super().__init__(items, source)
+        self.maxlen = maxlen
+
+    def python_type(self) -> type:
+        return collections.deque
+
+    def keep(self, items: list[VT], left: bool = False) -> list[VT]:
+        """What this deque's ``maxlen`` keeps of ``items`` just added at one end."""
+        if self.maxlen is None:
+            return list(items)
+        return items[: self.maxlen] if left else items[max(0, len(items) - self.maxlen) :]
+
+    def with_items(self, items: Sequence[VT]) -> VT:
+        return DequeVariable(self.keep(list(items)), self.maxlen)
+
+    def not_found(self, value: VT) -> str:
+        return f"{value.as_python_constant()!r} is not in deque"
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if not hasattr(collections.deque, name):  # list methods a deque lacks (sort)
+            return bad_method(self, name)
+        if name in ("__getitem__", "__setitem__", "__delitem__") and args and isinstance(
+            args[0].as_python_constant(), slice
+        ):
+            raise_traced(TypeError, "sequence index must be integer, not 'slice'")
+        mutator = _DEQUE_MUTATORS.get(name)
+        if mutator is not None and not kwargs:
+            tx.output.side_effects.mutate(self)
+            return mutator(self, tx, *args)
+        if name == "copy" and not args:
+            return DequeVariable(self.items, self.maxlen)
+        return super().call_method(tx, name, args, kwargs)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name == "maxlen":
+            return ConstantVariable(self.maxlen)
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        codegen.load_callable(collections.deque)
+        self.reconstruct_contents(codegen)
+        codegen.load_const(self.maxlen)
+        codegen.call(2)
+
+    def apply_contents(self, codegen: PyCodegen, temp: str) -> None:
+        """``source.clear(); source.extend(temp)``."""
+        for method, method_args in (("clear", ()), ("extend", (temp,))):
+            codegen.load_source(self.source)
+            codegen.emit("LOAD_METHOD", method)
+            for arg in method_args:
+                codegen.load_local(arg)
+            codegen.call(len(method_args))
+            codegen.emit("POP_TOP")
+
+
+def _deque_add(dq: DequeVariable, tx: Tx, items: list[VT], left: bool) -> VT:
+    """Items added one by one at one end (``extendleft`` reverses them)."""
+    dq.items[:] = dq.keep(items[::-1] + dq.items, left=True) if left else dq.keep(dq.items + items)
+    return ConstantVariable(None)
+
+
+def _deque_insert(dq: DequeVariable, tx: Tx, index: VT, item: VT) -> VT:
+    if dq.maxlen is not None and len(dq.items) >= dq.maxlen:
+        raise_traced(IndexError, "deque already at its maximum size")
+    return _list_insert(dq, tx, index, item)
+
+
+def _deque_pop(dq: DequeVariable, tx: Tx, *args: VT, left: bool = False) -> VT:
+    if args:
+        raise_traced(TypeError, f"deque.{'popleft' if left else 'pop'}() takes no arguments ({len(args)} given)")
+    if not dq.items:
+        raise_traced(IndexError, "pop from an empty deque")
+    return dq.items.pop(0 if left else -1)
+
+
+def _deque_rotate(dq: DequeVariable, tx: Tx, n: VT | None = None) -> VT:
+    steps = 1 if n is None else _const_int(tx, n, "n")
+    if dq.items:
+        steps %= len(dq.items)
+        dq.items[:] = dq.items[len(dq.items) - steps :] + dq.items[: len(dq.items) - steps]
+    return ConstantVariable(None)
+
+
+_DEQUE_MUTATORS: dict[str, Callable[..., VT]] = {
+    **_LIST_MUTATORS,
+    "append": lambda dq, tx, item: _deque_add(dq, tx, [item], left=False),
+    "appendleft": lambda dq, tx, item: _deque_add(dq, tx, [item], left=True),
+    "extend": lambda dq, tx, other: _deque_add(dq, tx, tx.unpack(other), left=False),
+    "extendleft": lambda dq, tx, other: _deque_add(dq, tx, tx.unpack(other), left=True),
+    "insert": _deque_insert,
+    "pop": _deque_pop,
+    "popleft": lambda dq, tx, *args: _deque_pop(dq, tx, *args, left=True),
+    "rotate": _deque_rotate,
+}
+
+
+class SliceVariable(VariableTracker):
+    """``slice(start, stop, step)`` whose parts may be symbolic."""
+
+    def __init__(self, start: VT, stop: VT, step: VT):
+        super().__init__()
+        self.parts = (start, stop, step)
+
+    def python_type(self) -> type:
+        return slice
+
+    def is_python_constant(self) -> bool:
+        return all(p.is_python_constant() for p in self.parts)
+
+    def as_python_constant(self) -> Any:
+        return slice(*[p.as_python_constant() for p in self.parts])
+
+    def as_proxy(self) -> Any:
+        return slice(*[p.as_proxy() for p in self.parts])
+
+    def as_example(self) -> Any:
+        return slice(*[p.as_example() for p in self.parts])
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name in ("start", "stop", "step"):
+            return self.parts[("start", "stop", "step").index(name)]
+        return super().var_getattr(tx, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        for part in self.parts:
+            codegen.reconstruct(part)
+        codegen.emit("BUILD_SLICE", 3)

@@ -1,0 +1,130 @@
+"""Symbolic Python scalars: SymNodeVariable and FakeItemVariable.
+
+A :class:`SymNodeVariable` is an fx node whose example is a SymInt, SymFloat
+or SymBool of the trace's ShapeEnv (a dynamic size, a size expression, a
+dynamic Python int argument); a :class:`FakeItemVariable` is one whose value
+depends on tensor data (a captured ``Tensor.item()``). :func:`concrete` and
+:func:`branch_on_data` are what asking such a value for a Python value does.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import torch
+import torch.fx
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_unbacked_symbols
+
+from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_CONTROL_FLOW, unimplemented
+from bytegraph.variables.base import VariableTracker
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+
+SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+class SymNodeVariable(VariableTracker):
+    """A symbolic Python scalar: an fx node whose example is a SymInt,
+    SymFloat or SymBool of the trace's ShapeEnv (a dynamic size, a size
+    expression, or a dynamic Python int argument).
+
+    Arithmetic stays in the graph. Asking for its concrete value (a branch, a
+    ``range()``) specialises: the ShapeEnv records a guard and the value is
+    returned as a constant.
+    """
+
+    rebuilt_once = False
+
+    def __init__(self, node: torch.fx.Node, example: Any):
+        super().__init__()
+        self.node = node
+        self.example = example
+
+    @staticmethod
+    def create(node: torch.fx.Node, example: Any) -> "SymNodeVariable":
+        unbacked = bool(free_unbacked_symbols(example))
+        return (FakeItemVariable if unbacked else SymNodeVariable)(node, example)
+
+    def python_type(self) -> type:
+        return {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(self.example)]
+
+    def as_proxy(self) -> Any:
+        return self.node
+
+    def as_example(self) -> Any:
+        return self.example
+
+    def as_python_constant(self) -> Any:
+        """The concrete value, guarded: the ShapeEnv specialises the symbol and
+        records the guard (``n == 3``) that the cache entry checks, even when the
+        graph itself never reads the input.
+
+        Raises:
+            Unsupported: when the value depends on tensor data (no guard can
+                stand for it).
+        """
+        return self._concrete(self.python_type())
+
+    def truthy(self, tx: Tx) -> bool:
+        """``bool(value)``, guarded like :meth:`as_python_constant` (``n != 0``).
+
+        Raises:
+            Unsupported: when the value depends on tensor data.
+        """
+        return self._concrete(bool)
+
+    def _concrete(self, kind: type) -> Any:
+        return concrete(kind, self.example, f"the value of {self.node.name} ({self.example})")
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_graph_output(self.node)
+
+    def __repr__(self) -> str:
+        return f"SymNodeVariable({self.node.name}: {self.example})"
+
+
+class FakeItemVariable(SymNodeVariable):
+    """A data-dependent scalar (``Tensor.item()`` with scalar capture on): its
+    value exists only when the graph runs, so reading it is a graph break."""
+
+    def as_python_constant(self) -> Any:
+        unimplemented(
+            gb_type="data-dependent scalar",
+            context=f"the value of {self.node.name} (from tensor data) is needed at trace time",
+            explanation="The value of a captured Tensor.item() is unknown until the graph runs.",
+            hints=(HINT_DATA_DEPENDENT,),
+        )
+
+    def truthy(self, tx: Tx) -> bool:
+        unimplemented(
+            gb_type="data-dependent branching",
+            context=f"bool() of the data-dependent scalar {self.node.name}",
+            explanation="The branch taken depends on tensor data, which is unknown while tracing.",
+            hints=(HINT_DYNAMIC_CONTROL_FLOW,),
+        )
+
+
+def concrete(kind: type, value: Any, what: str) -> Any:
+    """``kind(value)`` for a possibly symbolic scalar: specialises it (the ShapeEnv
+    records a guard), or breaks the graph when it depends on tensor data."""
+    try:
+        return kind(value)
+    except GuardOnDataDependentSymNode:
+        unimplemented(
+            gb_type="data-dependent branching",
+            context=f"{what} needed at trace time",
+            explanation="The value depends on tensor data, which is unknown while tracing.",
+            hints=(HINT_DYNAMIC_CONTROL_FLOW,),
+        )
+
+
+def branch_on_data(what: str) -> NoReturn:
+    """``bool()`` of a value whose truth depends on tensor data: a graph break."""
+    unimplemented(
+        gb_type="data-dependent branching",
+        context=f"bool() of {what}",
+        explanation="The branch taken depends on tensor data, which is unknown while tracing.",
+        hints=(HINT_DYNAMIC_CONTROL_FLOW,),
+    )
