@@ -347,6 +347,28 @@ class OutputGraph:
         return [inp.example if isinstance(inp.example, (torch.SymInt, torch.SymFloat)) else inp.value
                 for inp in self.inputs]
 
+    def backend_fake_mode(self) -> FakeTensorMode:
+        """The FakeTensorMode backends compile under (through the TracingContext,
+        where AOTAutograd and inductor look for it).
+
+        It always has a ShapeEnv: inductor's FX graph cache and AOTAutograd's
+        cache key their guards on one and bypass themselves without it. A
+        dynamic trace hands over its own mode, whose ShapeEnv holds the trace's
+        symbols. A static trace ran without a ShapeEnv (symbolic propagation
+        costs several times more per operation), so a fresh mode with an empty
+        ShapeEnv is made here, and every tensor input is converted into it
+        with static shapes first: AOTAutograd's own conversion of the real
+        inputs then finds those FakeTensors in the mode's memo and keeps every
+        size static, as traced.
+        """
+        if self.shape_env is not None:
+            return self.fake_mode
+        mode = FakeTensorMode(shape_env=ShapeEnv(allow_dynamic_output_shape_ops=False), export=True)
+        for inp in self.inputs:
+            if isinstance(inp.value, torch.Tensor):
+                mode.from_tensor(inp.value, static_shapes=True)
+        return mode
+
     def compile_subgraph(
         self, code: types.CodeType, f_globals: dict, tail: Callable[[PyCodegen], None], compiler: Backend, name: str
     ) -> PyCodegen:
@@ -373,8 +395,7 @@ class OutputGraph:
                 get("graph").info("graph %s (%s):\n%s", len(self.compiled_graphs), name, format_graph(gm))
             start = time.perf_counter()
             try:
-                # backends (aot_autograd, inductor) reuse this FakeTensorMode and ShapeEnv
-                with torch._guards.tracing(torch._guards.TracingContext(self.fake_mode)):
+                with torch._guards.tracing(torch._guards.TracingContext(self.backend_fake_mode())):
                     compiled = compiler(gm, self.example_inputs())
             except Exception as e:
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} failed "
