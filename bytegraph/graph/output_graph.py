@@ -151,6 +151,7 @@ class OutputGraph:
         self.identity_key_sources: dict[Any, None] = {}  # inputs used as dict keys (by identity), in order
         self.subclass_dispatch_disabled = 0
         self.operations = 0  # operation nodes in the graph (kept up to date, O(1) to read)
+        self.static_backend_inputs: list[torch.Tensor] = []  # see backend_fake_mode
 
     def close_open_states(self) -> None:
         """Leave, innermost first, the state contexts tracing entered for real
@@ -348,8 +349,9 @@ class OutputGraph:
                 for inp in self.inputs]
 
     def backend_fake_mode(self) -> FakeTensorMode:
-        """The FakeTensorMode backends compile under (through the TracingContext,
-        where AOTAutograd and inductor look for it).
+        """The FakeTensorMode backends compile under (made when a backend first
+        reads the TracingContext's ``fake_mode``, where AOTAutograd and inductor
+        look for it; a backend that never reads it, like ``eager``, pays nothing).
 
         It always has a ShapeEnv: inductor's FX graph cache and AOTAutograd's
         cache key their guards on one and bypass themselves without it. A
@@ -359,14 +361,14 @@ class OutputGraph:
         ShapeEnv is made here, and every tensor input is converted into it
         with static shapes first: AOTAutograd's own conversion of the real
         inputs then finds those FakeTensors in the mode's memo and keeps every
-        size static, as traced.
+        size static, as traced. The memo holds FakeTensors weakly, so this
+        graph keeps them (``static_backend_inputs``) while it compiles.
         """
         if self.shape_env is not None:
             return self.fake_mode
         mode = FakeTensorMode(shape_env=ShapeEnv(allow_dynamic_output_shape_ops=False), export=True)
-        for inp in self.inputs:
-            if isinstance(inp.value, torch.Tensor):
-                mode.from_tensor(inp.value, static_shapes=True)
+        self.static_backend_inputs = [mode.from_tensor(inp.value, static_shapes=True)
+                                      for inp in self.inputs if isinstance(inp.value, torch.Tensor)]
         return mode
 
     def compile_subgraph(
@@ -395,8 +397,12 @@ class OutputGraph:
                 get("graph").info("graph %s (%s):\n%s", len(self.compiled_graphs), name, format_graph(gm))
             start = time.perf_counter()
             try:
-                with torch._guards.tracing(torch._guards.TracingContext(self.backend_fake_mode())):
-                    compiled = compiler(gm, self.example_inputs())
+                context = BackendTracingContext(self.backend_fake_mode)
+                with torch._guards.tracing(context):
+                    try:
+                        compiled = compiler(gm, self.example_inputs())
+                    finally:
+                        context.settle()
             except Exception as e:
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} failed "
                                             f"compiling a graph of {name}: {type(e).__name__}: {e}") from e
@@ -421,6 +427,31 @@ class OutputGraph:
                 codegen.emit("POP_TOP")
         tail(codegen)
         return codegen
+
+
+class BackendTracingContext(torch._guards.TracingContext):
+    """The TracingContext a backend compiles in; its ``fake_mode`` is made by
+    ``make_fake_mode()`` on first read (converting every input costs about a
+    millisecond per tensor, which only compiling backends should pay)."""
+
+    def __init__(self, make_fake_mode: Callable[[], FakeTensorMode]):
+        super().__init__(None)
+        self._make_fake_mode: Callable[[], FakeTensorMode] | None = make_fake_mode
+
+    @property
+    def fake_mode(self) -> FakeTensorMode | None:
+        if self._make_fake_mode is not None:
+            self._fake_mode, self._make_fake_mode = self._make_fake_mode(), None
+        return self._fake_mode
+
+    @fake_mode.setter
+    def fake_mode(self, mode: FakeTensorMode | None) -> None:
+        self._fake_mode, self._make_fake_mode = mode, None
+
+    def settle(self) -> None:
+        """The backend is done: a fake mode it never read is never made
+        (``torch._guards.tracing`` reads ``fake_mode`` on exit)."""
+        self._make_fake_mode = None
 
 
 def restore_grad_mode_on_error(compiled: Callable) -> Callable:
