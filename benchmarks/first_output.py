@@ -20,8 +20,10 @@ compile-cache counters (``fxgraph_cache_hit``/``_miss``/``_bypass``,
 clock stops. For bytegraph the span is split into import, trace (frontend)
 and backend seconds from bytegraph's own records.
 
-Times are wall seconds on a shared machine: read them as a table, not as a
-test. Programs: ``transformer_encoder`` (corpus entry: nn.TransformerEncoder,
+Times are wall seconds, and the process's own CPU seconds in the same span
+(``time.process_time``: steadier on a loaded machine, but it leaves out
+inductor's compile workers, so it undercounts cold runs); read them as a
+table, not as a test. Programs: ``transformer_encoder`` (corpus entry: nn.TransformerEncoder,
 2 layers, d=64, under no_grad) and ``mlp_train`` (an MLP training step:
 forward, cross-entropy, backward; no dropout, so eager and compiled gradients
 compare).
@@ -71,7 +73,7 @@ def child(program: str, frontend: str) -> dict[str, Any]:
     reference_case = build(program)
     expected = run_step(reference_case, reference_case.model, reference_case.inputs)
     case = build(program)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     if frontend == "bytegraph":
         import bytegraph
 
@@ -81,10 +83,10 @@ def child(program: str, frontend: str) -> dict[str, Any]:
         imported = start
         compiled = torch.compile(case.model)
     out = run_step(case, compiled, case.inputs)
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     from torch._dynamo.utils import counters  # torch's own counters (read by the benchmark, after timing)
 
-    row = {"program": program, "frontend": frontend, "seconds": seconds,
+    row = {"program": program, "frontend": frontend, "seconds": seconds, "cpu_seconds": cpu_seconds,
            "max_abs_diff": max_abs_diff(out, expected),
            "counters": {name: counters[group][name] for group, name in COUNTERS}}
     if frontend == "bytegraph":
@@ -142,20 +144,23 @@ def table(rows: list[dict[str, Any]]) -> str:
     """A markdown table: per program and run, both frontends' seconds, the
     ratio, and the cache counters (h/m/b: hits, misses, bypasses)."""
     by_key = {(r["program"], r["frontend"]): r for r in rows}
-    lines = ["| program | run | bytegraph s | torch.compile s | ratio | bytegraph import / trace / backend s "
-             "| bytegraph caches | torch.compile caches |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| program | run | bytegraph s | torch.compile s | ratio | CPU s: bytegraph / torch.compile (ratio) "
+             "| bytegraph import / trace / backend s | bytegraph caches | torch.compile caches |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for program in dict.fromkeys(r["program"] for r in rows):
         ours, theirs = by_key[(program, "bytegraph")], by_key[(program, "torch.compile")]
         for run in ("cold", "warm"):
             a = [ours[run]] if run == "cold" else ours[run]
             b = [theirs[run]] if run == "cold" else theirs[run]
             sa, sb = _median(a, "seconds"), _median(b, "seconds")
+            ca, cb = _median(a, "cpu_seconds"), _median(b, "cpu_seconds")
+            cpu = f"{ca:.2f} / {cb:.2f} ({ca / cb:.2f}x)" if ca and cb else "-"
             parts = [f"{_median(a, k):.2f}" if _median(a, k) is not None else "-"
                      for k in ("import_seconds", "trace_seconds", "backend_seconds")]
             lines.append(
                 f"| {program} | {run}{'' if run == 'cold' else f' (median of {len(a)})'} | "
                 f"{'error' if sa is None else f'{sa:.2f}'} | {'error' if sb is None else f'{sb:.2f}'} | "
-                f"{f'{sa / sb:.2f}x' if sa and sb else '-'} | {' / '.join(parts)} | {_hits(a[-1])} | {_hits(b[-1])} |")
+                f"{f'{sa / sb:.2f}x' if sa and sb else '-'} | {cpu} | {' / '.join(parts)} | {_hits(a[-1])} | {_hits(b[-1])} |")
     return "\n".join(lines)
 
 

@@ -32,6 +32,7 @@ from torch._subclasses.fake_tensor import (
     UnsupportedOperatorException,
 )
 
+from bytegraph import imports
 from bytegraph.breaks import HINT_DATA_DEPENDENT, BackendCompilerFailed, unimplemented
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.side_effects import SideEffects
@@ -132,7 +133,8 @@ class OutputGraph:
         )
         # export=True: no backed item() symbol for 0-d inputs (its guard names L['t'].item(), which
         # produce_guards cannot attribute to an input); item() is unbacked, branching on it breaks
-        self.fake_mode = FakeTensorMode(shape_env=self.shape_env, export=True)
+        with imports.first_use("FakeTensorMode's config modules"):  # the first one imports them
+            self.fake_mode = FakeTensorMode(shape_env=self.shape_env, export=True)
         self._sym_sizes: dict[tuple[torch.fx.Node, int], Any] = {}
         self.guards = GuardSet()
         self.side_effects = SideEffects()
@@ -395,7 +397,7 @@ class OutputGraph:
             gm = self.build_module(outputs)
             if enabled("graph"):
                 get("graph").info("graph %s (%s):\n%s", len(self.compiled_graphs), name, format_graph(gm))
-            start = time.perf_counter()
+            start, imports_before = time.perf_counter(), imports.total()
             try:
                 context = BackendTracingContext(self.backend_fake_mode)
                 with torch._guards.tracing(context):
@@ -409,12 +411,12 @@ class OutputGraph:
             if not callable(compiled):
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} returned "
                                             f"{type(compiled).__name__} for a graph of {name}, not a callable")
-            seconds = time.perf_counter() - start
+            seconds, import_seconds = time.perf_counter() - start, imports.total() - imports_before
             if self.unscoped_grad_mode_changes == 0 and any(
                 n.target is torch._C._set_grad_enabled for n in gm.graph.nodes
             ):
                 compiled = restore_grad_mode_on_error(compiled)
-            self.compiled_graphs.append(CompiledGraph(name, gm, self.op_count(), seconds, compiled))
+            self.compiled_graphs.append(CompiledGraph(name, gm, self.op_count(), seconds, compiled, import_seconds))
             codegen.load_callable(compiled)
             for inp in self.inputs:
                 codegen.load_source(inp.source)
@@ -483,8 +485,10 @@ class CompiledGraph:
         frame_name: name of the frame (or resume function) it came from.
         graph_module: the fx GraphModule given to the backend.
         op_count: call_function/call_method nodes.
-        compile_seconds: time the backend took, in seconds.
+        compile_seconds: time the backend took, in seconds (imports included).
         compiled: what the transformed code calls (the backend's callable).
+        import_seconds: the part of it spent importing modules on first use
+            (see :mod:`bytegraph.imports`).
     """
 
     frame_name: str
@@ -492,6 +496,7 @@ class CompiledGraph:
     op_count: int
     compile_seconds: float
     compiled: Callable | None = None
+    import_seconds: float = 0.0
 
 
 def format_graph(gm: torch.fx.GraphModule) -> str:
