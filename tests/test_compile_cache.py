@@ -2,8 +2,8 @@
 
 Inductor's FX graph cache and AOTAutograd's cache key their entries on the
 graph and guard them with the ShapeEnv of the TracingContext; without one they
-bypass themselves. The program below runs twice, each time in a fresh process
-on one shared ``TORCHINDUCTOR_CACHE_DIR``: the first run fills the caches
+bypass themselves. The program below (static graphs under no_grad and with
+grad, then dynamic ones) runs twice, each time in a fresh process on one shared ``TORCHINDUCTOR_CACHE_DIR``: the first run fills the caches
 (misses), the second must find every graph there (hits, no miss, no bypass),
 read from torch's own counters. Every output is compared with eager.
 """
@@ -36,6 +36,9 @@ grads = [p.grad.clone() for p in model.parameters()]
 model.zero_grad()
 step(x).backward()
 assert all(torch.allclose(g, p.grad, atol=1e-5) for g, p in zip(grads, model.parameters()))
+with torch.no_grad():           # another batch size: recompiles with a symbolic batch dim (symbols in the key)
+    x5 = torch.randn(5, 4)
+    assert torch.allclose(compiled(x5), step(x5), atol=1e-5)
 from bytegraph.runtime import metrics
 from torch._dynamo.utils import counters   # torch's own counters, read by the test (not by bytegraph)
 print(json.dumps({"graphs": sum(len(s.graphs) for s in metrics.FRAMES.values()),
@@ -58,7 +61,7 @@ def test_second_process_hits_inductor_and_aot_autograd_caches(tmp_path):
     first = _run(tmp_path)
     c = first["counters"]
     graphs = first["graphs"]
-    assert graphs == 4  # two graphs per grad mode
+    assert graphs == 6  # two graphs per grad mode, and two with a symbolic batch size
     # the first process compiles every graph: AOTAutograd misses, inductor misses (forward, and backward graphs)
     assert c.get("autograd_cache_miss", 0) == graphs and c.get("autograd_cache_hit", 0) == 0
     assert c.get("fxgraph_cache_miss", 0) >= graphs and c.get("fxgraph_cache_bypass", 0) == 0
