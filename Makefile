@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all venv bench bench-quick
+.PHONY: demo test test-all venv bench bench-quick bench-inductor
 
 $(STAMP): requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,13 @@ test-all: $(BENCH_STAMP)
 # rewrites README.md's benchmark block and benchmarks/results/readme/.
 bench: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.compare --readme
+
+# Time to first output with inductor, cold and warm process, both frontends (one fresh process per
+# run, one compile-cache folder per model and frontend): the issue-19 table plus corpus models that
+# inductor compiles in reasonable time on 2 cores (about 20 min); prints a table.
+bench-inductor: $(BENCH_STAMP)
+	$(BIN)/python -m benchmarks.first_output --programs transformer_encoder mlp_train mlp resnet gpt2 \
+		--json benchmarks/results/first_output.json
 
 # The quick subset (about 1-2 min); results in benchmarks/results/ only.
 bench-quick: $(BENCH_STAMP)

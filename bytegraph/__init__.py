@@ -7,7 +7,16 @@ backend::
     import bytegraph
     model = bytegraph.compile(model, backend="inductor")
 """
-from bytegraph import backends as _backends  # noqa: F401  (registers the built-in backends)
+import sys as _sys
+import time as _time
+
+_start = _time.perf_counter()
+_torch_imported = "torch" in _sys.modules
+import torch as _torch  # noqa: E402,F401  (timed apart from bytegraph's own modules)
+
+_torch_seconds = _time.perf_counter() - _start
+
+from bytegraph import backends as _backends  # noqa: E402,F401  (registers the built-in backends)
 from bytegraph import testing  # noqa: F401  (bytegraph.testing.CompileCounter without a separate import)
 from bytegraph.api import compile, mark_dynamic, mark_static, maybe_mark_dynamic, reset
 from bytegraph.backends.registry import list_backends, register_backend
@@ -16,7 +25,13 @@ from bytegraph.config import config
 from bytegraph.explain import ExplainOutput, explain
 from bytegraph.logs import set_logs
 from bytegraph.report import write_report
-from bytegraph.runtime.wrappers import OptimizedModule
+from bytegraph.runtime.wrappers import OptimizedModule  # noqa: E402
+
+from bytegraph import imports as _imports  # noqa: E402
+
+if not _torch_imported:
+    _imports.record("torch", _torch_seconds, at_startup=True)
+_imports.record("bytegraph", _time.perf_counter() - _start - _torch_seconds, at_startup=True)
 
 __all__ = [
     "compile", "reset", "explain", "ExplainOutput", "mark_dynamic", "maybe_mark_dynamic", "mark_static", "list_backends", "register_backend", "Unsupported",

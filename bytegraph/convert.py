@@ -19,7 +19,7 @@ from typing import Any, Callable
 import torch
 from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 
-from bytegraph import logs
+from bytegraph import imports, logs
 from bytegraph.breaks import BackendCompilerFailed, InternalError, Unsupported, UserFrame, unimplemented
 from bytegraph.bytecode.assemble import assemble
 from bytegraph.config import config
@@ -60,6 +60,8 @@ class Converted:
         breaks: the graph break this frame split at (empty or one).
         id_guards: identity guards, whose objects' deaths invalidate the entry.
         seconds: wall time of the conversion, backend compile included.
+        import_seconds: the part of it spent importing modules on first use
+            (see :mod:`bytegraph.imports`).
     """
 
     code: types.CodeType
@@ -68,6 +70,7 @@ class Converted:
     breaks: list[Unsupported]
     id_guards: list[IdMatch]
     seconds: float
+    import_seconds: float
 
 
 @dataclasses.dataclass
@@ -119,7 +122,7 @@ def convert_frame(
             "Generators called from a compiled function are traced where they are consumed.",
             hints=("Compile the function that consumes the generator.",),
         )))
-    start = time.perf_counter()
+    start, imports_before = time.perf_counter(), imports.total()
     break_points: dict[int, Unsupported] = {}
     while True:
         try:
@@ -161,7 +164,7 @@ def convert_frame(
                                 "\n".join("  " + line for line in describe_guards(guard.guards)))
     return Converted(
         new_code, guard, output.compiled_graphs, list(break_points.values()),
-        [g for g in guards if isinstance(g, IdMatch)], time.perf_counter() - start,
+        [g for g in guards if isinstance(g, IdMatch)], time.perf_counter() - start, imports.total() - imports_before,
     )
 
 

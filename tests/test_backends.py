@@ -168,3 +168,55 @@ def test_register_backend_refuses_a_name_that_is_not_a_string():
     with pytest.raises(TypeError, match="name"):
         bytegraph.register_backend(lambda gm, ex: gm.forward, name=5)
     assert "eager" in bytegraph.list_backends()
+
+
+def _tracing_fake_mode():
+    return torch._guards.TracingContext.try_get().fake_mode
+
+
+def test_backend_compiles_under_a_fake_mode_with_a_shape_env_and_static_inputs():
+    # torch's compile caches (inductor's FX graph cache, AOTAutograd's) bypass themselves without a ShapeEnv
+    seen = []
+
+    def backend(gm, example_inputs):
+        mode = _tracing_fake_mode()
+        # AOTAutograd converts the real inputs with static_shapes=False; sizes must stay the traced ones
+        fakes = [mode.from_tensor(t, static_shapes=False) for t in example_inputs]
+        seen.append((mode.shape_env, fakes, example_inputs))
+        return gm.forward
+
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    compiled = bytegraph.compile(fn, backend=backend)
+    assert same(compiled(x, y), fn(x, y))
+    ((shape_env, fakes, inputs),) = seen
+    assert shape_env is not None
+    assert [tuple(f.shape) for f in fakes] == [tuple(t.shape) for t in inputs]
+    assert all(isinstance(s, int) for f in fakes for s in (*f.shape, *f.stride(), f.storage_offset()))
+    assert not shape_env.var_to_val  # no symbol was made
+
+
+def test_dynamic_trace_hands_its_own_shape_env_to_the_backend():
+    envs = []
+
+    def backend(gm, example_inputs):
+        envs.append(_tracing_fake_mode().shape_env)
+        return gm.forward
+
+    compiled = bytegraph.compile(fn, backend=backend, dynamic=True)
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    assert same(compiled(x, y), fn(x, y))
+    (env,) = envs
+    assert env is not None and env.var_to_val  # the trace's symbols
+
+
+def test_backend_that_never_reads_the_fake_mode_does_not_pay_for_it(monkeypatch):
+    from bytegraph.graph.output_graph import OutputGraph
+
+    made = []
+    original = OutputGraph.backend_fake_mode
+    monkeypatch.setattr(OutputGraph, "backend_fake_mode", lambda self: made.append(1) or original(self))
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    assert same(bytegraph.compile(fn, backend="eager")(x, y), fn(x, y))
+    assert made == []
+    assert same(bytegraph.compile(fn, backend="aot_eager")(x, y), fn(x, y))
+    assert made == [1]

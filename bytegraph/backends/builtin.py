@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import torch
 
+from bytegraph import imports
 from bytegraph.backends.registry import register_backend
 
 
@@ -33,7 +34,8 @@ def _boxed_nop(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
 def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """AOTAutograd with the identity compiler for forward and backward."""
     # AOTAutograd is imported on first use: importing it loads much of torch (about a second)
-    from torch._functorch.aot_autograd import aot_module_simplified
+    with imports.first_use("AOTAutograd"):
+        from torch._functorch.aot_autograd import aot_module_simplified
 
     return aot_module_simplified(gm, example_inputs, fw_compiler=_boxed_nop, bw_compiler=_boxed_nop)
 
@@ -77,7 +79,8 @@ class InductorBackend:
         self.patches = patches
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-        from torch._inductor.compile_fx import compile_fx
+        with imports.first_use("inductor"):
+            from torch._inductor.compile_fx import compile_fx
 
         return compile_fx(gm, example_inputs, config_patches=self.patches)
 

@@ -32,6 +32,7 @@ from torch._subclasses.fake_tensor import (
     UnsupportedOperatorException,
 )
 
+from bytegraph import imports
 from bytegraph.breaks import HINT_DATA_DEPENDENT, BackendCompilerFailed, unimplemented
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.side_effects import SideEffects
@@ -132,7 +133,8 @@ class OutputGraph:
         )
         # export=True: no backed item() symbol for 0-d inputs (its guard names L['t'].item(), which
         # produce_guards cannot attribute to an input); item() is unbacked, branching on it breaks
-        self.fake_mode = FakeTensorMode(shape_env=self.shape_env, export=True)
+        with imports.first_use("FakeTensorMode's config modules"):  # the first one imports them
+            self.fake_mode = FakeTensorMode(shape_env=self.shape_env, export=True)
         self._sym_sizes: dict[tuple[torch.fx.Node, int], Any] = {}
         self.guards = GuardSet()
         self.side_effects = SideEffects()
@@ -151,6 +153,7 @@ class OutputGraph:
         self.identity_key_sources: dict[Any, None] = {}  # inputs used as dict keys (by identity), in order
         self.subclass_dispatch_disabled = 0
         self.operations = 0  # operation nodes in the graph (kept up to date, O(1) to read)
+        self.static_backend_inputs: list[torch.Tensor] = []  # see backend_fake_mode
 
     def close_open_states(self) -> None:
         """Leave, innermost first, the state contexts tracing entered for real
@@ -347,6 +350,29 @@ class OutputGraph:
         return [inp.example if isinstance(inp.example, (torch.SymInt, torch.SymFloat)) else inp.value
                 for inp in self.inputs]
 
+    def backend_fake_mode(self) -> FakeTensorMode:
+        """The FakeTensorMode backends compile under (made when a backend first
+        reads the TracingContext's ``fake_mode``, where AOTAutograd and inductor
+        look for it; a backend that never reads it, like ``eager``, pays nothing).
+
+        It always has a ShapeEnv: inductor's FX graph cache and AOTAutograd's
+        cache key their guards on one and bypass themselves without it. A
+        dynamic trace hands over its own mode, whose ShapeEnv holds the trace's
+        symbols. A static trace ran without a ShapeEnv (symbolic propagation
+        costs several times more per operation), so a fresh mode with an empty
+        ShapeEnv is made here, and every tensor input is converted into it
+        with static shapes first: AOTAutograd's own conversion of the real
+        inputs then finds those FakeTensors in the mode's memo and keeps every
+        size static, as traced. The memo holds FakeTensors weakly, so this
+        graph keeps them (``static_backend_inputs``) while it compiles.
+        """
+        if self.shape_env is not None:
+            return self.fake_mode
+        mode = FakeTensorMode(shape_env=ShapeEnv(allow_dynamic_output_shape_ops=False), export=True)
+        self.static_backend_inputs = [mode.from_tensor(inp.value, static_shapes=True)
+                                      for inp in self.inputs if isinstance(inp.value, torch.Tensor)]
+        return mode
+
     def compile_subgraph(
         self, code: types.CodeType, f_globals: dict, tail: Callable[[PyCodegen], None], compiler: Backend, name: str
     ) -> PyCodegen:
@@ -371,23 +397,26 @@ class OutputGraph:
             gm = self.build_module(outputs)
             if enabled("graph"):
                 get("graph").info("graph %s (%s):\n%s", len(self.compiled_graphs), name, format_graph(gm))
-            start = time.perf_counter()
+            start, imports_before = time.perf_counter(), imports.total()
             try:
-                # backends (aot_autograd, inductor) reuse this FakeTensorMode and ShapeEnv
-                with torch._guards.tracing(torch._guards.TracingContext(self.fake_mode)):
-                    compiled = compiler(gm, self.example_inputs())
+                context = BackendTracingContext(self.backend_fake_mode)
+                with torch._guards.tracing(context):
+                    try:
+                        compiled = compiler(gm, self.example_inputs())
+                    finally:
+                        context.settle()
             except Exception as e:
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} failed "
                                             f"compiling a graph of {name}: {type(e).__name__}: {e}") from e
             if not callable(compiled):
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} returned "
                                             f"{type(compiled).__name__} for a graph of {name}, not a callable")
-            seconds = time.perf_counter() - start
+            seconds, import_seconds = time.perf_counter() - start, imports.total() - imports_before
             if self.unscoped_grad_mode_changes == 0 and any(
                 n.target is torch._C._set_grad_enabled for n in gm.graph.nodes
             ):
                 compiled = restore_grad_mode_on_error(compiled)
-            self.compiled_graphs.append(CompiledGraph(name, gm, self.op_count(), seconds, compiled))
+            self.compiled_graphs.append(CompiledGraph(name, gm, self.op_count(), seconds, compiled, import_seconds))
             codegen.load_callable(compiled)
             for inp in self.inputs:
                 codegen.load_source(inp.source)
@@ -400,6 +429,31 @@ class OutputGraph:
                 codegen.emit("POP_TOP")
         tail(codegen)
         return codegen
+
+
+class BackendTracingContext(torch._guards.TracingContext):
+    """The TracingContext a backend compiles in; its ``fake_mode`` is made by
+    ``make_fake_mode()`` on first read (converting every input costs about a
+    millisecond per tensor, which only compiling backends should pay)."""
+
+    def __init__(self, make_fake_mode: Callable[[], FakeTensorMode]):
+        super().__init__(None)
+        self._make_fake_mode: Callable[[], FakeTensorMode] | None = make_fake_mode
+
+    @property
+    def fake_mode(self) -> FakeTensorMode | None:
+        if self._make_fake_mode is not None:
+            self._fake_mode, self._make_fake_mode = self._make_fake_mode(), None
+        return self._fake_mode
+
+    @fake_mode.setter
+    def fake_mode(self, mode: FakeTensorMode | None) -> None:
+        self._fake_mode, self._make_fake_mode = mode, None
+
+    def settle(self) -> None:
+        """The backend is done: a fake mode it never read is never made
+        (``torch._guards.tracing`` reads ``fake_mode`` on exit)."""
+        self._make_fake_mode = None
 
 
 def restore_grad_mode_on_error(compiled: Callable) -> Callable:
@@ -431,8 +485,10 @@ class CompiledGraph:
         frame_name: name of the frame (or resume function) it came from.
         graph_module: the fx GraphModule given to the backend.
         op_count: call_function/call_method nodes.
-        compile_seconds: time the backend took, in seconds.
+        compile_seconds: time the backend took, in seconds (imports included).
         compiled: what the transformed code calls (the backend's callable).
+        import_seconds: the part of it spent importing modules on first use
+            (see :mod:`bytegraph.imports`).
     """
 
     frame_name: str
@@ -440,6 +496,7 @@ class CompiledGraph:
     op_count: int
     compile_seconds: float
     compiled: Callable | None = None
+    import_seconds: float = 0.0
 
 
 def format_graph(gm: torch.fx.GraphModule) -> str:

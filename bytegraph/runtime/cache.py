@@ -167,7 +167,8 @@ class FrameCache:
             self.native = True
             return fn(*args, **kwargs)
         metrics.record_compile(self.code, metrics.CompileRecord(
-            result.code, result.graphs, result.guard.guards, result.seconds, reason, result.guard.text))
+            result.code, result.graphs, result.guard.guards, result.seconds, reason, result.guard.text,
+            result.import_seconds))
         entry = CacheEntry(result, self, fn)
         self.entries = [entry, *self.entries]
         return entry.function_for(fn)(*args, **kwargs)

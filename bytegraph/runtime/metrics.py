@@ -62,6 +62,8 @@ class CompileRecord:
             (``tensor 'x' size mismatch at index 0: expected 3, got 4``);
             None for the first compile.
         guard_code: the generated guard function's source.
+        import_seconds: the part of ``seconds`` spent importing modules on
+            first use (see :mod:`bytegraph.imports`).
     """
 
     code: types.CodeType
@@ -70,15 +72,18 @@ class CompileRecord:
     seconds: float
     reason: str | None = None
     guard_code: str = ""
+    import_seconds: float = 0.0
 
 
 @dataclasses.dataclass
 class FrameStats:
     """Per code object: everything compiled for it so far.
 
-    ``graphs``, ``trace_seconds`` and ``frames_compiled`` total over
-    ``compiles``; ``recompile_reasons`` also holds the failures that met the
-    recompile limit (the frame then ran natively and compiled nothing).
+    ``graphs``, ``trace_seconds``, ``import_seconds`` and ``frames_compiled``
+    total over ``compiles``; ``recompile_reasons`` also holds the failures that
+    met the recompile limit (the frame then ran natively and compiled nothing).
+    ``trace_seconds`` includes backend compiles and first-use imports;
+    ``import_seconds`` is that import part.
     """
 
     name: str
@@ -90,6 +95,7 @@ class FrameStats:
     recompile_reasons: list[str] = dataclasses.field(default_factory=list)
     compiles: list[CompileRecord] = dataclasses.field(default_factory=list)
     trace_seconds: float = 0.0
+    import_seconds: float = 0.0
     frames_compiled: int = 0
     ran_natively: bool = False
 
@@ -140,6 +146,7 @@ def record_compile(code: types.CodeType, record: CompileRecord) -> None:
     stats.compiles.append(record)
     stats.graphs.extend(record.graphs)
     stats.trace_seconds += record.seconds
+    stats.import_seconds += record.import_seconds
     stats.frames_compiled += 1
     for recorder in _ACTIVE:
         recorder.compiles.append(record)

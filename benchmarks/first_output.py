@@ -1,0 +1,201 @@
+"""Time to first output with inductor, cold and warm process, both frontends.
+
+``python -m benchmarks.first_output [--programs NAME ...] [--warm-runs N] [--json OUT]``
+
+For each program and frontend (bytegraph, torch.compile), with one empty
+``TORCHINDUCTOR_CACHE_DIR`` per program and frontend:
+
+- **cold**: a fresh process on the empty cache folder;
+- **warm**: then ``--warm-runs`` more fresh processes on the same folder
+  (median reported): what a second run of the same program pays once
+  inductor's FX graph cache and AOTAutograd's cache are filled.
+
+Each process builds the model and its eager reference (seed 0), imports
+torch, then starts the clock at the ``compile()`` call and stops it at the
+first output (training programs: after ``backward()``), so each frontend pays
+its own imports in that span (``import bytegraph``; ``torch.compile`` imports
+torch's frontend at the call). The output is compared with eager. Torch's
+compile-cache counters (``fxgraph_cache_hit``/``_miss``/``_bypass``,
+``autograd_cache_hit``/...) are read from torch's counter object after the
+clock stops. For bytegraph the span is split from bytegraph's own records
+into import (``import bytegraph``, and torch's modules imported on first use
+during the first trace and backend call), trace (the frontend: tracing,
+guards, code generation) and backend seconds (imports excluded).
+
+Any corpus entry (``benchmarks.models.MODELS``) can be given with
+``--programs``; ``make bench-inductor`` runs the ones inductor compiles in
+reasonable time on 2 cores.
+
+Times are wall seconds, and the process's own CPU seconds in the same span
+(``time.process_time``: steadier on a loaded machine, but it leaves out
+inductor's compile workers, so it undercounts cold runs); read them as a
+table, not as a test. Programs: ``transformer_encoder`` (corpus entry: nn.TransformerEncoder,
+2 layers, d=64, under no_grad) and ``mlp_train`` (an MLP training step:
+forward, cross-entropy, backward; no dropout, so eager and compiled gradients
+compare).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+FRONTENDS = ("bytegraph", "torch.compile")
+PROGRAMS = ("transformer_encoder", "mlp_train")  # the default: the issue's table
+COUNTERS = (("inductor", "fxgraph_cache_hit"), ("inductor", "fxgraph_cache_miss"),
+            ("inductor", "fxgraph_cache_bypass"), ("aot_autograd", "autograd_cache_hit"),
+            ("aot_autograd", "autograd_cache_miss"), ("aot_autograd", "autograd_cache_bypass"))
+
+
+def build(program: str):
+    """A fresh (seeded) :class:`benchmarks.models.Case` for ``program``."""
+    import torch
+    from torch import nn
+
+    from benchmarks.models import MODELS, Case, Inputs
+    from benchmarks.models.classic import WithLoss
+
+    if program == "mlp_train":
+        torch.manual_seed(0)
+        mlp = nn.Sequential(nn.Linear(128, 256), nn.GELU(), nn.LayerNorm(256),
+                            nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+        inputs = Inputs((torch.randn(32, 128), torch.randint(0, 10, (32,))))
+        return Case(WithLoss(mlp, nn.CrossEntropyLoss()).train(), inputs, inputs, loss=lambda out: out, atol=1e-4)
+    return MODELS[program].build()
+
+
+def child(program: str, frontend: str) -> dict[str, Any]:
+    """One measurement in this (fresh) process; returns the result row."""
+    import torch
+
+    from benchmarks.models import max_abs_diff, run_step
+
+    reference_case = build(program)
+    expected = run_step(reference_case, reference_case.model, reference_case.inputs)
+    case = build(program)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    if frontend == "bytegraph":
+        import bytegraph
+
+        imported = time.perf_counter()
+        compiled = bytegraph.compile(case.model)
+    else:
+        imported = start
+        compiled = torch.compile(case.model)
+    out = run_step(case, compiled, case.inputs)
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    from torch._dynamo.utils import counters  # torch's own counters (read by the benchmark, after timing)
+
+    row = {"program": program, "frontend": frontend, "seconds": seconds, "cpu_seconds": cpu_seconds,
+           "max_abs_diff": max_abs_diff(out, expected),
+           "counters": {name: counters[group][name] for group, name in COUNTERS}}
+    if frontend == "bytegraph":
+        from bytegraph.runtime import metrics
+
+        frames = metrics.FRAMES.values()
+        later_imports = sum(s.import_seconds for s in frames)  # first use, inside trace and backend
+        backend = sum(g.compile_seconds - g.import_seconds for s in frames for g in s.graphs)
+        trace = sum(s.trace_seconds for s in frames) - backend - later_imports
+        row.update(import_seconds=imported - start + later_imports, trace_seconds=trace, backend_seconds=backend,
+                   graphs=sum(len(s.graphs) for s in frames))
+    return row
+
+
+def run_process(program: str, frontend: str, cache_dir: str) -> dict[str, Any]:
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.first_output", "--child", program, frontend],
+                          capture_output=True, text=True, env=env, cwd=root)
+    if proc.returncode != 0:
+        return {"program": program, "frontend": frontend, "error": proc.stderr[-2000:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def measure(programs: list[str], warm_runs: int) -> list[dict[str, Any]]:
+    rows = []
+    for program in programs:
+        for frontend in FRONTENDS:
+            with tempfile.TemporaryDirectory(prefix="first-output-") as cache_dir:
+                cold = run_process(program, frontend, cache_dir)
+                warm = [run_process(program, frontend, cache_dir) for _ in range(warm_runs)]
+            rows.append({"program": program, "frontend": frontend, "cold": cold, "warm": warm})
+            print(f"  {program} {frontend}: cold {_seconds(cold)}, warm {[_seconds(w) for w in warm]}",
+                  file=sys.stderr, flush=True)
+    return rows
+
+
+def _seconds(row: dict[str, Any]) -> str:
+    return "error" if "error" in row else f"{row['seconds']:.2f} s"
+
+
+def _median(rows: list[dict[str, Any]], key: str) -> float | None:
+    values = [r[key] for r in rows if key in r]
+    return statistics.median(values) if values else None
+
+
+def _hits(row: dict[str, Any]) -> str:
+    if "error" in row:
+        return "error"
+    c = row["counters"]
+    return (f"fx {c['fxgraph_cache_hit']}h/{c['fxgraph_cache_miss']}m/{c['fxgraph_cache_bypass']}b, "
+            f"aot {c['autograd_cache_hit']}h/{c['autograd_cache_miss']}m/{c['autograd_cache_bypass']}b")
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """A markdown table: per program and run, both frontends' seconds, the
+    ratio, and the cache counters (h/m/b: hits, misses, bypasses)."""
+    by_key = {(r["program"], r["frontend"]): r for r in rows}
+    lines = ["| program | run | bytegraph s | torch.compile s | ratio | CPU s: bytegraph / torch.compile (ratio) "
+             "| bytegraph import / trace / backend s | bytegraph caches | torch.compile caches |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for program in dict.fromkeys(r["program"] for r in rows):
+        ours, theirs = by_key[(program, "bytegraph")], by_key[(program, "torch.compile")]
+        for run in ("cold", "warm"):
+            a = [ours[run]] if run == "cold" else ours[run]
+            b = [theirs[run]] if run == "cold" else theirs[run]
+            sa, sb = _median(a, "seconds"), _median(b, "seconds")
+            ca, cb = _median(a, "cpu_seconds"), _median(b, "cpu_seconds")
+            cpu = f"{ca:.2f} / {cb:.2f} ({ca / cb:.2f}x)" if ca and cb else "-"
+            parts = [f"{_median(a, k):.2f}" if _median(a, k) is not None else "-"
+                     for k in ("import_seconds", "trace_seconds", "backend_seconds")]
+            lines.append(
+                f"| {program} | {run}{'' if run == 'cold' else f' (median of {len(a)})'} | "
+                f"{'error' if sa is None else f'{sa:.2f}'} | {'error' if sb is None else f'{sb:.2f}'} | "
+                f"{f'{sa / sb:.2f}x' if sa and sb else '-'} | {cpu} | {' / '.join(parts)} | {_hits(a[-1])} | {_hits(b[-1])} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from benchmarks.models import MODELS
+
+    parser.add_argument("--programs", nargs="+", default=list(PROGRAMS), choices=sorted({*PROGRAMS, *MODELS}))
+    parser.add_argument("--warm-runs", type=int, default=2, help="warm processes per program and frontend")
+    parser.add_argument("--json", help="also write the raw rows to this file")
+    parser.add_argument("--child", nargs=2, metavar=("PROGRAM", "FRONTEND"), help=argparse.SUPPRESS)
+    ns = parser.parse_args(argv)
+    if ns.child:
+        print(json.dumps(child(*ns.child)))
+        return 0
+    if ns.warm_runs < 1:
+        parser.error("--warm-runs must be at least 1")
+    rows = measure(ns.programs, ns.warm_runs)
+    if ns.json:
+        with open(ns.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    print(table(rows))
+    errors = [r for row in rows for r in [row["cold"], *row["warm"]] if "error" in r]
+    for r in errors:
+        print(f"\n{r['program']} / {r['frontend']} failed:\n{r['error']}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
