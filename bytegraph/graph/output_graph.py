@@ -39,7 +39,7 @@ from bytegraph.graph.side_effects import SideEffects
 from bytegraph.logs import enabled, get
 from bytegraph.guards.guards import GuardSet
 from bytegraph.guards.shape_guards import ShapeSource
-from bytegraph.guards.source import Source
+from bytegraph.guards.source import Source, is_plain_name
 
 
 Backend = Callable[[torch.fx.GraphModule, list], Callable]
@@ -234,6 +234,10 @@ class OutputGraph:
             ctx = self.graph.inserting_before(first)
         with ctx:
             node = self.graph.placeholder(name)
+        # FX names the generated forward's parameter after the target: use the node's
+        # unique, sanitised name, so inputs whose paths differ only in symbols
+        # (d['a"b'], d['']) never become the same parameter
+        node.target = node.name
         node.meta["example_value"] = example
         node.meta["source"] = source
         self._last_placeholder = node
@@ -290,6 +294,13 @@ class OutputGraph:
             )
 
     def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict, example: Any) -> torch.fx.Node:
+        """Add one operation node (``kind`` ``call_function`` or ``call_method``).
+
+        Raises:
+            Unsupported: when FX would write part of the call as code taken from a
+                user value (see :func:`_check_fx_renderable`).
+        """
+        _check_fx_renderable(kind, target, args, kwargs)
         node = self.graph.create_node(kind, target, args, kwargs)
         node.meta["example_value"] = example
         if self.current_tx is not None:
@@ -533,6 +544,54 @@ def _is_inplace_name(name: Any) -> bool:
     )
 
 
+#: constants FX writes into the generated forward as literals that evaluate back to
+#: themselves (repr of an exact str is a string literal, never code)
+_FX_LITERALS = (int, float, bool, complex, str, type(None), type(Ellipsis),
+                torch.dtype, torch.device, torch.layout, torch.memory_format)
+
+
+def _check_fx_renderable(kind: str, target: Any, args: tuple, kwargs: dict) -> None:
+    """Graph-break unless FX can write this call without user text as code.
+
+    FX renders a method name and keyword names as identifiers and other constants
+    with ``repr`` (an enum by its member name): a method or keyword that is not an
+    identifier, or a constant of another type (whose ``__repr__`` is user code),
+    would become code of the generated ``forward``."""
+    bad = None
+    if kind == "call_method" and not is_plain_name(target):
+        bad = f"method name {target!r}"
+    for key in kwargs:
+        if not is_plain_name(key):
+            bad = f"keyword {key!r}"
+
+    def visit(value: Any) -> None:
+        nonlocal bad
+        if isinstance(value, (list, tuple)) and (type(value) in (list, tuple, torch.Size)):
+            for item in value:
+                visit(item)
+        elif type(value) is slice:
+            visit((value.start, value.stop, value.step))
+        elif type(value) is dict:
+            for key, item in value.items():
+                visit(key)
+                visit(item)
+        elif not (isinstance(value, (torch.fx.Node, torch._ops.OpOverload)) or type(value) in _FX_LITERALS):
+            bad = bad or f"constant argument of type {type(value).__qualname__}"
+
+    visit((args, kwargs))
+    if bad is not None:
+        name = target if isinstance(target, str) else getattr(target, "__name__", type(target).__name__)
+        unimplemented(
+            gb_type="argument FX cannot render",
+            context=f"{name}: {bad}",
+            explanation="The graph's generated code would hold this value as source text; "
+            "user values never become code, so the call runs outside the graph.",
+            hints=("Pass plain Python numbers, strings, dtypes or tensors to torch operations.",),
+        )
+
+
 def _placeholder_name(source: Source) -> str:
+    """A readable placeholder name from the source's path, letters, digits and ``_``
+    only (user text such as dict keys never reaches FX code as anything else)."""
     text = re.sub(r"[^0-9a-zA-Z_]+", "_", source.name()).strip("_").lower()
-    return text or "input"
+    return text if text[:1].isalpha() else f"input_{text}".rstrip("_")
