@@ -157,8 +157,6 @@ def convert_frame(
         guard = build_guard_function(code, signature_fn, guards)
     except ConstraintViolationError:
         raise
-    except Unsupported as exc:  # a signature the guard function cannot bind like the frame
-        return RunNatively(exc)
     except Exception as exc:
         return RunNatively(_internal_error(code, exc, "building the guards of"))
     if logs.enabled("guards"):

@@ -45,7 +45,7 @@ from bytegraph.guards.guards import (
     TypeMatch,
 )
 from bytegraph.guards.shape_guards import ShapeGuard
-from bytegraph.breaks import InternalError, unimplemented
+from bytegraph.breaks import InternalError
 from bytegraph.guards.source import ClosureSource, GlobalSource, LocalSource, Source, is_plain_name
 
 
@@ -181,8 +181,8 @@ def _parameters(code: types.CodeType, fn: Callable | None, builder: _Builder) ->
     ``fn`` None) are renamed when they are not.
 
     Raises:
-        Unsupported: a hand-made code object has a keyword parameter whose name is
-            not a plain identifier (the frame runs natively).
+        InternalError: a parameter callers may pass by keyword has a name that is
+            not a plain identifier.
     """
     names = code.co_varnames
     argcount, posonly, kwonly = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
@@ -191,14 +191,8 @@ def _parameters(code: types.CodeType, fn: Callable | None, builder: _Builder) ->
 
     def param(index: int, keyword_ok: bool, default: Any = inspect.Parameter.empty) -> str:
         name = names[index]
-        if keyword_ok and fn is not None and not is_plain_name(name):
-            unimplemented(
-                gb_type="parameter name not an identifier",
-                context=f"{code.co_qualname} has a parameter named {name!r}",
-                explanation="The guard function binds arguments by the frame's own parameter names, "
-                "and this code object has one that is not a Python identifier.",
-                hints=("Give the function's parameters identifier names.",),
-            )
+        if keyword_ok and fn is not None and not is_plain_name(name):  # FrameCache._bind refuses these
+            raise InternalError(f"{code.co_qualname} has a keyword parameter named {name!r}")
         text = builder.local(name) if fn is None or not keyword_ok else name
         used.add(text)
         return text if default is inspect.Parameter.empty else f"{text}={builder.const(default)}"

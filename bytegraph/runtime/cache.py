@@ -25,7 +25,7 @@ from bytegraph.convert import CompileOptions, Converted, RunNatively, convert_fr
 from bytegraph.graph.output_graph import DynamicPolicy
 from bytegraph.guards.guard_code import GuardFunction
 from bytegraph.guards.guards import TensorMatch
-from bytegraph.guards.source import Source
+from bytegraph.guards.source import Source, is_plain_name
 from bytegraph.runtime import metrics
 from bytegraph.variables.nn_module import has_hooks
 
@@ -156,6 +156,8 @@ class FrameCache:
             f_locals = self._bind(fn, args, kwargs)
         except TypeError:
             return fn(*args, **kwargs)  # raises the eager TypeError
+        except ValueError:  # a hand-made code object whose parameter names are not identifiers
+            return fn(*args, **kwargs)
         signature_fn = None if self.resume_depth else fn
         result = convert_frame(self.code, fn.__globals__, cells, f_locals, signature_fn, self.options,
                                hooks_for(self.options), self.policy())
@@ -178,13 +180,21 @@ class FrameCache:
 
         Raises:
             TypeError: when the arguments do not fit the signature.
+            ValueError: when a parameter name is not an identifier (hand-made code).
         """
         code = fn.__code__
         if self.resume_depth:  # positional parameters, some not identifiers (e.g. pytest's @py_assert1)
             if kwargs or len(args) != code.co_argcount:
                 raise TypeError(f"{code.co_name}() takes {code.co_argcount} positional arguments")
             return dict(zip(code.co_varnames, args))
-        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)  # fn's own defaults
+        count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & inspect.CO_VARARGS) \
+            + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+        if not all(is_plain_name(name) for name in code.co_varnames[:count]):
+            raise ValueError(f"{code.co_qualname} has a parameter name that is not an identifier")
+        # the code's own signature and fn's defaults (a __signature__ attribute does not change binding)
+        plain = types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
+        plain.__kwdefaults__ = fn.__kwdefaults__
+        bound = inspect.signature(plain, follow_wrapped=False).bind(*args, **kwargs)
         bound.apply_defaults()
         return dict(bound.arguments)
 
