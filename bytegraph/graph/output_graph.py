@@ -33,7 +33,7 @@ from torch._subclasses.fake_tensor import (
 )
 
 from bytegraph import imports
-from bytegraph.breaks import HINT_DATA_DEPENDENT, BackendCompilerFailed, unimplemented
+from bytegraph.breaks import HINT_DATA_DEPENDENT, BackendCompilerFailed, GraphRaised, unimplemented
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.side_effects import SideEffects
 from bytegraph.logs import enabled, get
@@ -423,10 +423,11 @@ class OutputGraph:
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} returned "
                                             f"{type(compiled).__name__} for a graph of {name}, not a callable")
             seconds, import_seconds = time.perf_counter() - start, imports.total() - imports_before
-            if self.unscoped_grad_mode_changes == 0 and any(
-                n.target is torch._C._set_grad_enabled for n in gm.graph.nodes
-            ):
-                compiled = restore_grad_mode_on_error(compiled)
+            watched = tuple(
+                i for i, inp in enumerate(self.inputs)
+                if isinstance(inp.value, torch.Tensor) and not inp.value.is_inference()
+            ) if self.mutates_inputs() else ()
+            compiled = rerun_natively_on_error(compiled, uses_rng(gm), watched, self.unscoped_grad_mode_changes == 0)
             self.compiled_graphs.append(CompiledGraph(name, gm, self.op_count(), seconds, compiled, import_seconds))
             codegen.load_callable(compiled)
             for inp in self.inputs:
@@ -467,25 +468,65 @@ class BackendTracingContext(torch._guards.TracingContext):
         self._make_fake_mode = None
 
 
-def restore_grad_mode_on_error(compiled: Callable) -> Callable:
-    """``compiled`` that, if it raises, first restores the grad mode it was
-    called under.
+def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, ...], scoped_grad: bool) -> Callable:
+    """``compiled`` that, when it raises an Exception, leaves the frame to run natively.
 
-    For graphs whose grad-mode switches all come from ``with`` blocks: in eager
-    an exception inside ``with torch.no_grad():`` leaves through ``__exit__``,
-    which restores the mode, but a graph raising between its
-    ``_set_grad_enabled`` nodes would leave the mode switched.
+    The graph call is the first thing a transformed frame does, and the side
+    effects traced before the operation that raised are replayed only after the
+    graph. So when the graph raises and has written none of its inputs (the
+    ``_version`` of each tensor argument at a position in ``watched`` is
+    unchanged), it puts grad mode and, when ``rng``, the default generator's
+    state back as they were before the call and raises :class:`GraphRaised`: the
+    frame's cache reruns the frame natively, which does what eager does up to
+    the exception and raises it.
+
+    If an input was written before the exception (possible with backends that
+    run in-place operations in order), rerunning would write it twice: the
+    exception propagates as is, after grad mode is restored when every switch of
+    it in the graph came from a ``with`` block (``scoped_grad``; eager's
+    ``__exit__`` restores it).
     """
 
     def run_graph(*args: Any) -> Any:
         mode = torch.is_grad_enabled()
+        state = torch.default_generator.get_state() if rng else None
+        versions = _versions(args, watched)
         try:
             return compiled(*args)
-        except BaseException:
+        except Exception as e:
+            if versions is None or _versions(args, watched) != versions:
+                if scoped_grad:
+                    torch._C._set_grad_enabled(mode)
+                raise
             torch._C._set_grad_enabled(mode)
-            raise
+            if state is not None:
+                torch.default_generator.set_state(state)
+            raise GraphRaised() from e
 
     return run_graph
+
+
+def _versions(args: tuple, watched: tuple[int, ...]) -> list[int] | None:
+    """The version counters of ``args`` at ``watched``; None if one has none
+    (an inference tensor)."""
+    try:
+        return [args[i]._version for i in watched]
+    except RuntimeError:
+        return None
+
+
+_RANDOM_NAME = re.compile(r"rand|dropout|bernoulli|normal|multinomial|uniform|exponential|geometric|cauchy|poisson|rrelu")
+
+
+def uses_rng(gm: torch.fx.GraphModule) -> bool:
+    """Whether a node of ``gm`` may draw from the random number generator (by
+    the op's name, erring towards yes)."""
+    for node in gm.graph.nodes:
+        if node.op in ("call_function", "call_method"):
+            name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+            if _RANDOM_NAME.search(str(name)):
+                return True
+    return False
 
 
 @dataclasses.dataclass

@@ -20,6 +20,7 @@ from typing import Any, Callable
 import torch
 
 from bytegraph import logs
+from bytegraph.breaks import GraphRaised
 from bytegraph.config import config
 from bytegraph.convert import CompileOptions, Converted, RunNatively, convert_frame
 from bytegraph.graph.output_graph import DynamicPolicy
@@ -173,7 +174,7 @@ class FrameCache:
             result.import_seconds))
         entry = CacheEntry(result, self, fn)
         self.entries = [entry, *self.entries]
-        return entry.function_for(fn)(*args, **kwargs)
+        return call_entry(entry, fn, args, kwargs)
 
     def _bind(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
         """The call's arguments by parameter name, bound as CPython would.
@@ -305,8 +306,21 @@ def run(cache: FrameCache, fn: types.FunctionType, args: tuple, kwargs: dict) ->
         except TypeError:  # the arguments do not bind to the signature: raise eager's error
             return fn(*args, **kwargs)
         if hit:
-            return entry.function_for(fn)(*args, **kwargs)
+            return call_entry(entry, fn, args, kwargs)
     return cache.miss(fn, args, kwargs)
+
+
+def call_entry(entry: CacheEntry, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
+    """Run ``entry``'s transformed code; if its graph raised (:class:`GraphRaised`,
+    nothing of the frame has run yet but the graph), run ``fn`` natively, which
+    raises eager's exception after eager's side effects."""
+    try:
+        return entry.function_for(fn)(*args, **kwargs)
+    except GraphRaised as raised:
+        if logs.enabled("graph_breaks"):
+            logs.get("graph_breaks").info("graph of %s raised %r; running the frame natively",
+                                          fn.__code__.co_qualname, raised.__cause__)
+        return fn(*args, **kwargs)
 
 
 def reset() -> None:
