@@ -159,7 +159,17 @@ class InternalError(Exception):
 
 class BackendCompilerFailed(RuntimeError):
     """The backend raised while compiling a captured graph (mirrors
-    torch.compile's ``BackendCompilerFailed``); the original error is chained."""
+    torch.compile's ``BackendCompilerFailed``); the original error is chained.
+    Raised to the user only with ``config.raise_on_backend_error``; otherwise the
+    frame runs natively with a warning.
+
+    Attributes:
+        graph: the graph the backend was given, as a table (``format_graph``).
+    """
+
+    def __init__(self, message: str, graph: str = ""):
+        super().__init__(message)
+        self.graph = graph
 
 
 class GraphRaised(BaseException):

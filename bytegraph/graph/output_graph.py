@@ -418,10 +418,12 @@ class OutputGraph:
                         context.settle()
             except Exception as e:
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} failed "
-                                            f"compiling a graph of {name}: {type(e).__name__}: {e}") from e
+                                            f"compiling a graph of {name}: {type(e).__name__}: {e}",
+                                            format_graph(gm)) from e
             if not callable(compiled):
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} returned "
-                                            f"{type(compiled).__name__} for a graph of {name}, not a callable")
+                                            f"{type(compiled).__name__} for a graph of {name}, not a callable",
+                                            format_graph(gm))
             seconds, import_seconds = time.perf_counter() - start, imports.total() - imports_before
             watched = tuple(
                 i for i, inp in enumerate(self.inputs)
