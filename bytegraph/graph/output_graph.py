@@ -264,6 +264,15 @@ class OutputGraph:
     def run_fake(self, kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
         """Run one operation on FakeTensor examples; map failures to graph breaks."""
         name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+        written = args[0] if args and _is_inplace_name(name) else None
+        if isinstance(written, torch.Tensor) and torch._debug_has_internal_overlap(written) == 1:
+            unimplemented(  # eager raises; a functionalizing backend (AOTAutograd) would not
+                gb_type="in-place write to overlapping memory",
+                context=f"{name} on a tensor with sizes {tuple(written.shape)} and strides {written.stride()}",
+                explanation="More than one element of the written tensor is one memory location (an expand()); "
+                "eager raises RuntimeError, so the operation runs natively.",
+                hints=("Call .clone() (or .contiguous()) on the tensor before writing to it in place.",),
+            )
         try:
             # the Python dispatcher lets composite kernels (F.pad...) take symbolic sizes, as under torch.compile
             with self.fake_mode, enable_python_dispatcher() if self.shape_env is not None else contextlib.nullcontext():
