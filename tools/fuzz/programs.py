@@ -7,7 +7,8 @@ program draws from one ``random.Random``, so a seed names a program. Tensors
 in the program's pool all have shape (3, 4), so any statement may combine any
 two of them; statements cover tensor ops, in-place ops and views, shape- and
 data-dependent control flow, containers, closures, user classes, dataclasses,
-exceptions, globals, graph-breaking calls, grad modes and random ops.
+exceptions, globals, graph-breaking calls, grad modes, random ops, and
+attribute names and dict keys that are not identifiers (or are code).
 """
 from __future__ import annotations
 
@@ -226,10 +227,24 @@ def _random(c: Context) -> list[str]:
                          [f"{n} = torch.nn.functional.dropout({a}, 0.5, training=True)"]])
 
 
+#: names and keys that are not identifiers or are code (user data must stay data)
+HOSTILE_NAMES = ["a'b", 'q"', "line\nbreak", "}{)(", "", "if", "a if G.update(hit=1) else a", "\ufb01", "x y"]
+
+
+def _hostile(c: Context) -> list[str]:
+    a, n = c.pick(), c.new()
+    name = c.rng.choice(HOSTILE_NAMES)
+    c.define(n)
+    return c.rng.choice([
+        [f"hd = {{{name!r}: {a}}}", f"{n} = hd[{name!r}] * 2 if {name!r} in hd else {a}"],
+        [f"setattr(obj, {name!r}, {a} + 1)", f"{n} = getattr(obj, {name!r}) - 1"],
+    ])
+
+
 STATEMENTS: list[tuple[Callable[[Context], list[str]], int]] = [
     (_unary, 6), (_binary, 6), (_inplace, 3), (_view, 3), (_shape_branch, 2), (_data_branch, 1),
     (_containers, 3), (_closure, 2), (_user_class, 2), (_dataclass, 1), (_exception, 2), (_globals, 2),
-    (_breaking_call, 1), (_grad_mode, 2), (_random, 1),
+    (_breaking_call, 1), (_grad_mode, 2), (_random, 1), (_hostile, 1),
 ]
 
 
