@@ -49,6 +49,24 @@ REGRESSIONS = {
         t1.add_(0.5)
     return (x, t1)
 """),
+    # an index_select nothing reads, out of range: eager raises, AOTAutograd removed it as dead code
+    "dead_index_select_out_of_range": (228, """\
+    lst = []
+    lst.extend([x, y])
+    t0 = lst.pop() - lst[0]
+    with torch.enable_grad():
+        t1 = t0 * y
+    log.append('before t3')
+    t3 = t1.index_select(0, idx).expand(3, 4)
+    return (t0, lst,)
+"""),
+    # a random op nothing reads still advances the generator (the next draw differed under AOTAutograd)
+    "dead_random_op_advances_the_generator": (348, """\
+    t1 = torch.where(y > 0, x, 0.5)
+    t2 = t1 + torch.rand(3, 4)
+    t3 = x + torch.rand(3, 4)
+    return (t3,)
+"""),
 }
 
 

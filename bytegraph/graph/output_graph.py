@@ -351,6 +351,32 @@ class OutputGraph:
                 return True
         return False
 
+    def _keep_dead_tensor_nodes(self, requested: dict[torch.fx.Node, None]) -> list[torch.fx.Node]:
+        """Extra graph outputs (the generated code drops them) for operations that
+        may raise on the data (``index_select`` out of range) or draw from the
+        random generator, and whose tensor result no output, in-place write or
+        state change depends on: eager raises or advances the generator, a
+        backend that eliminated them as dead code would not. Each is output detached, so a
+        backend does not prepare a backward for it (eager never runs one)."""
+        calls = [n for n in self.graph.nodes if n.op in ("call_function", "call_method")]
+        roots = [n for n in calls if n in requested or _is_inplace_name(getattr(n.target, "__name__", n.target))
+                 or not isinstance(n.meta.get("example_value"), torch.Tensor)]
+        live: set[torch.fx.Node] = set()
+        while roots:
+            node = roots.pop()
+            if node not in live:
+                live.add(node)
+                roots.extend(node.all_input_nodes)
+        dead = [n for n in calls if n not in live and isinstance(n.meta.get("example_value"), torch.Tensor)
+                and (_may_raise_on_data(n) or _draws_random(n))]
+        kept = []
+        for node in dead:
+            with self.graph.inserting_after(node):
+                detached = self.graph.call_method("detach", (node,))
+            detached.meta["example_value"] = node.meta["example_value"].detach()
+            kept.append(detached)
+        return kept
+
     def build_module(self, outputs: list[torch.fx.Node]) -> torch.fx.GraphModule:
         """Finish the graph with ``outputs`` and wrap it in a GraphModule.
         Placeholders nothing reads are dropped (their guards stay: see
@@ -412,6 +438,7 @@ class OutputGraph:
         dry.collecting = True
         tail(dry)
         outputs = list(dry.requested_outputs)
+        outputs += self._keep_dead_tensor_nodes(dry.requested_outputs)
         codegen = PyCodegen(code, f_globals)
         if self.op_count() or outputs:
             gm = self.build_module(outputs)
@@ -526,18 +553,41 @@ def _versions(args: tuple, watched: tuple[int, ...]) -> list[int] | None:
         return None
 
 
+_RAISING_NAME = re.compile(r"linalg|cholesky|inverse|solve|lu|assert|multinomial|nonzero")
+
+
+def _may_raise_on_data(node: torch.fx.Node) -> bool:
+    """Whether an operation may raise because of tensor values: it takes an
+    integer or bool tensor (indices: ``index_select``, ``gather``, ``embedding``,
+    indexing with a tensor), or is a factorisation, solve or assertion."""
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    if _RAISING_NAME.search(str(name)):
+        return True
+    found = False
+
+    def visit(value: Any) -> None:
+        nonlocal found
+        example = value.meta.get("example_value") if isinstance(value, torch.fx.Node) else None
+        if isinstance(example, torch.Tensor) and not example.is_floating_point() and not example.is_complex():
+            found = True
+
+    torch.fx.node.map_aggregate((node.args, node.kwargs), visit)
+    return found
+
+
 _RANDOM_NAME = re.compile(r"rand|dropout|bernoulli|normal|multinomial|uniform|exponential|geometric|cauchy|poisson|rrelu")
 
 
-def uses_rng(gm: torch.fx.GraphModule) -> bool:
-    """Whether a node of ``gm`` may draw from the random number generator (by
+def _draws_random(node: torch.fx.Node) -> bool:
+    """Whether operation ``node`` may draw from the random number generator (by
     the op's name, erring towards yes)."""
-    for node in gm.graph.nodes:
-        if node.op in ("call_function", "call_method"):
-            name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-            if _RANDOM_NAME.search(str(name)):
-                return True
-    return False
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    return node.op in ("call_function", "call_method") and bool(_RANDOM_NAME.search(str(name)))
+
+
+def uses_rng(gm: torch.fx.GraphModule) -> bool:
+    """Whether a node of ``gm`` may draw from the random number generator."""
+    return any(_draws_random(node) for node in gm.graph.nodes)
 
 
 @dataclasses.dataclass
