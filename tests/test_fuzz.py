@@ -60,6 +60,14 @@ REGRESSIONS = {
     t3 = t1.index_select(0, idx).expand(3, 4)
     return (t0, lst,)
 """),
+    # an input written in place before an index_select that raises: the eager backend had written
+    # it, so the frame was not rerun and the append before it was lost
+    "input_written_before_raising_op": (508, """\
+    y.t()[1].fill_(2.0)
+    log.append('before t1')
+    t1 = x.index_select(0, idx).expand(3, 4)
+    return (x, y)
+"""),
     # a random op nothing reads still advances the generator (the next draw differed under AOTAutograd)
     "dead_random_op_advances_the_generator": (348, """\
     t1 = torch.where(y > 0, x, 0.5)

@@ -103,6 +103,25 @@ def test_graph_writing_an_input_after_the_raising_op(backend):
     assert actual == expected and same(x_compiled, x_eager)
 
 
+def in_place_before_raise(x, idx):
+    LOG.append(1)
+    x.add_(1)
+    x[0].mul_(3)
+    y = x.index_select(0, idx)
+    LOG.append(2)
+    return y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("index", [1, 7])
+def test_graph_writing_an_input_before_the_raising_op(backend, index):
+    x_eager, x_compiled = torch.ones(3), torch.ones(3)
+    expected = eager_outcome(in_place_before_raise, x_eager, torch.tensor([index]))
+    actual = eager_outcome(bytegraph.compile(in_place_before_raise, backend=backend), x_compiled,
+                           torch.tensor([index]))
+    assert (actual[1], str(actual[0])) == (expected[1], str(expected[0])) and same(x_compiled, x_eager)
+
+
 def grad_mode_with_block(x, idx):
     with torch.no_grad():
         y = x * 2

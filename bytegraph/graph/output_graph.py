@@ -351,6 +351,31 @@ class OutputGraph:
                 return True
         return False
 
+    def written_inputs(self) -> tuple[int, ...] | None:
+        """Positions of the graph inputs an in-place operation writes (directly or
+        through a tensor sharing the storage); None when some write's target is
+        unknown (an operation that wrote an argument the FakeTensor run found)."""
+        storages: dict[int, list[int]] = {}
+        for i, inp in enumerate(self.inputs):
+            sid = storage_id(inp.example) if isinstance(inp.example, torch.Tensor) else None
+            if sid is not None:
+                storages.setdefault(sid, []).append(i)
+        written: set[int] = set()
+        for node in self.graph.nodes:
+            if node.op not in ("call_function", "call_method"):
+                continue
+            name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+            if node.meta.get("mutates_args"):
+                return None
+            targets = [node.args[0]] if _is_inplace_name(name) and node.args else []
+            targets += [node.kwargs["out"]] if "out" in node.kwargs else []
+            for target in targets:
+                example = target.meta.get("example_value") if isinstance(target, torch.fx.Node) else None
+                if not isinstance(example, torch.Tensor):
+                    return None
+                written.update(storages.get(storage_id(example), ()))
+        return tuple(sorted(written))
+
     def _keep_dead_tensor_nodes(self, requested: dict[torch.fx.Node, None]) -> list[torch.fx.Node]:
         """Extra graph outputs (the generated code drops them) for operations that
         may raise on the data (``index_select`` out of range) or draw from the
@@ -465,7 +490,11 @@ class OutputGraph:
                 i for i, inp in enumerate(self.inputs)
                 if isinstance(inp.value, torch.Tensor) and not inp.value.is_inference()
             ) if self.mutates_inputs() else ()
-            compiled = rerun_natively_on_error(compiled, uses_rng(gm), watched, self.unscoped_grad_mode_changes == 0)
+            written = self.written_inputs() if watched else ()
+            may_raise = any(n.op in ("call_function", "call_method") and _may_raise_on_data(n) for n in gm.graph.nodes)
+            saved = written if written and may_raise and set(written) <= set(watched) else ()
+            compiled = rerun_natively_on_error(compiled, uses_rng(gm), watched, self.unscoped_grad_mode_changes == 0,
+                                               saved)
             self.compiled_graphs.append(CompiledGraph(name, gm, self.op_count(), seconds, compiled, import_seconds))
             codegen.load_callable(compiled)
             for inp in self.inputs:
@@ -506,7 +535,8 @@ class BackendTracingContext(torch._guards.TracingContext):
         self._make_fake_mode = None
 
 
-def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, ...], scoped_grad: bool) -> Callable:
+def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, ...], scoped_grad: bool,
+                            saved: tuple[int, ...] = ()) -> Callable:
     """``compiled`` that, when it raises an Exception, leaves the frame to run natively.
 
     The graph call is the first thing a transformed frame does, and the side
@@ -518,8 +548,12 @@ def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, .
     frame's cache reruns the frame natively, which does what eager does up to
     the exception and raises it.
 
-    If an input was written before the exception (possible with backends that
-    run in-place operations in order), rerunning would write it twice: the
+    A graph that writes inputs and has operations that may raise on the data
+    copies the inputs it writes (positions ``saved``) before the call; if it
+    raises after writing one, the copies are written back first (the version
+    counters then differ from eager's, the values do not). Otherwise, if an
+    input was written before the exception (possible with backends that run
+    in-place operations in order), rerunning would write it twice: the
     exception propagates as is, after grad mode is restored when every switch of
     it in the graph came from a ``with`` block (``scoped_grad``; eager's
     ``__exit__`` restores it).
@@ -529,9 +563,17 @@ def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, .
         mode = torch.is_grad_enabled()
         state = torch.default_generator.get_state() if rng else None
         versions = _versions(args, watched)
+        if saved:
+            with torch.no_grad():
+                copies = [args[i].clone() for i in saved]
         try:
             return compiled(*args)
         except Exception as e:
+            if saved and versions is not None:
+                with torch.no_grad():
+                    for i, copy in zip(saved, copies):
+                        args[i].copy_(copy)
+                versions = _versions(args, watched)
             if versions is None or _versions(args, watched) != versions:
                 if scoped_grad:
                     torch._C._set_grad_enabled(mode)
