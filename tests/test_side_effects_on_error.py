@@ -145,6 +145,17 @@ def state_in_with_then_user_raise(x):
         raise KeyError("raised inside")
 
 
+class PassThroughMode(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def function_mode_then_raise(x, idx):
+    with PassThroughMode():
+        y = x + 1
+        return y.index_select(0, idx)
+
+
 def state():
     return (torch.is_grad_enabled(), torch.get_default_dtype(), torch.is_autocast_enabled("cpu"),
             torch.is_inference_mode_enabled(), torch._C._len_torch_function_stack())
@@ -165,6 +176,7 @@ def restore_state():
     (grad_mode_unscoped, (torch.ones(3, requires_grad=True), torch.tensor([4]))),
     (default_dtype_then_raise, (torch.ones(3), torch.tensor([4]))),
     (state_in_with_then_user_raise, (torch.ones(3),)),
+    (function_mode_then_raise, (torch.ones(3), torch.tensor([4]))),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_torch_state_after_an_escaping_exception_is_eagers(backend, fn, args):
     before = state()
