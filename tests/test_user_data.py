@@ -4,6 +4,7 @@ constants) never become source text of the guard function or of the graph's
 generated code. Each test feeds generated hostile names (quotes, newlines,
 unicode, keywords, expressions with side effects), asserts that nothing of them
 runs, and compares every result with eager."""
+import enum
 import types
 
 import pytest
@@ -11,6 +12,7 @@ import torch
 
 import bytegraph
 from bytegraph.guards import guard_code
+from bytegraph.runtime import metrics
 from bytegraph.testing import CompileCounter, same
 
 #: every hostile name that runs appends here (it must stay empty); reachable as the
@@ -192,3 +194,20 @@ def test_keyword_parameter_that_is_not_an_identifier_runs_natively():
     compiled = bytegraph.compile(fn, backend="eager")
     assert same(compiled(torch.ones(2), 2.0), fn(torch.ones(2), 2.0))
     assert same(compiled(torch.ones(2), **{"p q": 3.0}), fn(torch.ones(2), **{"p q": 3.0}))
+
+
+class Hostile(enum.IntEnum):
+    A = 2
+
+    def __repr__(self):
+        return "__import__('builtins').BYTEGRAPH_TEST_RAN.append(3) or 2"
+
+
+def test_constant_whose_repr_is_code_never_reaches_fx_code():
+    def fn(x):
+        return torch.add(x, x, alpha=Hostile.A) * 2
+
+    cnt = run_both(fn, torch.ones(2))
+    for gm in cnt.graphs:
+        assert "BYTEGRAPH_TEST_RAN" not in gm.code
+    assert [r.gb_type for r in metrics.FRAMES[id(fn.__code__)].breaks] == ["argument FX cannot render"]
