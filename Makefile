@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all venv bench bench-quick bench-inductor
+.PHONY: demo test test-all venv bench bench-quick bench-inductor fuzz
 
 $(STAMP): requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,3 +51,9 @@ bench-inductor: $(BENCH_STAMP)
 # The quick subset (about 1-2 min); results in benchmarks/results/ only.
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.compare --quick
+
+# Differential fuzzing against eager (eager and aot_eager backends): N generated programs,
+# each failure minimised into fuzz-failures/ (about 0.5 s a program on 2 cores).
+N ?= 2000
+fuzz: $(STAMP)
+	$(BIN)/python -m tools.fuzz --n $(N)

@@ -159,4 +159,25 @@ class InternalError(Exception):
 
 class BackendCompilerFailed(RuntimeError):
     """The backend raised while compiling a captured graph (mirrors
-    torch.compile's ``BackendCompilerFailed``); the original error is chained."""
+    torch.compile's ``BackendCompilerFailed``); the original error is chained.
+    Raised to the user only with ``config.raise_on_backend_error``; otherwise the
+    frame runs natively with a warning.
+
+    Attributes:
+        graph: the graph the backend was given, as a table (``format_graph``).
+    """
+
+    def __init__(self, message: str, graph: str = ""):
+        super().__init__(message)
+        self.graph = graph
+
+
+class GraphRaised(BaseException):
+    """A compiled graph raised at run time; ``__cause__`` is its exception.
+
+    Raised by the graph call of a frame whose graph writes no input (see
+    :func:`bytegraph.graph.output_graph.rerun_natively_on_error`) after it put
+    grad mode and the RNG back as they were before the call; the frame's cache
+    then runs the frame natively, which does what eager does before the
+    exception (side effects, state changes) and raises eager's exception.
+    A BaseException so that no ``except Exception`` on the way swallows it."""

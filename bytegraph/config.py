@@ -39,6 +39,9 @@ class Config:
         max_inline_depth: nesting depth of inlined user calls.
         raise_on_internal_error: re-raise errors that are bugs in bytegraph
             itself instead of running the frame natively (tests turn this on).
+        raise_on_backend_error: raise ``BackendCompilerFailed`` when the backend
+            fails on a graph, instead of warning once and running the frame
+            natively (tests turn this on).
 
     Assigning an unknown name raises AttributeError, a value of the wrong type
     TypeError, a negative count (or a recompile_limit below 1) ValueError.
@@ -53,6 +56,7 @@ class Config:
     max_trace_instructions: int = 200_000
     max_inline_depth: int = 64
     raise_on_internal_error: bool = False
+    raise_on_backend_error: bool = False
 
     def __setattr__(self, name: str, value: Any) -> None:
         fields = {f.name: f for f in dataclasses.fields(self)}

@@ -14,6 +14,7 @@ import dataclasses
 import inspect
 import time
 import types
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -108,7 +109,8 @@ def convert_frame(
 
     Raises:
         Unsupported: on a graph break when ``options.fullgraph`` is set.
-        BackendCompilerFailed: when the backend fails.
+        BackendCompilerFailed: when the backend fails and ``config.raise_on_backend_error``
+            or ``options.fullgraph`` is set (else the frame runs natively, with a warning).
         InternalError: on a bytegraph bug when ``config.raise_on_internal_error``.
         ConstraintViolationError: when a dim marked with ``mark_dynamic`` was
             specialised by the trace, or an input's size is outside the
@@ -132,7 +134,7 @@ def convert_frame(
             from torch.fx.passes._tensorify_python_scalars import TensorifyScalarRestartAnalysis
 
             if policy.static_floats or not isinstance(e.__cause__, TensorifyScalarRestartAnalysis):
-                raise
+                return _backend_failed(code, e, options.fullgraph)
             # AOTAutograd cannot take a SymFloat input here: trace again with floats specialised
             policy = dataclasses.replace(policy, static_floats=True)
             continue
@@ -263,6 +265,32 @@ def _internal_error(code: types.CodeType, exc: Exception, doing: str) -> Unsuppo
 
 _SUSPENDING_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | (
     inspect.CO_ITERABLE_COROUTINE)
+
+
+def _backend_failed(code: types.CodeType, failure: BackendCompilerFailed, fullgraph: bool) -> RunNatively:
+    """The frame runs natively because the backend failed on one of its graphs.
+
+    A backend failing on a graph of code eager runs (AOTAutograd refusing a
+    graph whose saved tensor is written in place, for one) is not the user's
+    error: the frame runs natively, so its results and mutations are eager's,
+    and one warning (the frame is not compiled again) gives the reason and the
+    graph.
+
+    Raises:
+        BackendCompilerFailed: instead, when ``config.raise_on_backend_error``
+            or ``fullgraph`` is set.
+    """
+    if config.raise_on_backend_error or fullgraph:
+        raise failure
+    warnings.warn(f"bytegraph: {failure}; running {code.co_qualname} natively. The graph:\n{failure.graph}",
+                  stacklevel=2)
+    return RunNatively(_frame_break(code, lambda: unimplemented(
+        gb_type="backend compiler failed",
+        context=str(failure),
+        explanation="The backend raised while compiling a graph of this frame; the frame runs natively "
+        "(set bytegraph.config.raise_on_backend_error to raise instead).",
+        hints=("Try another backend, or report the failure to the backend with the graph in the warning.",),
+    )))
 
 
 def _frame_break(code: types.CodeType, raise_break: Callable[[], None]) -> Unsupported:

@@ -1,4 +1,4 @@
-"""Test setup: bugs in bytegraph raise instead of silently running natively,
+"""Test setup: bugs in bytegraph and backend failures raise instead of silently running natively,
 and every test starts with empty caches."""
 import pytest
 import torch
@@ -10,6 +10,6 @@ import bytegraph
 def _fresh_bytegraph():
     bytegraph.reset()
     torch.manual_seed(0)
-    with bytegraph.config.patch(raise_on_internal_error=True):
+    with bytegraph.config.patch(raise_on_internal_error=True, raise_on_backend_error=True):
         yield
     bytegraph.reset()

@@ -33,13 +33,13 @@ from torch._subclasses.fake_tensor import (
 )
 
 from bytegraph import imports
-from bytegraph.breaks import HINT_DATA_DEPENDENT, BackendCompilerFailed, unimplemented
+from bytegraph.breaks import HINT_DATA_DEPENDENT, BackendCompilerFailed, GraphRaised, unimplemented
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.side_effects import SideEffects
 from bytegraph.logs import enabled, get
 from bytegraph.guards.guards import GuardSet
 from bytegraph.guards.shape_guards import ShapeSource
-from bytegraph.guards.source import Source
+from bytegraph.guards.source import Source, is_plain_name
 
 
 Backend = Callable[[torch.fx.GraphModule, list], Callable]
@@ -234,6 +234,10 @@ class OutputGraph:
             ctx = self.graph.inserting_before(first)
         with ctx:
             node = self.graph.placeholder(name)
+        # FX names the generated forward's parameter after the target: use the node's
+        # unique, sanitised name, so inputs whose paths differ only in symbols
+        # (d['a"b'], d['']) never become the same parameter
+        node.target = node.name
         node.meta["example_value"] = example
         node.meta["source"] = source
         self._last_placeholder = node
@@ -260,6 +264,15 @@ class OutputGraph:
     def run_fake(self, kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
         """Run one operation on FakeTensor examples; map failures to graph breaks."""
         name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+        written = args[0] if args and _is_inplace_name(name) else None
+        if isinstance(written, torch.Tensor) and torch._debug_has_internal_overlap(written) == 1:
+            unimplemented(  # eager raises; a functionalizing backend (AOTAutograd) would not
+                gb_type="in-place write to overlapping memory",
+                context=f"{name} on a tensor with sizes {tuple(written.shape)} and strides {written.stride()}",
+                explanation="More than one element of the written tensor is one memory location (an expand()); "
+                "eager raises RuntimeError, so the operation runs natively.",
+                hints=("Call .clone() (or .contiguous()) on the tensor before writing to it in place.",),
+            )
         try:
             # the Python dispatcher lets composite kernels (F.pad...) take symbolic sizes, as under torch.compile
             with self.fake_mode, enable_python_dispatcher() if self.shape_env is not None else contextlib.nullcontext():
@@ -290,6 +303,13 @@ class OutputGraph:
             )
 
     def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict, example: Any) -> torch.fx.Node:
+        """Add one operation node (``kind`` ``call_function`` or ``call_method``).
+
+        Raises:
+            Unsupported: when FX would write part of the call as code taken from a
+                user value (see :func:`_check_fx_renderable`).
+        """
+        _check_fx_renderable(kind, target, args, kwargs)
         node = self.graph.create_node(kind, target, args, kwargs)
         node.meta["example_value"] = example
         if self.current_tx is not None:
@@ -330,6 +350,57 @@ class OutputGraph:
             ):
                 return True
         return False
+
+    def written_inputs(self) -> tuple[int, ...] | None:
+        """Positions of the graph inputs an in-place operation writes (directly or
+        through a tensor sharing the storage); None when some write's target is
+        unknown (an operation that wrote an argument the FakeTensor run found)."""
+        storages: dict[int, list[int]] = {}
+        for i, inp in enumerate(self.inputs):
+            sid = storage_id(inp.example) if isinstance(inp.example, torch.Tensor) else None
+            if sid is not None:
+                storages.setdefault(sid, []).append(i)
+        written: set[int] = set()
+        for node in self.graph.nodes:
+            if node.op not in ("call_function", "call_method"):
+                continue
+            name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+            if node.meta.get("mutates_args"):
+                return None
+            targets = [node.args[0]] if _is_inplace_name(name) and node.args else []
+            targets += [node.kwargs["out"]] if "out" in node.kwargs else []
+            for target in targets:
+                example = target.meta.get("example_value") if isinstance(target, torch.fx.Node) else None
+                if not isinstance(example, torch.Tensor):
+                    return None
+                written.update(storages.get(storage_id(example), ()))
+        return tuple(sorted(written))
+
+    def _keep_dead_tensor_nodes(self, requested: dict[torch.fx.Node, None]) -> list[torch.fx.Node]:
+        """Extra graph outputs (the generated code drops them) for operations that
+        may raise on the data (``index_select`` out of range) or draw from the
+        random generator, and whose tensor result no output, in-place write or
+        state change depends on: eager raises or advances the generator, a
+        backend that eliminated them as dead code would not. Each is output detached, so a
+        backend does not prepare a backward for it (eager never runs one)."""
+        calls = [n for n in self.graph.nodes if n.op in ("call_function", "call_method")]
+        roots = [n for n in calls if n in requested or _is_inplace_name(getattr(n.target, "__name__", n.target))
+                 or not isinstance(n.meta.get("example_value"), torch.Tensor)]
+        live: set[torch.fx.Node] = set()
+        while roots:
+            node = roots.pop()
+            if node not in live:
+                live.add(node)
+                roots.extend(node.all_input_nodes)
+        dead = [n for n in calls if n not in live and isinstance(n.meta.get("example_value"), torch.Tensor)
+                and (_may_raise_on_data(n) or _draws_random(n))]
+        kept = []
+        for node in dead:
+            with self.graph.inserting_after(node):
+                detached = self.graph.call_method("detach", (node,))
+            detached.meta["example_value"] = node.meta["example_value"].detach()
+            kept.append(detached)
+        return kept
 
     def build_module(self, outputs: list[torch.fx.Node]) -> torch.fx.GraphModule:
         """Finish the graph with ``outputs`` and wrap it in a GraphModule.
@@ -392,6 +463,7 @@ class OutputGraph:
         dry.collecting = True
         tail(dry)
         outputs = list(dry.requested_outputs)
+        outputs += self._keep_dead_tensor_nodes(dry.requested_outputs)
         codegen = PyCodegen(code, f_globals)
         if self.op_count() or outputs:
             gm = self.build_module(outputs)
@@ -407,15 +479,22 @@ class OutputGraph:
                         context.settle()
             except Exception as e:
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} failed "
-                                            f"compiling a graph of {name}: {type(e).__name__}: {e}") from e
+                                            f"compiling a graph of {name}: {type(e).__name__}: {e}",
+                                            format_graph(gm)) from e
             if not callable(compiled):
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} returned "
-                                            f"{type(compiled).__name__} for a graph of {name}, not a callable")
+                                            f"{type(compiled).__name__} for a graph of {name}, not a callable",
+                                            format_graph(gm))
             seconds, import_seconds = time.perf_counter() - start, imports.total() - imports_before
-            if self.unscoped_grad_mode_changes == 0 and any(
-                n.target is torch._C._set_grad_enabled for n in gm.graph.nodes
-            ):
-                compiled = restore_grad_mode_on_error(compiled)
+            watched = tuple(
+                i for i, inp in enumerate(self.inputs)
+                if isinstance(inp.value, torch.Tensor) and not inp.value.is_inference()
+            ) if self.mutates_inputs() else ()
+            written = self.written_inputs() if watched else ()
+            may_raise = any(n.op in ("call_function", "call_method") and _may_raise_on_data(n) for n in gm.graph.nodes)
+            saved = written if written and may_raise and set(written) <= set(watched) else ()
+            compiled = rerun_natively_on_error(compiled, uses_rng(gm), watched, self.unscoped_grad_mode_changes == 0,
+                                               saved)
             self.compiled_graphs.append(CompiledGraph(name, gm, self.op_count(), seconds, compiled, import_seconds))
             codegen.load_callable(compiled)
             for inp in self.inputs:
@@ -456,25 +535,101 @@ class BackendTracingContext(torch._guards.TracingContext):
         self._make_fake_mode = None
 
 
-def restore_grad_mode_on_error(compiled: Callable) -> Callable:
-    """``compiled`` that, if it raises, first restores the grad mode it was
-    called under.
+def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, ...], scoped_grad: bool,
+                            saved: tuple[int, ...] = ()) -> Callable:
+    """``compiled`` that, when it raises an Exception, leaves the frame to run natively.
 
-    For graphs whose grad-mode switches all come from ``with`` blocks: in eager
-    an exception inside ``with torch.no_grad():`` leaves through ``__exit__``,
-    which restores the mode, but a graph raising between its
-    ``_set_grad_enabled`` nodes would leave the mode switched.
+    The graph call is the first thing a transformed frame does, and the side
+    effects traced before the operation that raised are replayed only after the
+    graph. So when the graph raises and has written none of its inputs (the
+    ``_version`` of each tensor argument at a position in ``watched`` is
+    unchanged), it puts grad mode and, when ``rng``, the default generator's
+    state back as they were before the call and raises :class:`GraphRaised`: the
+    frame's cache reruns the frame natively, which does what eager does up to
+    the exception and raises it.
+
+    A graph that writes inputs and has operations that may raise on the data
+    copies the inputs it writes (positions ``saved``) before the call; if it
+    raises after writing one, the copies are written back first (the version
+    counters then differ from eager's, the values do not). Otherwise, if an
+    input was written before the exception (possible with backends that run
+    in-place operations in order), rerunning would write it twice: the
+    exception propagates as is, after grad mode is restored when every switch of
+    it in the graph came from a ``with`` block (``scoped_grad``; eager's
+    ``__exit__`` restores it).
     """
 
     def run_graph(*args: Any) -> Any:
         mode = torch.is_grad_enabled()
+        state = torch.default_generator.get_state() if rng else None
+        versions = _versions(args, watched)
+        if saved:
+            with torch.no_grad():
+                copies = [args[i].clone() for i in saved]
         try:
             return compiled(*args)
-        except BaseException:
+        except Exception as e:
+            if saved and versions is not None:
+                with torch.no_grad():
+                    for i, copy in zip(saved, copies):
+                        args[i].copy_(copy)
+                versions = _versions(args, watched)
+            if versions is None or _versions(args, watched) != versions:
+                if scoped_grad:
+                    torch._C._set_grad_enabled(mode)
+                raise
             torch._C._set_grad_enabled(mode)
-            raise
+            if state is not None:
+                torch.default_generator.set_state(state)
+            raise GraphRaised() from e
 
     return run_graph
+
+
+def _versions(args: tuple, watched: tuple[int, ...]) -> list[int] | None:
+    """The version counters of ``args`` at ``watched``; None if one has none
+    (an inference tensor)."""
+    try:
+        return [args[i]._version for i in watched]
+    except RuntimeError:
+        return None
+
+
+_RAISING_NAME = re.compile(r"linalg|cholesky|inverse|solve|lu|assert|multinomial|nonzero")
+
+
+def _may_raise_on_data(node: torch.fx.Node) -> bool:
+    """Whether an operation may raise because of tensor values: it takes an
+    integer or bool tensor (indices: ``index_select``, ``gather``, ``embedding``,
+    indexing with a tensor), or is a factorisation, solve or assertion."""
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    if _RAISING_NAME.search(str(name)):
+        return True
+    found = False
+
+    def visit(value: Any) -> None:
+        nonlocal found
+        example = value.meta.get("example_value") if isinstance(value, torch.fx.Node) else None
+        if isinstance(example, torch.Tensor) and not example.is_floating_point() and not example.is_complex():
+            found = True
+
+    torch.fx.node.map_aggregate((node.args, node.kwargs), visit)
+    return found
+
+
+_RANDOM_NAME = re.compile(r"rand|dropout|bernoulli|normal|multinomial|uniform|exponential|geometric|cauchy|poisson|rrelu")
+
+
+def _draws_random(node: torch.fx.Node) -> bool:
+    """Whether operation ``node`` may draw from the random number generator (by
+    the op's name, erring towards yes)."""
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    return node.op in ("call_function", "call_method") and bool(_RANDOM_NAME.search(str(name)))
+
+
+def uses_rng(gm: torch.fx.GraphModule) -> bool:
+    """Whether a node of ``gm`` may draw from the random number generator."""
+    return any(_draws_random(node) for node in gm.graph.nodes)
 
 
 @dataclasses.dataclass
@@ -533,6 +688,54 @@ def _is_inplace_name(name: Any) -> bool:
     )
 
 
+#: constants FX writes into the generated forward as literals that evaluate back to
+#: themselves (repr of an exact str is a string literal, never code)
+_FX_LITERALS = (int, float, bool, complex, str, type(None), type(Ellipsis),
+                torch.dtype, torch.device, torch.layout, torch.memory_format)
+
+
+def _check_fx_renderable(kind: str, target: Any, args: tuple, kwargs: dict) -> None:
+    """Graph-break unless FX can write this call without user text as code.
+
+    FX renders a method name and keyword names as identifiers and other constants
+    with ``repr`` (an enum by its member name): a method or keyword that is not an
+    identifier, or a constant of another type (whose ``__repr__`` is user code),
+    would become code of the generated ``forward``."""
+    bad = None
+    if kind == "call_method" and not is_plain_name(target):
+        bad = f"method name {target!r}"
+    for key in kwargs:
+        if not is_plain_name(key):
+            bad = f"keyword {key!r}"
+
+    def visit(value: Any) -> None:
+        nonlocal bad
+        if isinstance(value, (list, tuple)) and (type(value) in (list, tuple, torch.Size)):
+            for item in value:
+                visit(item)
+        elif type(value) is slice:
+            visit((value.start, value.stop, value.step))
+        elif type(value) is dict:
+            for key, item in value.items():
+                visit(key)
+                visit(item)
+        elif not (isinstance(value, (torch.fx.Node, torch._ops.OpOverload)) or type(value) in _FX_LITERALS):
+            bad = bad or f"constant argument of type {type(value).__qualname__}"
+
+    visit((args, kwargs))
+    if bad is not None:
+        name = target if isinstance(target, str) else getattr(target, "__name__", type(target).__name__)
+        unimplemented(
+            gb_type="argument FX cannot render",
+            context=f"{name}: {bad}",
+            explanation="The graph's generated code would hold this value as source text; "
+            "user values never become code, so the call runs outside the graph.",
+            hints=("Pass plain Python numbers, strings, dtypes or tensors to torch operations.",),
+        )
+
+
 def _placeholder_name(source: Source) -> str:
+    """A readable placeholder name from the source's path, letters, digits and ``_``
+    only (user text such as dict keys never reaches FX code as anything else)."""
     text = re.sub(r"[^0-9a-zA-Z_]+", "_", source.name()).strip("_").lower()
-    return text or "input"
+    return text if text[:1].isalpha() else f"input_{text}".rstrip("_")

@@ -23,10 +23,13 @@ recompile in words.
 """
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import inspect
+import io
 import keyword
 import math
+import tokenize
 import types
 from typing import Any, Callable, Sequence
 
@@ -42,7 +45,8 @@ from bytegraph.guards.guards import (
     TypeMatch,
 )
 from bytegraph.guards.shape_guards import ShapeGuard
-from bytegraph.guards.source import ClosureSource, GlobalSource, LocalSource, Source
+from bytegraph.breaks import InternalError
+from bytegraph.guards.source import ClosureSource, GlobalSource, LocalSource, Source, is_plain_name
 
 
 @dataclasses.dataclass
@@ -78,8 +82,9 @@ class GuardFunction:
 
 
 class _Builder:
-    def __init__(self, code: types.CodeType):
+    def __init__(self, code: types.CodeType, prefix: str):
         self.code = code
+        self.prefix = prefix
         self.consts: dict[str, Any] = {}
         self._const_names: dict[int, str] = {}
         self.temps: dict[Source, str] = {}
@@ -89,7 +94,7 @@ class _Builder:
     def const(self, value: Any) -> str:
         name = self._const_names.get(id(value))
         if name is None:
-            name = f"___c{len(self.consts)}"
+            name = f"{self.prefix}c{len(self.consts)}"
             self._const_names[id(value)] = name
             self.consts[name] = value
         return name
@@ -97,12 +102,15 @@ class _Builder:
     def freevar_index(self, name: str) -> int:
         return self.code.co_freevars.index(name)
 
+    def cells(self) -> str:
+        return f"{self.prefix}cells"
+
     def local(self, name: str) -> str:
         """The guard's parameter name for frame local ``name`` (generated code may
         have locals that are not identifiers, e.g. pytest's ``@py_assert1``)."""
-        if name.isidentifier() and not keyword.iskeyword(name):
+        if is_plain_name(name):
             return name
-        return f"___arg{self.code.co_varnames.index(name)}"
+        return f"{self.prefix}arg{self.code.co_varnames.index(name)}"
 
     def expr(self, source: Source) -> str:
         temp = self.temps.get(source)
@@ -130,7 +138,7 @@ class _Builder:
         if not self.needs_temp(source):
             return self.expr(source)
         text = source.guard_expr(self)
-        temp = f"___t{len(self.temps)}"
+        temp = f"{self.prefix}t{len(self.temps)}"
         out.append(f"{temp} = {text}")
         self.temps[source] = temp
         return temp
@@ -163,36 +171,51 @@ def _sources_of(guard: Guard) -> tuple:
     return (guard.source,)
 
 
-def _parameters(code: types.CodeType, fn: Callable | None, builder: _Builder) -> str:
-    """Parameter list text matching ``code``'s signature, defaults included."""
-    if fn is not None:
-        sig = inspect.signature(fn, follow_wrapped=False)
-        parts = []
-        seen_kwonly = False
-        last_posonly = False
-        for p in sig.parameters.values():
-            if last_posonly and p.kind is not p.POSITIONAL_ONLY:
-                parts.append("/")
-                last_posonly = False
-            if p.kind is p.POSITIONAL_ONLY:
-                last_posonly = True
-            if p.kind is p.KEYWORD_ONLY and not seen_kwonly:
-                parts.append("*")
-                seen_kwonly = True
-            if p.kind is p.VAR_POSITIONAL:
-                seen_kwonly = True
-                parts.append(f"*{p.name}")
-            elif p.kind is p.VAR_KEYWORD:
-                parts.append(f"**{p.name}")
-            elif p.default is not p.empty:
-                parts.append(f"{p.name}={builder.const(p.default)}")
-            else:
-                parts.append(p.name)
-        if last_posonly:
+def _parameters(code: types.CodeType, fn: Callable | None, builder: _Builder) -> tuple[str, set[str]]:
+    """Parameter list text matching ``code``'s signature, with ``fn``'s defaults,
+    and the parameter names it uses.
+
+    Read from the code object (not ``inspect.signature``, which a ``__signature__``
+    attribute can change). A name callers may pass by keyword is kept as is and
+    must be a plain name; positional-only names (and all of a resume function's,
+    ``fn`` None) are renamed when they are not.
+
+    Raises:
+        InternalError: a parameter callers may pass by keyword has a name that is
+            not a plain identifier.
+    """
+    names = code.co_varnames
+    argcount, posonly, kwonly = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
+    defaults = (fn.__defaults__ or ()) if fn is not None else ()
+    kwdefaults = (fn.__kwdefaults__ or {}) if fn is not None else {}
+
+    def param(index: int, keyword_ok: bool, default: Any = inspect.Parameter.empty) -> str:
+        name = names[index]
+        if keyword_ok and fn is not None and not is_plain_name(name):  # FrameCache._bind refuses these
+            raise InternalError(f"{code.co_qualname} has a keyword parameter named {name!r}")
+        text = builder.local(name) if fn is None or not keyword_ok else name
+        used.add(text)
+        return text if default is inspect.Parameter.empty else f"{text}={builder.const(default)}"
+
+    parts = []
+    used: set[str] = set()
+    first_default = argcount - len(defaults)
+    for i in range(argcount):
+        default = defaults[i - first_default] if i >= first_default else inspect.Parameter.empty
+        parts.append(param(i, i >= posonly, default))
+        if i == posonly - 1:
             parts.append("/")
-        return ", ".join(parts)
-    names = code.co_varnames[: code.co_argcount]
-    return ", ".join(builder.local(n) for n in names)
+    index = argcount + kwonly
+    if code.co_flags & inspect.CO_VARARGS:
+        parts.append("*" + param(index, False))
+        index += 1
+    elif kwonly:
+        parts.append("*")
+    for i in range(argcount, argcount + kwonly):
+        parts.append(param(i, True, kwdefaults.get(names[i], inspect.Parameter.empty)))
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        parts.append("**" + param(index, False))
+    return ", ".join(parts), used
 
 
 def build_guard_function(
@@ -223,9 +246,10 @@ def build_guard_function(
     )
     ordered_guards = [g for _, g in ordered]
 
-    builder = _Builder(code)
+    prefix = _internal_prefix(code)
+    builder = _Builder(code, prefix)
     builder.count_uses(ordered_guards)
-    params = _parameters(code, fn, builder)
+    params, param_names = _parameters(code, fn, builder)
     check_lines: list[str] = []
     fail_lines: list[str] = []
     for index, guard in enumerate(ordered_guards):
@@ -235,50 +259,106 @@ def build_guard_function(
             check_lines.append(line)
             fail_lines.append(line)
         check_lines.append(f"if not ({cond}): return False")
-        fail_lines.append(f"___i = {index}")
+        fail_lines.append(f"{prefix}i = {index}")
         fail_lines.append(f"if not ({cond}): return ({index}, {value})")
 
     observed = [g for g in ordered_guards if _observable(g)]
-    plain = _Builder(code)  # no temporaries: each value read on its own
+    plain = _Builder(code, prefix)  # no temporaries: each value read on its own
     plain.consts, plain._const_names = builder.consts, builder._const_names
     observe_lines = []
     for guard in observed:
         observe_lines += [
             "try:",
-            f"    ___values.append({plain.expr(guard.source)})",
+            f"    {prefix}values.append({plain.expr(guard.source)})",
             "except Exception:",
-            "    ___values.append(None)",
+            f"    {prefix}values.append(None)",
         ]
     observe_body = "\n".join(f"        {line}" for line in observe_lines) or "        pass"
-    sig = f"___cells, {params}" if params else "___cells"
+    sig = f"{prefix}cells, {params}" if params else f"{prefix}cells"
     factory_params = ", ".join(builder.consts)
     body = "\n".join(f"            {line}" for line in check_lines) or "            pass"
     fail_body = "\n".join(f"            {line}" for line in fail_lines) or "            pass"
+    p = prefix
     text = (
-        f"def ___make({factory_params}):\n"
-        f"    def ___guard({sig}):\n"
+        f"def {p}make({factory_params}):\n"
+        f"    def {p}guard({sig}):\n"
         f"        try:\n{body}\n"
         f"        except RecursionError:\n"
         f"            raise\n"
         f"        except Exception:\n"
         f"            return False\n"
         f"        return True\n"
-        f"    def ___first_failure({sig}):\n"
-        f"        ___i = -1\n"
+        f"    def {p}first_failure({sig}):\n"
+        f"        {p}i = -1\n"
         f"        try:\n{fail_body}\n"
         f"        except Exception:\n"
-        f"            return (___i, None)\n"
+        f"            return ({p}i, None)\n"
         f"        return (-1, None)\n"
-        f"    def ___observe({sig}):\n"
-        f"        ___values = []\n"
+        f"    def {p}observe({sig}):\n"
+        f"        {p}values = []\n"
         f"{observe_body}\n"
-        f"        return ___values\n"
-        f"    return ___guard, ___first_failure, ___observe\n"
+        f"        return {p}values\n"
+        f"    return {p}guard, {p}first_failure, {p}observe\n"
     )
-    namespace: dict[str, Any] = {"math": math, "torch": torch}  # ShapeEnv guards call math.isnan, math.floor...
+    text, namespace = _bind_globals(text, prefix, param_names)
     exec(compile(text, f"<bytegraph guards for {code.co_name}>", "exec"), namespace)
-    check, first_failure, observe = namespace["___make"](**builder.consts)
+    check, first_failure, observe = namespace[f"{p}make"](**builder.consts)
     return GuardFunction(check, first_failure, ordered_guards, text, observed, observe)
+
+
+def _internal_prefix(code: types.CodeType) -> str:
+    """A prefix for the guard function's own names (constants, temporaries, cells)
+    that no local of ``code`` starts with, so none can shadow another."""
+    prefix = "___"
+    while any(name.startswith(prefix) for name in code.co_varnames):
+        prefix += "_"
+    return prefix
+
+
+#: what the generated code may read as globals: builtins and the modules that
+#: ShapeEnv guards call (``math.floor``, ``torch.sym_float``...)
+_GLOBALS: dict[str, Any] = {**vars(builtins), "math": math, "torch": torch}
+
+
+def _bind_globals(text: str, prefix: str, locals_: set[str]) -> tuple[str, dict[str, Any]]:
+    """Check that ``text`` holds no user text and give its globals private names.
+
+    Every token must be a keyword, number, operator, one of the function's own
+    names (``prefix``...) or parameters (``locals_``), an attribute after ``.``, or a
+    global from :data:`_GLOBALS`; each global ``g`` is renamed ``<prefix>G_g`` and
+    bound in the returned namespace, so a parameter named ``len`` or ``torch``
+    cannot shadow what the guards call. String literals never appear: user values
+    (attribute names, dict keys...) are bound constants.
+
+    Raises:
+        InternalError: on a string literal or an unknown global (a bytegraph bug).
+    """
+    lines = text.splitlines(keepends=True)
+    edits: list[tuple[int, int, int, str]] = []
+    namespace: dict[str, Any] = {"__builtins__": {}}
+    previous = None
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.STRING:  # (Python 3.11 tokenizes f-strings as STRING too)
+            raise InternalError(f"guard source has a string literal {tok.string!r}")
+        if tok.type == tokenize.NAME:
+            name = tok.string
+            after_dot = previous is not None and previous.type == tokenize.OP and previous.string == "."
+            if after_dot:
+                if not is_plain_name(name):
+                    raise InternalError(f"guard source reads attribute {name!r} as code")
+            elif not (keyword.iskeyword(name) or name.startswith(prefix) or name in locals_):
+                if name not in _GLOBALS:
+                    raise InternalError(f"guard source reads unknown global {name!r}")
+                private = f"{prefix}G_{name}"
+                namespace[private] = _GLOBALS[name]
+                (row, col), (_, end) = tok.start, tok.end
+                edits.append((row - 1, col, end, private))
+        if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT):
+            previous = tok
+    for row, col, end, new in reversed(edits):
+        line = lines[row]
+        lines[row] = line[:col] + new + line[end:]
+    return "".join(lines), namespace
 
 
 def _observable(guard: Guard) -> bool:

@@ -90,8 +90,8 @@ class ConstantMatch(Guard):
         exp = self.expected
         if exp is None or exp is Ellipsis or exp is NotImplemented or type(exp) is bool:
             return f"{value} is {names.const(exp)}"
-        if type(exp) in (int, str) and not isinstance(exp, bool):
-            return f"type({value}) is {type(exp).__name__} and {value} == {exp!r}"
+        if type(exp) is int:
+            return f"type({value}) is int and {value} == {exp}"
         if type(exp) is float and (exp != exp or exp == 0.0):  # NaN never equals itself; -0.0 == 0.0
             return f"type({value}) is float and {names.const(float_key)}({value}) == {names.const(float_key(exp))}"
         return f"type({value}) is {names.const(type(exp))} and {value} == {names.const(exp)}"
@@ -223,7 +223,7 @@ class DictContains(Guard):
         return ("DictContains", self.source, self.key_value)
 
     def check(self, names: Names, value: str) -> str:
-        return f"{self.key_value!r} {'in' if self.present else 'not in'} {value}"
+        return f"{names.const(self.key_value)} {'in' if self.present else 'not in'} {value}"
 
     def explain(self, actual: Any) -> str:
         now = "now present" if not self.present else "now missing"
@@ -243,7 +243,7 @@ class NotShadowed(Guard):
         return ("NotShadowed", id(self.f_globals), self.builtin_name)
 
     def check(self, names: Names, value: str) -> str:
-        return f"{self.builtin_name!r} not in {names.const(self.f_globals)}"
+        return f"{names.const(self.builtin_name)} not in {names.const(self.f_globals)}"
 
     def explain(self, actual: Any) -> str:
         return f"builtin {self.builtin_name!r} is now shadowed by a global"

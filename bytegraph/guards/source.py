@@ -15,7 +15,20 @@ Sources are immutable and hashable so they can key the graph inputs and guards.
 from __future__ import annotations
 
 import dataclasses
+import keyword
+import unicodedata
 from typing import Any, Protocol
+
+
+def is_plain_name(name: Any) -> bool:
+    """Whether ``name`` may appear as itself in generated source: a str that is an
+    identifier, not a keyword, and already in NFKC form (the parser normalises
+    identifiers, so ``o.\ufb01`` would read attribute ``fi``). Any other name is
+    user text that generated code receives as a bound constant instead."""
+    return (
+        type(name) is str and name.isidentifier() and not keyword.iskeyword(name)
+        and unicodedata.normalize("NFKC", name) == name
+    )
 
 
 class GuardNames(Protocol):
@@ -28,6 +41,10 @@ class GuardNames(Protocol):
     def local(self, name: str) -> str: ...
 
     def freevar_index(self, name: str) -> int: ...
+
+    def cells(self) -> str:
+        """The guard's parameter holding the closure cells."""
+        ...
 
 
 class Codegen(Protocol):
@@ -48,6 +65,12 @@ class Codegen(Protocol):
     def load_method(self, name: str) -> None: ...
 
     def call(self, nargs: int) -> None: ...
+
+
+def attr_expr(names: GuardNames, base: str, attr: str) -> str:
+    """Guard source reading attribute ``attr`` of expression ``base``: ``base.attr``
+    for a plain name, else ``getattr(base, <constant>)`` so no user text is code."""
+    return f"{base}.{attr}" if is_plain_name(attr) else f"getattr({base}, {names.const(attr)})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,7 +129,7 @@ class ClosureSource(Source):
         return f"C[{self.var_name!r}]"
 
     def guard_expr(self, names: GuardNames) -> str:
-        return f"___cells[{names.freevar_index(self.var_name)}].cell_contents"
+        return f"{names.cells()}[{names.freevar_index(self.var_name)}].cell_contents"
 
     def reconstruct(self, codegen: Codegen) -> None:
         codegen.load_local(self.var_name)
@@ -134,7 +157,7 @@ class GlobalSource(Source):
         return f"G[{self.var_name!r}]" if module == "__main__" else f"{module}.{self.var_name}"
 
     def guard_expr(self, names: GuardNames) -> str:
-        return f"{names.const(self.f_globals)}[{self.var_name!r}]"
+        return f"{names.const(self.f_globals)}[{names.const(self.var_name)}]"
 
     def reconstruct(self, codegen: Codegen) -> None:
         codegen.load_global(self.var_name, self.f_globals)
@@ -155,7 +178,7 @@ class AttrSource(Source):
         return f"{self.base_source.name()}.{self.attr}"
 
     def guard_expr(self, names: GuardNames) -> str:
-        return f"{names.expr(self.base_source)}.{self.attr}"
+        return attr_expr(names, names.expr(self.base_source), self.attr)
 
     def reconstruct(self, codegen: Codegen) -> None:
         self.base_source.reconstruct(codegen)
@@ -178,7 +201,7 @@ class GetItemSource(Source):
 
     def guard_expr(self, names: GuardNames) -> str:
         key = self.key
-        literal = repr(key) if type(key) in (int, str) else names.const(key)
+        literal = str(key) if type(key) is int else names.const(key)
         return f"{names.expr(self.base_source)}[{literal}]"
 
     def reconstruct(self, codegen: Codegen) -> None:
@@ -225,7 +248,7 @@ class CallMethodSource(Source):
         return f"{self.base_source.name()}.{self.method}()"
 
     def guard_expr(self, names: GuardNames) -> str:
-        return f"{names.expr(self.base_source)}.{self.method}()"
+        return attr_expr(names, names.expr(self.base_source), self.method) + "()"
 
     def reconstruct(self, codegen: Codegen) -> None:
         self.base_source.reconstruct(codegen)

@@ -20,12 +20,13 @@ from typing import Any, Callable
 import torch
 
 from bytegraph import logs
+from bytegraph.breaks import GraphRaised
 from bytegraph.config import config
 from bytegraph.convert import CompileOptions, Converted, RunNatively, convert_frame
 from bytegraph.graph.output_graph import DynamicPolicy
 from bytegraph.guards.guard_code import GuardFunction
 from bytegraph.guards.guards import TensorMatch
-from bytegraph.guards.source import Source
+from bytegraph.guards.source import Source, is_plain_name
 from bytegraph.runtime import metrics
 from bytegraph.variables.nn_module import has_hooks
 
@@ -156,6 +157,8 @@ class FrameCache:
             f_locals = self._bind(fn, args, kwargs)
         except TypeError:
             return fn(*args, **kwargs)  # raises the eager TypeError
+        except ValueError:  # a hand-made code object whose parameter names are not identifiers
+            return fn(*args, **kwargs)
         signature_fn = None if self.resume_depth else fn
         result = convert_frame(self.code, fn.__globals__, cells, f_locals, signature_fn, self.options,
                                hooks_for(self.options), self.policy())
@@ -171,20 +174,28 @@ class FrameCache:
             result.import_seconds))
         entry = CacheEntry(result, self, fn)
         self.entries = [entry, *self.entries]
-        return entry.function_for(fn)(*args, **kwargs)
+        return call_entry(entry, fn, args, kwargs)
 
     def _bind(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
         """The call's arguments by parameter name, bound as CPython would.
 
         Raises:
             TypeError: when the arguments do not fit the signature.
+            ValueError: when a parameter name is not an identifier (hand-made code).
         """
         code = fn.__code__
         if self.resume_depth:  # positional parameters, some not identifiers (e.g. pytest's @py_assert1)
             if kwargs or len(args) != code.co_argcount:
                 raise TypeError(f"{code.co_name}() takes {code.co_argcount} positional arguments")
             return dict(zip(code.co_varnames, args))
-        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)  # fn's own defaults
+        count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & inspect.CO_VARARGS) \
+            + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+        if not all(is_plain_name(name) for name in code.co_varnames[:count]):
+            raise ValueError(f"{code.co_qualname} has a parameter name that is not an identifier")
+        # the code's own signature and fn's defaults (a __signature__ attribute does not change binding)
+        plain = types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__, fn.__closure__)
+        plain.__kwdefaults__ = fn.__kwdefaults__
+        bound = inspect.signature(plain, follow_wrapped=False).bind(*args, **kwargs)
         bound.apply_defaults()
         return dict(bound.arguments)
 
@@ -295,8 +306,21 @@ def run(cache: FrameCache, fn: types.FunctionType, args: tuple, kwargs: dict) ->
         except TypeError:  # the arguments do not bind to the signature: raise eager's error
             return fn(*args, **kwargs)
         if hit:
-            return entry.function_for(fn)(*args, **kwargs)
+            return call_entry(entry, fn, args, kwargs)
     return cache.miss(fn, args, kwargs)
+
+
+def call_entry(entry: CacheEntry, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
+    """Run ``entry``'s transformed code; if its graph raised (:class:`GraphRaised`,
+    nothing of the frame has run yet but the graph), run ``fn`` natively, which
+    raises eager's exception after eager's side effects."""
+    try:
+        return entry.function_for(fn)(*args, **kwargs)
+    except GraphRaised as raised:
+        if logs.enabled("graph_breaks"):
+            logs.get("graph_breaks").info("graph of %s raised %r; running the frame natively",
+                                          fn.__code__.co_qualname, raised.__cause__)
+        return fn(*args, **kwargs)
 
 
 def reset() -> None:

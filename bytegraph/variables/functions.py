@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import GlobalStateMatch, IdMatch
-from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource
+from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource, Source
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
 from bytegraph.variables.dicts import DictVariable
@@ -86,16 +86,20 @@ class UserFunctionVariable(ConstantCallableVariable):
     def bound_self(self) -> VT | None:
         return None
 
+    def fn_source(self) -> Source:
+        """Where the function object is read from: its source, or the function
+        itself as a constant (a method of an object made in the trace). Its
+        defaults and closure cells are read through it, so their values are
+        guarded and mutations of them are replayed on the real objects."""
+        return self.source if self.source is not None else ConstSource(self.fn, self.fn.__qualname__)
+
     def get_defaults(self, tx: Tx) -> tuple[list[VT], dict[str, VT]]:
         """Positional defaults and keyword-only defaults, as VTs."""
-        defaults = []
-        for i, value in enumerate(self.fn.__defaults__ or ()):
-            src = GetItemSource(AttrSource(self.source, "__defaults__"), i) if self.source else None
-            defaults.append(tx.wrap(value, src) if src else tx.wrap_const(value))
-        kwdefaults = {}
-        for name, value in (self.fn.__kwdefaults__ or {}).items():
-            src = GetItemSource(AttrSource(self.source, "__kwdefaults__"), name) if self.source else None
-            kwdefaults[name] = tx.wrap(value, src) if src else tx.wrap_const(value)
+        base = self.fn_source()
+        defaults = [tx.wrap(value, GetItemSource(AttrSource(base, "__defaults__"), i))
+                    for i, value in enumerate(self.fn.__defaults__ or ())]
+        kwdefaults = {name: tx.wrap(value, GetItemSource(AttrSource(base, "__kwdefaults__"), name))
+                      for name, value in (self.fn.__kwdefaults__ or {}).items()}
         return defaults, kwdefaults
 
     def get_closure_cell(self, tx: Tx, index: int) -> VT:
@@ -112,9 +116,7 @@ class UserFunctionVariable(ConstantCallableVariable):
                 context=f"free variable {self.fn.__code__.co_freevars[index]!r} is empty",
                 hint="Assign the variable before calling the function.",
             )
-        if self.source is None:
-            return tx.wrap_const(contents)
-        src = AttrSource(GetItemSource(AttrSource(self.source, "__closure__"), index), "cell_contents")
+        src = AttrSource(GetItemSource(AttrSource(self.fn_source(), "__closure__"), index), "cell_contents")
         return tx.wrap(contents, src)
 
     # VariableTracker ---------------------------------------------------------
@@ -128,13 +130,11 @@ class UserFunctionVariable(ConstantCallableVariable):
     def var_getattr(self, tx: Tx, name: str) -> VT:
         if name in ("__name__", "__qualname__", "__module__", "__doc__", "__code__"):
             return ConstantVariable(getattr(self.fn, name))
-        if name in ("__defaults__", "__kwdefaults__", "__annotations__", "__dict__") and self.source is not None:
-            return tx.wrap(getattr(self.fn, name), AttrSource(self.source, name))
-        if name in ("__annotations__", "__dict__"):
-            return tx.wrap_const(getattr(self.fn, name))
-        if name in self.fn.__dict__ and self.source is not None:
-            return tx.wrap(self.fn.__dict__[name], AttrSource(self.source, name))
-        if name == "__wrapped__" or name in self.fn.__dict__:
+        if name in ("__defaults__", "__kwdefaults__", "__annotations__", "__dict__"):
+            return tx.wrap(getattr(self.fn, name), AttrSource(self.fn_source(), name))
+        if name in self.fn.__dict__:
+            return tx.wrap(self.fn.__dict__[name], AttrSource(self.fn_source(), name))
+        if name == "__wrapped__":
             return tx.wrap_const(getattr(self.fn, name))
         return super().var_getattr(tx, name)
 

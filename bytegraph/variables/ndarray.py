@@ -204,7 +204,7 @@ class NumpyNdarrayVariable(VariableTracker):
             codegen.load_source(self.source)
             return
         convert = npops.to_numpy_scalar if self.scalar else npops.to_readonly_ndarray if self.readonly else (
-            npops.to_ndarray
+            npops.ndarray_converter(self.node, self.example, codegen.output_temps)
         )
         codegen.load_callable(convert)
         codegen.load_graph_output(self.node)

@@ -35,12 +35,14 @@ import functools
 import operator
 import types
 import warnings
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 import torch._numpy as tnp
 from torch._numpy import _dtypes_impl
 from torch.utils import _pytree as pytree
+
+from bytegraph.graph.output_graph import storage_id
 
 try:
     import numpy as np
@@ -340,6 +342,30 @@ def numpy_reference(run: Callable[[], Any]) -> tuple[bool, Any]:
 def to_ndarray(t: torch.Tensor) -> Any:
     """A graph output standing for an ndarray -> the ndarray (shares memory)."""
     return t.numpy()
+
+
+def ndarray_converter(node: torch.fx.Node, example: torch.Tensor, outputs: Iterable[torch.fx.Node]) -> Any:
+    """How the graph output ``node`` becomes the ndarray it stands for: a copy that
+    owns its data when nothing else after the graph refers to that memory (no
+    graph input and no other graph output of ``outputs`` shares its storage):
+    NumPy made it fresh, and eager's owns its data too (``resize`` works). Else
+    the output's own memory, so writes reach what it aliases (``x.numpy()``, or
+    ``b`` and its view ``b[0]`` both live)."""
+    storage = storage_id(example)
+    if storage is None or node.op == "placeholder":
+        return to_ndarray
+    for other in (*node.graph.find_nodes(op="placeholder"), *outputs):
+        value = other.meta.get("example_value")
+        if other is not node and isinstance(value, torch.Tensor) and storage_id(value) == storage:
+            return to_ndarray
+    return to_owning_ndarray
+
+
+def to_owning_ndarray(t: torch.Tensor) -> Any:
+    """A graph output standing for an ndarray NumPy made fresh (not a view) -> an
+    ndarray that owns its data, as eager's does (``resize``, ``flags.owndata``):
+    a copy of the output's memory, which nothing else refers to."""
+    return t.numpy().copy()
 
 
 def to_readonly_ndarray(t: torch.Tensor) -> Any:

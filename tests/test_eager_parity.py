@@ -1,0 +1,116 @@
+"""Never fail where eager works: a backend that refuses a graph of code eager
+runs leaves the frame to run natively (with one warning), AOTAutograd gets
+inputs as they are (not as the trace wrote them), and ndarrays made in the
+trace own their data as eager's do."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import bytegraph
+from bytegraph.testing import same
+
+
+def saved_then_written(y, state):
+    t3 = y * state["w"]
+    state["w"].mul_(2)
+    return t3
+
+
+def unbind_view_written(y, w):
+    a, b = w.unbind(0)
+    t = y * a
+    a.add_(1)
+    return t + b
+
+
+def fresh_copies(args):
+    return [dict((k, v.clone()) for k, v in a.items()) if isinstance(a, dict)
+            else a.detach().clone().requires_grad_(a.requires_grad) for a in args]
+
+
+@pytest.mark.parametrize("fn, args", [
+    (saved_then_written, (torch.ones(3, requires_grad=True), {"w": torch.full((3,), 3.0)})),
+    (unbind_view_written, (torch.ones(3, requires_grad=True), torch.ones(2, 3))),
+], ids=["dict_value", "unbind_view"])
+def test_backend_failure_runs_the_frame_natively_with_one_warning(fn, args):
+    eager_args, compiled_args = fresh_copies(args), fresh_copies(args)
+    expected = fn(*eager_args)
+    compiled = bytegraph.compile(fn, backend="aot_eager")
+    with bytegraph.config.patch(raise_on_backend_error=False), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        actual = compiled(*compiled_args)
+        again = compiled(*fresh_copies(args))
+    assert same(actual, expected) and same(again, expected)
+    assert same(compiled_args, eager_args)  # the in-place writes happened, once
+    messages = [str(w.message) for w in caught if "running" in str(w.message)]
+    assert len(messages) == 1 and "aot_eager" in messages[0] and "opcode" in messages[0]
+
+
+def test_backend_failure_raises_when_asked():
+    compiled = bytegraph.compile(saved_then_written, backend="aot_eager")
+    state = {"w": torch.ones(3)}
+    with pytest.raises(bytegraph.BackendCompilerFailed, match="inplace"):
+        compiled(torch.ones(3, requires_grad=True), state)
+
+
+def broken_backend(gm, example_inputs):
+    raise NotImplementedError("this backend refuses every graph")
+
+
+def test_failing_custom_backend_falls_back_and_fullgraph_raises():
+    fn = lambda x: x.sin() + 1  # noqa: E731
+    with bytegraph.config.patch(raise_on_backend_error=False), warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        assert same(bytegraph.compile(fn, backend=broken_backend)(torch.ones(2)), fn(torch.ones(2)))
+        with pytest.raises(bytegraph.BackendCompilerFailed):
+            bytegraph.compile(fn, backend=broken_backend, fullgraph=True)(torch.ones(2))
+
+
+def out_before_inplace(x, y):
+    t1 = x * 2
+    x.addcmul_(y, y, value=0.5)
+    return t1
+
+
+def out_before_inplace_pair(x, y):
+    t1 = x.sin()
+    x.mul_(y)
+    return t1, x * 1
+
+
+@pytest.mark.parametrize("fn", [out_before_inplace, out_before_inplace_pair])
+@pytest.mark.parametrize("dynamic", [False, None])
+def test_aot_outputs_computed_before_an_inplace_write_keep_eagers_requires_grad(fn, dynamic):
+    x, y = torch.ones(3), torch.full((3,), 2.0, requires_grad=True)
+    x_eager = x.clone()
+    expected = fn(x_eager, y)
+    compiled = bytegraph.compile(fn, backend="aot_eager", dynamic=dynamic)
+    actual = compiled(x, y)
+    assert same(actual, expected)  # (same compares requires_grad)
+    assert same(x.detach(), x_eager.detach()) and x.requires_grad == x_eager.requires_grad
+
+
+def grow(a):
+    c = a * 2
+    print("graph break")
+    c.resize((8,), refcheck=False)
+    return c
+
+
+def flags(a):
+    view = a[1:]
+    fresh = view * 1
+    return view, fresh, view.flags.owndata, fresh.flags.owndata
+
+
+@pytest.mark.parametrize("fn", [grow, flags])
+def test_ndarrays_made_in_the_trace_own_their_data_like_eagers(fn):
+    a_eager, a_compiled = np.arange(6.0), np.arange(6.0)
+    expected = fn(a_eager)
+    actual = bytegraph.compile(fn, backend="eager")(a_compiled)
+    assert same(actual, expected)
+    if fn is flags:  # the view still writes through to the caller's array
+        expected[0][0] = actual[0][0] = 100.0
+        assert same(a_compiled, a_eager)

@@ -1,0 +1,202 @@
+"""Side effects and torch state are eager's: mutations reached through a function
+object with no source of its own, and everything eager does before an
+operation that raises at run time (appends, grad mode, default dtype,
+autocast, inference mode, the random generator), on every backend."""
+import pytest
+import torch
+
+import bytegraph
+from bytegraph.testing import CompileCounter, same
+
+BACKENDS = ["eager", "aot_eager"]
+
+
+def make_counter_class():
+    calls = []
+    count = 0
+
+    class P:
+        def note(self, t):
+            calls.append(1)
+            return t + count
+
+    def bump():
+        nonlocal count
+        count += 1
+
+    return P, calls, bump
+
+
+def test_method_of_new_object_appends_to_factory_list():
+    P, calls, _ = make_counter_class()
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(lambda x: P().note(x), backend=cnt)
+    assert same(compiled(torch.ones(2)), torch.ones(2))
+    assert calls == [1] and cnt.frame_count == 1
+    compiled(torch.ones(2))
+    assert calls == [1, 1]
+
+
+def test_closure_value_read_by_method_of_new_object_is_guarded():
+    P, _, bump = make_counter_class()
+    compiled = bytegraph.compile(lambda x: P().note(x), backend="eager")
+    assert same(compiled(torch.ones(2)), torch.ones(2))
+    bump()
+    assert same(compiled(torch.ones(2)), torch.full((2,), 2.0))
+
+
+def test_default_list_of_method_of_new_object_is_mutated():
+    seen = []
+
+    class Q:
+        def note(self, t, log=seen):
+            log.append(t.shape[0])
+            return t * 2
+
+    compiled = bytegraph.compile(lambda x: Q().note(x), backend="eager")
+    assert same(compiled(torch.ones(3)), torch.full((3,), 2.0))
+    assert seen == [3]
+
+
+LOG: list = []
+
+
+def append_then_index(x, idx):
+    LOG.append("before")
+    y = x.index_select(0, idx)
+    LOG.append("after")
+    return y * 2
+
+
+def eager_outcome(fn, *args):
+    LOG.clear()
+    try:
+        result = fn(*args)
+    except Exception as e:  # noqa: BLE001 (what eager raises is the expectation)
+        result = type(e)
+    return result, list(LOG)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("index", [1, 5])
+def test_side_effects_before_a_raising_op_happen(backend, index):
+    args = (torch.arange(3.0), torch.tensor([index]))
+    expected, expected_log = eager_outcome(append_then_index, *args)
+    actual, actual_log = eager_outcome(bytegraph.compile(append_then_index, backend=backend), *args)
+    assert actual_log == expected_log
+    assert (actual is expected) if isinstance(expected, type) else same(actual, expected)
+
+
+def in_place_after_raise(x, idx):
+    LOG.append(1)
+    y = x.index_select(0, idx)
+    x.add_(1)
+    LOG.append(2)
+    return y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_graph_writing_an_input_after_the_raising_op(backend):
+    x_eager, x_compiled = torch.ones(3), torch.ones(3)
+    expected = eager_outcome(in_place_after_raise, x_eager, torch.tensor([7]))
+    actual = eager_outcome(bytegraph.compile(in_place_after_raise, backend=backend), x_compiled, torch.tensor([7]))
+    assert actual == expected and same(x_compiled, x_eager)
+
+
+def in_place_before_raise(x, idx):
+    LOG.append(1)
+    x.add_(1)
+    x[0].mul_(3)
+    y = x.index_select(0, idx)
+    LOG.append(2)
+    return y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("index", [1, 7])
+def test_graph_writing_an_input_before_the_raising_op(backend, index):
+    x_eager, x_compiled = torch.ones(3), torch.ones(3)
+    expected = eager_outcome(in_place_before_raise, x_eager, torch.tensor([index]))
+    actual = eager_outcome(bytegraph.compile(in_place_before_raise, backend=backend), x_compiled,
+                           torch.tensor([index]))
+    assert (actual[1], str(actual[0])) == (expected[1], str(expected[0])) and same(x_compiled, x_eager)
+
+
+def grad_mode_with_block(x, idx):
+    with torch.no_grad():
+        y = x * 2
+        LOG.append(torch.is_grad_enabled())
+        return y.index_select(0, idx)
+
+
+def grad_mode_unscoped(x, idx):
+    torch.set_grad_enabled(False)
+    return x.index_select(0, idx)
+
+
+def default_dtype_then_raise(x, idx):
+    torch.set_default_dtype(torch.float64)
+    return x.index_select(0, idx) + torch.ones(1)
+
+
+def state_in_with_then_user_raise(x):
+    with torch.autocast("cpu"), torch.inference_mode():
+        x = x + 1
+        raise KeyError("raised inside")
+
+
+class PassThroughMode(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def function_mode_then_raise(x, idx):
+    with PassThroughMode():
+        y = x + 1
+        return y.index_select(0, idx)
+
+
+def state():
+    return (torch.is_grad_enabled(), torch.get_default_dtype(), torch.is_autocast_enabled("cpu"),
+            torch.is_inference_mode_enabled(), torch._C._len_torch_function_stack())
+
+
+@pytest.fixture
+def restore_state():
+    before = state()
+    yield
+    torch.set_grad_enabled(before[0])
+    torch.set_default_dtype(before[1])
+
+
+@pytest.mark.usefixtures("restore_state")
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn, args", [
+    (grad_mode_with_block, (torch.ones(3, requires_grad=True), torch.tensor([4]))),
+    (grad_mode_unscoped, (torch.ones(3, requires_grad=True), torch.tensor([4]))),
+    (default_dtype_then_raise, (torch.ones(3), torch.tensor([4]))),
+    (state_in_with_then_user_raise, (torch.ones(3),)),
+    (function_mode_then_raise, (torch.ones(3), torch.tensor([4]))),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_torch_state_after_an_escaping_exception_is_eagers(backend, fn, args):
+    before = state()
+    expected = eager_outcome(fn, *args), state()
+    torch.set_grad_enabled(before[0])
+    torch.set_default_dtype(before[1])
+    actual = eager_outcome(bytegraph.compile(fn, backend=backend), *args), state()
+    assert actual == expected
+
+
+def random_then_raise(x, idx):
+    noise = torch.rand(3)
+    return (x + noise).index_select(0, idx)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_random_stream_after_a_raising_graph_is_eagers(backend):
+    torch.manual_seed(1)
+    eager_outcome(random_then_raise, torch.ones(3), torch.tensor([9]))
+    expected = torch.rand(4)
+    torch.manual_seed(1)
+    eager_outcome(bytegraph.compile(random_then_raise, backend=backend), torch.ones(3), torch.tensor([9]))
+    assert same(torch.rand(4), expected)

@@ -1,0 +1,213 @@
+"""User data is data, never code: names and strings taken from the user's values
+(attribute names, dict keys, global and parameter names, module names, str
+constants) never become source text of the guard function or of the graph's
+generated code. Each test feeds generated hostile names (quotes, newlines,
+unicode, keywords, expressions with side effects), asserts that nothing of them
+runs, and compares every result with eager."""
+import enum
+import types
+
+import pytest
+import torch
+
+import bytegraph
+from bytegraph.guards import guard_code
+from bytegraph.runtime import metrics
+from bytegraph.testing import CompileCounter, same
+
+#: every hostile name that runs appends here (it must stay empty); reachable as the
+#: builtin ``BYTEGRAPH_TEST_RAN`` from any generated code
+RAN: list = []
+
+HOSTILE = [
+    "a if BYTEGRAPH_TEST_RAN.append(1) is None else a",
+    "__import__('builtins').BYTEGRAPH_TEST_RAN.append(2) or a",
+    "a'",
+    'a"b',
+    "a\nb",
+    "a\\",
+    "}{)(",
+    "",
+    " ",
+    "if",
+    "None",
+    "\ufb01",  # 'ﬁ': the parser would read it as the identifier 'fi'
+    "\u00e9t\u00e9",  # 'été': a plain (NFKC) identifier
+    "x\x00y",
+    "a#b",
+    "1a",
+]
+
+
+@pytest.fixture(autouse=True)
+def _nothing_ran(monkeypatch):
+    import builtins
+
+    RAN.clear()
+    monkeypatch.setattr(builtins, "BYTEGRAPH_TEST_RAN", RAN, raising=False)
+    yield
+    assert RAN == [], "text from a user value ran as code"
+
+
+@pytest.fixture
+def guard_texts(monkeypatch):
+    """Every generated guard function's source, as built."""
+    texts = []
+    original = guard_code.build_guard_function
+
+    def spy(*args, **kwargs):
+        result = original(*args, **kwargs)
+        texts.append(result.text)
+        return result
+
+    import bytegraph.convert as convert
+    monkeypatch.setattr(convert, "build_guard_function", spy)
+    return texts
+
+
+def run_both(fn, *args):
+    expected = fn(*args)
+    cnt = CompileCounter()
+    actual = bytegraph.compile(fn, backend=cnt)(*args)
+    assert same(actual, expected), f"{actual!r} != {expected!r}"
+    return cnt
+
+
+class Holder:
+    pass
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_attribute_names_are_constants_in_guards(name, guard_texts):
+    obj = Holder()
+    setattr(obj, name, torch.ones(2))
+    obj.a = obj.fi = torch.full((2,), 7.0)
+    fn = lambda o, x: x + getattr(o, name)  # noqa: E731
+    cnt = run_both(fn, obj, torch.ones(2))
+    assert cnt.frame_count == 1
+    if any(c in name for c in "'\"\n\\(#\x00\ufb01"):  # could only be there as code
+        assert not any(name in text for text in guard_texts)
+    compiled = bytegraph.compile(fn, backend=cnt)
+    setattr(obj, name, torch.full((2,), 3.0))  # the guarded attribute changes: eager's value again
+    assert same(compiled(obj, torch.ones(2)), fn(obj, torch.ones(2)))
+
+
+def test_non_nfkc_attribute_is_not_read_as_its_normalised_name():
+    obj = Holder()
+    setattr(obj, "\ufb01", torch.ones(2))
+    obj.fi = torch.zeros(2)
+    fn = lambda o, x: x + getattr(o, "\ufb01")  # noqa: E731
+    compiled = bytegraph.compile(fn, backend="eager")
+    assert same(compiled(obj, torch.ones(2)), fn(obj, torch.ones(2)))
+    setattr(obj, "\ufb01", torch.full((2,), 5.0))
+    assert same(compiled(obj, torch.ones(2)), fn(obj, torch.ones(2)))
+
+
+def test_dict_keys_become_distinct_graph_inputs():
+    keys = [k for k in HOSTILE]
+    d = {k: torch.full((2,), float(i)) for i, k in enumerate(keys)}
+
+    def fn(d, x):
+        for k in keys:
+            x = x + d[k] * 2
+        return x
+
+    cnt = run_both(fn, d, torch.ones(2))
+    assert cnt.frame_count == 1
+    [gm] = cnt.graphs
+    names = [n.target for n in gm.graph.nodes if n.op == "placeholder"]
+    assert len(set(names)) == len(names) == len(keys) + 1
+    assert all(name.isidentifier() and name.isascii() for name in names)
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_dict_key_presence_and_str_values_are_constants(name, guard_texts):
+    def fn(d, s, x):
+        if name in d and s == name:
+            return x + 1
+        return x - 1
+
+    run_both(fn, {name: 1}, name, torch.ones(2))
+    run_both(fn, {}, name + "!", torch.ones(2))
+    assert not any("'" in text or '"' in text for text in guard_texts)
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_global_and_parameter_names_from_code_objects(name):
+    def template(x, p):
+        return x + G * p  # noqa: F821 (renamed below)
+
+    scope = {name: torch.full((2,), 2.0)}
+    code = template.__code__.replace(co_names=(name,))
+    fn = types.FunctionType(code, scope, "fn")
+    positional = types.FunctionType(code.replace(co_varnames=("x", name)), scope, "positional")
+    cnt = run_both(fn, torch.ones(2), 3.0)
+    assert cnt.frame_count == 1
+    run_both(positional, torch.ones(2), 3.0)  # compiled if the name is an identifier, else run natively
+    compiled = bytegraph.compile(fn, backend="eager")
+    compiled(torch.ones(2), 3.0)
+    scope[name] = torch.full((2,), -1.0)  # the global changes: the guard sees it
+    assert same(compiled(torch.ones(2), 3.0), fn(torch.ones(2), 3.0))
+
+
+@pytest.mark.parametrize("name", ["len", "type", "torch", "getattr", "math", "Exception", "___c0", "___cells"])
+def test_parameters_named_like_guard_internals(name):
+    src = f"def fn(x, {name}, y=2.0):\n    return x * {name} + y\n"
+    scope: dict = {}
+    exec(compile(src, "<test>", "exec"), scope)  # a user function with that parameter name
+    fn = scope["fn"]
+    for value in (3.0, 4.0):
+        cnt = run_both(fn, torch.ones(2), value)
+        assert cnt.frame_count == 1
+    compiled = bytegraph.compile(fn, backend="eager", dynamic=False)
+    for value in (3.0, 4.0, 3.0):
+        assert same(compiled(torch.ones(2), value), fn(torch.ones(2), value))
+    assert same(compiled(torch.ones(2), **{name: 5.0}), fn(torch.ones(2), **{name: 5.0}))
+
+
+@pytest.mark.parametrize("name", ['a"b', "a\nb", "}{)(", "if", "\ufb01"])
+def test_submodule_names(name):
+    model = torch.nn.Module()
+    model.add_module(name, torch.nn.Linear(2, 2))
+    model.add_module("fi", torch.nn.Linear(2, 2))
+
+    def fn(m, x):
+        return getattr(m, name)(x) + sum(c(x) for c in m.children())
+
+    run_both(fn, model, torch.ones(2))
+
+
+def test_hostile_default_values_and_signature_attribute():
+    def fn(x, s="') or BYTEGRAPH_TEST_RAN.append(1) or ('", *, k="a\nb"):
+        return x + len(s) + len(k)
+
+    fn.__signature__ = None  # guards bind arguments by the code's own signature
+    cnt = run_both(fn, torch.ones(2))
+    assert cnt.frame_count == 1
+
+
+def test_keyword_parameter_that_is_not_an_identifier_runs_natively():
+    def template(x, p):
+        return x + p
+
+    fn = types.FunctionType(template.__code__.replace(co_varnames=("x", "p q")), {}, "fn")
+    compiled = bytegraph.compile(fn, backend="eager")
+    assert same(compiled(torch.ones(2), 2.0), fn(torch.ones(2), 2.0))
+    assert same(compiled(torch.ones(2), **{"p q": 3.0}), fn(torch.ones(2), **{"p q": 3.0}))
+
+
+class Hostile(enum.IntEnum):
+    A = 2
+
+    def __repr__(self):
+        return "__import__('builtins').BYTEGRAPH_TEST_RAN.append(3) or 2"
+
+
+def test_constant_whose_repr_is_code_never_reaches_fx_code():
+    def fn(x):
+        return torch.add(x, x, alpha=Hostile.A) * 2
+
+    cnt = run_both(fn, torch.ones(2))
+    for gm in cnt.graphs:
+        assert "BYTEGRAPH_TEST_RAN" not in gm.code
+    assert [r.gb_type for r in metrics.FRAMES[id(fn.__code__)].breaks] == ["argument FX cannot render"]
