@@ -22,6 +22,7 @@ from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 
 from bytegraph import imports, logs
 from bytegraph.breaks import BackendCompilerFailed, InternalError, Unsupported, UserFrame, unimplemented
+from bytegraph.backends.ddp import ddp_aware
 from bytegraph.bytecode.assemble import assemble
 from bytegraph.config import config
 from bytegraph.graph.output_graph import Backend, CompiledGraph, DynamicPolicy, NeedsShapeEnv, OutputGraph
@@ -188,7 +189,7 @@ def _trace(
     tracer = None
     try:
         tracer = InstructionTranslator(
-            code, f_globals, f_locals, closure, output, options.backend, break_points, runtime
+            code, f_globals, f_locals, closure, output, ddp_aware(options.backend), break_points, runtime
         )
         tracer.run()
         return assemble(code, tracer.instructions_out, tracer.extra_stack), output
