@@ -28,3 +28,41 @@ def test_ddp_sgd_matches_eager_one_graph_per_bucket(tmp_path):
     print(result)
     assert len(result["ddp_buckets"].split(",")) == 5  # what DDP's reducer made
     assert result["graphs"] == 5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("optimizer", ["sgd", "adamw"])
+@pytest.mark.parametrize("wrap", ["outer", "inner"])
+def test_ddp_training_matches_eager(tmp_path, optimizer, wrap):
+    out = str(tmp_path / "result.json")
+    spawn(functools.partial(ddp_bodies.compare_training, wrap=wrap), optimizer, {"bucket_cap_mb": 4224 / 2**20}, out)
+    assert _read(out)["graphs"] >= 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ddp_kwargs", [
+    {"static_graph": True}, {"find_unused_parameters": True}, {"gradient_as_bucket_view": True},
+], ids=["static_graph", "find_unused_parameters", "gradient_as_bucket_view"])
+def test_ddp_options_match_eager(tmp_path, ddp_kwargs):
+    spawn(ddp_bodies.compare_training, "adamw", {"bucket_cap_mb": 4224 / 2**20, **ddp_kwargs}, None)
+
+
+@pytest.mark.slow
+def test_ddp_no_sync_accumulation_matches_eager(tmp_path):
+    spawn(functools.partial(ddp_bodies.compare_training, accumulate=2), "sgd", {"bucket_cap_mb": 4224 / 2**20}, None)
+
+
+@pytest.mark.slow
+def test_bucket_allreduces_start_before_backward_ends(tmp_path):
+    out = str(tmp_path / "result.json")
+    spawn(ddp_bodies.bucket_order, True, out)
+    split = _read(out)
+    spawn(ddp_bodies.bucket_order, False, out)
+    whole = _read(out)
+    print(split, whole)
+    assert split["graphs"] == 5 and whole["graphs"] == 1
+    # 5 buckets, one weight each: with the split, the 4 that do not hold the first
+    # layer's weight are launched before backward reaches the input
+    assert split["events"].index("input_grad") == 4 and len(split["events"]) == 6
+    # one graph: no bucket is ready before the graph's whole backward has run
+    assert whole["events"].index("input_grad") == 0
