@@ -9,7 +9,7 @@ import json
 import pytest
 import torch.distributed as dist
 
-from tests import ddp_bodies
+from tests import collective_bodies, ddp_bodies
 from tests.dist_helpers import spawn
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
@@ -66,3 +66,23 @@ def test_bucket_allreduces_start_before_backward_ends(tmp_path):
     assert split["events"].index("input_grad") == 4 and len(split["events"]) == 6
     # one graph: no bucket is ready before the graph's whole backward has run
     assert whole["events"].index("input_grad") == 0
+
+
+# graphs / graph breaks of each case of collective_bodies; the in-place
+# collectives other than a synchronous all_reduce break (they run natively),
+# and so does waiting on the work handle an async one returns
+INPLACE, OPAQUE = "in-place collective", "unsupported call"
+COLLECTIVE_CASES = {
+    "reduce_then_scale": (1, []), "gather_then_scatter": (1, []), "broadcast_by_ranks": (1, []),
+    "inplace_all_reduce": (1, []), "grad_through_all_reduce": (1, []),
+    "async_all_reduce": (2, [INPLACE, "unsupported descriptor", OPAQUE]), "inplace_broadcast": (2, [INPLACE]),
+}
+
+
+@pytest.mark.slow
+def test_collectives_match_eager(tmp_path):
+    out = str(tmp_path / "result.json")
+    fullgraph = {name: not breaks for name, (_, breaks) in COLLECTIVE_CASES.items()}
+    spawn(collective_bodies.compare_all, fullgraph, out)
+    expected = {name: {"graphs": g, "breaks": b} for name, (g, b) in COLLECTIVE_CASES.items()}
+    assert _read(out) == expected

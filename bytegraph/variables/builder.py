@@ -54,6 +54,7 @@ from bytegraph.variables.sequences import (
 )
 from bytegraph.variables.sets import SetVariable
 from bytegraph.variables.copying import CopyFunctionVariable
+from bytegraph.variables.distributed import CollectiveVariable, is_collective
 from bytegraph.variables.functions import (
     PartialVariable,
     UserFunctionVariable,
@@ -239,6 +240,8 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         existing = existing_state_context(tx, value, source)
         if existing is not None:
             return existing
+    if is_collective(value):
+        return CollectiveVariable(value, source)
     if is_torch_callable(value):
         return TorchFunctionVariable(value, source)
     if npops.is_numpy_callable(value):
