@@ -9,7 +9,7 @@ import json
 import pytest
 import torch.distributed as dist
 
-from tests import collective_bodies, ddp_bodies
+from tests import collective_bodies, ddp_bodies, dtensor_bodies
 from tests.dist_helpers import spawn
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
@@ -86,3 +86,13 @@ def test_collectives_match_eager(tmp_path):
     spawn(collective_bodies.compare_all, fullgraph, out)
     expected = {name: {"graphs": g, "breaks": b} for name, (g, b) in COLLECTIVE_CASES.items()}
     assert _read(out) == expected
+
+
+@pytest.mark.slow
+def test_dtensor_functions_match_eager(tmp_path):
+    out = str(tmp_path / "result.json")
+    spawn(dtensor_bodies.compare_all, out)
+    # fullgraph=True throughout; two graphs each: the input's placements change once
+    # (from_local_round_trip takes a plain tensor: one graph)
+    assert _read(out) == {"from_local_round_trip": 1, "arithmetic": 2, "gather_then_add": 2,
+                          "grad_of_replicated_square": 2}

@@ -34,7 +34,8 @@ from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import IdMatch
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.tensor import TensorVariable, graph_call
+from bytegraph.variables.graph_calls import graph_call
+from bytegraph.variables.tensor import TensorVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
@@ -94,7 +95,7 @@ class CollectiveVariable(ConstantCallableVariable):
         params = dict(bound.arguments)
         if self.fn in FUNCTIONAL:
             return functional_collective(tx, FUNCTIONAL[self.fn], params)
-        if IN_PLACE[self.fn] == "all_reduce" and _constant(params.get("async_op")) is False:
+        if IN_PLACE[self.fn] == "all_reduce" and constant_argument(params.get("async_op")) is False:
             return _inplace_all_reduce(tx, params)
         unimplemented(
             gb_type="in-place collective",
@@ -126,11 +127,11 @@ def functional_collective(tx: Tx, kind: str, params: dict[str, Any]) -> VT:
     tensor = params["self"]
     if not isinstance(tensor, TensorVariable):
         _unsupported_argument(kind, "the tensor argument is not a traced tensor")
-    name, size = _group(tx, params["group"], _constant(params.get("tag", "")))
+    name, size = _group(tx, params["group"], constant_argument(params.get("tag", "")))
     if kind == "all_reduce":
         op, extra = ops.all_reduce.default, [_reduce_op(params["reduceOp"])]
     elif kind == "broadcast":
-        op, extra = ops.broadcast.default, [_constant(params["src"])]
+        op, extra = ops.broadcast.default, [constant_argument(params["src"])]
     elif kind == "all_gather":
         _dim_zero(kind, params["gather_dim"])
         op, extra = ops.all_gather_into_tensor.default, [size]
@@ -144,7 +145,7 @@ def functional_collective(tx: Tx, kind: str, params: dict[str, Any]) -> VT:
 def _inplace_all_reduce(tx: Tx, params: dict[str, Any]) -> VT:
     """``dist.all_reduce(t, op, group)``: the functional all-reduce copied back into ``t``; returns None."""
     tensor = params["tensor"]
-    op = _constant(params["op"], tx)
+    op = constant_argument(params["op"], tx)
     names = {dist.ReduceOp.SUM: "sum", dist.ReduceOp.AVG: "avg", dist.ReduceOp.PRODUCT: "product",
              dist.ReduceOp.MIN: "min", dist.ReduceOp.MAX: "max"}
     if op not in names:
@@ -160,7 +161,7 @@ def _group(tx: Tx, group: VT | None, tag: str) -> tuple[str, int]:
     from torch.distributed import _functional_collectives as funcol
     from torch.distributed import distributed_c10d as c10d
 
-    value = _constant(group, tx)
+    value = constant_argument(group, tx)
     if value is None:
         value = c10d._get_default_group()
     with warnings.catch_warnings():  # (a list of ranks is deprecated: eager warns at each call)
@@ -172,7 +173,7 @@ def _group(tx: Tx, group: VT | None, tag: str) -> tuple[str, int]:
     return name, c10d._get_group_size_by_name(name)
 
 
-def _constant(vt: Any, tx: Tx | None = None) -> Any:
+def constant_argument(vt: Any, tx: Tx | None = None) -> Any:
     """The value of an argument: a VT known at trace time, an object read through
     a source (a process group, a ``ReduceOp``: guarded by identity when ``tx`` is
     given), or a default (a plain value)."""
@@ -187,14 +188,14 @@ def _constant(vt: Any, tx: Tx | None = None) -> Any:
 
 
 def _reduce_op(vt: Any) -> str:
-    op = _constant(vt)
+    op = constant_argument(vt)
     if not isinstance(op, str):
         _unsupported_argument("collective", f"reduce op {op!r} is not a string")
     return op.lower()
 
 
 def _dim_zero(kind: str, vt: Any) -> None:
-    if _constant(vt) != 0:
+    if constant_argument(vt) != 0:
         _unsupported_argument(kind, "only dimension 0 is traced")
 
 
