@@ -108,13 +108,15 @@ def compare_training(rank: int, world: int, optimizer: str, ddp_kwargs: dict, ou
     """Eager DDP vs bytegraph-compiled DDP: same losses and parameters after STEPS steps.
 
     ``wrap="outer"`` compiles the DDP module, ``"inner"`` wraps a compiled module
-    in DDP. Rank 0 writes to ``out`` the number of graphs compiled and the
+    in DDP, ``"step"`` compiles a function that calls the DDP module. Rank 0 writes to ``out`` the number of graphs compiled and the
     number of buckets DDP's reducer rebuilt after its first iteration.
     """
     eager = train(rank, None, optimizer, ddp_kwargs, accumulate=accumulate, bias=bias)
     backend = CountingBackend()
     if wrap == "outer":
         compile_fn = lambda ddp: bytegraph.compile(ddp, backend=backend)  # noqa: E731
+    elif wrap == "step":
+        compile_fn = lambda ddp: bytegraph.compile(lambda x: ddp(x), backend=backend)  # noqa: E731
     else:
         def compile_fn(ddp: DDP) -> DDP:
             ddp.module = bytegraph.compile(ddp.module, backend=backend)

@@ -9,7 +9,7 @@ import json
 import pytest
 import torch.distributed as dist
 
-from tests import collective_bodies, ddp_bodies, dtensor_bodies
+from tests import collective_bodies, ddp_bodies, dtensor_bodies, fsdp_bodies
 from tests.dist_helpers import spawn
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="needs gloo")
@@ -32,7 +32,7 @@ def test_ddp_sgd_matches_eager_one_graph_per_bucket(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("optimizer", ["sgd", "adamw"])
-@pytest.mark.parametrize("wrap", ["outer", "inner"])
+@pytest.mark.parametrize("wrap", ["outer", "inner", "step"])
 def test_ddp_training_matches_eager(tmp_path, optimizer, wrap):
     out = str(tmp_path / "result.json")
     spawn(functools.partial(ddp_bodies.compare_training, wrap=wrap), optimizer, {"bucket_cap_mb": 4224 / 2**20}, out)
@@ -96,3 +96,22 @@ def test_dtensor_functions_match_eager(tmp_path):
     # (from_local_round_trip takes a plain tensor: one graph)
     assert _read(out) == {"from_local_round_trip": 1, "arithmetic": 2, "gather_then_add": 2,
                           "grad_of_replicated_square": 2}
+
+
+SKIPPED = "call to skipped function"
+
+
+@pytest.mark.slow
+def test_fsdp2_training_matches_eager(tmp_path):
+    out = str(tmp_path / "result.json")
+    spawn(fsdp_bodies.compare_all, out, timeout=300)
+    found = _read(out)
+    print(found)
+    # FSDP's hooks run natively (torch marks them not to be compiled), around
+    # the compiled forward: per layer, one graph per block; root only, one graph.
+    # Compiled at the root over sharded blocks, the blocks' hooks break inside the
+    # root's loop, which then runs natively: one graph
+    for optimizer in ("sgd", "adamw"):
+        assert found[f"per_layer-{optimizer}"] == {"graphs": 3, "breaks": [SKIPPED], "break_count": 3}
+        assert found[f"root_only-{optimizer}"] == {"graphs": 1, "breaks": [SKIPPED], "break_count": 1}
+        assert found[f"root-{optimizer}"] == {"graphs": 1, "breaks": [SKIPPED], "break_count": 2}

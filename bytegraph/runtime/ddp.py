@@ -18,7 +18,7 @@ def is_ddp(module: torch.nn.Module) -> bool:
     return torch.distributed.is_available() and isinstance(module, torch.nn.parallel.DistributedDataParallel)
 
 
-def run_ddp(ddp: torch.nn.Module, compiled_call: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+def run_ddp(ddp: torch.nn.Module, compiled_call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call ``ddp(*args, **kwargs)`` natively with its wrapped module's call
     replaced by ``compiled_call(module, *args, **kwargs)``.
 

@@ -80,7 +80,7 @@ class OptimizedModule(torch.nn.Module):
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         if is_ddp(self._orig_mod):
-            return run_ddp(self._orig_mod, self._compiled_call, args, kwargs)
+            return run_ddp(self._orig_mod, self._compiled_call, *args, **kwargs)
         return self._compiled_call(self._orig_mod, *args, **kwargs)
 
     @property  # type: ignore[override]
