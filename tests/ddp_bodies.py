@@ -108,7 +108,8 @@ def compare_training(rank: int, world: int, optimizer: str, ddp_kwargs: dict, ou
     """Eager DDP vs bytegraph-compiled DDP: same losses and parameters after STEPS steps.
 
     ``wrap="outer"`` compiles the DDP module, ``"inner"`` wraps a compiled module
-    in DDP, ``"step"`` compiles a function that calls the DDP module. Rank 0 writes to ``out`` the number of graphs compiled and the
+    in DDP, ``"step"`` compiles a function that calls the DDP module. Rank 0
+    writes to ``out`` the number of graphs compiled and the
     number of buckets DDP's reducer rebuilt after its first iteration.
     """
     eager = train(rank, None, optimizer, ddp_kwargs, accumulate=accumulate, bias=bias)

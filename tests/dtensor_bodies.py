@@ -9,7 +9,6 @@ from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tenso
 
 import bytegraph
 from bytegraph.backends.builtin import aot_eager
-from bytegraph.runtime import metrics
 
 
 def from_local_round_trip(x, mesh):

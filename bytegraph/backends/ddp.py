@@ -166,7 +166,9 @@ class BucketSplitBackend:
             return self.inner(gm, example_inputs)
         plan = plan_partitions(gm, example_inputs, self.params, self.caps)
         if logs.enabled("graph"):
-            logs.get("graph").info("DDP buckets (caps %s bytes): %s -> %d subgraphs", self.caps, plan.buckets, plan.count)
+            logs.get("graph").info(
+                "DDP buckets (caps %s bytes): %s -> %d subgraphs", self.caps, plan.buckets, plan.count
+            )
         if plan.count < 2:
             return self.inner(gm, example_inputs)
         split = split_module(gm, None, lambda node: plan.partition[node], keep_original_order=True, tuple_return=True)

@@ -87,12 +87,7 @@ class CollectiveVariable(ConstantCallableVariable):
     """A ``torch.distributed`` collective (see the module docstring)."""
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        try:
-            bound = inspect.signature(self.fn).bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{self._name()}: {e}") from None
-        bound.apply_defaults()
-        params = dict(bound.arguments)
+        params = bind_arguments(self.fn, args, kwargs)
         if self.fn in FUNCTIONAL:
             return functional_collective(tx, FUNCTIONAL[self.fn], params)
         if IN_PLACE[self.fn] == "all_reduce" and constant_argument(params.get("async_op")) is False:
@@ -114,6 +109,26 @@ class CollectiveVariable(ConstantCallableVariable):
 
     def __repr__(self) -> str:
         return f"CollectiveVariable({self._name()})"
+
+
+def bind_arguments(fn: Callable, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``fn``'s parameters bound to ``args``/``kwargs`` (VTs), defaults filled in
+    (as plain values).
+
+    Raises:
+        Unsupported: when they do not bind (the call runs natively and raises eager's TypeError).
+    """
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as e:
+        unimplemented(
+            gb_type="user error",
+            context=f"{getattr(fn, '__qualname__', fn)}(): {e}",
+            explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
+            hints=("Fix the call's arguments.",),
+        )
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
 def functional_collective(tx: Tx, kind: str, params: dict[str, Any]) -> VT:

@@ -22,7 +22,6 @@ flattens them into their local tensors).
 """
 from __future__ import annotations
 
-import inspect
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
@@ -32,7 +31,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import EqualsMatch, IdMatch, TensorMatch
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import BoundMethodVariable, ConstantCallableVariable, VariableTracker
-from bytegraph.variables.distributed import constant_argument
+from bytegraph.variables.distributed import bind_arguments, constant_argument
 from bytegraph.variables.misc import OpaqueConstantVariable
 from bytegraph.variables.graph_calls import TENSOR_VARIABLE_KINDS, graph_call
 from bytegraph.variables.tensor import TensorVariable
@@ -115,15 +114,11 @@ def _bind(tx: Tx, fn: Callable, args: Sequence[VT], kwargs: dict[str, VT]) -> di
     """``fn``'s arguments after the first (the tensor), as trace-time constants.
 
     Raises:
-        TypeError: when the arguments do not bind to ``fn``'s signature (as eager raises).
-        Unsupported: when one is not known at trace time.
+        Unsupported: when they do not bind to ``fn``'s signature, or one is not known at trace time.
     """
-    try:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
-    except TypeError as e:
-        raise TypeError(f"{fn.__qualname__}: {e}") from None
-    first = next(iter(bound.arguments))
-    return {k: constant_argument(v, tx) for k, v in bound.arguments.items() if k != first}
+    bound = bind_arguments(fn, args, kwargs)
+    first = next(iter(bound))
+    return {k: constant_argument(v, tx) for k, v in bound.items() if k != first}
 
 
 def _with_constants(fn: Callable, constants: dict[str, Any]) -> Callable:
