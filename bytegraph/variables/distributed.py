@@ -24,6 +24,7 @@ object reached through a source is guarded by identity.
 from __future__ import annotations
 
 import inspect
+import sys
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -43,44 +44,42 @@ if TYPE_CHECKING:
 VT = VariableTracker
 
 
-def _functional_table() -> dict[Callable, str]:
-    """Functional collective -> kind (``"all_reduce"``, ``"broadcast"``, ``"all_gather"``, ``"reduce_scatter"``)."""
-    if not dist.is_available():
-        return {}
-    import torch.distributed._functional_collectives as funcol
-
-    names = {
-        "all_reduce": "all_reduce", "broadcast": "broadcast",
-        "all_gather_tensor": "all_gather", "all_gather_single": "all_gather",
-        "all_gather_tensor_autograd": "all_gather", "all_gather_single_autograd": "all_gather",
-        "reduce_scatter_tensor": "reduce_scatter", "reduce_scatter_single": "reduce_scatter",
-        "reduce_scatter_tensor_autograd": "reduce_scatter", "reduce_scatter_single_autograd": "reduce_scatter",
-    }
-    return {getattr(funcol, name): kind for name, kind in names.items() if hasattr(funcol, name)}
+_FUNCTIONAL_NAMES = {
+    "all_reduce": "all_reduce", "broadcast": "broadcast",
+    "all_gather_tensor": "all_gather", "all_gather_single": "all_gather",
+    "all_gather_tensor_autograd": "all_gather", "all_gather_single_autograd": "all_gather",
+    "reduce_scatter_tensor": "reduce_scatter", "reduce_scatter_single": "reduce_scatter",
+    "reduce_scatter_tensor_autograd": "reduce_scatter", "reduce_scatter_single_autograd": "reduce_scatter",
+}
+_IN_PLACE_NAMES = (
+    "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "all_to_all", "all_to_all_single",
+    "reduce", "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "barrier", "send", "recv",
+    "isend", "irecv", "all_gather_object", "broadcast_object_list", "monitored_barrier",
+)
 
 
-def _inplace_table() -> dict[Callable, str]:
-    """In-place (c10d) collectives -> their name."""
-    if not dist.is_available():
-        return {}
-    names = (
-        "all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "all_to_all", "all_to_all_single",
-        "reduce", "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "barrier", "send", "recv",
-        "isend", "irecv", "all_gather_object", "broadcast_object_list", "monitored_barrier",
-    )
-    return {getattr(dist, name): name for name in names if hasattr(dist, name)}
+def functional_kind(fn: Any) -> str | None:
+    """``"all_reduce"``, ``"broadcast"``, ``"all_gather"`` or ``"reduce_scatter"``
+    for a functional collective, else None. (Looked up only once the program has
+    imported ``torch.distributed._functional_collectives``: bytegraph does not import it.)"""
+    module = sys.modules.get("torch.distributed._functional_collectives")
+    name = getattr(fn, "__name__", None)
+    if module is None or name not in _FUNCTIONAL_NAMES or getattr(module, name, None) is not fn:
+        return None
+    return _FUNCTIONAL_NAMES[name]
 
 
-FUNCTIONAL = _functional_table()
-IN_PLACE = _inplace_table()
+def in_place_name(fn: Any) -> str | None:
+    """The name of an in-place (c10d) collective, else None."""
+    name = getattr(fn, "__name__", None)
+    if not dist.is_available() or name not in _IN_PLACE_NAMES or getattr(dist, name, None) is not fn:
+        return None
+    return name
 
 
 def is_collective(value: Any) -> bool:
     """Whether ``value`` is a collective this module handles."""
-    try:
-        return value in FUNCTIONAL or value in IN_PLACE
-    except TypeError:  # unhashable
-        return False
+    return functional_kind(value) is not None or in_place_name(value) is not None
 
 
 class CollectiveVariable(ConstantCallableVariable):
@@ -88,13 +87,15 @@ class CollectiveVariable(ConstantCallableVariable):
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         params = bind_arguments(self.fn, args, kwargs)
-        if self.fn in FUNCTIONAL:
-            return functional_collective(tx, FUNCTIONAL[self.fn], params)
-        if IN_PLACE[self.fn] == "all_reduce" and constant_argument(params.get("async_op")) is False:
+        kind = functional_kind(self.fn)
+        if kind is not None:
+            return functional_collective(tx, kind, params)
+        name = in_place_name(self.fn)
+        if name == "all_reduce" and constant_argument(params.get("async_op")) is False:
             return _inplace_all_reduce(tx, params)
         unimplemented(
             gb_type="in-place collective",
-            context=f"call to torch.distributed.{IN_PLACE[self.fn]}",
+            context=f"call to torch.distributed.{name}",
             explanation="In-place collectives (other than a synchronous all_reduce) write their results into "
             "tensors or hand back a work handle; bytegraph does not trace them. The call runs natively between "
             "two graphs.",

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+import sys
+
 import torch
-import torch.distributed as dist
 
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import EqualsMatch, IdMatch, TensorMatch
@@ -41,26 +42,30 @@ if TYPE_CHECKING:
 
 VT = VariableTracker
 
-if dist.is_available():
-    from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
-
-    PLACEMENT_TYPES: tuple[type, ...] = (Shard, Replicate, Partial)
-else:  # pragma: no cover - torch built without distributed
-    DTensor, PLACEMENT_TYPES = None, ()
-
 #: DTensor methods traced as graph nodes (their non-tensor arguments bound in the target)
 TRACED_METHODS = ("to_local", "redistribute", "full_tensor")
 
 
+def _api() -> Any:
+    """``torch.distributed.tensor`` if the program imported it (a value can be a
+    DTensor only then; bytegraph does not import it, which costs start-up time)."""
+    module = sys.modules.get("torch.distributed.tensor")
+    if module is not None:
+        TENSOR_VARIABLE_KINDS[module.DTensor] = DTensorVariable
+    return module
+
+
 def is_dtensor(value: Any) -> bool:
-    return DTensor is not None and isinstance(value, DTensor)
+    api = _api()
+    return api is not None and isinstance(value, api.DTensor)
 
 
 def is_dtensor_callable(value: Any) -> bool:
-    """``DTensor.from_local`` or a placement class."""
-    if DTensor is None:
-        return False
-    return value is DTensor.from_local or (isinstance(value, type) and value in PLACEMENT_TYPES)
+    """``DTensor.from_local`` or a placement class (``Shard``, ``Replicate``, ``Partial``)."""
+    api = _api()
+    return api is not None and (
+        value is api.DTensor.from_local or any(value is cls for cls in (api.Shard, api.Replicate, api.Partial))
+    )
 
 
 def wrap_dtensor(tx: Tx, value: torch.Tensor, source: Source) -> VT:
@@ -88,8 +93,9 @@ class DTensorVariable(TensorVariable):
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name in TRACED_METHODS:
-            bound = _bind(tx, getattr(DTensor, name), [self, *args], kwargs)
-            return graph_call(tx, "call_function", _with_constants(getattr(DTensor, name), bound), [self], {})
+            method = getattr(type(self.example), name)
+            bound = _bind(tx, method, [self, *args], kwargs)
+            return graph_call(tx, "call_function", _with_constants(method, bound), [self], {})
         if not hasattr(torch.Tensor, name):
             _dtensor_break(f"method {name!r} of a DTensor")
         return super().call_method(tx, name, args, kwargs)
@@ -99,7 +105,7 @@ class DTensorCallableVariable(ConstantCallableVariable):
     """``DTensor.from_local`` (a graph node), or a placement class (folded to the placement)."""
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if self.fn is DTensor.from_local:
+        if self.fn is _api().DTensor.from_local:
             bound = _bind(tx, self.fn, args, kwargs)
             local = args[0] if args else kwargs.get("local_tensor")
             if not isinstance(local, TensorVariable) or isinstance(local, DTensorVariable):
@@ -140,6 +146,3 @@ def _dtensor_break(what: str) -> None:
         hints=("Move the call outside the compiled function.",),
     )
 
-
-if DTensor is not None:
-    TENSOR_VARIABLE_KINDS[DTensor] = DTensorVariable
