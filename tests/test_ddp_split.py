@@ -65,3 +65,14 @@ def test_plan_matches_ddp_bucketing_and_keeps_uses_after_their_cut(caps):
     assert plan.count == len(set(cut_of))
     if caps == [10**9]:
         assert plan.count == 1
+
+
+
+def test_parameter_placeholder_used_only_by_the_output_is_left_out_of_the_buckets():
+    graph = torch.fx.Graph()
+    x, w, returned = graph.placeholder("x"), graph.placeholder("w"), graph.placeholder("returned")
+    graph.output((graph.call_function(torch.mul, (x, w)), returned))
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    params = [torch.nn.Parameter(torch.ones(3)) for _ in range(2)]
+    plan = plan_partitions(gm, [torch.ones(3), *params], {id(p): p for p in params}, [1])
+    assert plan.buckets == [["w"]] and plan.count == 1

@@ -128,8 +128,9 @@ def plan_partitions(
     position = {n: i for i, n in enumerate(body)}
     first_use: list[tuple[int, torch.fx.Node, torch.Tensor]] = []
     for node, value in zip(placeholders, example_inputs):
-        if id(value) in params and params[id(value)] is value and node.users:
-            first_use.append((min(position[u] for u in node.users if u in position), node, value))
+        uses = [position[u] for u in node.users if u in position]  # (a parameter returned as is has none)
+        if uses and params.get(id(value)) is value:
+            first_use.append((min(uses), node, value))
     first_use.sort(key=lambda item: -item[0])  # the order gradients complete in backward
     buckets: list[list[str]] = []
     cut_points: list[int] = []  # for each bucket, the node it completes at
