@@ -30,7 +30,7 @@ How the split is made (:func:`plan_partitions`):
 
 ``torch.fx.passes.split_module`` makes the subgraphs; each is compiled by the
 user's backend with FakeTensor example inputs (found by running the split graph
-on the trace's FakeTensors). Graphs that switch grad mode or autocast inside
+on FakeTensors of the mode backends compile under). Graphs that switch grad mode or autocast inside
 are not split (a subgraph boundary inside such a region would need the state
 carried across), nor are graphs with fewer than two buckets.
 ``bytegraph.config.optimize_ddp = False`` turns the split off.
@@ -173,20 +173,15 @@ class BucketSplitBackend:
         if plan.count < 2:
             return self.inner(gm, example_inputs)
         split = split_module(gm, None, lambda node: plan.partition[node], keep_original_order=True, tuple_return=True)
-        _CompileSubgraphs(split, self.inner).run(*_fake_inputs(gm, example_inputs))
+        _CompileSubgraphs(split, self.inner).run(*_fake_inputs(example_inputs))
         return split.forward
 
 
-def _fake_inputs(gm: torch.fx.GraphModule, example_inputs: list) -> list:
-    """The trace's FakeTensors (and SymInts) for the graph's inputs."""
+def _fake_inputs(example_inputs: list) -> list:
+    """The graph's inputs as FakeTensors of the mode the backend compiles under
+    (the TracingContext's, whose memo already holds them), SymInts as they are."""
     fake_mode = torch._guards.TracingContext.get().fake_mode
-    values = []
-    for node, value in zip((n for n in gm.graph.nodes if n.op == "placeholder"), example_inputs):
-        fake = node.meta.get("example_value")
-        if fake is None and isinstance(value, torch.Tensor):
-            fake = fake_mode.from_tensor(value)
-        values.append(value if fake is None else fake)
-    return values
+    return [fake_mode.from_tensor(v) if isinstance(v, torch.Tensor) else v for v in example_inputs]
 
 
 class _CompileSubgraphs(torch.fx.Interpreter):
