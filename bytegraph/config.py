@@ -37,6 +37,10 @@ class Config:
             symbolically (counting unrolled loop iterations and inlined calls)
             before tracing gives up with a graph break.
         max_inline_depth: nesting depth of inlined user calls.
+        optimize_ddp: compile a graph traced while DistributedDataParallel runs its
+            module as one subgraph per gradient bucket, so bucket all-reduces
+            overlap backward (``bytegraph/backends/ddp.py``; mirrors torch.compile's
+            ``optimize_ddp``). Read when a graph is compiled.
         raise_on_internal_error: re-raise errors that are bugs in bytegraph
             itself instead of running the frame natively (tests turn this on).
         raise_on_backend_error: raise ``BackendCompilerFailed`` when the backend
@@ -55,6 +59,7 @@ class Config:
     automatic_dynamic_shapes: bool = True
     max_trace_instructions: int = 200_000
     max_inline_depth: int = 64
+    optimize_ddp: bool = True
     raise_on_internal_error: bool = False
     raise_on_backend_error: bool = False
 

@@ -19,9 +19,11 @@ from typing import Any, Callable
 
 import torch
 from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from bytegraph import imports, logs
 from bytegraph.breaks import BackendCompilerFailed, InternalError, Unsupported, UserFrame, unimplemented
+from bytegraph.backends.ddp import ddp_aware
 from bytegraph.bytecode.assemble import assemble
 from bytegraph.config import config
 from bytegraph.graph.output_graph import Backend, CompiledGraph, DynamicPolicy, NeedsShapeEnv, OutputGraph
@@ -188,7 +190,7 @@ def _trace(
     tracer = None
     try:
         tracer = InstructionTranslator(
-            code, f_globals, f_locals, closure, output, options.backend, break_points, runtime
+            code, f_globals, f_locals, closure, output, ddp_aware(options.backend), break_points, runtime
         )
         tracer.run()
         return assemble(code, tracer.instructions_out, tracer.extra_stack), output
@@ -228,8 +230,10 @@ def _frame_guards(output: OutputGraph) -> list[Guard]:
     inputs = output.inputs + output.dropped_inputs
     examples = {i.source: i.example for i in inputs}
     guards = settle_tensor_guards(output.shape_env, list(output.guards), examples)
-    guards += shape_env_guards(output.shape_env, list(examples.values()), list(examples),
-                               [i.symbolic_context for i in inputs])
+    # wrapper-subclass inputs (DTensor) are traced with static sizes, guarded exactly by TensorMatch
+    shaped = [i for i in inputs if not is_traceable_wrapper_subclass(i.example)]
+    guards += shape_env_guards(output.shape_env, [i.example for i in shaped], [i.source for i in shaped],
+                               [i.symbolic_context for i in shaped])
     # an input converted for the graph (torch.from_numpy(a)) is a new object per call: compare the originals
     tensor_inputs = tuple(g.source.base if isinstance(g.source, ConvertSource) else g.source
                           for g in guards if isinstance(g, TensorMatch))

@@ -174,13 +174,15 @@ class OutputGraph:
 
     # ---- inputs ----------------------------------------------------------------
     def add_graph_input(
-        self, source: Source, value: torch.Tensor, dynamic: dict[int, Any] | None = None
+        self, source: Source, value: torch.Tensor, dynamic: dict[int, Any] | None = None, static: bool = False
     ) -> tuple[torch.fx.Node, torch.Tensor]:
         """The placeholder and FakeTensor for ``value`` read from ``source``.
 
         Args:
             dynamic: dims to make symbolic, each with an optional ShapeEnv
                 constraint (from ``mark_dynamic``: a range, or "must stay dynamic").
+            static: all sizes static even in a trace with a ShapeEnv (wrapper
+                subclasses such as DTensor, traced with static shapes only).
 
         Raises:
             NeedsShapeEnv: when a dim must be symbolic but this trace is static.
@@ -189,7 +191,7 @@ class OutputGraph:
         if index is not None:
             existing = self.inputs[index]
             return existing.node, existing.example
-        if self.shape_env is None:
+        if self.shape_env is None or static:
             if dynamic:
                 raise NeedsShapeEnv(source)
             example = self.fake_mode.from_tensor(value, static_shapes=True)

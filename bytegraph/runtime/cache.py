@@ -9,6 +9,7 @@ code runs natively with one warning naming the guard that keeps failing.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import sys
@@ -28,6 +29,7 @@ from bytegraph.guards.guard_code import GuardFunction
 from bytegraph.guards.guards import TensorMatch
 from bytegraph.guards.source import Source, is_plain_name
 from bytegraph.runtime import metrics
+from bytegraph.runtime.ddp import is_ddp, run_ddp
 from bytegraph.variables.nn_module import has_hooks
 
 
@@ -244,16 +246,21 @@ class FrameHooks:
 
     def route_callee(self, callee: Any) -> Callable[..., Any]:
         """``callee`` made to compile its own frame: Python functions and bound
-        methods run through their cache; a module without hooks runs its
-        ``forward`` that way; anything else is returned unchanged."""
+        methods run through their cache; a module runs its ``forward`` that way
+        (with its hooks, if it has any, run natively around it, as the
+        module's own ``__call__`` runs them), a DDP module as
+        ``runtime/ddp.py`` runs it; anything else is returned unchanged."""
         if isinstance(callee, types.FunctionType):
             return self._runner(callee)
         if isinstance(callee, types.MethodType) and isinstance(callee.__func__, types.FunctionType):
             return types.MethodType(self._runner(callee.__func__), callee.__self__)
-        if isinstance(callee, torch.nn.Module) and not has_hooks(callee):
+        if is_ddp(callee):  # DDP's forward runs natively, the module it wraps is routed
+            return functools.partial(run_ddp, callee, lambda module, *a, **k: self.route_callee(module)(*a, **k))
+        if isinstance(callee, torch.nn.Module) and "forward" not in callee.__dict__:
             forward = callee.forward
             if isinstance(forward, types.MethodType) and isinstance(forward.__func__, types.FunctionType):
-                return types.MethodType(self._runner(forward.__func__), callee)
+                compiled = types.MethodType(self._runner(forward.__func__), callee)
+                return functools.partial(_call_with_forward, callee, compiled) if has_hooks(callee) else compiled
         return callee
 
     def _runner(self, fn: types.FunctionType) -> Callable[..., Any]:
@@ -263,6 +270,16 @@ class FrameHooks:
             return run(cache, fn, args, kwargs)
 
         return runner
+
+
+def _call_with_forward(module: torch.nn.Module, forward: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``module(*args, **kwargs)`` (hooks and all) with ``forward`` in place of
+    its ``forward`` for this call only (an instance attribute, removed after)."""
+    module.__dict__["forward"] = forward
+    try:
+        return module(*args, **kwargs)
+    finally:
+        module.__dict__.pop("forward", None)
 
 
 _HOOKS: dict[int, FrameHooks] = {}

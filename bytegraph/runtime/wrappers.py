@@ -15,6 +15,7 @@ import torch
 from bytegraph.convert import CompileOptions
 from bytegraph.runtime import metrics
 from bytegraph.runtime.cache import cache_for, run
+from bytegraph.runtime.ddp import is_ddp, run_ddp
 
 
 def compile_function(fn: Callable, options: CompileOptions) -> Callable:
@@ -68,15 +69,18 @@ class OptimizedModule(torch.nn.Module):
         super().__init__()
         self._orig_mod = module
         self._options = options
-        name = f"{type(module).__qualname__}.__call__"
+        traced = module.module if is_ddp(module) else module  # DDP's own forward runs natively
+        name = f"{type(traced).__qualname__}.__call__"
         code = _call_module.__code__.replace(co_name=name, co_qualname=name)
         frame = types.FunctionType(code, _call_module.__globals__, name)
         self._compiled_call = compile_function(frame, options)
-        forward = getattr(type(module).forward, "__code__", None)
+        forward = getattr(type(traced).forward, "__code__", None)
         if forward is not None:
             metrics.label(code, name, forward.co_filename, forward.co_firstlineno)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        if is_ddp(self._orig_mod):
+            return run_ddp(self._orig_mod, self._compiled_call, *args, **kwargs)
         return self._compiled_call(self._orig_mod, *args, **kwargs)
 
     @property  # type: ignore[override]

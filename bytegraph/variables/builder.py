@@ -54,6 +54,8 @@ from bytegraph.variables.sequences import (
 )
 from bytegraph.variables.sets import SetVariable
 from bytegraph.variables.copying import CopyFunctionVariable
+from bytegraph.variables.distributed import CollectiveVariable, is_collective
+from bytegraph.variables.dtensor import DTensorCallableVariable, is_dtensor, is_dtensor_callable, wrap_dtensor
 from bytegraph.variables.functions import (
     PartialVariable,
     UserFunctionVariable,
@@ -239,6 +241,10 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         existing = existing_state_context(tx, value, source)
         if existing is not None:
             return existing
+    if is_collective(value):
+        return CollectiveVariable(value, source)
+    if is_dtensor_callable(value):
+        return DTensorCallableVariable(value, source)
     if is_torch_callable(value):
         return TorchFunctionVariable(value, source)
     if npops.is_numpy_callable(value):
@@ -295,6 +301,8 @@ def _wrap_tensor(tx: Tx, value: torch.Tensor, source: Source) -> VT:
             explanation="Only strided (dense) tensors are graph inputs; sparse and mkldnn tensors are not traced.",
             hints=("Convert the tensor with .to_dense(), or run this code outside the compiled function.",),
         )
+    if is_dtensor(value):
+        return wrap_dtensor(tx, value, source)
     if type(value) not in (torch.Tensor, torch.nn.Parameter):
         return _wrap_tensor_subclass(tx, value, source)
     node, example = tx.output.add_graph_input(source, value, _dynamic_dims(tx, value, source))

@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 
 VT = VariableTracker
 
+#: TensorVariable kinds of traced wrapper subclasses, by the class of their
+#: FakeTensor example (filled by their modules: ``variables/dtensor.py``)
+TENSOR_VARIABLE_KINDS: dict[type, type] = {}
+
 
 def graph_call(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[str, VT],
                check: Callable[[Any], None] | None = None) -> VT:
@@ -108,7 +112,7 @@ def wrap_fx_value(tx: Tx, node: torch.fx.Node, example: Any) -> VT:
     """Wrap the result of a graph node: tensors, symbolic scalars, containers of
     them, constants."""
     if isinstance(example, torch.Tensor):
-        return tensor.TensorVariable(node, example)
+        return TENSOR_VARIABLE_KINDS.get(type(example), tensor.TensorVariable)(node, example)
     if isinstance(example, SYMBOLIC_TYPES):
         return SymNodeVariable.create(node, example)
     if isinstance(example, (tuple, list)):

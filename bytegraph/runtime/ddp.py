@@ -1,0 +1,39 @@
+"""Compiling a ``DistributedDataParallel`` module.
+
+DDP's own forward talks to its C++ reducer (bucket rebuilds, unused-parameter
+search, join notifications) and runs natively, as under torch.compile; the
+module it wraps is what gets compiled. While DDP runs that module, its graphs
+are split at gradient buckets (``bytegraph/backends/ddp.py``).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import torch
+
+
+def is_ddp(module: torch.nn.Module) -> bool:
+    """Whether ``module`` is a ``torch.nn.parallel.DistributedDataParallel``."""
+    return torch.distributed.is_available() and isinstance(module, torch.nn.parallel.DistributedDataParallel)
+
+
+def run_ddp(ddp: torch.nn.Module, compiled_call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call ``ddp(*args, **kwargs)`` natively with its wrapped module's call
+    replaced by ``compiled_call(module, *args, **kwargs)``.
+
+    The replacement goes through ``nn.Module._compiled_call_impl`` (the hook
+    ``Module.compile()`` uses), set for the duration of this call only and
+    restored even when the call raises.
+    """
+    inner = ddp.module
+    missing = object()
+    previous = inner.__dict__.get("_compiled_call_impl", missing)
+    inner._compiled_call_impl = functools.partial(compiled_call, inner)
+    try:
+        return ddp(*args, **kwargs)
+    finally:
+        if previous is missing:
+            del inner.__dict__["_compiled_call_impl"]
+        else:
+            inner._compiled_call_impl = previous

@@ -1,0 +1,161 @@
+"""Bodies of the DDP tests, run in each process by ``dist_helpers.spawn``.
+
+Each body trains the same model eagerly and compiled (in the same process
+group, one after the other) and compares losses and every parameter.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import bytegraph
+from bytegraph.backends.builtin import aot_eager
+
+STEPS = 3
+
+
+class MLP(torch.nn.Module):
+    """``depth`` Linear(width, width) layers with ReLU, then a Linear to 4 outputs;
+    ``unused`` adds a layer forward never calls (for find_unused_parameters)."""
+
+    def __init__(self, width: int = 32, depth: int = 4, unused: bool = False, bias: bool = True):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(width, width, bias=bias) for _ in range(depth))
+        self.head = torch.nn.Linear(width, 4, bias=bias)
+        self.unused = torch.nn.Linear(width, width) if unused else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        return self.head(x)
+
+
+class CountingBackend:
+    """aot_eager, counting the graphs it compiles."""
+
+    def __init__(self) -> None:
+        self.graphs: list[torch.fx.GraphModule] = []
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        self.graphs.append(gm)
+        return aot_eager(gm, example_inputs)
+
+
+def batch(step: int, rank: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1000 * step + rank)
+    return torch.randn(8, width, generator=g), torch.randn(8, 4, generator=g)
+
+
+def make_optimizer(name: str, params: Any) -> torch.optim.Optimizer:
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9)
+    return torch.optim.AdamW(params, lr=0.01)
+
+
+def train(
+    rank: int, compile_fn: Callable | None, optimizer: str, ddp_kwargs: dict, width: int = 32,
+    depth: int = 4, accumulate: int = 1, bias: bool = True, ddp_out: list | None = None,
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Losses of STEPS steps and the parameters after them. With ``accumulate``
+    > 1, each step runs that many micro-batches, all but the last under no_sync()."""
+    torch.manual_seed(0)
+    module = MLP(width, depth, unused=ddp_kwargs.get("find_unused_parameters", False), bias=bias)
+    ddp = DDP(module, **ddp_kwargs)
+    if ddp_out is not None:
+        ddp_out.append(ddp)
+    model = compile_fn(ddp) if compile_fn is not None else ddp
+    opt = make_optimizer(optimizer, ddp.parameters())
+    losses = []
+    for step in range(STEPS):
+        opt.zero_grad()
+        for micro in range(accumulate):
+            x, y = batch(step * accumulate + micro, rank, width)
+            if micro < accumulate - 1:
+                with ddp.no_sync():
+                    loss = torch.nn.functional.mse_loss(model(x), y)
+                    loss.backward()
+            else:
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                loss.backward()
+            losses.append(loss.detach())
+        opt.step()
+    return losses, [p.detach().clone() for p in module.parameters()]
+
+
+def assert_same(eager: tuple, compiled: tuple) -> None:
+    """Losses and parameters of two ``train`` results agree (float32 tolerances)."""
+    for kind, expected, actual in (("loss", eager[0], compiled[0]), ("parameter", eager[1], compiled[1])):
+        assert len(actual) == len(expected)
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            torch.testing.assert_close(a, e, msg=lambda m, k=kind, i=i: f"{k} {i}: {m}")
+
+
+def same_on_all_ranks(tensors: list[torch.Tensor]) -> None:
+    """DDP keeps replicas identical: every rank holds rank 0's parameters."""
+    for t in tensors:
+        reference = t.clone()
+        dist.broadcast(reference, src=0)
+        torch.testing.assert_close(t, reference)
+
+
+def compare_training(rank: int, world: int, optimizer: str, ddp_kwargs: dict, out: str | None,
+                     accumulate: int = 1, wrap: str = "outer", bias: bool = True) -> None:
+    """Eager DDP vs bytegraph-compiled DDP: same losses and parameters after STEPS steps.
+
+    ``wrap="outer"`` compiles the DDP module, ``"inner"`` wraps a compiled module
+    in DDP, ``"step"`` compiles a function that calls the DDP module. Rank 0
+    writes to ``out`` the number of graphs compiled and the
+    number of buckets DDP's reducer rebuilt after its first iteration.
+    """
+    eager = train(rank, None, optimizer, ddp_kwargs, accumulate=accumulate, bias=bias)
+    backend = CountingBackend()
+    if wrap == "outer":
+        compile_fn = lambda ddp: bytegraph.compile(ddp, backend=backend)  # noqa: E731
+    elif wrap == "step":
+        compile_fn = lambda ddp: bytegraph.compile(lambda x: ddp(x), backend=backend)  # noqa: E731
+    else:
+        def compile_fn(ddp: DDP) -> DDP:
+            ddp.module = bytegraph.compile(ddp.module, backend=backend)
+            return ddp
+    ddps: list = []
+    compiled = train(rank, compile_fn, optimizer, ddp_kwargs, accumulate=accumulate, bias=bias, ddp_out=ddps)
+    assert_same(eager, compiled)
+    same_on_all_ranks(compiled[1])
+    if rank == 0 and out is not None:
+        rebuilt = ddps[0]._get_ddp_logging_data().get("rebuilt_per_bucket_param_indices", "")
+        with open(out, "w") as f:
+            json.dump({"graphs": len(backend.graphs), "ddp_buckets": rebuilt}, f)
+
+
+def bucket_order(rank: int, world: int, optimize_ddp: bool, out: str) -> None:
+    """Record, in step 2 of training (after DDP rebuilt its buckets), when each
+    bucket's all-reduce was launched relative to the end of backward (the
+    gradient of the input, the last thing backward computes)."""
+    width, depth = 32, 4
+    torch.manual_seed(0)
+    module = MLP(width, depth, bias=False)
+    ddp = DDP(module, bucket_cap_mb=512 / 2**20)  # one weight per bucket
+    events: list[str] = []
+
+    def hook(state, bucket):  # no annotations: DDP checks them, and this module's are strings
+        events.append(f"bucket{bucket.index()}")
+        return default_hooks.allreduce_hook(state, bucket)
+
+    ddp.register_comm_hook(None, hook)
+    backend = CountingBackend()
+    model = bytegraph.compile(ddp, backend=backend)
+    with bytegraph.config.patch(optimize_ddp=optimize_ddp):
+        for step in range(2):
+            events.clear()
+            x, y = batch(step, rank, width)
+            x.requires_grad_(True)
+            x.register_hook(lambda g: events.append("input_grad"))
+            torch.nn.functional.mse_loss(model(x), y).backward()
+    if rank == 0:
+        with open(out, "w") as f:
+            json.dump({"events": events, "graphs": len(backend.graphs)}, f)

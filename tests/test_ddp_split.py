@@ -1,0 +1,78 @@
+"""The DDP bucket split of one graph (bytegraph/backends/ddp.py), in one process:
+bucket packing checked against DDP's own C++ assignment, and the split's
+invariant (every use of a bucket's parameters lies in or after the subgraph
+whose backward completes it)."""
+import pytest
+import torch
+import torch.distributed as dist
+
+import bytegraph
+from bytegraph.backends.ddp import plan_partitions
+
+pytestmark = pytest.mark.skipif(not dist.is_available(), reason="needs torch.distributed")
+
+
+class Tied(torch.nn.Module):
+    """Linear layers of mixed sizes; the first layer's weight is used again at the end."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+        self.b = torch.nn.Linear(8, 32)
+        self.c = torch.nn.Linear(32, 8)
+
+    def forward(self, x):
+        h = torch.relu(self.a(x))
+        h = torch.relu(self.b(h))
+        return self.c(h) @ self.a.weight
+
+
+def _trace(model, x):
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append((gm, example_inputs))
+        return gm.forward
+
+    bytegraph.compile(model, backend=backend)(x)
+    return seen[0]
+
+
+@pytest.mark.parametrize("caps", [[200, 600], [64], [10**9]])
+def test_plan_matches_ddp_bucketing_and_keeps_uses_after_their_cut(caps):
+    model = Tied()
+    gm, example_inputs = _trace(model, torch.randn(2, 8))
+    params = {id(p): p for p in model.parameters()}
+    plan = plan_partitions(gm, example_inputs, params, caps)
+
+    by_name = {n.name: v for n, v in zip([n for n in gm.graph.nodes if n.op == "placeholder"], example_inputs)}
+    order = [by_name[name] for bucket in plan.buckets for name in bucket]
+    assert sorted(map(id, order)) == sorted(params)  # every parameter, once
+    expected, _ = dist._compute_bucket_assignment_by_size(order, caps, [False] * len(order))
+    sizes = [len(b) for b in plan.buckets]
+    assert [len(b) for b in expected] == sizes  # DDP's reducer packs the same buckets
+
+    body = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
+    parts = [plan.partition[n] for n in body]
+    assert parts == sorted(parts)  # subgraphs follow graph order
+    placeholder = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
+    cut_of = []
+    for bucket in plan.buckets:
+        uses = [u for name in bucket for u in placeholder[name].users]
+        cut_of.append(min(plan.partition[u] for u in uses))  # where its backward completes
+    # buckets complete in order, and none completes before its subgraph has run backward
+    assert cut_of == sorted(cut_of, reverse=True)
+    assert plan.count == len(set(cut_of))
+    if caps == [10**9]:
+        assert plan.count == 1
+
+
+
+def test_parameter_placeholder_used_only_by_the_output_is_left_out_of_the_buckets():
+    graph = torch.fx.Graph()
+    x, w, returned = graph.placeholder("x"), graph.placeholder("w"), graph.placeholder("returned")
+    graph.output((graph.call_function(torch.mul, (x, w)), returned))
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    params = [torch.nn.Parameter(torch.ones(3)) for _ in range(2)]
+    plan = plan_partitions(gm, [torch.ones(3), *params], {id(p): p for p in params}, [1])
+    assert plan.buckets == [["w"]] and plan.count == 1
