@@ -57,3 +57,36 @@ bench-quick: $(BENCH_STAMP)
 N ?= 2000
 fuzz: $(STAMP)
 	$(BIN)/python -m tools.fuzz --n $(N)
+
+# The same quick tier on CPython 3.12 and 3.13, each in its own venv (pyenv's
+# interpreters by default; override PYTHON312/PYTHON313). torch 2.13.0 for these
+# versions is the PyPI build, which pulls the CUDA libraries (about 4.7 GB a venv).
+PYENV_ROOT ?= $(shell pyenv root 2>/dev/null || echo $(HOME)/.pyenv)
+PYTHON312 ?= $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.12.*/bin/python3.12))),python3.12)
+PYTHON313 ?= $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.13.*/bin/python3.13))),python3.13)
+
+.venv312/.installed: requirements-dev.txt pyproject.toml
+	test -x .venv312/bin/python || $(PYTHON312) -m venv .venv312
+	.venv312/bin/pip install --quiet -r requirements-dev.txt
+	.venv312/bin/pip install --quiet --no-deps -e .
+	touch $@
+
+.venv313/.installed: requirements-dev.txt pyproject.toml
+	test -x .venv313/bin/python || $(PYTHON313) -m venv .venv313
+	.venv313/bin/pip install --quiet -r requirements-dev.txt
+	.venv313/bin/pip install --quiet --no-deps -e .
+	touch $@
+
+test-py312: .venv312/.installed
+	.venv312/bin/python -m pytest -q
+
+test-py313: .venv313/.installed
+	.venv313/bin/python -m pytest -q
+
+demo-py312: .venv312/.installed
+	.venv312/bin/bytegraph run examples/transformer_encoder.py
+	.venv312/bin/bytegraph run examples/gpt2.py
+
+demo-py313: .venv313/.installed
+	.venv313/bin/bytegraph run examples/transformer_encoder.py
+	.venv313/bin/bytegraph run examples/gpt2.py
