@@ -64,6 +64,7 @@ def copy_body(code: types.CodeType, label_at: Sequence[int], cells_as_free: bool
     depth_at = {decoded.instructions[entry.start].native: entry.depth for entry in decoded.exception_table}
     out = []
     index = -1
+    prologue_length = 0
     for item in items:
         if isinstance(item, TryBegin):
             # from_code leaves depths to be recomputed, which fails for a body entered
@@ -73,8 +74,9 @@ def copy_body(code: types.CodeType, label_at: Sequence[int], cells_as_free: bool
             index += 1
             if index in at_native:
                 out.append(at_native[index])
-            if item.name in _PROLOGUE_OPS:
-                continue
+            if item.name in _PROLOGUE_OPS and index == prologue_length:
+                prologue_length += 1  # the frame's prologue; a MAKE_CELL later in the body (3.12's
+                continue  # inlined comprehension re-making a cell) stays
             if cells_as_free and isinstance(item.arg, CellVar):
                 item = Instr(item.name, FreeVar(item.arg.name), location=item.location)
         out.append(item)

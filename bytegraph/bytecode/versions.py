@@ -109,13 +109,9 @@ def vocabulary(code: types.CodeType, natives: list[dis.Instruction], n: int) -> 
         return 1, [Member("BUILD_SLICE", 2, 2), Member("STORE_SUBSCR", None, None)]
     if name == "RETURN_CONST":
         return 1, [Member("LOAD_CONST", arg, argval), Member("RETURN_VALUE", None, None)]
-    if name == "CALL_INTRINSIC_1":
-        intrinsic = _INTRINSICS.get(dis._intrinsic1_descs[arg])
-        if intrinsic is not None:
-            return 1, [Member(intrinsic, None, None)]
-        return 1, [Member(f"{name} {dis._intrinsic1_descs[arg]}", arg, argval)]
-    if name == "CALL_INTRINSIC_2":
-        return 1, [Member(f"{name} {dis._intrinsic2_descs[arg]}", arg, argval)]
+    if name in ("CALL_INTRINSIC_1", "CALL_INTRINSIC_2"):  # argrepr names the intrinsic
+        intrinsic = _INTRINSICS.get(ins.argrepr)
+        return 1, [Member(intrinsic, None, None) if intrinsic else Member(f"{name} {ins.argrepr}", arg, argval)]
     if name == "LOAD_FAST_AND_CLEAR" and argval in cells:
         # an inlined comprehension re-makes a captured cell (PEP 709): the translator keeps one
         # cell per name, so this runs natively
