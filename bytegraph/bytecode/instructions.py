@@ -21,7 +21,7 @@ import types
 from functools import lru_cache
 from typing import Any
 
-from bytegraph.bytecode.versions import native_instructions, vocabulary
+from bytegraph.bytecode.versions import models_handler, native_instructions, vocabulary
 
 UNCONDITIONAL_JUMPS = frozenset(
     {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_ABSOLUTE"}
@@ -84,14 +84,18 @@ class DecodedCode:
     Attributes:
         instructions: the instructions, jump targets as indices.
         offset_to_index: byte offset -> instruction index.
-        exception_table: the exception table, in instruction indices.
+        exception_table: the exception table the translator follows, in
+            instruction indices (see :func:`~.versions.models_handler`).
         native_count: how many native instructions the code has.
+        native_depths: native instruction index -> stack depth of the handler
+            of every exception-table entry starting there.
     """
 
     instructions: tuple[Instruction, ...]
     offset_to_index: dict[int, int]
     exception_table: tuple[ExceptionEntry, ...]
     native_count: int
+    native_depths: dict[int, int]
 
     def handler_for(self, index: int) -> ExceptionEntry | None:
         """The innermost exception-table entry covering instruction ``index``."""
@@ -138,9 +142,14 @@ def decode(code: types.CodeType) -> DecodedCode:
             out.append(Instruction(len(out), member.opname, member.arg, member.argval, ins.offset, lineno,
                                    target, first, start, start + len(members), member.prelude))
     offsets = [ins.offset for ins in out]
+    by_offset = {ins.offset: ins for ins in natives}
     table = []
+    depths = {}
     for entry in dis.Bytecode(code).exception_entries:
+        depths[bisect.bisect_left(native_offsets, entry.start)] = entry.depth
+        if not models_handler(by_offset[entry.target]):
+            continue
         start = bisect.bisect_left(offsets, entry.start)
         end = bisect.bisect_left(offsets, entry.end)
         table.append(ExceptionEntry(start, end, offset_to_index[entry.target], entry.depth, entry.lasti))
-    return DecodedCode(tuple(out), offset_to_index, tuple(table), len(natives))
+    return DecodedCode(tuple(out), offset_to_index, tuple(table), len(natives), depths)

@@ -61,7 +61,6 @@ def copy_body(code: types.CodeType, label_at: Sequence[int], cells_as_free: bool
     items = list(Bytecode.from_code(code))
     labels = {i: Label() for i in label_at}
     at_native = {decoded.instructions[i].native: label for i, label in labels.items()}
-    depth_at = {decoded.instructions[entry.start].native: entry.depth for entry in decoded.exception_table}
     out = []
     index = -1
     prologue_length = 0
@@ -69,7 +68,7 @@ def copy_body(code: types.CodeType, label_at: Sequence[int], cells_as_free: bool
         if isinstance(item, TryBegin):
             # from_code leaves depths to be recomputed, which fails for a body entered
             # in the middle of a try region; take them from the original table instead
-            item.stack_depth = depth_at[index + 1]
+            item.stack_depth = decoded.native_depths[index + 1]
         if isinstance(item, Instr):
             index += 1
             if index in at_native:

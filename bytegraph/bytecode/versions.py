@@ -187,7 +187,26 @@ _RENAMED = {
 }
 #: vocabulary instructions whose 3.13 native form needs a bool on the stack
 _NEEDS_BOOL = frozenset({"POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE", "UNARY_NOT"})
-#: 3.12's one-argument intrinsics that were instructions in 3.11
-_INTRINSICS = {"INTRINSIC_UNARY_POSITIVE": "UNARY_POSITIVE", "INTRINSIC_LIST_TO_TUPLE": "LIST_TO_TUPLE"}
+#: 3.12's one-argument intrinsics that 3.11 spells otherwise. A generator's
+#: outermost handler turns an escaping StopIteration into RuntimeError (PEP 479);
+#: 3.11 did that where the exception left the frame, and so does the translator
+#: (``InliningTranslator.resume_generator``): here it passes the exception on.
+_INTRINSICS = {
+    "INTRINSIC_UNARY_POSITIVE": "UNARY_POSITIVE", "INTRINSIC_LIST_TO_TUPLE": "LIST_TO_TUPLE",
+    "INTRINSIC_STOPITERATION_ERROR": "NOP",
+}
+
+
+def models_handler(target: dis.Instruction) -> bool:
+    """Whether the translator follows the exception handler starting at native
+    ``target``. Two 3.12+ handlers do what 3.11 did outside the frame, where
+    the translator does it too, so exceptions pass them by: a generator's
+    outermost one (PEP 479's StopIteration check; see
+    ``InliningTranslator.resume_generator``) and ``CLEANUP_THROW`` around a
+    ``yield from`` suspension (an exception thrown into the delegate; see
+    ``InliningTranslator.close_generator``)."""
+    if target.opname == "CALL_INTRINSIC_1":
+        return target.argrepr != "INTRINSIC_STOPITERATION_ERROR"
+    return target.opname != "CLEANUP_THROW"
 #: 3.13's f-string instructions -> FORMAT_VALUE flags (CONVERT_VALUE's oparg is the conversion)
 _FORMATS = {"FORMAT_SIMPLE": 0, "FORMAT_WITH_SPEC": 4, "CONVERT_VALUE": None}
