@@ -65,28 +65,17 @@ PYENV_ROOT ?= $(shell pyenv root 2>/dev/null || echo $(HOME)/.pyenv)
 PYTHON312 ?= $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.12.*/bin/python3.12))),python3.12)
 PYTHON313 ?= $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.13.*/bin/python3.13))),python3.13)
 
-.venv312/.installed: requirements-dev.txt pyproject.toml
-	test -x .venv312/bin/python || $(PYTHON312) -m venv .venv312
-	.venv312/bin/pip install --quiet -r requirements-dev.txt
-	.venv312/bin/pip install --quiet --no-deps -e .
+# .venv312, .venv313: the dev set-up on $(PYTHON312), $(PYTHON313). (Pattern rules:
+# test-py312, test-py313, demo-py312, demo-py313 are not .PHONY, which would disable them.)
+.venv3%/.installed: requirements-dev.txt pyproject.toml
+	test -x .venv3$*/bin/python || $(PYTHON3$*) -m venv .venv3$*
+	.venv3$*/bin/pip install --quiet -r requirements-dev.txt
+	.venv3$*/bin/pip install --quiet --no-deps -e .
 	touch $@
 
-.venv313/.installed: requirements-dev.txt pyproject.toml
-	test -x .venv313/bin/python || $(PYTHON313) -m venv .venv313
-	.venv313/bin/pip install --quiet -r requirements-dev.txt
-	.venv313/bin/pip install --quiet --no-deps -e .
-	touch $@
+test-py3%: .venv3%/.installed
+	.venv3$*/bin/python -m pytest -q
 
-test-py312: .venv312/.installed
-	.venv312/bin/python -m pytest -q
-
-test-py313: .venv313/.installed
-	.venv313/bin/python -m pytest -q
-
-demo-py312: .venv312/.installed
-	.venv312/bin/bytegraph run examples/transformer_encoder.py
-	.venv312/bin/bytegraph run examples/gpt2.py
-
-demo-py313: .venv313/.installed
-	.venv313/bin/bytegraph run examples/transformer_encoder.py
-	.venv313/bin/bytegraph run examples/gpt2.py
+demo-py3%: .venv3%/.installed
+	.venv3$*/bin/bytegraph run examples/transformer_encoder.py
+	.venv3$*/bin/bytegraph run examples/gpt2.py
