@@ -66,7 +66,7 @@ PYTHON312 ?= $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.12.*/bin
 PYTHON313 ?= $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.13.*/bin/python3.13))),python3.13)
 
 # .venv312, .venv313: the dev set-up on $(PYTHON312), $(PYTHON313). (Pattern rules:
-# test-py312, test-py313, demo-py312, demo-py313 are not .PHONY, which would disable them.)
+# test-py312, test-all-py312, demo-py312 and their 3.13 twins are not .PHONY, which would disable them.)
 .venv3%/.installed: requirements-dev.txt pyproject.toml
 	test -x .venv3$*/bin/python || $(PYTHON3$*) -m venv .venv3$*
 	.venv3$*/bin/pip install --quiet -r requirements-dev.txt
@@ -79,3 +79,10 @@ test-py3%: .venv3%/.installed
 demo-py3%: .venv3%/.installed
 	.venv3$*/bin/bytegraph run examples/transformer_encoder.py
 	.venv3$*/bin/bytegraph run examples/gpt2.py
+
+.venv3%/.bench-installed: .venv3%/.installed pyproject.toml
+	.venv3$*/bin/pip install --quiet -c requirements-dev.txt -e '.[bench]'
+	touch $@
+
+test-all-py3%: .venv3%/.bench-installed
+	.venv3$*/bin/python -m pytest -q -m ""

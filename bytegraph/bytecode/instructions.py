@@ -68,7 +68,7 @@ class Instruction:
 
 @dataclasses.dataclass(frozen=True)
 class ExceptionEntry:
-    """One row of the 3.11 exception table, in instruction indices."""
+    """One row of the exception table, in instruction indices."""
 
     start: int  # first covered instruction index
     end: int  # one past the last covered instruction index
