@@ -145,6 +145,22 @@ def test_slices_load_store_delete():
     check_compiled(f, t(5), [1, 2, 3, 4])
 
 
+def test_break_inside_a_decoded_group_runs_the_whole_instruction_natively():
+    """3.12's BINARY_SLICE decodes as BUILD_SLICE + BINARY_SUBSCR; the
+    subscript of an object the translator does not model breaks the graph
+    in the middle of that pair, so the break moves to its start."""
+    import array
+
+    def f(x, arr):
+        y = x * 2
+        part = arr[1:3]
+        return y + 1, part
+
+    out = bytegraph.explain(f)(t(3), array.array("d", [1.0, 2.0, 3.0, 4.0]))
+    assert out.graph_break_count == 1 and out.result[1] == array.array("d", [2.0, 3.0])
+    check_compiled(f, t(3), array.array("d", [1.0, 2.0, 3.0, 4.0]), graphs=None)
+
+
 # ---- exception tables, calls, truth --------------------------------------------------------
 
 
