@@ -152,7 +152,7 @@ def codegen_graph_break(
     out += [Instr(name, lineno=inst.lineno) for name in inst.prelude]  # the stack as the native group wants it
     out.append(Instr("JUMP_FORWARD", body.labels[entry], lineno=inst.lineno))
     epilogues: list = []
-    if resumable and inst.opname not in TERMINATORS:
+    if resumable and tx.instructions[inst.end - 1].opname not in TERMINATORS:  # the group's last instruction
         epilogues = _continue_in_resume_functions(tx, inst, body, stack[:below], runtime)
     extra = max(max_depth(out), len(stack) + max_depth(epilogues))
     return out + body.items + epilogues, extra
