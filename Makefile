@@ -78,7 +78,7 @@ test-py3%: .venv3%/.installed
 
 demo-py3%: .venv3%/.installed
 	.venv3$*/bin/bytegraph run examples/transformer_encoder.py
-	.venv3$*/bin/bytegraph run examples/gpt2.py
+	.venv3$*/bin/bytegraph run --report report-py3$*.html examples/gpt2.py
 
 .venv3%/.bench-installed: .venv3%/.installed pyproject.toml
 	.venv3$*/bin/pip install --quiet -c requirements-dev.txt -e '.[bench]'
