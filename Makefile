@@ -57,3 +57,32 @@ bench-quick: $(BENCH_STAMP)
 N ?= 2000
 fuzz: $(STAMP)
 	$(BIN)/python -m tools.fuzz --n $(N)
+
+# The same quick tier on CPython 3.12 and 3.13, each in its own venv (pyenv's
+# interpreters by default; override PYTHON312/PYTHON313). torch 2.13.0 for these
+# versions is the PyPI build, which pulls the CUDA libraries (about 4.7 GB a venv).
+PYENV_ROOT ?= $(shell pyenv root 2>/dev/null || echo $(HOME)/.pyenv)
+PYTHON312 ?= $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.12.*/bin/python3.12))),python3.12)
+PYTHON313 ?= $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.13.*/bin/python3.13))),python3.13)
+
+# .venv312, .venv313: the dev set-up on $(PYTHON312), $(PYTHON313). (Pattern rules:
+# test-py312, test-all-py312, demo-py312 and their 3.13 twins are not .PHONY, which would disable them.)
+.venv3%/.installed: requirements-dev.txt pyproject.toml
+	test -x .venv3$*/bin/python || $(PYTHON3$*) -m venv .venv3$*
+	.venv3$*/bin/pip install --quiet -r requirements-dev.txt
+	.venv3$*/bin/pip install --quiet --no-deps -e .
+	touch $@
+
+test-py3%: .venv3%/.installed
+	.venv3$*/bin/python -m pytest -q
+
+demo-py3%: .venv3%/.installed
+	.venv3$*/bin/bytegraph run examples/transformer_encoder.py
+	.venv3$*/bin/bytegraph run --report report-py3$*.html examples/gpt2.py
+
+.venv3%/.bench-installed: .venv3%/.installed pyproject.toml
+	.venv3$*/bin/pip install --quiet -c requirements-dev.txt -e '.[bench]'
+	touch $@
+
+test-all-py3%: .venv3%/.bench-installed
+	.venv3$*/bin/python -m pytest -q -m ""

@@ -1,4 +1,4 @@
-"""Static analysis of 3.11 bytecode for graph breaks.
+"""Static analysis of decoded bytecode (3.11 vocabulary) for graph breaks.
 
 - :func:`live_locals`: which local variables may be read before being written
   from a given instruction on (backward dataflow over jumps and exception
@@ -6,7 +6,8 @@
 - :func:`in_loop`: whether an instruction lies inside a loop body.
 - :func:`enclosing_handlers`: the exception handlers protecting an
   instruction, each classified as a ``with`` cleanup or a ``try`` handler.
-- :func:`stack_inputs`: how many stack slots an instruction consumes.
+- :func:`stack_inputs` / :func:`stack_outputs`: how many stack slots the group
+  a graph break runs natively consumes and leaves.
 - :func:`cell_rebound`: whether a cell variable is ever assigned or deleted.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from functools import lru_cache
 
 from bytegraph.bytecode.instructions import TERMINATORS, DecodedCode, Instruction, decode
 
-_READS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "DELETE_FAST"})
+_READS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "DELETE_FAST", "LOAD_FAST_AND_CLEAR"})
 _WRITES = frozenset({"STORE_FAST"})
 
 
@@ -147,7 +148,7 @@ def catching_indices(code: types.CodeType) -> frozenset[int]:
     )
 
 
-#: Stack slots each opcode consumes (3.11), for the ones a graph break can stop at.
+#: Stack slots each vocabulary opcode consumes, for the ones a graph break can stop at.
 _FIXED_INPUTS = {
     "NOP": 0, "POP_TOP": 1, "BINARY_OP": 2, "BINARY_SUBSCR": 2, "STORE_SUBSCR": 3, "DELETE_SUBSCR": 2,
     "UNARY_NEGATIVE": 1, "UNARY_POSITIVE": 1, "UNARY_NOT": 1, "UNARY_INVERT": 1, "COMPARE_OP": 2,
@@ -160,13 +161,46 @@ _FIXED_INPUTS = {
     "POP_JUMP_FORWARD_IF_NOT_NONE": 1, "POP_JUMP_BACKWARD_IF_NONE": 1, "POP_JUMP_BACKWARD_IF_NOT_NONE": 1,
     "JUMP_IF_TRUE_OR_POP": 1, "JUMP_IF_FALSE_OR_POP": 1, "BEFORE_WITH": 1, "IMPORT_NAME": 2,
     "IMPORT_FROM": 1, "STORE_FAST": 1, "STORE_GLOBAL": 1, "STORE_DEREF": 1, "DELETE_FAST": 0,
-    "LOAD_ASSERTION_ERROR": 0, "GET_LEN": 1, "RETURN_VALUE": 1, "LIST_TO_TUPLE": 1,
+    "LOAD_ASSERTION_ERROR": 0, "GET_LEN": 1, "RETURN_VALUE": 1, "LIST_TO_TUPLE": 1, "PUSH_NULL": 0,
 }
 
 
-def stack_inputs(inst: Instruction) -> int | None:
-    """Stack slots ``inst`` consumes, or None when not modelled (callers then
-    treat the whole stack as consumed)."""
+def stack_inputs(code: types.CodeType, inst: Instruction) -> int | None:
+    """Stack slots the group starting at ``inst`` consumes when it runs
+    natively, or None when not modelled (callers then treat the whole stack as
+    consumed)."""
+    effect = _group_effect(code, inst, jump=False)
+    return None if effect is None else effect[0]
+
+
+def stack_outputs(code: types.CodeType, inst: Instruction, jump: bool) -> int | None:
+    """Stack slots the group starting at ``inst`` leaves in place of its inputs
+    (for the taken or fall-through path), or None when not modelled."""
+    effect = _group_effect(code, inst, jump)
+    return None if effect is None else effect[1]
+
+
+def _group_effect(code: types.CodeType, inst: Instruction, jump: bool) -> tuple[int, int] | None:
+    """(inputs, outputs) of the group starting at ``inst``; None for groups
+    spanning several native instructions (a graph break there does not resume)."""
+    decoded = decode(code)
+    members = decoded.instructions[inst.start : inst.end]
+    after = decoded.instructions[inst.end].native if inst.end < len(decoded.instructions) else decoded.native_count
+    if inst.index != inst.start or after != inst.native + 1:
+        return None
+    depth = lowest = 0
+    for member in members:
+        inputs = _inputs(member)
+        outputs = _outputs(member, jump and member.target is not None)
+        if inputs is None or outputs is None:
+            return None
+        depth -= inputs
+        lowest = min(lowest, depth)
+        depth += outputs
+    return -lowest, depth - lowest
+
+
+def _inputs(inst: Instruction) -> int | None:
     name, arg = inst.opname, inst.arg or 0
     if name in _FIXED_INPUTS:
         return _FIXED_INPUTS[name]
@@ -191,13 +225,18 @@ def stack_inputs(inst: Instruction) -> int | None:
 
 _FIXED_OUTPUTS = {
     "CALL": 1, "CALL_FUNCTION_EX": 1, "PRECALL": 0, "KW_NAMES": 0, "LOAD_METHOD": 2, "LOAD_ATTR": 1,
-    "BEFORE_WITH": 2, "IMPORT_FROM": 2, "IMPORT_NAME": 1, "RAISE_VARARGS": 0,
+    "BEFORE_WITH": 2, "IMPORT_FROM": 2, "IMPORT_NAME": 1, "RAISE_VARARGS": 0, "PUSH_NULL": 1, "NOP": 0,
+    "POP_JUMP_FORWARD_IF_TRUE": 0, "POP_JUMP_FORWARD_IF_FALSE": 0, "POP_JUMP_FORWARD_IF_NONE": 0,
+    "POP_JUMP_FORWARD_IF_NOT_NONE": 0, "POP_JUMP_BACKWARD_IF_TRUE": 0, "POP_JUMP_BACKWARD_IF_FALSE": 0,
+    "POP_JUMP_BACKWARD_IF_NONE": 0, "POP_JUMP_BACKWARD_IF_NOT_NONE": 0, "LIST_TO_TUPLE": 1,
+    "UNARY_POSITIVE": 1, "FORMAT_VALUE": 1, "MAKE_FUNCTION": 1, "LOAD_CLOSURE": 1, "BUILD_SLICE": 1,
+    "LOAD_FAST": 1, "LOAD_FAST_CHECK": 1, "LOAD_DEREF": 1, "LOAD_CONST": 1, "STORE_FAST": 0, "STORE_DEREF": 0,
+    "STORE_GLOBAL": 0, "DELETE_FAST": 0, "POP_TOP": 0, "RETURN_VALUE": 0, "BINARY_OP": 1, "BINARY_SUBSCR": 1,
+    "STORE_SUBSCR": 0, "COMPARE_OP": 1, "GET_ITER": 1,
 }
 
 
-def stack_outputs(inst: Instruction, jump: bool) -> int | None:
-    """Stack slots ``inst`` leaves in place of its inputs (for the taken or
-    fall-through path), or None when not modelled."""
+def _outputs(inst: Instruction, jump: bool) -> int | None:
     name, arg = inst.opname, inst.arg or 0
     if name in _FIXED_OUTPUTS:
         return _FIXED_OUTPUTS[name]
@@ -211,10 +250,10 @@ def stack_outputs(inst: Instruction, jump: bool) -> int | None:
         return arg
     if name == "UNPACK_EX":
         return (arg & 0xFF) + (arg >> 8) + 1
-    inputs = stack_inputs(inst)
-    if inputs is None:
+    inputs = _inputs(inst)
+    if inputs is None or name not in dis.opmap:
         return None
-    opcode = dis.opmap[name]
+    opcode = dis.opmap[name]  # the rest have the same stack effect in 3.11-3.13
     try:
         effect = dis.stack_effect(opcode, inst.arg if opcode >= dis.HAVE_ARGUMENT else None, jump=jump)
     except ValueError:

@@ -1,7 +1,7 @@
 """Assemble new code objects with the ``bytecode`` package.
 
 A transformed frame keeps the original's signature, cells and free variables:
-its body starts with the 3.11 prologue (``MAKE_CELL`` per cell variable,
+its body starts with the frame prologue (``MAKE_CELL`` per cell variable,
 ``COPY_FREE_VARS``, ``RESUME``) and continues with generated instructions.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from bytegraph.logs import enabled, get
 
 
 def prologue(code: types.CodeType, lineno: int) -> list[Instr]:
-    """The 3.11 frame prologue of ``code``."""
+    """The frame prologue of ``code`` (the same instructions in 3.11-3.13)."""
     out = [Instr("MAKE_CELL", CellVar(name), lineno=lineno) for name in code.co_cellvars]
     if code.co_freevars:
         out.append(Instr("COPY_FREE_VARS", len(code.co_freevars), lineno=lineno))

@@ -1,24 +1,28 @@
-"""Decoded CPython 3.11 instructions, as the translator walks them.
+"""Decoded instructions, as the translator walks them.
 
-:func:`decode` turns a code object into a list of :class:`Instruction` with jump
+:func:`decode` turns a code object of the running Python into a list of
+:class:`Instruction` in one vocabulary, CPython 3.11's, whatever the version
+(:mod:`.versions` rewrites 3.12 and 3.13 instructions into it), with jump
 targets resolved to list indices, ``EXTENDED_ARG``/``CACHE`` entries dropped and
-the source line of each instruction filled in. This is the only module that
-knows how ``dis`` presents 3.11 bytecode to the translator.
+the source line of each instruction filled in.
+
+One native instruction may become several vocabulary instructions, and a short
+native run may become one group (3.13's ``MAKE_FUNCTION`` with its
+``SET_FUNCTION_ATTRIBUTE`` s): each instruction knows its group
+(``start``/``end``) and the native instruction the group begins at
+(``native``), which is where a graph break inside the group runs natively.
 """
 from __future__ import annotations
 
 import bisect
 import dataclasses
 import dis
-import sys
 import types
 from functools import lru_cache
 from typing import Any
 
-if sys.version_info[:2] != (3, 11):  # pragma: no cover - guarded at import of bytegraph
-    raise ImportError("bytegraph's translator models CPython 3.11 bytecode only")
+from bytegraph.bytecode.versions import models_handler, native_instructions, vocabulary
 
-JUMP_OPNAMES = frozenset(dis.opname[op] for op in dis.hasjrel + dis.hasjabs)
 UNCONDITIONAL_JUMPS = frozenset(
     {"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_ABSOLUTE"}
 )
@@ -37,6 +41,12 @@ class Instruction:
         offset: byte offset in ``co_code``.
         lineno: source line, or None for synthetic instructions.
         target: index of the jump target for jump instructions, else None.
+        native: index (among the native instructions, as the ``bytecode``
+            package counts them) of the first native instruction of its group.
+        start, end: decoded indices of its group's first instruction and of
+            the first instruction after the group.
+        prelude: native opnames to run before entering the group natively
+            (see :class:`~.versions.Member`).
     """
 
     index: int
@@ -46,6 +56,10 @@ class Instruction:
     offset: int
     lineno: int | None
     target: int | None = None
+    native: int = 0
+    start: int = 0
+    end: int = 0
+    prelude: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         arg = "" if self.arg is None else f" {self.argval!r}"
@@ -54,7 +68,7 @@ class Instruction:
 
 @dataclasses.dataclass(frozen=True)
 class ExceptionEntry:
-    """One row of the 3.11 exception table, in instruction indices."""
+    """One row of the exception table, in instruction indices."""
 
     start: int  # first covered instruction index
     end: int  # one past the last covered instruction index
@@ -70,12 +84,18 @@ class DecodedCode:
     Attributes:
         instructions: the instructions, jump targets as indices.
         offset_to_index: byte offset -> instruction index.
-        exception_table: the 3.11 exception table, in instruction indices.
+        exception_table: the exception table the translator follows, in
+            instruction indices (see :func:`~.versions.models_handler`).
+        native_count: how many native instructions the code has.
+        native_depths: native instruction index -> stack depth of the handler
+            of every exception-table entry starting there.
     """
 
     instructions: tuple[Instruction, ...]
     offset_to_index: dict[int, int]
     exception_table: tuple[ExceptionEntry, ...]
+    native_count: int
+    native_depths: dict[int, int]
 
     def handler_for(self, index: int) -> ExceptionEntry | None:
         """The innermost exception-table entry covering instruction ``index``."""
@@ -91,23 +111,45 @@ class DecodedCode:
 def decode(code: types.CodeType) -> DecodedCode:
     """Decode ``code`` (cached per code object)."""
     everything = list(dis.get_instructions(code))
-    raw = [i for i in everything if i.opname not in ("EXTENDED_ARG", "CACHE")]
-    offset_to_index = {ins.offset: n for n, ins in enumerate(raw)}
+    natives = native_instructions(code)
+    groups = []  # (first native, native count, members)
+    n = 0
+    while n < len(natives):
+        count, members = vocabulary(code, natives, n)
+        groups.append((n, count, members))
+        n += count
+    offset_to_index: dict[int, int] = {}
+    starts = []
+    index = 0
+    for first, count, members in groups:
+        for native in natives[first : first + count]:
+            offset_to_index[native.offset] = index
+        starts.append(index)
+        index += len(members)
+    native_offsets = [ins.offset for ins in natives]
     for ins in everything:  # a jump may target the EXTENDED_ARG prefix of an instruction
         if ins.offset not in offset_to_index:
-            offset_to_index[ins.offset] = bisect.bisect_left([i.offset for i in raw], ins.offset)
+            following = natives[bisect.bisect_left(native_offsets, ins.offset)].offset
+            offset_to_index[ins.offset] = offset_to_index[following]
     lineno = code.co_firstlineno
-    out = []
-    for n, ins in enumerate(raw):
+    out: list[Instruction] = []
+    for (first, count, members), start in zip(groups, starts):
+        ins = natives[first]
         if ins.positions is not None and ins.positions.lineno is not None:
             lineno = ins.positions.lineno
-        target = offset_to_index[ins.argval] if ins.opname in JUMP_OPNAMES else None
-        argval = code.co_consts[ins.arg] if ins.opname == "KW_NAMES" else ins.argval  # dis leaves it unresolved
-        out.append(Instruction(n, ins.opname, ins.arg, argval, ins.offset, lineno, target))
+        for member in members:
+            target = offset_to_index[member.jump] if member.jump is not None else None
+            out.append(Instruction(len(out), member.opname, member.arg, member.argval, ins.offset, lineno,
+                                   target, first, start, start + len(members), member.prelude))
     offsets = [ins.offset for ins in out]
+    by_offset = {ins.offset: ins for ins in natives}
     table = []
+    depths = {}
     for entry in dis.Bytecode(code).exception_entries:
+        depths[bisect.bisect_left(native_offsets, entry.start)] = entry.depth
+        if not models_handler(by_offset[entry.target]):
+            continue
         start = bisect.bisect_left(offsets, entry.start)
         end = bisect.bisect_left(offsets, entry.end)
         table.append(ExceptionEntry(start, end, offset_to_index[entry.target], entry.depth, entry.lasti))
-    return DecodedCode(tuple(out), offset_to_index, tuple(table))
+    return DecodedCode(tuple(out), offset_to_index, tuple(table), len(natives), depths)

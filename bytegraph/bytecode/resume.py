@@ -53,30 +53,34 @@ class Body:
 
 
 def copy_body(code: types.CodeType, label_at: Sequence[int], cells_as_free: bool = False) -> Body:
-    """The body of ``code`` (no prologue), with a Label before each instruction
-    index in ``label_at``. ``cells_as_free`` turns cell variables into free
+    """The body of ``code`` (no prologue), with a Label before the native
+    instruction each decoded instruction index in ``label_at`` (the start of a
+    group) begins at. ``cells_as_free`` turns cell variables into free
     variables (for resume functions, whose closure carries the original cells)."""
+    decoded = decode(code)
     items = list(Bytecode.from_code(code))
     labels = {i: Label() for i in label_at}
-    depth_at = {entry.start: entry.depth for entry in decode(code).exception_table}
+    at_native = {decoded.instructions[i].native: label for i, label in labels.items()}
     out = []
     index = -1
+    prologue_length = 0
     for item in items:
         if isinstance(item, TryBegin):
             # from_code leaves depths to be recomputed, which fails for a body entered
             # in the middle of a try region; take them from the original table instead
-            item.stack_depth = depth_at[index + 1]
+            item.stack_depth = decoded.native_depths[index + 1]
         if isinstance(item, Instr):
             index += 1
-            if index in labels:
-                out.append(labels[index])
-            if item.name in _PROLOGUE_OPS:
-                continue
+            if index in at_native:
+                out.append(at_native[index])
+            if item.name in _PROLOGUE_OPS and index == prologue_length:
+                prologue_length += 1  # the frame's prologue; a MAKE_CELL later in the body (3.12's
+                continue  # inlined comprehension re-making a cell) stays
             if cells_as_free and isinstance(item.arg, CellVar):
                 item = Instr(item.name, FreeVar(item.arg.name), location=item.location)
         out.append(item)
     count = sum(1 for x in items if isinstance(x, Instr))
-    if count != len(decode(code).instructions):  # pragma: no cover - guards a bytecode/dis mismatch
+    if count != decoded.native_count:  # pragma: no cover - guards a bytecode/dis mismatch
         raise RuntimeError(f"bytecode and dis disagree on {code.co_name}: {count} instructions")
     return Body(out, labels)
 

@@ -18,8 +18,7 @@ import torch.fx
 from bytecode import CellVar, FreeVar, Instr, Label
 
 from bytegraph.breaks import InternalError
-
-_NO_ARG = object()
+from bytegraph.bytecode.lower import NO_ARG, Op, lower
 
 
 class PyCodegen:
@@ -36,7 +35,7 @@ class PyCodegen:
         self.code = code
         self.f_globals = f_globals
         self.lineno = lineno if lineno is not None else code.co_firstlineno
-        self.instructions: list[Instr | Label] = []
+        self.ops: list[Op | Label] = []
         self.collecting = False
         self.requested_outputs: dict[torch.fx.Node, None] = {}
         self.output_temps: dict[torch.fx.Node, str] = {}
@@ -46,14 +45,19 @@ class PyCodegen:
         self.closed_over: dict[str, None] = {}  # cells of the frame put in closures (LOAD_CLOSURE)
 
     # ---- raw emission ------------------------------------------------------------
-    def emit(self, opname: str, arg: Any = _NO_ARG) -> None:
-        if arg is _NO_ARG:
-            self.instructions.append(Instr(opname, lineno=self.lineno))
-        else:
-            self.instructions.append(Instr(opname, arg, lineno=self.lineno))
+    def emit(self, opname: str, arg: Any = NO_ARG) -> None:
+        """Emit one instruction of the translator's vocabulary (CPython 3.11's
+        opnames and calling convention); :attr:`instructions` lowers it to the
+        running Python."""
+        self.ops.append(Op(opname, arg, self.lineno))
 
     def label(self, label: Label) -> None:
-        self.instructions.append(label)
+        self.ops.append(label)
+
+    @property
+    def instructions(self) -> list[Instr | Label]:
+        """What was emitted, as native instructions of the running Python."""
+        return lower(self.ops)
 
     def new_temp(self, hint: str = "tmp") -> str:
         self._temp_count += 1

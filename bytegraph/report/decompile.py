@@ -36,7 +36,7 @@ from typing import Any
 
 from bytegraph.bytecode.instructions import Instruction, decode
 
-_NULL = object()  # what PUSH_NULL and LOAD_GLOBAL push before a callable
+_NULL = object()  # what PUSH_NULL and LOAD_GLOBAL push next to a callable
 _NAME = re.compile(r"[A-Za-z_][\w.]*")
 _SKIP = frozenset({"NOP", "RESUME", "PRECALL", "MAKE_CELL", "COPY_FREE_VARS", "CACHE", "EXTENDED_ARG"})
 _LOADS = frozenset({"LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_NAME", "LOAD_CLASSDEREF"})
@@ -238,7 +238,10 @@ class _Decompiler:
             names, path.kw_names = path.kw_names, ()
             args = _pop(stack, arg)
             second, first = stack.pop(), stack.pop()
-            callee, args = (second, args) if first is _NULL else (first, [second, *args])
+            if first is _NULL or second is _NULL:  # NULL below the callable, or above it (3.13)
+                callee = second if first is _NULL else first
+            else:
+                callee, args = first, [second, *args]
             positional = args[: len(args) - len(names)]
             keywords = [f"{k}={_bare(v)}" for k, v in zip(names, args[len(positional):])]
             stack.append(f"{_atom(callee)}({', '.join([_bare(a) for a in positional] + keywords)})")
@@ -246,7 +249,9 @@ class _Decompiler:
             kwargs = stack.pop() if arg & 1 else None
             args = stack.pop()
             callee = stack.pop()
-            if stack and stack[-1] is _NULL:
+            if callee is _NULL:  # 3.13: ``[callable, NULL, args]``
+                callee = stack.pop()
+            elif stack and stack[-1] is _NULL:
                 stack.pop()
             positional = _items(args) if _is_tuple(args) else [f"*{_atom(args)}"]
             extra = [f"**{_atom(kwargs)}"] if kwargs is not None else []

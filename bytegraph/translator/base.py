@@ -196,8 +196,12 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Pyt
         handler runs under the real exception state (``sys.exc_info()``, bare
         ``raise``), which generated code cannot recreate mid-handler."""
         if self.exc_info and id(self.exc_info[0]) in self.raised_at:
-            return self.raised_at[id(self.exc_info[0])]
-        return self.current_instruction.index if self.current_instruction is not None else None
+            index = self.raised_at[id(self.exc_info[0])]
+        elif self.current_instruction is not None:
+            index = self.current_instruction.index
+        else:
+            return None
+        return self.instructions[index].start  # a group of instructions runs natively as a whole
 
     def handled_exception(self) -> VT | None:
         """The exception being handled here (``sys.exception()``): the innermost

@@ -1,5 +1,6 @@
-"""Handlers for calls (3.11 convention: ``[NULL|method, callable|self, *args]``)
-and function creation."""
+"""Handlers for calls and function creation. A call finds ``[NULL, callable,
+*args]`` or ``[method, self, *args]`` below its arguments, or, as CPython 3.13
+decodes, ``[callable, NULL, *args]``."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -33,6 +34,8 @@ class CallOps:
         first = self.pop()
         if isinstance(first, NullVariable):
             fn = second
+        elif isinstance(second, NullVariable):  # ``[callable, NULL]``: the order of CPython 3.13 on
+            fn = first
         else:
             fn = first
             args = [second, *args]
@@ -49,6 +52,8 @@ class CallOps:
         args_vt = self.pop()
         fn = self.pop()
         null = self.pop()
+        if isinstance(fn, NullVariable):  # ``[callable, NULL, args]``: the order of CPython 3.13 on
+            fn, null = null, fn
         args = self.unpack(args_vt)
         kwargs: dict[str, VT] = {}
         if kwargs_vt is not None:

@@ -32,6 +32,7 @@ from bytegraph.bytecode.analysis import (
     cell_rebound, enclosing_handlers, in_loop, live_locals, stack_inputs, stack_outputs,
 )
 from bytegraph.bytecode.instructions import TERMINATORS, Instruction
+from bytegraph.bytecode.lower import Op, landing, lower, without_null
 from bytegraph.bytecode.resume import ResumeSpec, copy_body, instruction_at, replace_instruction, resume_code
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.guards.source import LocalSource
@@ -69,18 +70,18 @@ _FORWARD = {
 
 def can_resume(code: types.CodeType, inst: Instruction) -> bool:
     """Whether the frame may continue in a resume function after ``inst``."""
-    if in_loop(code, inst.index) or stack_inputs(inst) is None:
+    if in_loop(code, inst.index) or stack_inputs(code, inst) is None:
         return False
     return all(kind == "with" for _, kind in enclosing_handlers(code, inst.index))  # not inside try
 
 
 def _callee_slot(tx: InstructionTranslator, inst: Instruction) -> int | None:
-    """Stack index of the callable of a CALL/CALL_FUNCTION_EX."""
+    """Stack index of the callable of a CALL/CALL_FUNCTION_EX (the slot of
+    the two below the arguments that is not NULL; a bound method's function
+    when neither is)."""
     stack = tx.stack
-    if inst.opname == "CALL":
-        first = len(stack) - inst.arg - 2
-        return first + 1 if isinstance(stack[first], NullVariable) else first
-    return len(stack) - 2 - (inst.arg & 1)
+    first = len(stack) - inst.arg - 2 if inst.opname == "CALL" else len(stack) - 3 - (inst.arg & 1)
+    return first + 1 if isinstance(stack[first], NullVariable) else first
 
 
 def codegen_graph_break(
@@ -97,7 +98,7 @@ def codegen_graph_break(
     bound = {name for name, vt in tx.symbolic_locals.items() if vt is not None}
     resumable = reason.resume and can_resume(code, inst) and _super_resumable(code, bound)
     stack = list(tx.stack)
-    consumed = stack_inputs(inst)
+    consumed = stack_inputs(code, inst)
     below = len(stack) - (consumed if consumed is not None else len(stack))
     physical = [not isinstance(v, NullVariable) or not resumable or i >= below for i, v in enumerate(stack)]
     # a callee that broke inside is compiled as a frame of its own, unless it broke
@@ -148,9 +149,10 @@ def codegen_graph_break(
     entry = _entry_index(tx, inst)
     body = copy_body(code, sorted({entry, inst.index}))
     out = list(codegen.instructions)
+    out += [Instr(name, lineno=inst.lineno) for name in inst.prelude]  # the stack as the native group wants it
     out.append(Instr("JUMP_FORWARD", body.labels[entry], lineno=inst.lineno))
     epilogues: list = []
-    if resumable and inst.opname not in TERMINATORS:
+    if resumable and tx.instructions[inst.end - 1].opname not in TERMINATORS:  # the group's last instruction
         epilogues = _continue_in_resume_functions(tx, inst, body, stack[:below], runtime)
     extra = max(max_depth(out), len(stack) + max_depth(epilogues))
     return out + body.items + epilogues, extra
@@ -174,14 +176,9 @@ def _continue_in_resume_functions(
     original = instruction_at(body, inst.index)
     lineno = inst.lineno
     below_nulls = [isinstance(v, NullVariable) for v in below]
-    pushes_null = inst.opname == "LOAD_METHOD" or (inst.opname == "LOAD_GLOBAL" and inst.arg & 1)
-    if inst.opname == "LOAD_METHOD":
-        replacement = [Instr("LOAD_ATTR", original.arg, location=original.location)]
-    elif pushes_null:
-        replacement = [Instr("LOAD_GLOBAL", (False, original.arg[1]), location=original.location)]
-    else:
-        replacement = [original]
-    paths: list[tuple[int, bool]] = [(inst.index + 1, False)]
+    stripped = without_null(original)  # a NULL cannot be passed: the resume function pushes it
+    replacement = [original] if stripped is None else [stripped[0]]
+    paths: list[tuple[int, bool]] = [(inst.end, False)]
     if inst.target is not None:
         paths.append((inst.target, True))
     labels = [Label() for _ in paths]
@@ -194,11 +191,13 @@ def _continue_in_resume_functions(
     bound = {name for name, vt in tx.symbolic_locals.items() if vt is not None}
     out: list = []
     for label, (target, jump) in zip(labels, paths):
-        outputs = stack_outputs(inst, jump)
-        logical = below_nulls + ([True, False] if pushes_null else [False] * outputs)
+        outputs = stack_outputs(code, inst, jump)
+        logical = below_nulls + (list(stripped[1]) if stripped is not None else [False] * outputs)
         spec = _resume_spec(code, target, tuple(logical), bound)
         fn = runtime.resume_function(resume_code(spec), tx.f_globals, runtime.resume_depth(code) + 1)
         out.append(label)
+        if jump:
+            out += landing(original.name, lineno)
         out += _call_resume(fn, spec, logical.count(False), lineno)
     return out
 
@@ -236,8 +235,8 @@ def _resume_spec(code: types.CodeType, target: int, stack: tuple[bool, ...], bou
 
 def _call_resume(fn: Any, spec: ResumeSpec, n_stack: int, lineno: int | None) -> list:
     """Epilogue: ``return fn(*params, *stack, closure)``."""
-    def at(name: str, *arg: Any) -> Instr:
-        return Instr(name, *arg, lineno=lineno)
+    def at(name: str, *arg: Any) -> Op:
+        return Op(name, *arg, lineno=lineno)
 
     ins = [at("BUILD_TUPLE", n_stack), at("LOAD_CONST", fn), at("SWAP", 2), at("PUSH_NULL"), at("SWAP", 3),
            at("SWAP", 2)]
@@ -252,7 +251,7 @@ def _call_resume(fn: Any, spec: ResumeSpec, n_stack: int, lineno: int | None) ->
     else:
         ins.append(at("LOAD_CONST", None))
     ins += [at("BUILD_TUPLE", 1), at("BINARY_OP", BinaryOp.ADD), at("CALL_FUNCTION_EX", 0), at("RETURN_VALUE")]
-    return ins
+    return lower(ins)
 
 
 def _routed(cg: PyCodegen, vt: Any, runtime: FrameRuntime) -> None:

@@ -32,7 +32,17 @@ class LoadStoreOps:
     LOAD_FAST_CHECK = LOAD_FAST
 
     def STORE_FAST(self: InstructionTranslatorBase, inst: Instruction) -> None:
-        self.symbolic_locals[inst.argval] = self.pop()
+        value = self.pop()
+        if isinstance(value, NullVariable):  # restoring a variable an inlined comprehension found unbound
+            self.symbolic_locals.pop(inst.argval, None)
+        else:
+            self.symbolic_locals[inst.argval] = value
+
+    def LOAD_FAST_AND_CLEAR(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        """Save a local an inlined comprehension (PEP 709) reuses: push its
+        value, or NULL when unbound, and unbind it; ``STORE_FAST`` restores it."""
+        value = self.symbolic_locals.pop(inst.argval, None)
+        self.push(NullVariable() if value is None else value)
 
     def DELETE_FAST(self: InstructionTranslatorBase, inst: Instruction) -> None:
         self.LOAD_FAST(inst)

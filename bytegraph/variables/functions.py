@@ -130,6 +130,8 @@ class UserFunctionVariable(ConstantCallableVariable):
     def var_getattr(self, tx: Tx, name: str) -> VT:
         if name in ("__name__", "__qualname__", "__module__", "__doc__", "__code__"):
             return ConstantVariable(getattr(self.fn, name))
+        if name == "__type_params__" and hasattr(self.fn, name):  # from 3.12 (functools.wraps copies it)
+            return tx.wrap_const(self.fn.__type_params__)
         if name in ("__defaults__", "__kwdefaults__", "__annotations__", "__dict__"):
             return tx.wrap(getattr(self.fn, name), AttrSource(self.fn_source(), name))
         if name in self.fn.__dict__:
@@ -226,7 +228,7 @@ class NestedUserFunctionVariable(VariableTracker):
     """
 
     #: writable attributes stored in the function object itself, not its ``__dict__``
-    SLOT_ATTRIBUTES = ("__name__", "__qualname__", "__module__", "__doc__", "__annotations__")
+    SLOT_ATTRIBUTES = ("__name__", "__qualname__", "__module__", "__doc__", "__annotations__", "__type_params__")
 
     def __init__(
         self,

@@ -22,7 +22,9 @@ VT = VariableTracker
 
 
 class NullVariable(VariableTracker):
-    """The NULL that ``PUSH_NULL``/``LOAD_GLOBAL`` put below a callable (3.11 calls)."""
+    """The NULL that ``PUSH_NULL``/``LOAD_GLOBAL`` put next to a callable for a call
+    (below it up to 3.12, above it from 3.13), or an unbound local saved by
+    ``LOAD_FAST_AND_CLEAR``."""
 
     def python_type(self) -> type:
         return type(None)

@@ -162,7 +162,8 @@ class SizeVariable(TupleVariable):
 #: a class made by ``collections.namedtuple``: its helpers and ``__new__``
 #: are the same code for every namedtuple, its fields ``_tuplegetter``s
 _REFERENCE_NAMEDTUPLE = collections.namedtuple("_REFERENCE_NAMEDTUPLE", "a")
-_NAMEDTUPLE_CODE = ("_make", "_replace", "_asdict", "__repr__", "__getnewargs__")
+_NAMEDTUPLE_CODE = tuple(name for name in ("_make", "_replace", "_asdict", "__repr__", "__getnewargs__", "__replace__")
+                         if name in _REFERENCE_NAMEDTUPLE.__dict__)  # __replace__ from 3.13 (copy.replace)
 _NAMEDTUPLE_OWN = frozenset({*_NAMEDTUPLE_CODE, "_fields", "_field_defaults", "__new__", "__match_args__"})
 #: class-body names that do not change how instances behave
 _INERT_NAMES = frozenset({"__module__", "__qualname__", "__doc__", "__slots__", "__annotations__", "__dict__",

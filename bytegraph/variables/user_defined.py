@@ -465,7 +465,7 @@ class UserDefinedObjectVariable(VariableTracker):
                 hints=("Move the assignment out of the compiled function.",),
             )
         if cls.__dictoffset__ == 0 and not isinstance(attr, types.MemberDescriptorType):  # __slots__, no __dict__
-            _no_attribute(cls, name)
+            raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}{_SLOTTED_STORE_SUFFIX}")
         self.store_raw(tx, name, value)
 
     def call_slot(self, tx: Tx, base: type, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
@@ -644,6 +644,24 @@ def checked_special_result(name: str, result: Any) -> Any:
             raise_traced(ValueError, "__len__() should return >= 0")
         return int(result)
     return result
+
+
+class _Slotted:
+    __slots__ = ()
+
+
+def _slotted_store_suffix() -> str:
+    """What the running Python adds to "object has no attribute" when storing
+    on an object without ``__dict__`` (3.13: "and no __dict__ for setting new
+    attributes")."""
+    try:
+        _Slotted().name = None  # type: ignore[attr-defined]
+    except AttributeError as e:
+        return str(e).split("'name'", 1)[1]
+    raise AssertionError("a class with empty __slots__ took a new attribute")  # pragma: no cover
+
+
+_SLOTTED_STORE_SUFFIX = _slotted_store_suffix()
 
 
 def _no_attribute(cls: type, name: str) -> None:
