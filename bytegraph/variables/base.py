@@ -126,6 +126,48 @@ class VariableTracker:
             )
         return attr.call_function(tx, args, kwargs)
 
+    # ---- operators ----------------------------------------------------------
+    # CPython's protocol: ``a op b`` asks ``a``'s kind (binary_op), then ``b``'s
+    # (reflected_binary_op); ``a op= b`` asks ``a``'s in-place rule first. Each
+    # kind answers what it owns and returns NotImplemented otherwise;
+    # ``builtin.apply_operator`` runs the order.
+
+    #: rank of an operand whose kind takes over every operator it takes part in
+    #: (as ``__array_priority__``/``__torch_function__`` do): ndarrays 3,
+    #: dispatching tensor subclasses 2, data pointers 1; the highest goes first.
+    override_rank = 0
+
+    def operator_override(self, tx: Tx, op: Any, args: Sequence[VariableTracker]) -> Any:
+        """``op(*args)`` with this operand among ``args``, when this kind takes
+        the whole operation over (see :attr:`override_rank`); else NotImplemented."""
+        return NotImplemented
+
+    def binary_op(self, tx: Tx, op: Any, other: VariableTracker) -> Any:
+        """``self op other`` (``op`` an ``operator`` function) as this kind
+        defines it, or NotImplemented (then ``other``'s reflected rule is asked)."""
+        return NotImplemented
+
+    def reflected_binary_op(self, tx: Tx, op: Any, other: VariableTracker) -> Any:
+        """``other op self`` after ``other``'s kind returned NotImplemented
+        (``__radd__``...), or NotImplemented."""
+        return NotImplemented
+
+    def inplace_op(self, tx: Tx, op: Any, other: VariableTracker) -> Any:
+        """``self op= other`` (``op`` an in-place ``operator`` function): the result,
+        NotImplemented to compute the binary operator (immutable values), or None
+        (a graph break) for a mutable value whose in-place rule is not modelled."""
+        return None if self.mutable else NotImplemented
+
+    def unary_op(self, tx: Tx, op: Any) -> Any:
+        """``-self``, ``+self``, ``~self``, ``abs(self)``, or NotImplemented."""
+        return NotImplemented
+
+    def contains_op(self, tx: Tx, item: VariableTracker) -> Any:
+        """``item in self`` by this kind's ``__contains__``, NotImplemented (then
+        membership is decided by iterating, as CPython does), or None (not
+        modelled: a graph break)."""
+        return NotImplemented
+
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         """Whether :meth:`unpack_var_sequence` can list the items at trace time."""
         return False

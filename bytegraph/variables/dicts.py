@@ -8,6 +8,7 @@ effect and replayed on the real object after the graph runs.
 from __future__ import annotations
 
 import collections
+import operator
 from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
@@ -27,7 +28,25 @@ if TYPE_CHECKING:
 VT = VariableTracker
 
 
-class DictVariable(VariableTracker):
+class DictOperators(VariableTracker):
+    """The operators of dicts, shared by the eager and the lazy kinds:
+    ``a | b``, ``a |= b`` (``update``) and ``k in d`` (a key lookup)."""
+
+    def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        right = as_dict(tx, other) if op is operator.or_ else None
+        return dict_union(tx, as_dict(tx, self), right) if right is not None else NotImplemented
+
+    def inplace_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        if op is not operator.ior:
+            return None
+        self.call_method(tx, "update", [other], {})
+        return self
+
+    def contains_op(self, tx: Tx, item: VT) -> Any:
+        return self.call_method(tx, "__contains__", [item], {})
+
+
+class DictVariable(DictOperators):
     """A dict (or OrderedDict/defaultdict) whose keys are known at trace time.
 
     ``items`` maps a hashable key (a constant, or ``IdentityKey`` for objects
@@ -244,7 +263,7 @@ def _raise_key_error(key: VT) -> None:
     raise TracedException(ExceptionVariable(KeyError, [key]))
 
 
-class LazyDictVariable(VariableTracker):
+class LazyDictVariable(DictOperators):
     """A dict that existed before the call, read key by key through its source.
 
     Reading one key guards only that key's presence (and its value's facts);
@@ -353,6 +372,17 @@ def as_dict(tx: Tx, vt: VT) -> DictVariable | None:
     if isinstance(vt, LazyDictVariable):
         return vt.materialize(tx)
     return vt if isinstance(vt, DictVariable) else None
+
+
+def dict_union(tx: Tx, a: DictVariable, b: DictVariable) -> DictVariable:
+    """``a | b``: ``b``'s kind (class, default factory) when its class is a
+    proper subclass of ``a``'s (its ``__ror__`` goes first: OrderedDict,
+    defaultdict), else ``a``'s; ``a``'s items updated with ``b``'s."""
+    b_first = b.dict_cls is not a.dict_cls and issubclass(b.dict_cls, a.dict_cls)
+    merged = (b if b_first else a).empty_like()
+    for key, value in [*a.items.values(), *b.items.values()]:
+        merged.store(tx, key, value)
+    return merged
 
 
 def _flag(args: Sequence[VT], index: int, kwargs: dict[str, VT], name: str, default: Any) -> Any:

@@ -57,6 +57,32 @@ class BaseSequenceVariable(VariableTracker):
     def as_example(self) -> Any:
         return self.python_type()([i.as_example() for i in self.items])
 
+    def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        """``a + b`` of sequences, ``a * n``, ``a == b`` item by item."""
+        if op is operator.add and isinstance(other, BaseSequenceVariable):
+            if type(other) is type(self):
+                return self.with_items(self.items + other.items)
+            if issubclass(self.python_type(), tuple) and issubclass(other.python_type(), tuple):
+                # torch.Size's __add__/__radd__ keep the Size (tuples have no nb_add to go first)
+                kind = SizeVariable if isinstance(self, SizeVariable) or isinstance(other, SizeVariable) else TupleVariable
+                return kind(self.items + other.items)
+        if op is operator.mul:
+            return self.reflected_binary_op(tx, op, other)
+        if op in (operator.eq, operator.ne) and isinstance(other, BaseSequenceVariable):
+            equal = issubclass(self.python_type(), tuple) == issubclass(other.python_type(), tuple) and len(
+                self.items
+            ) == len(other.items) and all(
+                tx.call_builtin(operator.eq, [x, y]).truthy(tx) for x, y in zip(self.items, other.items)
+            )
+            return ConstantVariable(equal if op is operator.eq else not equal)
+        return NotImplemented
+
+    def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        """``n * a``: repetition, as ``a * n``."""
+        if op is operator.mul and other.is_python_constant():
+            return self.with_items(self.items * other.as_python_constant())
+        return NotImplemented
+
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return True
 
@@ -283,6 +309,18 @@ class ListVariable(BaseSequenceVariable):
 
     def as_example(self) -> Any:
         return [i.as_example() for i in self.items]
+
+    def inplace_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        """``lst += it`` extends (a deque's extend respects its maxlen); ``lst *= n``
+        repeats in place; other in-place operators are not modelled (None)."""
+        if op is operator.iadd:
+            self.call_method(tx, "extend", [other], {})
+            return self
+        if op is operator.imul and other.is_python_constant():
+            tx.output.side_effects.mutate(self)
+            self.items[:] = self.with_items(self.items * other.as_python_constant()).items
+            return self
+        return None
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         mutator = _LIST_MUTATORS.get(name)

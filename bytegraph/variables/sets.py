@@ -7,6 +7,7 @@ effect and replayed on the real object after the graph runs
 """
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.variables.base import VariableTracker, bad_method
@@ -19,6 +20,18 @@ if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
 
 VT = VariableTracker
+
+#: operators between two sets: a new set or a bool, computed on the constant items.
+SET_OPERATORS = frozenset({
+    operator.or_, operator.and_, operator.sub, operator.xor, operator.le, operator.lt, operator.ge,
+    operator.gt, operator.eq, operator.ne,
+})
+
+#: in-place set operators -> the set method that performs them.
+SET_INPLACE = {
+    operator.ior: "update", operator.iand: "intersection_update",
+    operator.isub: "difference_update", operator.ixor: "symmetric_difference_update",
+}
 
 
 class SetVariable(VariableTracker):
@@ -49,6 +62,25 @@ class SetVariable(VariableTracker):
 
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
         return [ConstantVariable(v) for v in self.values]
+
+    def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        """``a | b``, ``a <= b``...: a new set (never an operand) or a bool."""
+        if op not in SET_OPERATORS or not isinstance(other, SetVariable):
+            return NotImplemented
+        result = op(self.values, other.values)
+        if isinstance(result, (set, frozenset)):
+            return SetVariable([ConstantVariable(v) for v in result], type(result))
+        return ConstantVariable(result)
+
+    def inplace_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        """``s |= t``...: the set method (``update``...); a non-set operand or a
+        frozenset (rebound, not mutated) is not modelled here (eager may raise)."""
+        if self.set_cls is not set or op not in SET_INPLACE:
+            return None
+        if not isinstance(other, SetVariable):
+            return None  # eager raises TypeError: a graph break runs it natively
+        self.call_method(tx, SET_INPLACE[op], [other], {})
+        return self
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name == "__iter__" and not args and not kwargs:
