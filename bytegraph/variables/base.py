@@ -12,7 +12,9 @@ Methods take the translator ``tx`` explicitly (there is no global translator).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NoReturn, Sequence
+import functools
+import inspect
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 from bytegraph.breaks import unimplemented
 
@@ -38,6 +40,9 @@ class VariableTracker:
     #: others made in the trace (functions, tuples, partials...) are rebuilt
     #: once per graph break and reused, as ``a is b`` and dict keys need.
     rebuilt_once = True
+    #: names of ``method_<name>`` handlers that change the value: marked as a
+    #: side effect before they run (:func:`call_method_handler`)
+    MUTATORS: frozenset[str] = frozenset()
 
     def __init__(self, source: Source | None = None):
         self.source = source
@@ -278,6 +283,48 @@ class ConstantCallableVariable(VariableTracker):
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_const(self.fn)
+
+
+def handler_name(prefix: str, name: str) -> str:
+    """The handler of a name inside a kind: ``method_append`` for ``append``,
+    ``method_dunder_getitem`` for ``__getitem__``, ``attr__version`` for ``_version``."""
+    if name.startswith("__") and name.endswith("__"):
+        return f"{prefix}dunder_{name[2:-2]}"
+    return prefix + name
+
+
+@functools.lru_cache(maxsize=None)
+def _signature(fn: Callable) -> inspect.Signature:
+    return inspect.signature(fn)
+
+
+def method_handler(vt: VariableTracker, tx: Tx, name: str, args: Sequence[VariableTracker],
+                   kwargs: dict[str, VariableTracker]) -> Callable[[], Any] | None:
+    """``vt``'s ``method_<name>`` handler (the one way a kind looks up a method
+    by name) bound to ``tx`` and the arguments, ready to call; None when the
+    kind has none, or the arguments do not fit its signature (eager raises,
+    or another rule applies)."""
+    fn = getattr(type(vt), handler_name("method_", name), None)
+    if fn is None:
+        return None
+    try:
+        bound = _signature(fn).bind(vt, tx, *args, **kwargs)
+    except TypeError:
+        return None
+    return lambda: fn(*bound.args, **bound.kwargs)
+
+
+def call_method_handler(vt: VariableTracker, tx: Tx, name: str, args: Sequence[VariableTracker],
+                        kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    """``vt.name(*args, **kwargs)`` by its ``method_<name>`` handler, the
+    mutation recorded first for a name in ``vt.MUTATORS``; None when
+    :func:`method_handler` finds none that fits."""
+    handler = method_handler(vt, tx, name, args, kwargs)
+    if handler is None:
+        return None
+    if name in vt.MUTATORS:
+        tx.output.side_effects.mutate(vt)
+    return handler()
 
 
 def bad_method(container: VariableTracker, name: str) -> NoReturn:

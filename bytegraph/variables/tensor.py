@@ -28,7 +28,6 @@ in :mod:`~bytegraph.variables.tensor_handles`, tensor subclasses in
 from __future__ import annotations
 
 import functools
-import inspect
 import operator
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -40,7 +39,7 @@ from bytegraph.config import config
 from bytegraph.guards.guards import DictContains
 from bytegraph.guards.source import AttrSource, CallMethodSource
 from bytegraph.variables import graph_calls, symbolic, tensor_handles
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.base import VariableTracker, handler_name, method_handler
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.operators import TENSOR_OPERATORS
 from bytegraph.variables.sequences import SizeVariable, SliceVariable, TupleVariable
@@ -57,7 +56,6 @@ from bytegraph.variables.tensor_surface import (
     STATIC_ATTRS,
     STORAGE_METHODS,
     STATIC_METHODS,
-    handler_name,
 )
 
 if TYPE_CHECKING:
@@ -66,11 +64,6 @@ if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
 
 VT = VariableTracker
-
-
-@functools.lru_cache(maxsize=None)
-def _signature(fn: Callable) -> inspect.Signature:
-    return inspect.signature(fn)
 
 
 class TensorVariable(VariableTracker):
@@ -324,12 +317,8 @@ class TensorVariable(VariableTracker):
         if route == "storage" and not args and not kwargs:
             return self._storage_fact(tx, name)
         if route == "handler":
-            handler = getattr(self, handler_name("method_", name))
-            try:
-                bound = _signature(handler).bind(tx, *args, **kwargs)
-            except TypeError:  # eager raises: the graph path below breaks with that error
-                bound = None
-            result = handler(*bound.args, **bound.kwargs) if bound is not None else None
+            handler = method_handler(self, tx, name, args, kwargs)  # None: arguments eager rejects, the
+            result = handler() if handler is not None else None      # graph path below breaks with that error
             if result is not None:
                 return result
         return graph_calls.graph_call(tx, "call_method", name, [self, *args], kwargs,
