@@ -183,11 +183,7 @@ class PythonSemantics:
 
     # ---- iteration ----------------------------------------------------------------------------
     def unpack(self: InstructionTranslatorBase, value: VT) -> list[VT]:
-        """The items of iterating ``value`` at trace time."""
-        if value.has_unpack_var_sequence(self):
-            return value.unpack_var_sequence(self)
-        if isinstance(value, NNModuleVariable):
-            return self.unpack(value.call_method(self, "__iter__", [], {}))
+        """The items of iterating ``value`` at trace time (each kind's ``unpack_var_sequence``)."""
         return value.unpack_var_sequence(self)
 
     def get_iter(self: InstructionTranslatorBase, value: VT) -> VT:

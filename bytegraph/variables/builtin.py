@@ -5,9 +5,11 @@
 
 1. a dedicated handler ``_call_<name>`` when the builtin needs VT-level logic
    (``len``, ``isinstance``, ``getattr``, ``enumerate``...);
-2. the graph, when an argument is a tensor and the builtin is an operator;
+2. for an operator, the operands' kinds (:func:`apply_operator`: CPython's
+   forward, reflected and in-place order over ``binary_op`` and friends);
 3. constant folding, when every argument is a constant and the builtin is pure;
-4. otherwise a graph break naming the builtin.
+4. ``in``, ``is``, ``not`` (:func:`_protocol`);
+5. otherwise a graph break naming the builtin.
 
 The bytecode's operators (``BINARY_OP``, ``COMPARE_OP``...) come here as the
 matching ``operator`` functions.
