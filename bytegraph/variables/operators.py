@@ -1,4 +1,5 @@
-"""The tables of Python's operators that the operand kinds share.
+"""The tables of Python's operators that the operand kinds share, and the
+operators of kinds whose class defines them in Python.
 
 ``a op b`` is resolved by the operands' VariableTrackers (``binary_op``,
 ``reflected_binary_op``, ``inplace_op``, ``unary_op``: see
@@ -10,6 +11,11 @@ from __future__ import annotations
 
 import builtins
 import operator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.base import VariableTracker as VT
 
 #: operator functions that become graph nodes when a tensor is involved.
 TENSOR_OPERATORS = frozenset(
@@ -51,3 +57,37 @@ BINARY_DUNDERS = {
 #: unary operator -> its method
 UNARY_DUNDERS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__",
                   operator.abs: "__abs__", abs: "__abs__"}
+
+
+class PythonDunderOperators:
+    """The operators of a kind whose class may define them in Python (user
+    objects): the dunder found by ``python_method`` is inlined; a kind mixing
+    this in defines ``python_method(tx, name)`` (a bound method VT or None)."""
+
+    def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        names = BINARY_DUNDERS.get(op)
+        return self._call_dunder(tx, names[0], [other]) if names else NotImplemented
+
+    def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        names = BINARY_DUNDERS.get(op)
+        return self._call_dunder(tx, names[1], [other]) if names else NotImplemented
+
+    def unary_op(self, tx: Tx, op: Any) -> Any:
+        return self._call_dunder(tx, UNARY_DUNDERS[op], []) if op in UNARY_DUNDERS else NotImplemented
+
+    def contains_op(self, tx: Tx, item: VT) -> Any:
+        method = self.python_method(tx, "__contains__")
+        if method is None:
+            return NotImplemented
+        return tx.wrap_const(method.call_function(tx, [item], {}).truthy(tx))
+
+    def _call_dunder(self, tx: Tx, name: str, args: list[VT]) -> Any:
+        """The Python method ``name`` inlined; NotImplemented when the class has
+        none written in Python, or it returned NotImplemented."""
+        method = self.python_method(tx, name)
+        if method is None:
+            return NotImplemented
+        result = method.call_function(tx, args, {})
+        if result.is_python_constant() and result.as_python_constant() is NotImplemented:
+            return NotImplemented
+        return result

@@ -24,7 +24,7 @@ from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.dicts import DictBaseView, DictVariable
 from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
-from bytegraph.variables.operators import BINARY_DUNDERS, UNARY_DUNDERS
+from bytegraph.variables.operators import PythonDunderOperators
 from bytegraph.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.torch import AutogradFunctionApplyVariable
 
@@ -299,7 +299,7 @@ class UserDefinedClassVariable(VariableTracker):
         return f"UserDefinedClassVariable({self.value.__qualname__})"
 
 
-class UserDefinedObjectVariable(VariableTracker):
+class UserDefinedObjectVariable(PythonDunderOperators, VariableTracker):
     """An instance of a user class that existed before the call (read from a source).
 
     Attribute reads follow Python's lookup (see the module docstring); reads of
@@ -497,35 +497,6 @@ class UserDefinedObjectVariable(VariableTracker):
         attr = class_attribute(cls, name)
         guard_class_lookup(tx, cls, name, attr)
         return attr
-
-    # ---- operators: the class's Python dunders, inlined ----------------------------------
-    def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
-        names = BINARY_DUNDERS.get(op)
-        return self._call_dunder(tx, names[0], [other]) if names else NotImplemented
-
-    def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
-        names = BINARY_DUNDERS.get(op)
-        return self._call_dunder(tx, names[1], [other]) if names else NotImplemented
-
-    def unary_op(self, tx: Tx, op: Any) -> Any:
-        return self._call_dunder(tx, UNARY_DUNDERS[op], []) if op in UNARY_DUNDERS else NotImplemented
-
-    def contains_op(self, tx: Tx, item: VT) -> Any:
-        method = self.python_method(tx, "__contains__")
-        if method is None:
-            return NotImplemented
-        return ConstantVariable(method.call_function(tx, [item], {}).truthy(tx))
-
-    def _call_dunder(self, tx: Tx, name: str, args: list[VT]) -> Any:
-        """The Python method ``name`` inlined; NotImplemented when the class has
-        none written in Python, or it returned NotImplemented."""
-        method = self.python_method(tx, name)
-        if method is None:
-            return NotImplemented
-        result = method.call_function(tx, args, {})
-        if result.is_python_constant() and result.as_python_constant() is NotImplemented:
-            return NotImplemented
-        return result
 
     def python_method(self, tx: Tx, name: str) -> VT | None:
         """The special method ``name`` bound to self when it is a Python function, else None."""
