@@ -29,7 +29,7 @@ PACKAGE = ROOT / "bytegraph"
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(ROOT))
 
-from bytegraph.variables import tensor, tensor_surface  # after ROOT is on the path
+from bytegraph.variables import base, tensor, tensor_surface  # after ROOT is on the path
 
 
 def _text(node: ast.AST | None) -> str:
@@ -130,7 +130,7 @@ def _raised_gb_types(fn: object, seen: set) -> list[str]:
 def _handler_doc(prefix: str, name: str) -> str:
     """The first paragraph of a TensorVariable handler's docstring, on one line,
     and the gb_types it may raise."""
-    handler = getattr(tensor.TensorVariable, tensor_surface.handler_name(prefix, name))
+    handler = getattr(tensor.TensorVariable, base.handler_name(prefix, name))
     doc = " ".join((handler.__doc__ or "").split("\n\n")[0].split())
     breaks = [_gb(gb) for gb in _raised_gb_types(handler, set())]
     return doc + (f" ({'; '.join(breaks)})" if breaks else "")

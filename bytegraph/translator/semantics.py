@@ -23,7 +23,7 @@ from bytegraph.guards.guards import GlobalStateMatch, IdMatch, NoAliasing
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap, wrap_const
-from bytegraph.variables.builtin import BINARY_DUNDERS, UNARY_DUNDERS, BuiltinVariable, OperatorGetterVariable
+from bytegraph.variables.builtin import BuiltinVariable, OperatorGetterVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.dicts import DictVariable, DictViewVariable, LazyDictVariable
@@ -86,32 +86,6 @@ class PythonSemantics:
     # ---- calls --------------------------------------------------------------------------------
     def call_builtin(self: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwargs: dict | None = None) -> VT:
         return BuiltinVariable(fn).call_function(self, list(args), kwargs or {})
-
-    def call_dunder(self: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
-        """Operators defined in Python by user classes (``__add__``, then the
-        reflected ``__radd__``; ``__contains__``...), inlined; None when no
-        user-defined dunder applies."""
-        if kwargs:
-            return None
-        if fn is operator.contains and len(args) == 2:
-            method = _python_method(self, args[0], "__contains__")
-            if method is not None:
-                return ConstantVariable(method.call_function(self, [args[1]], {}).truthy(self))
-            return None
-        if fn in UNARY_DUNDERS and len(args) == 1:
-            method = _python_method(self, args[0], UNARY_DUNDERS[fn])
-            return method.call_function(self, [], {}) if method is not None else None
-        names = BINARY_DUNDERS.get(fn)
-        if names is None or len(args) != 2:
-            return None
-        a, b = args
-        for obj, other, name in ((a, b, names[0]), (b, a, names[1])):
-            method = _python_method(self, obj, name)
-            if method is not None:
-                result = method.call_function(self, [other], {})
-                if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
-                    return result
-        return None
 
     def construct_object(self: InstructionTranslatorBase, cls: UserDefinedClassVariable, args: Sequence[VT],
                          kwargs: dict[str, VT]) -> VT:
@@ -200,10 +174,6 @@ class PythonSemantics:
         """``obj.name`` resolved on ``torch.Tensor`` itself (``super().name`` in a subclass)."""
         return torch_function.torch_tensor_attr(self, obj, name)
 
-    def subclass_operator(self: InstructionTranslatorBase, fn: Any, args: Sequence[VT]) -> VT:
-        """An operator with a dispatching tensor-subclass operand, resolved as Python does."""
-        return torch_function.dispatch_operator(self, fn, args)
-
     def make_tensor_subclass(self: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         """``torch.Tensor._make_subclass(cls, data, require_grad=False)``."""
         return torch_function.make_subclass(self, args, kwargs)
@@ -213,11 +183,7 @@ class PythonSemantics:
 
     # ---- iteration ----------------------------------------------------------------------------
     def unpack(self: InstructionTranslatorBase, value: VT) -> list[VT]:
-        """The items of iterating ``value`` at trace time."""
-        if value.has_unpack_var_sequence(self):
-            return value.unpack_var_sequence(self)
-        if isinstance(value, NNModuleVariable):
-            return self.unpack(value.call_method(self, "__iter__", [], {}))
+        """The items of iterating ``value`` at trace time (each kind's ``unpack_var_sequence``)."""
         return value.unpack_var_sequence(self)
 
     def get_iter(self: InstructionTranslatorBase, value: VT) -> VT:
@@ -375,10 +341,6 @@ _LIBRARY_CONSTRUCTORS = {
     operator.methodcaller: _make_operator_getter(operator.methodcaller),
 }
 
-
-
-def _python_method(tx: InstructionTranslatorBase, vt: VT, name: str) -> VT | None:
-    return vt.python_method(tx, name) if isinstance(vt, UserDefinedObjectVariable) else None
 
 
 def _builtin_new(klass: type) -> bool:

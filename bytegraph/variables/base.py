@@ -12,7 +12,9 @@ Methods take the translator ``tx`` explicitly (there is no global translator).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NoReturn, Sequence
+import functools
+import inspect
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 from bytegraph.breaks import unimplemented
 
@@ -38,6 +40,9 @@ class VariableTracker:
     #: others made in the trace (functions, tuples, partials...) are rebuilt
     #: once per graph break and reused, as ``a is b`` and dict keys need.
     rebuilt_once = True
+    #: names of ``method_<name>`` handlers that change the value: marked as a
+    #: side effect before they run (:func:`call_method_handler`)
+    MUTATORS: frozenset[str] = frozenset()
 
     def __init__(self, source: Source | None = None):
         self.source = source
@@ -125,6 +130,48 @@ class VariableTracker:
                 explanation=f"bytegraph does not model the method {name} on this kind of value.",
             )
         return attr.call_function(tx, args, kwargs)
+
+    # ---- operators ----------------------------------------------------------
+    # CPython's protocol: ``a op b`` asks ``a``'s kind (binary_op), then ``b``'s
+    # (reflected_binary_op); ``a op= b`` asks ``a``'s in-place rule first. Each
+    # kind answers what it owns and returns NotImplemented otherwise;
+    # ``builtin.apply_operator`` runs the order.
+
+    #: rank of an operand whose kind takes over every operator it takes part in
+    #: (as ``__array_priority__``/``__torch_function__`` do): ndarrays 3,
+    #: dispatching tensor subclasses 2, data pointers 1; the highest goes first.
+    override_rank = 0
+
+    def operator_override(self, tx: Tx, op: Any, args: Sequence[VariableTracker]) -> Any:
+        """``op(*args)`` with this operand among ``args``, when this kind takes
+        the whole operation over (see :attr:`override_rank`); else NotImplemented."""
+        return NotImplemented
+
+    def binary_op(self, tx: Tx, op: Any, other: VariableTracker) -> Any:
+        """``self op other`` (``op`` an ``operator`` function) as this kind
+        defines it, or NotImplemented (then ``other``'s reflected rule is asked)."""
+        return NotImplemented
+
+    def reflected_binary_op(self, tx: Tx, op: Any, other: VariableTracker) -> Any:
+        """``other op self`` after ``other``'s kind returned NotImplemented
+        (``__radd__``...), or NotImplemented."""
+        return NotImplemented
+
+    def inplace_op(self, tx: Tx, op: Any, other: VariableTracker) -> Any:
+        """``self op= other`` (``op`` an in-place ``operator`` function): the result,
+        NotImplemented to compute the binary operator (immutable values), or None
+        (a graph break) for a mutable value whose in-place rule is not modelled."""
+        return None if self.mutable else NotImplemented
+
+    def unary_op(self, tx: Tx, op: Any) -> Any:
+        """``-self``, ``+self``, ``~self``, ``abs(self)``, or NotImplemented."""
+        return NotImplemented
+
+    def contains_op(self, tx: Tx, item: VariableTracker) -> Any:
+        """``item in self`` by this kind's ``__contains__``, NotImplemented (then
+        membership is decided by iterating, as CPython does), or None (not
+        modelled: a graph break)."""
+        return NotImplemented
 
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         """Whether :meth:`unpack_var_sequence` can list the items at trace time."""
@@ -236,6 +283,48 @@ class ConstantCallableVariable(VariableTracker):
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_const(self.fn)
+
+
+def handler_name(prefix: str, name: str) -> str:
+    """The handler of a name inside a kind: ``method_append`` for ``append``,
+    ``method_dunder_getitem`` for ``__getitem__``, ``attr__version`` for ``_version``."""
+    if name.startswith("__") and name.endswith("__"):
+        return f"{prefix}dunder_{name[2:-2]}"
+    return prefix + name
+
+
+@functools.lru_cache(maxsize=None)
+def _signature(fn: Callable) -> inspect.Signature:
+    return inspect.signature(fn)
+
+
+def method_handler(vt: VariableTracker, tx: Tx, name: str, args: Sequence[VariableTracker],
+                   kwargs: dict[str, VariableTracker]) -> Callable[[], Any] | None:
+    """``vt``'s ``method_<name>`` handler (the one way a kind looks up a method
+    by name) bound to ``tx`` and the arguments, ready to call; None when the
+    kind has none, or the arguments do not fit its signature (eager raises,
+    or another rule applies)."""
+    fn = getattr(type(vt), handler_name("method_", name), None)
+    if fn is None:
+        return None
+    try:
+        bound = _signature(fn).bind(vt, tx, *args, **kwargs)
+    except TypeError:
+        return None
+    return lambda: fn(*bound.args, **bound.kwargs)
+
+
+def call_method_handler(vt: VariableTracker, tx: Tx, name: str, args: Sequence[VariableTracker],
+                        kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    """``vt.name(*args, **kwargs)`` by its ``method_<name>`` handler, the
+    mutation recorded first for a name in ``vt.MUTATORS``; None when
+    :func:`method_handler` finds none that fits."""
+    handler = method_handler(vt, tx, name, args, kwargs)
+    if handler is None:
+        return None
+    if name in vt.MUTATORS:
+        tx.output.side_effects.mutate(vt)
+    return handler()
 
 
 def bad_method(container: VariableTracker, name: str) -> NoReturn:

@@ -5,9 +5,11 @@
 
 1. a dedicated handler ``_call_<name>`` when the builtin needs VT-level logic
    (``len``, ``isinstance``, ``getattr``, ``enumerate``...);
-2. the graph, when an argument is a tensor and the builtin is an operator;
+2. for an operator, the operands' kinds (:func:`apply_operator`: CPython's
+   forward, reflected and in-place order over ``binary_op`` and friends);
 3. constant folding, when every argument is a constant and the builtin is pure;
-4. otherwise a graph break naming the builtin.
+4. ``in``, ``is``, ``not`` (:func:`_protocol`);
+5. otherwise a graph break naming the builtin.
 
 The bytecode's operators (``BINARY_OP``, ``COMPARE_OP``...) come here as the
 matching ``operator`` functions.
@@ -27,8 +29,7 @@ from bytegraph.breaks import HINT_REWRITE, Unsupported, unimplemented, user_erro
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
-from bytegraph.variables.misc import EnvironVariable
-from bytegraph.variables.dicts import DictVariable, LazyDictVariable, as_dict
+from bytegraph.variables.dicts import DictVariable, LazyDictVariable
 from bytegraph.variables.iteration import (
     EnumerateVariable,
     FilterVariable,
@@ -37,14 +38,13 @@ from bytegraph.variables.iteration import (
     MapVariable,
     ZipVariable,
 )
-from bytegraph.variables.sequences import BaseSequenceVariable, ListVariable, SizeVariable, SliceVariable, TupleVariable
+from bytegraph.variables.sequences import BaseSequenceVariable, ListVariable, SliceVariable, TupleVariable
 from bytegraph.variables.sets import SetVariable
-from bytegraph.variables.graph_calls import graph_call, overloaded_args
-from bytegraph.variables.ndarray import NumpyNdarrayVariable, numpy_operator
+from bytegraph.variables.graph_calls import graph_call
+from bytegraph.variables.operators import INPLACE_TO_BINARY, TENSOR_OPERATORS
 from bytegraph.variables.symbolic import SymNodeVariable
 from bytegraph.variables.tensor import TensorVariable
-from bytegraph.variables.tensor_handles import DataPtrVariable
-from bytegraph.variables.user_defined import SlotMethodVariable, SuperVariable, UserDefinedObjectVariable
+from bytegraph.variables.user_defined import SlotMethodVariable, SuperVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -52,41 +52,9 @@ if TYPE_CHECKING:
 
 VT = VariableTracker
 
-#: operator functions that become graph nodes when a tensor is involved.
-TENSOR_OPERATORS = frozenset(
-    {
-        operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
-        operator.mod, operator.pow, operator.matmul, operator.and_, operator.or_,
-        operator.xor, operator.lshift, operator.rshift, operator.neg, operator.pos,
-        operator.invert, operator.abs, operator.eq, operator.ne, operator.lt,
-        operator.le, operator.gt, operator.ge, operator.getitem,
-        operator.iadd, operator.isub, operator.imul, operator.itruediv,
-        operator.ifloordiv, operator.imod, operator.ipow, operator.imatmul,
-        operator.iand, operator.ior, operator.ixor, operator.ilshift, operator.irshift,
-        builtins.abs, builtins.pow,
-    }
-)
 
-#: operators of sets (constant items): folded to a new set or a bool.
-SET_OPERATORS = frozenset({
-    operator.or_, operator.and_, operator.sub, operator.xor, operator.le, operator.lt, operator.ge,
-    operator.gt, operator.eq, operator.ne,
-})
 
-#: in-place operator -> its out-of-place twin, for immutable operands.
-INPLACE_TO_BINARY = {
-    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv,
-    operator.imod: operator.mod, operator.ipow: operator.pow, operator.imatmul: operator.matmul,
-    operator.iand: operator.and_, operator.ior: operator.or_, operator.ixor: operator.xor,
-    operator.ilshift: operator.lshift, operator.irshift: operator.rshift,
-}
 
-#: in-place set operators -> the set method that performs them.
-_SET_INPLACE = {
-    operator.ior: "update", operator.iand: "intersection_update",
-    operator.isub: "difference_update", operator.ixor: "symmetric_difference_update",
-}
 
 #: builtins safe to evaluate at trace time on constant arguments.
 PURE_BUILTINS = frozenset(
@@ -102,33 +70,7 @@ PURE_BUILTINS = frozenset(
      # identity is not a property of values: as_python_constant() of a list VT is a copy
      operator.is_, operator.is_not}
 
-#: binary operator -> (method, reflected method), as Python looks them up
-BINARY_DUNDERS = {
-    operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),
-    operator.mul: ("__mul__", "__rmul__"), operator.truediv: ("__truediv__", "__rtruediv__"),
-    operator.floordiv: ("__floordiv__", "__rfloordiv__"), operator.mod: ("__mod__", "__rmod__"),
-    operator.pow: ("__pow__", "__rpow__"), operator.matmul: ("__matmul__", "__rmatmul__"),
-    operator.and_: ("__and__", "__rand__"), operator.or_: ("__or__", "__ror__"),
-    operator.xor: ("__xor__", "__rxor__"), operator.lshift: ("__lshift__", "__rlshift__"),
-    operator.rshift: ("__rshift__", "__rrshift__"), operator.eq: ("__eq__", "__eq__"),
-    operator.ne: ("__ne__", "__ne__"), operator.lt: ("__lt__", "__gt__"), operator.le: ("__le__", "__ge__"),
-    operator.gt: ("__gt__", "__lt__"), operator.ge: ("__ge__", "__le__"), pow: ("__pow__", "__rpow__"),
-}
-#: unary operator -> its method
-UNARY_DUNDERS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__",
-                  operator.abs: "__abs__", abs: "__abs__"}
 
-
-
-def _dict_union(tx: Tx, a: DictVariable, b: DictVariable) -> DictVariable:
-    """``a | b``: ``b``'s kind (class, default factory) when its class is a
-    proper subclass of ``a``'s (its ``__ror__`` goes first: OrderedDict,
-    defaultdict), else ``a``'s; ``a``'s items updated with ``b``'s."""
-    b_first = b.dict_cls is not a.dict_cls and issubclass(b.dict_cls, a.dict_cls)
-    merged = (b if b_first else a).empty_like()
-    for key, value in [*a.items.values(), *b.items.values()]:
-        merged.store(tx, key, value)
-    return merged
 
 
 class BuiltinVariable(ConstantCallableVariable):
@@ -161,46 +103,16 @@ class BuiltinVariable(ConstantCallableVariable):
             result = handler(tx, *args, **kwargs)
             if result is not None:
                 return result
-        if fn in TENSOR_OPERATORS and not kwargs and args:
-            target = args[0]
-            on_array = isinstance(target, NumpyNdarrayVariable) and not target.scalar
-            container = target.mutable and not isinstance(target, NumpyNdarrayVariable)  # lst += a extends lst
-            if any(isinstance(a, NumpyNdarrayVariable) for a in args) and not container:
-                if fn in INPLACE_TO_BINARY and not on_array:
-                    fn = INPLACE_TO_BINARY[fn]  # NumPy scalars and Python values are immutable: a = a op b
-                return numpy_operator(tx, fn, args)
-            if overloaded_args(tx, args):
-                return tx.subclass_operator(fn, args)
-        pointer = next((a for a in args if isinstance(a, DataPtrVariable)), None)
-        if pointer is not None:
-            return pointer.call_operator(tx, fn, args)
-        # ``a op= b`` mutates ``a`` only when ``a`` is a tensor; on any other left
-        # operand it is that type's own in-place rule (list extend, dict update)
-        # or, for immutable values, the binary operator.
-        inplace_on_tensor = fn in INPLACE_TO_BINARY and bool(args) and isinstance(args[0], TensorVariable)
-        if fn in INPLACE_TO_BINARY and not inplace_on_tensor and not kwargs and len(args) == 2:
-            result = self._inplace(tx, args)
-            if result is not None:
-                return result
-        symbolic = any(isinstance(a, (TensorVariable, SymNodeVariable)) for a in args)
-        if fn in TENSOR_OPERATORS and symbolic and not kwargs:
-            if fn in INPLACE_TO_BINARY and not inplace_on_tensor and any(isinstance(a, TensorVariable) for a in args):
-                unimplemented(
-                    gb_type="unsupported builtin call",
-                    context=f"{name}({', '.join(type(a).__name__ for a in args)})",
-                    explanation=f"bytegraph cannot trace in-place {name} on a {args[0].python_type().__name__} "
-                    "with a tensor operand.",
-                    hints=(HINT_REWRITE,),
-                )
-            return self._tensor_operator(tx, args)
-        if (fn in PURE_BUILTINS or bound_to_constant(fn)) and all(_foldable(a) for a in args) and all(_foldable(v) for v in kwargs.values()):
-            result = self._fold(tx, args, kwargs)  # symbolic scalars are specialised (guarded) here
-            if result is not None:
-                return result
-        result = self._sequence_operator(tx, args) if not kwargs else None
+        result = apply_operator(tx, fn, args) if args and not kwargs else None
         if result is not None:
             return result
-        result = tx.call_dunder(fn, args, kwargs)
+        if fn not in TENSOR_OPERATORS and (fn in PURE_BUILTINS or bound_to_constant(fn)) and all(
+            _foldable(a) for a in (*args, *kwargs.values())
+        ):
+            result = fold(tx, fn, args, kwargs)  # symbolic scalars are specialised (guarded) here
+            if result is not None:
+                return result
+        result = _protocol(tx, fn, args) if not kwargs else None
         if result is not None:
             return result
         unimplemented(
@@ -209,125 +121,6 @@ class BuiltinVariable(ConstantCallableVariable):
             explanation=f"bytegraph cannot trace builtin {name or fn} with these argument kinds.",
             hints=(HINT_REWRITE,),
         )
-
-    def _fold(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
-        """Evaluate the call on the arguments' constant values now.
-
-        A mutable argument (list, dict, set) is folded as a *copy*; a result
-        that is itself a mutable object may be (part of) that argument, whose
-        identity the copy lost, so such folds return None (not folded).
-        """
-        values = [a.as_python_constant() for a in args]
-        kw = {k: v.as_python_constant() for k, v in kwargs.items()}
-        if any(_runs_user_code(v) for v in (*values, *kw.values())):
-            return None  # calling it now would run user code at trace time only
-        try:
-            result = self.fn(*values, **kw)
-        except Exception as e:  # the eager program raises the same error natively
-            raise_traced_from(e)
-        if any(a.mutable for a in (*args, *kwargs.values())) and not is_constant_value(result):
-            return None
-        if isinstance(result, (map, filter, zip, enumerate, reversed, type(iter([])), type(iter(())))):
-            return ListIteratorVariable([tx.wrap_const(v) for v in result])
-        return tx.wrap_const(result)
-
-    def _tensor_operator(self, tx: Tx, args: Sequence[VT]) -> VT:
-        fn = self.fn
-        if fn is operator.getitem and isinstance(args[0], TensorVariable):
-            return args[0].call_method(tx, "__getitem__", args[1:], {})
-        if fn is builtins.abs:
-            fn = operator.abs
-        return graph_call(tx, "call_function", fn, list(args), {})
-
-    def _inplace(self, tx: Tx, args: Sequence[VT]) -> VT | None:
-        target, value = args
-        if isinstance(target, ListVariable) and self.fn is operator.iadd:
-            target.call_method(tx, "extend", [value], {})  # a deque's extend respects its maxlen
-            return target
-        if isinstance(target, (DictVariable, LazyDictVariable)) and self.fn is operator.ior:
-            target.call_method(tx, "update", [value], {})
-            return target
-        if isinstance(target, ListVariable) and self.fn is operator.imul and value.is_python_constant():
-            tx.output.side_effects.mutate(target)
-            target.items[:] = target.with_items(target.items * value.as_python_constant()).items
-            return target
-        if isinstance(target, SetVariable) and target.set_cls is set and self.fn in _SET_INPLACE:
-            if not isinstance(value, SetVariable):
-                return None  # eager raises TypeError: a graph break runs it natively
-            target.call_method(tx, _SET_INPLACE[self.fn], [value], {})
-            return target
-        if target.mutable:
-            return None  # an in-place operator bytegraph does not model on this mutable object
-        if target.is_python_constant() or isinstance(target, (TupleVariable, SymNodeVariable)):
-            return BuiltinVariable(INPLACE_TO_BINARY[self.fn]).call_function(tx, args, {})
-        return None
-
-    def _sequence_operator(self, tx: Tx, args: Sequence[VT]) -> VT | None:
-        fn = self.fn
-        if len(args) == 2 and fn in SET_OPERATORS and all(isinstance(a, SetVariable) for a in args):
-            result = fn(args[0].values, args[1].values)  # a new set (or a bool), never an operand
-            if isinstance(result, (set, frozenset)):
-                return SetVariable([ConstantVariable(v) for v in result], type(result))
-            return ConstantVariable(result)
-        if len(args) == 2:
-            a, b = args
-            if fn is operator.getitem:
-                return a.call_method(tx, "__getitem__", [b], {})
-            if fn is operator.contains:
-                return self._contains(tx, a, b)
-            if fn in (operator.is_, operator.is_not):
-                same = tx.same_object(a, b)
-                if same is None:
-                    return None
-                return ConstantVariable(same if fn is operator.is_ else not same)
-            if fn is operator.add and isinstance(a, BaseSequenceVariable) and type(a) is type(b):
-                return a.with_items(a.items + b.items)
-            if fn is operator.add and isinstance(a, BaseSequenceVariable) and isinstance(b, BaseSequenceVariable):
-                if issubclass(a.python_type(), tuple) and issubclass(b.python_type(), tuple):
-                    # torch.Size's __add__/__radd__ keep the Size (tuples have no nb_add to go first)
-                    if isinstance(a, SizeVariable) or isinstance(b, SizeVariable):
-                        return SizeVariable(a.items + b.items)
-                    return TupleVariable(a.items + b.items)
-            if fn is operator.mul and isinstance(a, BaseSequenceVariable) and b.is_python_constant():
-                return a.with_items(a.items * b.as_python_constant())
-            if fn is operator.mul and isinstance(b, BaseSequenceVariable) and a.is_python_constant():
-                return b.with_items(b.items * a.as_python_constant())
-            if fn in (operator.eq, operator.ne) and isinstance(a, BaseSequenceVariable) and isinstance(
-                b, BaseSequenceVariable
-            ):
-                equal = issubclass(a.python_type(), tuple) == issubclass(b.python_type(), tuple) and len(
-                    a.items
-                ) == len(b.items) and all(
-                    tx.call_builtin(operator.eq, [x, y]).truthy(tx) for x, y in zip(a.items, b.items)
-                )
-                return ConstantVariable(equal if fn is operator.eq else not equal)
-            if fn in (operator.eq, operator.ne):
-                same = tx.same_object(a, b)
-                if same is not None and (same or _identity_eq(a) and _identity_eq(b)):
-                    return ConstantVariable(same if fn is operator.eq else not same)
-            if fn is operator.or_ and as_dict(tx, a) is not None and as_dict(tx, b) is not None:
-                return _dict_union(tx, as_dict(tx, a), as_dict(tx, b))
-        if len(args) == 1 and fn is operator.not_:
-            return ConstantVariable(not args[0].truthy(tx))
-        if len(args) == 1 and fn is operator.truth:
-            return ConstantVariable(args[0].truthy(tx))
-        return None
-
-    def _contains(self, tx: Tx, container: VT, item: VT) -> VT | None:
-        if isinstance(container, UserDefinedObjectVariable) and container.python_method(tx, "__contains__"):
-            return None  # the user's __contains__ decides (tx.call_dunder), not iteration
-        if isinstance(container, (DictVariable, LazyDictVariable, EnvironVariable)):
-            return container.call_method(tx, "__contains__", [item], {})
-        if isinstance(container, TensorVariable):
-            return container.call_method(tx, "__contains__", [item], {})
-        if container.has_unpack_var_sequence(tx) and not isinstance(container, IteratorVariable):
-            for element in container.unpack_var_sequence(tx):
-                if tx.same_object(element, item):
-                    return ConstantVariable(True)
-                if tx.call_builtin(operator.eq, [element, item]).truthy(tx):
-                    return ConstantVariable(True)
-            return ConstantVariable(False)
-        return None
 
     # ---- handlers: each returns a VT, or None to fall through ----------------
     def _call_len(self, tx: Tx, obj: VT) -> VT | None:
@@ -581,6 +374,98 @@ class BuiltinVariable(ConstantCallableVariable):
                 hints=(HINT_REWRITE,),
             )
         return None
+
+
+def apply_operator(tx: Tx, op: Any, args: Sequence[VT]) -> VT | None:
+    """``op(*args)`` for a Python operator, resolved by the operands' kinds; None
+    when none of them answers (a graph break follows).
+
+    First an operand whose kind takes every operation over (ndarrays, then
+    dispatching tensor subclasses, then data pointers: ``override_rank``);
+    then operands all known now are computed now; then CPython's order:
+    ``unary_op``, or :func:`binary_operation`.
+    """
+    for operand in sorted((a for a in args if a.override_rank), key=lambda a: -a.override_rank):
+        result = operand.operator_override(tx, op, args)
+        if result is not NotImplemented:
+            return result
+    if op not in TENSOR_OPERATORS:
+        return None
+    if all(a.is_python_constant() for a in args):
+        result = fold(tx, op, args, {})
+        if result is not None:
+            return result
+    if len(args) == 1:
+        result = args[0].unary_op(tx, op)
+        return None if result is NotImplemented else result
+    return binary_operation(tx, op, *args) if len(args) == 2 else None
+
+
+def binary_operation(tx: Tx, op: Any, a: VT, b: VT) -> VT | None:
+    """``a op b`` in CPython's order: for ``a op= b``, ``a``'s in-place rule
+    (``inplace_op``: a result, None for a graph break, or NotImplemented to go
+    on with the binary operator); then ``a.binary_op``, then
+    ``b.reflected_binary_op``; a subscript no kind claims is ``a.__getitem__(b)``;
+    ``==``/``!=`` that no kind claims compare identities where the types do."""
+    if op in INPLACE_TO_BINARY:
+        result = a.inplace_op(tx, op, b)
+        if result is not NotImplemented:
+            return result
+        op = INPLACE_TO_BINARY[op]
+    result = a.binary_op(tx, op, b)
+    if result is NotImplemented:
+        result = b.reflected_binary_op(tx, op, a)
+    if result is NotImplemented and op is operator.getitem:
+        return a.call_method(tx, "__getitem__", [b], {})
+    if result is NotImplemented and op in (operator.eq, operator.ne):
+        same = tx.same_object(a, b)
+        if same is not None and (same or _identity_eq(a) and _identity_eq(b)):
+            return ConstantVariable(same if op is operator.eq else not same)
+    return None if result is NotImplemented else result
+
+
+def _protocol(tx: Tx, fn: Any, args: Sequence[VT]) -> VT | None:
+    """``x in c``, ``a is b``, ``not x``, ``operator.truth(x)``."""
+    if fn is operator.contains and len(args) == 2:
+        container, item = args
+        result = container.contains_op(tx, item)
+        if result is not NotImplemented:
+            return result
+        if not container.has_unpack_var_sequence(tx):
+            return None
+        for element in container.unpack_var_sequence(tx):  # no __contains__: CPython iterates
+            if tx.same_object(element, item) or tx.call_builtin(operator.eq, [element, item]).truthy(tx):
+                return ConstantVariable(True)
+        return ConstantVariable(False)
+    if fn in (operator.is_, operator.is_not) and len(args) == 2:
+        same = tx.same_object(*args)
+        return None if same is None else ConstantVariable(same if fn is operator.is_ else not same)
+    if fn in (operator.not_, operator.truth) and len(args) == 1:
+        truth = args[0].truthy(tx)
+        return ConstantVariable(truth if fn is operator.truth else not truth)
+    return None
+
+
+def fold(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
+    """Evaluate ``fn(*args, **kwargs)`` on the arguments' constant values now.
+
+    A mutable argument (list, dict, set) is folded as a *copy*; a result
+    that is itself a mutable object may be (part of) that argument, whose
+    identity the copy lost, so such folds return None (not folded).
+    """
+    values = [a.as_python_constant() for a in args]
+    kw = {k: v.as_python_constant() for k, v in kwargs.items()}
+    if any(_runs_user_code(v) for v in (*values, *kw.values())):
+        return None  # calling it now would run user code at trace time only
+    try:
+        result = fn(*values, **kw)
+    except Exception as e:  # the eager program raises the same error natively
+        raise_traced_from(e)
+    if any(a.mutable for a in (*args, *kwargs.values())) and not is_constant_value(result):
+        return None
+    if isinstance(result, (map, filter, zip, enumerate, reversed, type(iter([])), type(iter(())))):
+        return ListIteratorVariable([tx.wrap_const(v) for v in result])
+    return tx.wrap_const(result)
 
 
 def bound_to_constant(fn: Any) -> bool:

@@ -8,6 +8,7 @@ effect and replayed on the real object after the graph runs.
 from __future__ import annotations
 
 import collections
+import operator
 from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
@@ -16,7 +17,7 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch
 from bytegraph.guards.source import GetItemSource
 from bytegraph.variables import iteration, sequences
-from bytegraph.variables.base import VariableTracker, bad_method
+from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 
@@ -27,7 +28,25 @@ if TYPE_CHECKING:
 VT = VariableTracker
 
 
-class DictVariable(VariableTracker):
+class DictOperators(VariableTracker):
+    """The operators of dicts, shared by the eager and the lazy kinds:
+    ``a | b``, ``a |= b`` (``update``) and ``k in d`` (a key lookup)."""
+
+    def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        right = as_dict(tx, other) if op is operator.or_ else None
+        return dict_union(tx, as_dict(tx, self), right) if right is not None else NotImplemented
+
+    def inplace_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        if op is not operator.ior:
+            return None
+        self.call_method(tx, "update", [other], {})
+        return self
+
+    def contains_op(self, tx: Tx, item: VT) -> Any:
+        return self.call_method(tx, "__contains__", [item], {})
+
+
+class DictVariable(DictOperators):
     """A dict (or OrderedDict/defaultdict) whose keys are known at trace time.
 
     ``items`` maps a hashable key (a constant, or ``IdentityKey`` for objects
@@ -124,93 +143,110 @@ class DictVariable(VariableTracker):
         factory = self.default_factory
         if factory is not None and not (factory.is_python_constant() and factory.as_python_constant() is None):
             value = factory.call_function(tx, [], {})  # defaultdict.__missing__
-            self._mutate(tx, "__setitem__", [key, value], {})
+            self.call_method(tx, "__setitem__", [key, value], {})
             return value
         _raise_key_error(key)
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name == "__getitem__" and len(args) == 1:
-            return self.getitem(tx, args[0])
-        if name == "__len__" and not args:
-            return ConstantVariable(len(self.items))
-        if name == "__contains__" and len(args) == 1:
-            return ConstantVariable(self.key_of(tx, args[0]) in self.items)
-        if name == "get" and 1 <= len(args) <= 2 and not kwargs:
-            hkey = self.key_of(tx, args[0])
-            if hkey in self.items:
-                return self.items[hkey][1]
-            return args[1] if len(args) == 2 else ConstantVariable(None)
-        if name == "keys" and not args:
-            return DictViewVariable(self, "keys")
-        if name == "values" and not args:
-            return DictViewVariable(self, "values")
-        if name == "items" and not args:
-            return DictViewVariable(self, "items")
-        if name == "copy" and not args:
-            return DictVariable(self.items, self.dict_cls, default_factory=self.default_factory)
-        if name == "__iter__" and not args:
-            return iteration.DictIteratorVariable(self, "keys")
-        if name in ("__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem", "move_to_end"):
-            return self._mutate(tx, name, args, kwargs)
-        return bad_method(self, name)
+    MUTATORS = frozenset({"__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem",
+                          "move_to_end"})
 
-    def _mutate(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        tx.output.side_effects.mutate(self)
-        if name == "__setitem__":
-            self.store(tx, *args)
-            return ConstantVariable(None)
-        if name == "update":
-            for other in args:
-                other = as_dict(tx, other) or other
-                pairs = list(other.items.values()) if isinstance(other, DictVariable) else map(tx.unpack, tx.unpack(other))
-                for key, value in pairs:
-                    self.store(tx, key, value)
-            for kname, value in kwargs.items():
-                self.store(tx, ConstantVariable(kname), value)
-            return ConstantVariable(None)
-        if name == "pop":
-            hkey = self.key_of(tx, args[0])
-            if hkey in self.items:
-                return self.items.pop(hkey)[1]
-            if len(args) == 2:
-                return args[1]
-            _raise_key_error(args[0])
-        if name == "setdefault":
-            hkey = self.key_of(tx, args[0])
-            if hkey not in self.items:
-                self.items[hkey] = (args[0], args[1] if len(args) > 1 else ConstantVariable(None))
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        result = call_method_handler(self, tx, name, args, kwargs)
+        return result if result is not None else bad_method(self, name)
+
+    def method_dunder_getitem(self, tx: Tx, key: VT, /) -> VT:
+        return self.getitem(tx, key)
+
+    def method_dunder_len(self, tx: Tx, /) -> VT:
+        return ConstantVariable(len(self.items))
+
+    def method_dunder_contains(self, tx: Tx, key: VT, /) -> VT:
+        return ConstantVariable(self.key_of(tx, key) in self.items)
+
+    def method_get(self, tx: Tx, key: VT, default: VT | None = None, /) -> VT:
+        hkey = self.key_of(tx, key)
+        if hkey in self.items:
             return self.items[hkey][1]
-        if name == "__delitem__":
-            hkey = self.key_of(tx, args[0])
-            if hkey not in self.items:
-                _raise_key_error(args[0])
-            del self.items[hkey]
-            return ConstantVariable(None)
-        if name == "clear":
-            self.items.clear()
-            return ConstantVariable(None)
-        if name == "popitem":
-            ordered = self.dict_cls is collections.OrderedDict
-            if not ordered and args:
-                raise_traced(TypeError, f"dict.popitem() takes no arguments ({len(args)} given)")
-            if not ordered and kwargs:
-                raise_traced(TypeError, "dict.popitem() takes no keyword arguments")
-            if not self.items:
-                raise_traced(KeyError, "dictionary is empty" if ordered else "popitem(): dictionary is empty")
-            last = _flag(args, 0, kwargs, "last", True)
-            hkey = next(reversed(self.items)) if last else next(iter(self.items))
-            return sequences.TupleVariable(list(self.items.pop(hkey)))
-        if name == "move_to_end" and self.dict_cls is collections.OrderedDict:
-            hkey = self.key_of(tx, args[0])
-            if hkey not in self.items:
-                _raise_key_error(args[0])
-            entry = self.items.pop(hkey)
-            if _flag(args, 1, kwargs, "last", True):
-                self.items[hkey] = entry
-            else:
-                self.items = {hkey: entry, **self.items}
-            return ConstantVariable(None)
-        return bad_method(self, name)
+        return default if default is not None else ConstantVariable(None)
+
+    def method_keys(self, tx: Tx, /) -> VT:
+        return DictViewVariable(self, "keys")
+
+    def method_values(self, tx: Tx, /) -> VT:
+        return DictViewVariable(self, "values")
+
+    def method_items(self, tx: Tx, /) -> VT:
+        return DictViewVariable(self, "items")
+
+    def method_copy(self, tx: Tx, /) -> VT:
+        return DictVariable(self.items, self.dict_cls, default_factory=self.default_factory)
+
+    def method_dunder_iter(self, tx: Tx, /) -> VT:
+        return iteration.DictIteratorVariable(self, "keys")
+
+    def method_dunder_setitem(self, tx: Tx, key: VT, value: VT, /) -> VT:
+        self.store(tx, key, value)
+        return ConstantVariable(None)
+
+    def method_update(self, tx: Tx, *others: VT, **kwargs: VT) -> VT:
+        for other in others:
+            other = as_dict(tx, other) or other
+            pairs = list(other.items.values()) if isinstance(other, DictVariable) else map(tx.unpack, tx.unpack(other))
+            for key, value in pairs:
+                self.store(tx, key, value)
+        for kname, value in kwargs.items():
+            self.store(tx, ConstantVariable(kname), value)
+        return ConstantVariable(None)
+
+    def method_pop(self, tx: Tx, key: VT, *default: VT) -> VT:
+        hkey = self.key_of(tx, key)
+        if hkey in self.items:
+            return self.items.pop(hkey)[1]
+        if len(default) == 1:
+            return default[0]
+        _raise_key_error(key)
+
+    def method_setdefault(self, tx: Tx, key: VT, *default: VT) -> VT:
+        hkey = self.key_of(tx, key)
+        if hkey not in self.items:
+            self.items[hkey] = (key, default[0] if default else ConstantVariable(None))
+        return self.items[hkey][1]
+
+    def method_dunder_delitem(self, tx: Tx, key: VT, /) -> VT:
+        hkey = self.key_of(tx, key)
+        if hkey not in self.items:
+            _raise_key_error(key)
+        del self.items[hkey]
+        return ConstantVariable(None)
+
+    def method_clear(self, tx: Tx, *args: VT) -> VT:
+        self.items.clear()
+        return ConstantVariable(None)
+
+    def method_popitem(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
+        ordered = self.dict_cls is collections.OrderedDict
+        if not ordered and args:
+            raise_traced(TypeError, f"dict.popitem() takes no arguments ({len(args)} given)")
+        if not ordered and kwargs:
+            raise_traced(TypeError, "dict.popitem() takes no keyword arguments")
+        if not self.items:
+            raise_traced(KeyError, "dictionary is empty" if ordered else "popitem(): dictionary is empty")
+        last = _flag(args, 0, kwargs, "last", True)
+        hkey = next(reversed(self.items)) if last else next(iter(self.items))
+        return sequences.TupleVariable(list(self.items.pop(hkey)))
+
+    def method_move_to_end(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
+        if self.dict_cls is not collections.OrderedDict:
+            return bad_method(self, "move_to_end")
+        hkey = self.key_of(tx, args[0])
+        if hkey not in self.items:
+            _raise_key_error(args[0])
+        entry = self.items.pop(hkey)
+        if _flag(args, 1, kwargs, "last", True):
+            self.items[hkey] = entry
+        else:
+            self.items = {hkey: entry, **self.items}
+        return ConstantVariable(None)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:
@@ -244,7 +280,7 @@ def _raise_key_error(key: VT) -> None:
     raise TracedException(ExceptionVariable(KeyError, [key]))
 
 
-class LazyDictVariable(VariableTracker):
+class LazyDictVariable(DictOperators):
     """A dict that existed before the call, read key by key through its source.
 
     Reading one key guards only that key's presence (and its value's facts);
@@ -299,17 +335,25 @@ class LazyDictVariable(VariableTracker):
         return len(self.value)
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name == "__len__" and not args:
-            return ConstantVariable(self._length(tx))
-        if name == "__contains__" and len(args) == 1:
-            return ConstantVariable(self._lookup(tx, args[0]) is not None)
-        if name in ("__getitem__", "get") and 1 <= len(args) <= (1 if name == "__getitem__" else 2) and not kwargs:
-            found = self._lookup(tx, args[0])
-            if found is not None:
-                return found
-            if name == "get":
-                return args[1] if len(args) == 2 else ConstantVariable(None)
-        return self.materialize(tx).call_method(tx, name, args, kwargs)
+        """Reads of one key, and the length, by the handlers below; anything
+        else (or a missing key for ``d[k]``) on the materialized dict."""
+        result = call_method_handler(self, tx, name, args, kwargs)
+        return result if result is not None else self.materialize(tx).call_method(tx, name, args, kwargs)
+
+    def method_dunder_len(self, tx: Tx, /) -> VT:
+        return ConstantVariable(self._length(tx))
+
+    def method_dunder_contains(self, tx: Tx, key: VT, /) -> VT:
+        return ConstantVariable(self._lookup(tx, key) is not None)
+
+    def method_dunder_getitem(self, tx: Tx, key: VT, /) -> VT | None:
+        return self._lookup(tx, key)  # None: raised (or __missing__) by the materialized dict
+
+    def method_get(self, tx: Tx, key: VT, default: VT | None = None, /) -> VT:
+        found = self._lookup(tx, key)
+        if found is not None:
+            return found
+        return default if default is not None else ConstantVariable(None)
 
     def truthy(self, tx: Tx) -> bool:
         return self._length(tx) > 0
@@ -353,6 +397,17 @@ def as_dict(tx: Tx, vt: VT) -> DictVariable | None:
     if isinstance(vt, LazyDictVariable):
         return vt.materialize(tx)
     return vt if isinstance(vt, DictVariable) else None
+
+
+def dict_union(tx: Tx, a: DictVariable, b: DictVariable) -> DictVariable:
+    """``a | b``: ``b``'s kind (class, default factory) when its class is a
+    proper subclass of ``a``'s (its ``__ror__`` goes first: OrderedDict,
+    defaultdict), else ``a``'s; ``a``'s items updated with ``b``'s."""
+    b_first = b.dict_cls is not a.dict_cls and issubclass(b.dict_cls, a.dict_cls)
+    merged = (b if b_first else a).empty_like()
+    for key, value in [*a.items.values(), *b.items.values()]:
+        merged.store(tx, key, value)
+    return merged
 
 
 def _flag(args: Sequence[VT], index: int, kwargs: dict[str, VT], name: str, default: Any) -> Any:

@@ -12,6 +12,7 @@ as a module and reads its names when called.
 """
 from __future__ import annotations
 
+import builtins
 import operator
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -19,11 +20,10 @@ import torch
 import torch.fx
 
 from bytegraph.breaks import unimplemented
-from bytegraph.variables import tensor
+from bytegraph.variables import symbolic, tensor
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.sequences import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
-from bytegraph.variables.symbolic import SYMBOLIC_TYPES, SymNodeVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
@@ -34,6 +34,12 @@ VT = VariableTracker
 #: TensorVariable kinds of traced wrapper subclasses, by the class of their
 #: FakeTensor example (filled by their modules: ``variables/dtensor.py``)
 TENSOR_VARIABLE_KINDS: dict[type, type] = {}
+
+
+def graph_operator(tx: Tx, op: Any, args: Sequence[VT]) -> VT:
+    """``op(*args)`` for a Python operator with a tensor or symbolic-scalar
+    operand: one graph node (``abs`` as ``operator.abs``)."""
+    return graph_call(tx, "call_function", operator.abs if op is builtins.abs else op, list(args), {})
 
 
 def graph_call(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[str, VT],
@@ -113,12 +119,12 @@ def wrap_fx_value(tx: Tx, node: torch.fx.Node, example: Any) -> VT:
     them, constants."""
     if isinstance(example, torch.Tensor):
         return TENSOR_VARIABLE_KINDS.get(type(example), tensor.TensorVariable)(node, example)
-    if isinstance(example, SYMBOLIC_TYPES):
-        return SymNodeVariable.create(node, example)
+    if isinstance(example, symbolic.SYMBOLIC_TYPES):
+        return symbolic.SymNodeVariable.create(node, example)
     if isinstance(example, (tuple, list)):
         items = []
         for i, item in enumerate(example):
-            if isinstance(item, (torch.Tensor, tuple, list, *SYMBOLIC_TYPES)):
+            if isinstance(item, (torch.Tensor, tuple, list, *symbolic.SYMBOLIC_TYPES)):
                 item_node = tx.output.create_node("call_function", operator.getitem, (node, i), {}, item)
                 items.append(wrap_fx_value(tx, item_node, item))
             elif _is_plain_constant(item):

@@ -32,6 +32,10 @@ class IteratorVariable(VariableTracker):
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return True
 
+    def contains_op(self, tx: Tx, item: VT) -> None:
+        """``x in it`` consumes the iterator up to ``x``: not modelled (a graph break)."""
+        return None
+
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
         items = []
         while (item := self.next_item(tx)) is not None:

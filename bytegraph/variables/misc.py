@@ -198,6 +198,9 @@ class EnvironVariable(VariableTracker):
             return BoundMethodVariable(self, name)
         return super().var_getattr(tx, name)
 
+    def contains_op(self, tx: Tx, item: VT) -> VT:
+        return self.call_method(tx, "__contains__", [item], {})
+
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name not in ("get", "__getitem__", "__contains__") or kwargs or not all(
                 a.is_python_constant() for a in args) or not args or (name != "get" and len(args) != 1):

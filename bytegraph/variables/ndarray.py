@@ -24,6 +24,7 @@ from bytegraph.config import config
 from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import BoundMethodVariable, ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.operators import INPLACE_TO_BINARY, TENSOR_OPERATORS
 from bytegraph.variables.sequences import ListVariable, NamedTupleVariable, SliceVariable, TupleVariable
 from bytegraph.variables.graph_calls import graph_call, graph_node, overloaded_args, wrap_fx_value
 from bytegraph.variables.symbolic import SYMBOLIC_TYPES, FakeItemVariable, SymNodeVariable, branch_on_data
@@ -120,6 +121,21 @@ class NumpyNdarrayVariable(VariableTracker):
 
     def python_type(self) -> type:
         return npops.numpy_dtype(self.example.dtype).type if self.scalar else npops.np.ndarray
+
+    #: NumPy's operators take over any operation with an array operand (tensors included)
+    override_rank = 3
+
+    def operator_override(self, tx: Tx, op: Any, args: Sequence[VT]) -> Any:
+        """An operator with this operand, run as ``torch._numpy`` runs it; ``lst += a``
+        is left to a mutable left operand's own rule (``extend``). NumPy scalars and
+        Python values are immutable: ``x += a`` on them is ``x = x + a``."""
+        target = args[0]
+        if op not in TENSOR_OPERATORS or (target is not self and target.mutable):
+            return NotImplemented
+        if op in INPLACE_TO_BINARY and not (target is self and not self.scalar):
+            op = INPLACE_TO_BINARY[op]
+        return numpy_operator(tx, op, args)
+
 
     def as_proxy(self) -> Any:
         return self.node

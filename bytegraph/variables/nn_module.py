@@ -212,8 +212,8 @@ class NNModuleVariable(VariableTracker):
 
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
         container = _container_holder(self.value)
-        if container is None:
-            return super().unpack_var_sequence(tx)
+        if container is None:  # the class's own __iter__ (inlined), or a graph break
+            return tx.unpack(self.call_method(tx, "__iter__", [], {}))
         keys = self.container_keys(tx)
         if isinstance(self.value, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
             return [ConstantVariable(k) for k in keys]

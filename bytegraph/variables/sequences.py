@@ -21,7 +21,7 @@ import torch
 
 from bytegraph.breaks import unimplemented
 from bytegraph.variables import dicts, iteration
-from bytegraph.variables.base import VariableTracker, bad_method
+from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 
 if TYPE_CHECKING:
@@ -56,6 +56,32 @@ class BaseSequenceVariable(VariableTracker):
 
     def as_example(self) -> Any:
         return self.python_type()([i.as_example() for i in self.items])
+
+    def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        """``a + b`` of sequences, ``a * n``, ``a == b`` item by item."""
+        if op is operator.add and isinstance(other, BaseSequenceVariable):
+            if type(other) is type(self):
+                return self.with_items(self.items + other.items)
+            if issubclass(self.python_type(), tuple) and issubclass(other.python_type(), tuple):
+                # torch.Size's __add__/__radd__ keep the Size (tuples have no nb_add to go first)
+                kind = SizeVariable if isinstance(self, SizeVariable) or isinstance(other, SizeVariable) else TupleVariable
+                return kind(self.items + other.items)
+        if op is operator.mul:
+            return self.reflected_binary_op(tx, op, other)
+        if op in (operator.eq, operator.ne) and isinstance(other, BaseSequenceVariable):
+            equal = issubclass(self.python_type(), tuple) == issubclass(other.python_type(), tuple) and len(
+                self.items
+            ) == len(other.items) and all(
+                tx.call_builtin(operator.eq, [x, y]).truthy(tx) for x, y in zip(self.items, other.items)
+            )
+            return ConstantVariable(equal if op is operator.eq else not equal)
+        return NotImplemented
+
+    def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        """``n * a``: repetition, as ``a * n``."""
+        if op is operator.mul and other.is_python_constant():
+            return self.with_items(self.items * other.as_python_constant())
+        return NotImplemented
 
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return True
@@ -284,20 +310,78 @@ class ListVariable(BaseSequenceVariable):
     def as_example(self) -> Any:
         return [i.as_example() for i in self.items]
 
+    def inplace_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        """``lst += it`` extends (a deque's extend respects its maxlen); ``lst *= n``
+        repeats in place; other in-place operators are not modelled (None)."""
+        if op is operator.iadd:
+            self.call_method(tx, "extend", [other], {})
+            return self
+        if op is operator.imul and other.is_python_constant():
+            tx.output.side_effects.mutate(self)
+            self.items[:] = self.with_items(self.items * other.as_python_constant()).items
+            return self
+        return None
+
+    MUTATORS = frozenset({"append", "extend", "insert", "pop", "clear", "reverse", "__setitem__", "__delitem__",
+                          "remove", "sort"})
+
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        mutator = _LIST_MUTATORS.get(name)
-        if mutator is not None and not kwargs:
-            tx.output.side_effects.mutate(self)
-            return mutator(self, tx, *args)
-        if name == "copy" and not args:
-            return ListVariable(self.items)
-        if name == "sort":
-            tx.output.side_effects.mutate(self)
-            key = kwargs.get("key", ConstantVariable(None))
-            reverse = kwargs.get("reverse", ConstantVariable(False)).as_python_constant()
-            self.items[:] = tx.sort_items(self.items, key, reverse)
-            return ConstantVariable(None)
-        return super().call_method(tx, name, args, kwargs)
+        result = call_method_handler(self, tx, name, args, kwargs)
+        return result if result is not None else super().call_method(tx, name, args, kwargs)
+
+    def method_append(self, tx: Tx, item: VT) -> VT:
+        self.items.append(item)
+        return ConstantVariable(None)
+
+    def method_extend(self, tx: Tx, other: VT) -> VT:
+        self.items.extend(tx.unpack(other))
+        return ConstantVariable(None)
+
+    def method_insert(self, tx: Tx, index: VT, item: VT) -> VT:
+        self.items.insert(_const_int(tx, index, "index"), item)
+        return ConstantVariable(None)
+
+    def method_pop(self, tx: Tx, index: VT | None = None) -> VT:
+        try:
+            return self.items.pop(-1 if index is None else _const_int(tx, index, "index"))
+        except IndexError as e:
+            raise_traced(IndexError, str(e))
+
+    def method_clear(self, tx: Tx) -> VT:
+        self.items.clear()
+        return ConstantVariable(None)
+
+    def method_reverse(self, tx: Tx) -> VT:
+        self.items.reverse()
+        return ConstantVariable(None)
+
+    def method_dunder_setitem(self, tx: Tx, index: VT, value: VT) -> VT:
+        idx = index.as_python_constant()
+        if isinstance(idx, slice):
+            self.items[idx] = tx.unpack(value)
+        else:
+            self.items[idx] = value
+        return ConstantVariable(None)
+
+    def method_dunder_delitem(self, tx: Tx, index: VT) -> VT:
+        del self.items[index.as_python_constant()]
+        return ConstantVariable(None)
+
+    def method_remove(self, tx: Tx, value: VT) -> VT:
+        for n, item in enumerate(self.items):
+            if tx.call_builtin(operator.eq, [item, value]).truthy(tx):
+                del self.items[n]
+                return ConstantVariable(None)
+        raise_traced(ValueError, self.not_found(value))
+
+    def method_copy(self, tx: Tx) -> VT:
+        return ListVariable(self.items)
+
+    def method_sort(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
+        key = kwargs.get("key", ConstantVariable(None))
+        reverse = kwargs.get("reverse", ConstantVariable(False)).as_python_constant()
+        self.items[:] = tx.sort_items(self.items, key, reverse)
+        return ConstantVariable(None)
 
     def not_found(self, value: VT) -> str:
         """The ValueError message of ``remove(value)`` for a missing value."""
@@ -320,73 +404,6 @@ class ListVariable(BaseSequenceVariable):
         codegen.load_source(self.source)
         codegen.load_const(slice(None))
         codegen.emit("STORE_SUBSCR")
-
-
-def _list_append(lst: ListVariable, tx: Tx, item: VT) -> VT:
-    lst.items.append(item)
-    return ConstantVariable(None)
-
-
-def _list_extend(lst: ListVariable, tx: Tx, other: VT) -> VT:
-    lst.items.extend(tx.unpack(other))
-    return ConstantVariable(None)
-
-
-def _list_insert(lst: ListVariable, tx: Tx, index: VT, item: VT) -> VT:
-    lst.items.insert(_const_int(tx, index, "index"), item)
-    return ConstantVariable(None)
-
-
-def _list_pop(lst: ListVariable, tx: Tx, index: VT | None = None) -> VT:
-    try:
-        return lst.items.pop(-1 if index is None else _const_int(tx, index, "index"))
-    except IndexError as e:
-        raise_traced(IndexError, str(e))
-
-
-def _list_clear(lst: ListVariable, tx: Tx) -> VT:
-    lst.items.clear()
-    return ConstantVariable(None)
-
-
-def _list_reverse(lst: ListVariable, tx: Tx) -> VT:
-    lst.items.reverse()
-    return ConstantVariable(None)
-
-
-def _list_setitem(lst: ListVariable, tx: Tx, index: VT, value: VT) -> VT:
-    idx = index.as_python_constant()
-    if isinstance(idx, slice):
-        lst.items[idx] = tx.unpack(value)
-    else:
-        lst.items[idx] = value
-    return ConstantVariable(None)
-
-
-def _list_delitem(lst: ListVariable, tx: Tx, index: VT) -> VT:
-    del lst.items[index.as_python_constant()]
-    return ConstantVariable(None)
-
-
-def _list_remove(lst: ListVariable, tx: Tx, value: VT) -> VT:
-    for n, item in enumerate(lst.items):
-        if tx.call_builtin(operator.eq, [item, value]).truthy(tx):
-            del lst.items[n]
-            return ConstantVariable(None)
-    raise_traced(ValueError, lst.not_found(value))
-
-
-_LIST_MUTATORS: dict[str, Callable[..., VT]] = {
-    "append": _list_append,
-    "extend": _list_extend,
-    "insert": _list_insert,
-    "pop": _list_pop,
-    "clear": _list_clear,
-    "reverse": _list_reverse,
-    "__setitem__": _list_setitem,
-    "__delitem__": _list_delitem,
-    "remove": _list_remove,
-}
 
 
 class DequeVariable(ListVariable):
@@ -421,13 +438,54 @@ class DequeVariable(ListVariable):
             args[0].as_python_constant(), slice
         ):
             raise_traced(TypeError, "sequence index must be integer, not 'slice'")
-        mutator = _DEQUE_MUTATORS.get(name)
-        if mutator is not None and not kwargs:
-            tx.output.side_effects.mutate(self)
-            return mutator(self, tx, *args)
-        if name == "copy" and not args:
-            return DequeVariable(self.items, self.maxlen)
         return super().call_method(tx, name, args, kwargs)
+
+    MUTATORS = ListVariable.MUTATORS | {"appendleft", "extendleft", "popleft", "rotate"}
+
+    def method_append(self, tx: Tx, item: VT) -> VT:
+        return self._add(tx, [item], left=False)
+
+    def method_appendleft(self, tx: Tx, item: VT) -> VT:
+        return self._add(tx, [item], left=True)
+
+    def method_extend(self, tx: Tx, other: VT) -> VT:
+        return self._add(tx, tx.unpack(other), left=False)
+
+    def method_extendleft(self, tx: Tx, other: VT) -> VT:
+        return self._add(tx, tx.unpack(other), left=True)
+
+    def _add(self, tx: Tx, items: list[VT], left: bool) -> VT:
+        """Items added one by one at one end (``extendleft`` reverses them)."""
+        self.items[:] = self.keep(items[::-1] + self.items, left=True) if left else self.keep(self.items + items)
+        return ConstantVariable(None)
+
+    def method_insert(self, tx: Tx, index: VT, item: VT) -> VT:
+        if self.maxlen is not None and len(self.items) >= self.maxlen:
+            raise_traced(IndexError, "deque already at its maximum size")
+        return super().method_insert(tx, index, item)
+
+    def method_pop(self, tx: Tx, *args: VT) -> VT:
+        return self._pop(args, left=False)
+
+    def method_popleft(self, tx: Tx, *args: VT) -> VT:
+        return self._pop(args, left=True)
+
+    def _pop(self, args: Sequence[VT], left: bool) -> VT:
+        if args:
+            raise_traced(TypeError, f"deque.{'popleft' if left else 'pop'}() takes no arguments ({len(args)} given)")
+        if not self.items:
+            raise_traced(IndexError, "pop from an empty deque")
+        return self.items.pop(0 if left else -1)
+
+    def method_rotate(self, tx: Tx, n: VT | None = None) -> VT:
+        steps = 1 if n is None else _const_int(tx, n, "n")
+        if self.items:
+            steps %= len(self.items)
+            self.items[:] = self.items[len(self.items) - steps :] + self.items[: len(self.items) - steps]
+        return ConstantVariable(None)
+
+    def method_copy(self, tx: Tx) -> VT:
+        return DequeVariable(self.items, self.maxlen)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
         if name == "maxlen":
@@ -452,47 +510,6 @@ class DequeVariable(ListVariable):
                 codegen.load_local(arg)
             codegen.call(len(method_args))
             codegen.emit("POP_TOP")
-
-
-def _deque_add(dq: DequeVariable, tx: Tx, items: list[VT], left: bool) -> VT:
-    """Items added one by one at one end (``extendleft`` reverses them)."""
-    dq.items[:] = dq.keep(items[::-1] + dq.items, left=True) if left else dq.keep(dq.items + items)
-    return ConstantVariable(None)
-
-
-def _deque_insert(dq: DequeVariable, tx: Tx, index: VT, item: VT) -> VT:
-    if dq.maxlen is not None and len(dq.items) >= dq.maxlen:
-        raise_traced(IndexError, "deque already at its maximum size")
-    return _list_insert(dq, tx, index, item)
-
-
-def _deque_pop(dq: DequeVariable, tx: Tx, *args: VT, left: bool = False) -> VT:
-    if args:
-        raise_traced(TypeError, f"deque.{'popleft' if left else 'pop'}() takes no arguments ({len(args)} given)")
-    if not dq.items:
-        raise_traced(IndexError, "pop from an empty deque")
-    return dq.items.pop(0 if left else -1)
-
-
-def _deque_rotate(dq: DequeVariable, tx: Tx, n: VT | None = None) -> VT:
-    steps = 1 if n is None else _const_int(tx, n, "n")
-    if dq.items:
-        steps %= len(dq.items)
-        dq.items[:] = dq.items[len(dq.items) - steps :] + dq.items[: len(dq.items) - steps]
-    return ConstantVariable(None)
-
-
-_DEQUE_MUTATORS: dict[str, Callable[..., VT]] = {
-    **_LIST_MUTATORS,
-    "append": lambda dq, tx, item: _deque_add(dq, tx, [item], left=False),
-    "appendleft": lambda dq, tx, item: _deque_add(dq, tx, [item], left=True),
-    "extend": lambda dq, tx, other: _deque_add(dq, tx, tx.unpack(other), left=False),
-    "extendleft": lambda dq, tx, other: _deque_add(dq, tx, tx.unpack(other), left=True),
-    "insert": _deque_insert,
-    "pop": _deque_pop,
-    "popleft": lambda dq, tx, *args: _deque_pop(dq, tx, *args, left=True),
-    "rotate": _deque_rotate,
-}
 
 
 class SliceVariable(VariableTracker):

@@ -7,9 +7,10 @@ effect and replayed on the real object after the graph runs
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+import operator
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from bytegraph.variables.base import VariableTracker, bad_method
+from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler, handler_name
 from bytegraph.variables.constant import ConstantVariable, raise_traced_from
 from bytegraph.variables.dicts import apply_by_clear_update
 from bytegraph.variables.iteration import ListIteratorVariable, SetIteratorVariable
@@ -19,6 +20,38 @@ if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
 
 VT = VariableTracker
+
+#: operators between two sets: a new set or a bool, computed on the constant items.
+SET_OPERATORS = frozenset({
+    operator.or_, operator.and_, operator.sub, operator.xor, operator.le, operator.lt, operator.ge,
+    operator.gt, operator.eq, operator.ne,
+})
+
+#: in-place set operators -> the set method that performs them.
+SET_INPLACE = {
+    operator.ior: "update", operator.iand: "intersection_update",
+    operator.isub: "difference_update", operator.ixor: "symmetric_difference_update",
+}
+
+
+def _on_items(name: str) -> Callable[..., VT]:
+    """A ``method_<name>`` handler of :class:`SetVariable`: the set method
+    ``name`` run on the constant items; a result set is a new VT."""
+
+    def handler(self: SetVariable, tx: Tx, *args: VT) -> VT:
+        method = getattr(self.values, name, None)
+        if method is None:  # a frozenset's mutators
+            return bad_method(self, name)
+        try:
+            result = method(*[a.as_python_constant() for a in args])
+        except (KeyError, TypeError) as e:
+            raise_traced_from(e)
+        if isinstance(result, (set, frozenset)):
+            return SetVariable([ConstantVariable(v) for v in result], type(result))
+        return tx.wrap_const(result)
+
+    handler.__name__ = handler_name("method_", name)
+    return handler
 
 
 class SetVariable(VariableTracker):
@@ -50,27 +83,55 @@ class SetVariable(VariableTracker):
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
         return [ConstantVariable(v) for v in self.values]
 
+    def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        """``a | b``, ``a <= b``...: a new set (never an operand) or a bool."""
+        if op not in SET_OPERATORS or not isinstance(other, SetVariable):
+            return NotImplemented
+        result = op(self.values, other.values)
+        if isinstance(result, (set, frozenset)):
+            return SetVariable([ConstantVariable(v) for v in result], type(result))
+        return ConstantVariable(result)
+
+    def inplace_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        """``s |= t``...: the set method (``update``...); a non-set operand or a
+        frozenset (rebound, not mutated) is not modelled here (eager may raise)."""
+        if self.set_cls is not set or op not in SET_INPLACE:
+            return None
+        if not isinstance(other, SetVariable):
+            return None  # eager raises TypeError: a graph break runs it natively
+        self.call_method(tx, SET_INPLACE[op], [other], {})
+        return self
+
+    MUTATORS = frozenset({"add", "discard", "remove", "update", "clear", "pop", "difference_update",
+                          "intersection_update", "symmetric_difference_update"})
+
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name == "__iter__" and not args and not kwargs:
-            return SetIteratorVariable(self)
-        consts = [a.as_python_constant() for a in args]
-        if name in ("add", "discard", "remove", "update", "clear", "pop", "difference_update", "intersection_update",
-                    "symmetric_difference_update"):
-            tx.output.side_effects.mutate(self)
-            try:
-                result = getattr(self.values, name)(*consts)
-            except (KeyError, TypeError) as e:
-                raise_traced_from(e)
-            return tx.wrap_const(result)
-        if name in ("__contains__", "__len__", "union", "intersection", "difference", "issubset",
-                    "issuperset", "symmetric_difference", "copy", "isdisjoint", "__iter__"):
-            if name == "__iter__":
-                return ListIteratorVariable(self.unpack_var_sequence(tx))
-            result = getattr(self.values, name)(*consts)
-            if isinstance(result, (set, frozenset)):
-                return SetVariable([ConstantVariable(v) for v in result], type(result))
-            return ConstantVariable(result)
-        return bad_method(self, name)
+        result = call_method_handler(self, tx, name, args, kwargs)
+        return result if result is not None else bad_method(self, name)
+
+    def method_dunder_iter(self, tx: Tx, /) -> VT:
+        return SetIteratorVariable(self)
+
+    # mutators (MUTATORS marks the side effect) and readers, run on the constant items
+    method_add = _on_items("add")
+    method_discard = _on_items("discard")
+    method_remove = _on_items("remove")
+    method_update = _on_items("update")
+    method_clear = _on_items("clear")
+    method_pop = _on_items("pop")
+    method_difference_update = _on_items("difference_update")
+    method_intersection_update = _on_items("intersection_update")
+    method_symmetric_difference_update = _on_items("symmetric_difference_update")
+    method_dunder_contains = _on_items("__contains__")
+    method_dunder_len = _on_items("__len__")
+    method_union = _on_items("union")
+    method_intersection = _on_items("intersection")
+    method_difference = _on_items("difference")
+    method_symmetric_difference = _on_items("symmetric_difference")
+    method_issubset = _on_items("issubset")
+    method_issuperset = _on_items("issuperset")
+    method_isdisjoint = _on_items("isdisjoint")
+    method_copy = _on_items("copy")
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.set_cls is frozenset:

@@ -15,7 +15,9 @@ import torch.fx
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_unbacked_symbols
 
 from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_CONTROL_FLOW, unimplemented
+from bytegraph.variables import graph_calls
 from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.operators import TENSOR_OPERATORS
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -77,6 +79,16 @@ class SymNodeVariable(VariableTracker):
 
     def _concrete(self, kind: type) -> Any:
         return concrete(kind, self.example, f"the value of {self.node.name} ({self.example})")
+
+    # ---- operators: arithmetic and comparisons stay in the graph ----------------
+    def binary_op(self, tx: Tx, op: Any, other: VariableTracker) -> Any:
+        return graph_calls.graph_operator(tx, op, [self, other]) if op in TENSOR_OPERATORS else NotImplemented
+
+    def reflected_binary_op(self, tx: Tx, op: Any, other: VariableTracker) -> Any:
+        return graph_calls.graph_operator(tx, op, [other, self]) if op in TENSOR_OPERATORS else NotImplemented
+
+    def unary_op(self, tx: Tx, op: Any) -> Any:
+        return graph_calls.graph_operator(tx, op, [self]) if op in TENSOR_OPERATORS else NotImplemented
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_graph_output(self.node)

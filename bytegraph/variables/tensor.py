@@ -28,7 +28,6 @@ in :mod:`~bytegraph.variables.tensor_handles`, tensor subclasses in
 from __future__ import annotations
 
 import functools
-import inspect
 import operator
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -39,11 +38,11 @@ from bytegraph.breaks import HINT_DATA_DEPENDENT, unimplemented, user_error
 from bytegraph.config import config
 from bytegraph.guards.guards import DictContains
 from bytegraph.guards.source import AttrSource, CallMethodSource
-from bytegraph.variables import graph_calls, tensor_handles
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables import graph_calls, symbolic, tensor_handles
+from bytegraph.variables.base import VariableTracker, handler_name, method_handler
 from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.operators import TENSOR_OPERATORS
 from bytegraph.variables.sequences import SizeVariable, SliceVariable, TupleVariable
-from bytegraph.variables.symbolic import SYMBOLIC_TYPES, SymNodeVariable, branch_on_data
 from bytegraph.variables.tensor_surface import (
     BREAKING_ATTRS,
     BREAKING_METHODS,
@@ -57,7 +56,6 @@ from bytegraph.variables.tensor_surface import (
     STATIC_ATTRS,
     STORAGE_METHODS,
     STATIC_METHODS,
-    handler_name,
 )
 
 if TYPE_CHECKING:
@@ -66,11 +64,6 @@ if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
 
 VT = VariableTracker
-
-
-@functools.lru_cache(maxsize=None)
-def _signature(fn: Callable) -> inspect.Signature:
-    return inspect.signature(fn)
 
 
 class TensorVariable(VariableTracker):
@@ -110,7 +103,7 @@ class TensorVariable(VariableTracker):
             codegen.load_graph_output(self.node)
 
     def truthy(self, tx: Tx) -> bool:
-        branch_on_data(f"a tensor ({self.node.name})")
+        symbolic.branch_on_data(f"a tensor ({self.node.name})")
 
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return self.example.dim() > 0
@@ -121,6 +114,25 @@ class TensorVariable(VariableTracker):
             tx, "call_function", operator.getitem, [self, ConstantVariable(i)], {}))
 
     # ---- attributes ------------------------------------------------------------------------
+    # ---- operators: graph nodes (``t[i]`` is ``__getitem__``) ------------------------
+    def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        if op is operator.getitem:
+            return self.call_method(tx, "__getitem__", [other], {})
+        return graph_calls.graph_operator(tx, op, [self, other]) if op in TENSOR_OPERATORS else NotImplemented
+
+    def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        return graph_calls.graph_operator(tx, op, [other, self]) if op in TENSOR_OPERATORS else NotImplemented
+
+    def inplace_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        """``t += x``: the in-place operator in the graph, mutating ``t``."""
+        return graph_calls.graph_operator(tx, op, [self, other])
+
+    def unary_op(self, tx: Tx, op: Any) -> Any:
+        return graph_calls.graph_operator(tx, op, [self]) if op in TENSOR_OPERATORS else NotImplemented
+
+    def contains_op(self, tx: Tx, item: VT) -> VT:
+        return self.call_method(tx, "__contains__", [item], {})
+
     def var_getattr(self, tx: Tx, name: str) -> VT:
         if not self.class_has(name) and self.has_instance_attr(tx, name):
             return tx.wrap(self._real(tx).__dict__[name], AttrSource(self.source, name))
@@ -305,12 +317,8 @@ class TensorVariable(VariableTracker):
         if route == "storage" and not args and not kwargs:
             return self._storage_fact(tx, name)
         if route == "handler":
-            handler = getattr(self, handler_name("method_", name))
-            try:
-                bound = _signature(handler).bind(tx, *args, **kwargs)
-            except TypeError:  # eager raises: the graph path below breaks with that error
-                bound = None
-            result = handler(*bound.args, **bound.kwargs) if bound is not None else None
+            handler = method_handler(self, tx, name, args, kwargs)  # None: arguments eager rejects, the
+            result = handler() if handler is not None else None      # graph path below breaks with that error
             if result is not None:
                 return result
         return graph_calls.graph_call(tx, "call_method", name, [self, *args], kwargs,
@@ -375,14 +383,14 @@ class TensorVariable(VariableTracker):
         indexing would specialise them). A boolean-mask index has a
         data-dependent shape and breaks."""
         items = list(index.items) if type(index) is TupleVariable else [index]
-        symbolic = [i for i, item in enumerate(items) if isinstance(item, SymNodeVariable)]
-        if not symbolic or not all(_basic_index(item) for item in items):
+        positions = [i for i, item in enumerate(items) if isinstance(item, symbolic.SymNodeVariable)]
+        if not positions or not all(_basic_index(item) for item in items):
             return graph_calls.graph_call(tx, "call_function", operator.getitem, [self, index], {})
         # symbolic positions keep their dim (a full slice), then are selected, last dim first
         full = ConstantVariable(slice(None))
-        kept = [full if i in symbolic else item for i, item in enumerate(items)]
+        kept = [full if i in positions else item for i, item in enumerate(items)]
         result = graph_calls.graph_call(tx, "call_function", operator.getitem, [self, TupleVariable(kept)], {})
-        for i in reversed(symbolic):
+        for i in reversed(positions):
             dim = sum(1 for item in items[:i] if not item.is_python_constant() or item.python_type() is slice)
             select_args = [result, ConstantVariable(dim), items[i]]
             result = graph_calls.graph_call(tx, "call_function", torch.select, select_args, {})
@@ -395,7 +403,7 @@ class TensorVariable(VariableTracker):
     def method_dunder_contains(self, tx: Tx, element: VT) -> VT:
         """``x in t``: ``(t == x).any()`` in the graph, then its Python bool
         (data-dependent: ``item()`` rules apply)."""
-        if not isinstance(element, (TensorVariable, SymNodeVariable)) and not (
+        if not isinstance(element, (TensorVariable, symbolic.SymNodeVariable)) and not (
             element.is_python_constant() and type(element.as_python_constant()) in (bool, int, float, complex)
         ):
             unimplemented(
@@ -438,7 +446,7 @@ class TensorVariable(VariableTracker):
             return None  # eager raises: the graph path breaks with its error
         if len(args) == 1 and isinstance(args[0], SizeVariable):
             sizes = args[0].items
-        elif all(isinstance(a, SymNodeVariable) or (a.is_python_constant() and type(a.as_python_constant()) is int)
+        elif all(isinstance(a, symbolic.SymNodeVariable) or (a.is_python_constant() and type(a.as_python_constant()) is int)
                  for a in args):
             sizes = list(args) if args else [ConstantVariable(0)]
         else:
@@ -536,7 +544,7 @@ class TensorVariable(VariableTracker):
             result = getattr(self.example, name)(*values, **kw)
         except Exception:  # eager raises: the graph path breaks with that error
             return graph_calls.graph_call(tx, "call_method", name, [self, *args], kwargs)
-        if isinstance(result, SYMBOLIC_TYPES):  # e.g. numel() of a dynamic tensor
+        if isinstance(result, symbolic.SYMBOLIC_TYPES):  # e.g. numel() of a dynamic tensor
             return graph_calls.graph_call(tx, "call_method", name, [self, *args], kwargs)
         return tx.wrap_const(result)
 
@@ -574,7 +582,7 @@ class TensorVariable(VariableTracker):
         size = self.example.size(dim)
         if isinstance(size, torch.SymInt):
             node, example = tx.output.sym_size(self.node, self.example, dim)
-            return SymNodeVariable(node, example)
+            return symbolic.SymNodeVariable(node, example)
         return ConstantVariable(int(size))
 
     def __repr__(self) -> str:
@@ -658,7 +666,7 @@ def _shares_version_counter(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 def _basic_index(item: VT) -> bool:
     """An int, symbolic int or slice in an index."""
-    if isinstance(item, (SymNodeVariable, SliceVariable)):
+    if isinstance(item, (symbolic.SymNodeVariable, SliceVariable)):
         return item.python_type() in (int, slice)
     return item.is_python_constant() and type(item.as_python_constant()) in (int, slice)
 

@@ -17,10 +17,9 @@ from bytegraph.breaks import unimplemented
 from bytegraph.graph.output_graph import storage_id
 from bytegraph.guards.guards import ConstantMatch, SameStorage
 from bytegraph.guards.source import CallMethodSource
-from bytegraph.variables import graph_calls
+from bytegraph.variables import graph_calls, symbolic
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.symbolic import concrete
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -124,7 +123,10 @@ class DataPtrVariable(VariableTracker):
         codegen.load_method("data_ptr")
         codegen.call(0)
 
-    def call_operator(self, tx: Tx, fn: Any, args: Sequence[VT]) -> VT:
+    #: any builtin or operator applied to a data pointer is decided here
+    override_rank = 1
+
+    def operator_override(self, tx: Tx, fn: Any, args: Sequence[VT]) -> VT:
         """``fn(*args)`` for a builtin or ``operator`` function with a data pointer among ``args``."""
         if fn in (operator.eq, operator.ne) and len(args) == 2 and all(isinstance(a, DataPtrVariable) for a in args):
             same = args[0]._same_address(tx, args[1])
@@ -157,7 +159,7 @@ class DataPtrVariable(VariableTracker):
             pin_storage_offsets(tx, owners_a)
             byte_a = 0 if self.of_storage else a.storage_offset() * a.element_size()
             byte_b = 0 if other.of_storage else b.storage_offset() * b.element_size()
-            return concrete(bool, byte_a == byte_b, "whether two views of one storage start at the same byte")
+            return symbolic.concrete(bool, byte_a == byte_b, "whether two views of one storage start at the same byte")
         if owners_a and owners_b:
             for oa in owners_a:
                 for ob in owners_b:
@@ -232,4 +234,4 @@ def pin_storage_offsets(tx: Tx, owners: Sequence[GraphInput]) -> None:
 
 
 def _nonempty_storage(example: torch.Tensor) -> bool:
-    return concrete(bool, example.untyped_storage().nbytes() > 0, "whether a storage is empty")
+    return symbolic.concrete(bool, example.untyped_storage().nbytes() > 0, "whether a storage is empty")

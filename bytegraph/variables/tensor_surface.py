@@ -125,11 +125,3 @@ METHOD_HINTS = {
 
 #: ``Tensor.type(name)`` targets: the legacy tensor types by their names.
 LEGACY_TENSOR_TYPES = {f"{cls.__module__}.{cls.__name__}": cls for cls in torch._tensor_classes}
-
-
-def handler_name(prefix: str, name: str) -> str:
-    """The TensorVariable handler of a name: ``method_size`` for ``size``,
-    ``method_dunder_getitem`` for ``__getitem__``, ``attr__version`` for ``_version``."""
-    if name.startswith("__") and name.endswith("__"):
-        return f"{prefix}dunder_{name[2:-2]}"
-    return prefix + name

@@ -46,12 +46,12 @@ from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.builtin import BINARY_DUNDERS, UNARY_DUNDERS
+from bytegraph.variables.operators import BINARY_DUNDERS, TENSOR_OPERATORS, UNARY_DUNDERS
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.dicts import DictVariable
 from bytegraph.variables.sequences import BaseSequenceVariable, NamedTupleVariable, TupleVariable
 from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
-from bytegraph.variables.graph_calls import graph_call, overloaded_args
+from bytegraph.variables.graph_calls import dispatches, graph_call, overloaded_args
 from bytegraph.variables.symbolic import SymNodeVariable
 from bytegraph.variables.tensor import TensorVariable
 from bytegraph.variables.torch import TorchFunctionVariable, is_torch_op
@@ -128,6 +128,16 @@ class TensorSubclassVariable(TensorVariable):
         super().__init__(node, example, source, class_type)
         self.attrs: dict[str, VT] = {}
         self.value = value
+
+    #: operators go through the class's dunders before any other operand's rules
+    override_rank = 2
+
+    def operator_override(self, tx: Tx, op: Any, args: Sequence[VT]) -> Any:
+        """An operator with this operand, when its class dispatches: resolved on
+        the operands' classes as Python does (:func:`dispatch_operator`)."""
+        if op in TENSOR_OPERATORS and dispatches(tx, self):
+            return dispatch_operator(tx, op, args)
+        return NotImplemented
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
         return subclass_getattr(tx, self, name)

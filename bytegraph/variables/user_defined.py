@@ -24,6 +24,7 @@ from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.dicts import DictBaseView, DictVariable
 from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
+from bytegraph.variables.operators import PythonDunderOperators
 from bytegraph.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.torch import AutogradFunctionApplyVariable
 
@@ -298,7 +299,7 @@ class UserDefinedClassVariable(VariableTracker):
         return f"UserDefinedClassVariable({self.value.__qualname__})"
 
 
-class UserDefinedObjectVariable(VariableTracker):
+class UserDefinedObjectVariable(PythonDunderOperators, VariableTracker):
     """An instance of a user class that existed before the call (read from a source).
 
     Attribute reads follow Python's lookup (see the module docstring); reads of
