@@ -41,6 +41,11 @@ HINT_DATA_DEPENDENT = (
     "Set bytegraph.config.capture_scalar_outputs = True to trace tensor-to-Python scalar conversions, "
     "or keep the value as a tensor (e.g. torch.where instead of an if)."
 )
+HINT_DYNAMIC_OUTPUT_SHAPE = (
+    "Set bytegraph.config.capture_dynamic_output_shape_ops = True to keep operators whose output size "
+    "depends on tensor data (nonzero, masked_select, x[mask]) in the graph, or use a form whose output keeps "
+    "the input's shape (torch.where, x[mask] = value)."
+)
 HINT_DYNAMIC_CONTROL_FLOW = (
     "Use torch.where / torch.cond instead of a Python branch on a tensor value, "
     "or move the branch out of the compiled region."

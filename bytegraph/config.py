@@ -25,8 +25,17 @@ class Config:
         recompile_limit: cache entries one code object may hold before bytegraph
             stops compiling it and runs it natively, warning once with the guard
             that keeps failing (mirrors torch.compile's ``recompile_limit``, 8).
-        capture_scalar_outputs: when True, ``Tensor.item()`` and friends become
-            data-dependent symbolic scalars in the graph instead of graph breaks.
+        capture_scalar_outputs: when True, ``Tensor.item()``, ``int(t)``,
+            ``float(t)`` and ``tolist()`` become data-dependent (unbacked)
+            symbolic scalars in the graph instead of graph breaks (mirrors
+            torch.compile's setting of that name). A Python branch on such a
+            value is still a graph break.
+        capture_dynamic_output_shape_ops: when True, operators whose output
+            size depends on tensor data (``nonzero``, ``masked_select``,
+            ``unique``, ``x[mask]``) stay in the graph with unbacked symbolic
+            sizes instead of breaking (mirrors torch.compile's setting).
+            ``fullgraph=True`` turns both captures on for its frames, as
+            torch.compile does: there a symbol is always better than a break.
         trace_numpy: trace NumPy calls on tensors through ``torch._numpy``.
         specialize_int: treat Python ``int`` arguments as constants (guarded)
             until they change.
@@ -53,6 +62,7 @@ class Config:
 
     recompile_limit: int = 8
     capture_scalar_outputs: bool = False
+    capture_dynamic_output_shape_ops: bool = False
     trace_numpy: bool = True
     specialize_int: bool = True
     specialize_float: bool = True

@@ -186,7 +186,10 @@ def _trace(
     it (with ``root_index``: the frame's instruction it happened under), or None
     when a static trace met an input that must be symbolic."""
     grad_mode = torch.is_grad_enabled()
-    output = OutputGraph(config.max_trace_instructions, policy, config.capture_scalar_outputs)
+    # fullgraph captures data-dependent values whatever the settings (as torch.compile): a break would fail
+    output = OutputGraph(config.max_trace_instructions, policy,
+                         config.capture_scalar_outputs or options.fullgraph,
+                         config.capture_dynamic_output_shape_ops or options.fullgraph)
     tracer = None
     try:
         tracer = InstructionTranslator(

@@ -193,8 +193,7 @@ def test_exception_in_compiled_graph_at_run_time():
 
 @pytest.mark.parametrize(
     "fn, gb_type",
-    [(with_print, "print"), (with_item, "data-dependent tensor method"),
-     (with_tensor_branch, "data-dependent branching")],
+    [(with_print, "print"), (with_tensor_branch, "data-dependent branching")],
 )
 def test_fullgraph_raises_unsupported(fn, gb_type):
     compiled, cnt = compile_counted(fn, fullgraph=True)
@@ -204,6 +203,16 @@ def test_fullgraph_raises_unsupported(fn, gb_type):
     assert info.value.user_stack and info.value.user_stack[-1].filename == __file__
     assert gb_type in str(info.value)
     assert cnt.frame_count == 0
+
+
+def test_fullgraph_captures_item_whatever_the_settings():
+    # as torch.compile: under fullgraph a data-dependent scalar is a symbol, never a failing break
+    assert not bytegraph.config.capture_scalar_outputs
+    compiled, cnt = compile_counted(with_item, fullgraph=True)
+    for _ in range(2):
+        x = torch.randn(3)
+        assert same(compiled(x), with_item(x))
+    assert cnt.frame_count == 1
 
 
 def test_fullgraph_compiles_code_without_breaks():

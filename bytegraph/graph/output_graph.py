@@ -33,7 +33,7 @@ from torch._subclasses.fake_tensor import (
 )
 
 from bytegraph import imports
-from bytegraph.breaks import HINT_DATA_DEPENDENT, BackendCompilerFailed, GraphRaised, unimplemented
+from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_OUTPUT_SHAPE, BackendCompilerFailed, GraphRaised, unimplemented
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.side_effects import SideEffects
 from bytegraph.logs import enabled, get
@@ -124,12 +124,16 @@ class OutputGraph:
     """
 
     def __init__(self, max_instructions: int, policy: DynamicPolicy = DynamicPolicy(),
-                 capture_scalar_outputs: bool = False):
+                 capture_scalar_outputs: bool = False, capture_dynamic_output_shape_ops: bool = False):
         self.graph = torch.fx.Graph()
         self.policy = policy
+        self.capture_scalar_outputs = capture_scalar_outputs
+        self.capture_dynamic_output_shape_ops = capture_dynamic_output_shape_ops
+        captures = capture_scalar_outputs or capture_dynamic_output_shape_ops
         self.shape_env = (
-            ShapeEnv(allow_scalar_outputs=capture_scalar_outputs, allow_dynamic_output_shape_ops=False)
-            if policy.needs_shape_env() or capture_scalar_outputs else None
+            ShapeEnv(allow_scalar_outputs=capture_scalar_outputs,
+                     allow_dynamic_output_shape_ops=capture_dynamic_output_shape_ops)
+            if policy.needs_shape_env() or captures else None
         )
         # export=True: no backed item() symbol for 0-d inputs (its guard names L['t'].item(), which
         # produce_guards cannot attribute to an input); item() is unbacked, branching on it breaks
@@ -286,7 +290,7 @@ class OutputGraph:
                 gb_type="data-dependent operator",
                 context=f"{name}: {type(e).__name__}",
                 explanation="The output of this operation (its value or its shape) depends on tensor data.",
-                hints=(HINT_DATA_DEPENDENT,),
+                hints=(HINT_DYNAMIC_OUTPUT_SHAPE if isinstance(e, DynamicOutputShapeException) else HINT_DATA_DEPENDENT,),
             )
         except UnsupportedOperatorException as e:
             unimplemented(
@@ -423,7 +427,7 @@ class OutputGraph:
         return [inp.example if isinstance(inp.example, (torch.SymInt, torch.SymFloat)) else inp.value
                 for inp in self.inputs]
 
-    def backend_fake_mode(self) -> FakeTensorMode:
+    def backend_fake_mode(self, dynamic_output_shapes: bool = False) -> FakeTensorMode:
         """The FakeTensorMode backends compile under (made when a backend first
         reads the TracingContext's ``fake_mode``, where AOTAutograd and inductor
         look for it; a backend that never reads it, like ``eager``, pays nothing).
@@ -438,13 +442,46 @@ class OutputGraph:
         inputs then finds those FakeTensors in the mode's memo and keeps every
         size static, as traced. The memo holds FakeTensors weakly, so this
         graph keeps them (``static_backend_inputs``) while it compiles.
+        ``dynamic_output_shapes``: that ShapeEnv allows unbacked sizes (see
+        :meth:`call_backend`).
         """
         if self.shape_env is not None:
             return self.fake_mode
-        mode = FakeTensorMode(shape_env=ShapeEnv(allow_dynamic_output_shape_ops=False), export=True)
+        shape_env = ShapeEnv(allow_dynamic_output_shape_ops=dynamic_output_shapes,
+                             allow_scalar_outputs=dynamic_output_shapes)
+        mode = FakeTensorMode(shape_env=shape_env, export=True)
         self.static_backend_inputs = [mode.from_tensor(inp.value, static_shapes=True)
                                       for inp in self.inputs if isinstance(inp.value, torch.Tensor)]
         return mode
+
+    def call_backend(self, compiler: Backend, gm: torch.fx.GraphModule) -> Callable:
+        """``compiler(gm, example_inputs)`` under a :class:`BackendTracingContext`
+        (AOTAutograd and inductor find the fake mode there).
+
+        A backend may need a data-dependent size the trace did not: the backward
+        of ``y[mask] = values`` selects ``grad[mask]`` (``nonzero``). Such a
+        failure is retried with unbacked sizes allowed, in the trace's ShapeEnv
+        or, for a static trace, in the fresh one of :meth:`backend_fake_mode`:
+        what eager runs never fails for want of a setting.
+        """
+        def call(make_fake_mode: Callable[[], FakeTensorMode]) -> Callable:
+            context = BackendTracingContext(make_fake_mode)
+            with torch._guards.tracing(context):
+                try:
+                    return compiler(gm, self.example_inputs())
+                finally:
+                    context.settle()
+
+        try:
+            return call(self.backend_fake_mode)
+        except Exception as e:
+            if not _data_dependent_failure(e):
+                raise
+        if self.shape_env is not None:
+            self.shape_env.settings = dataclasses.replace(
+                self.shape_env.settings, allow_dynamic_output_shape_ops=True, allow_scalar_outputs=True)
+            return call(self.backend_fake_mode)
+        return call(lambda: self.backend_fake_mode(dynamic_output_shapes=True))
 
     def compile_subgraph(
         self, code: types.CodeType, f_globals: dict, tail: Callable[[PyCodegen], None], compiler: Backend, name: str
@@ -473,12 +510,7 @@ class OutputGraph:
                 get("graph").info("graph %s (%s):\n%s", len(self.compiled_graphs), name, format_graph(gm))
             start, imports_before = time.perf_counter(), imports.total()
             try:
-                context = BackendTracingContext(self.backend_fake_mode)
-                with torch._guards.tracing(context):
-                    try:
-                        compiled = compiler(gm, self.example_inputs())
-                    finally:
-                        context.settle()
+                compiled = self.call_backend(compiler, gm)
             except Exception as e:
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} failed "
                                             f"compiling a graph of {name}: {type(e).__name__}: {e}",
@@ -510,6 +542,18 @@ class OutputGraph:
                 codegen.emit("POP_TOP")
         tail(codegen)
         return codegen
+
+
+def _data_dependent_failure(error: BaseException) -> bool:
+    """Whether ``error`` (or an exception it was raised from) is a FakeTensor
+    data-dependent failure: an output size or value that depends on tensor data."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, (DynamicOutputShapeException, DataDependentOutputException, GuardOnDataDependentSymNode)):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 class BackendTracingContext(torch._guards.TracingContext):

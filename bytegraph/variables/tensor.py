@@ -36,7 +36,6 @@ import torch
 import torch.fx
 
 from bytegraph.breaks import HINT_DATA_DEPENDENT, unimplemented, user_error
-from bytegraph.config import config
 from bytegraph.guards.guards import DictContains
 from bytegraph.guards.source import AttrSource, CallMethodSource
 from bytegraph.variables import graph_calls, tensor_handles
@@ -274,7 +273,7 @@ class TensorVariable(VariableTracker):
             return tx.as_subclass(self, args[0])
         route = method_route(name)
         if route == "data-dependent":
-            if name in CAPTURABLE_METHODS and config.capture_scalar_outputs:
+            if name in CAPTURABLE_METHODS and tx.output.capture_scalar_outputs:
                 return self._capture_scalars(tx, name)
             unimplemented(
                 gb_type="data-dependent tensor method",
@@ -548,7 +547,7 @@ class TensorVariable(VariableTracker):
 
     def _capture_scalars(self, tx: Tx, name: str) -> VT:
         """``item()``/``tolist()``/``int(t)``/``float(t)`` as data-dependent
-        scalars in the graph (``config.capture_scalar_outputs``)."""
+        scalars in the graph (``config.capture_scalar_outputs``, or ``fullgraph``)."""
         if name in ("item", "tolist"):
             return graph_calls.graph_call(tx, "call_method", name, [self], {})
         item = graph_calls.graph_call(tx, "call_method", "item", [self], {})
