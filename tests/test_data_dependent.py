@@ -240,3 +240,63 @@ def test_python_branch_on_a_captured_scalar_is_still_a_break():
     with bytegraph.config.patch(**BOTH):
         run(f, [(torch.ones(3),), (-torch.ones(3),)])
     assert "data-dependent branching" in breaks()
+
+
+# ---- hooks on tensors made in the graph ----------------------------------------------------------
+
+SEEN = []
+
+
+def record(grad):
+    SEEN.append(grad.clone())
+
+
+def hook_scales(x):
+    y = x * 2
+    y.register_hook(lambda g: g * 3)
+    return (y * y).sum()
+
+
+def hook_sees_earlier_uses(x):
+    y = x.sin()
+    z = y * x  # a use before the registration: eager's hook sees its gradient too
+    y.register_hook(lambda g: g + 1)
+    return (z + y.cos()).sum()
+
+
+def hook_with_side_effect(x):
+    y = x * x
+    y.register_hook(record)
+    return y.sum() * 2
+
+
+def hook_removed(x):
+    y = x * 2
+    h = y.register_hook(lambda g: g * 100)
+    h.remove()
+    return (y * 3).sum()
+
+
+HOOKS = {"scales": hook_scales, "earlier_uses": hook_sees_earlier_uses, "side_effect": hook_with_side_effect,
+         "removed": hook_removed}
+
+
+@pytest.mark.parametrize("name, backend", [(name, backend) for name in HOOKS for backend in BACKENDS]
+                         + [("scales", "inductor"), ("side_effect", "inductor")])
+def test_hook_on_intermediate_in_the_graph_gives_eagers_gradient(name, backend):
+    SEEN.clear()
+    run(HOOKS[name], [(r(4).requires_grad_(),), (r(4).requires_grad_(),)], backend, backward=True)
+    assert graphs() == 1
+    assert not breaks()
+    if name == "side_effect":  # once per backward, with the real gradient: eager's two, then the compiled two
+        assert len(SEEN) == 4 and same(SEEN[2], SEEN[0]) and same(SEEN[3], SEEN[1])
+
+
+def test_hook_with_free_variables_breaks():
+    def f(x, scale):
+        y = x * 2
+        y.register_hook(lambda g: g * scale)
+        return y.sum()
+
+    run(f, [(r(4).requires_grad_(), 3.0)], backward=True)
+    assert "hook on intermediate tensor" in breaks()

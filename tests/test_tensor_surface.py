@@ -612,7 +612,7 @@ def test_register_hook_in_a_module_forward_compiles_once():
     assert len(reasons) == 1 and reasons[0].endswith("now has hooks")  # a module hook still does
 
 
-def test_hook_on_intermediate_breaks_and_grads_match():
+def test_hook_on_intermediate_is_in_the_graph_and_grads_match():
     def f(x):
         y = x * 2
         y.register_hook(double)
@@ -623,7 +623,7 @@ def test_hook_on_intermediate_breaks_and_grads_match():
     compiled(x).backward()
     f(ref).backward()
     assert same(x.grad, ref.grad)
-    assert break_types() == ["hook on intermediate tensor"] and cnt.frame_count == 2
+    assert break_types() == [] and cnt.frame_count == 1  # tests/test_data_dependent.py: every backend
 
 
 def test_hook_on_tensor_without_grad_raises_like_eager():
