@@ -124,19 +124,19 @@ MASKED = [(pos(5),), (pos(3),), (pos(6),)]
 
 #: name -> (fn, calls, graphs with the settings off, graphs with both on)
 PATTERNS = {
-    "mask_get": (mask_get, MASKED, 3, 1),
+    "mask_get": (mask_get, MASKED, 2, 1),
     "mask_set_scalar": (mask_set_scalar, MASKED, 1, 1),
-    "mask_imul": (mask_imul, MASKED, 3, 1),
-    "mask_set_from_other": (mask_set_from_other, [(pos(5), r(8)), (pos(3), r(8)), (pos(6), r(8))], 3, 1),
-    "nonzero": (nonzero, MASKED, 3, 1),
-    "masked_select": (masked_select, MASKED, 3, 1),
+    "mask_imul": (mask_imul, MASKED, 2, 1),
+    "mask_set_from_other": (mask_set_from_other, [(pos(5), r(8)), (pos(3), r(8)), (pos(6), r(8))], 2, 1),
+    "nonzero": (nonzero, MASKED, 2, 1),
+    "masked_select": (masked_select, MASKED, 2, 1),
     "unique": (unique, [(torch.tensor([3, 1, 3, 2]),), (torch.tensor([5, 5, 1, 0]),)], 1, 1),
-    "item_math": (item_math, [(r(4),), (r(4),), (r(4),)], 3, 1),
-    "int_full": (int_full, [(r(3), torch.tensor(k)) for k in (2, 3, 4, 5)], 2, 1),
-    "int_range": (int_range, [(r(3), torch.tensor(k)) for k in (2, 3, 4, 5)], 2, 1),
+    "item_math": (item_math, [(r(4),), (r(4),), (r(4),)], 2, 1),
+    "int_full": (int_full, [(r(3), torch.tensor(k)) for k in (2, 3, 4, 5)], 1, 1),
+    "int_range": (int_range, [(r(3), torch.tensor(k)) for k in (2, 3, 4, 5)], 1, 1),
     "tolist": (tolist, [(r(4),), (r(4),), (r(4),)], 3, 1),
-    "float_math": (float_math, [(r(4),), (r(4),), (r(4),)], 3, 1),
-    "check_item": (check_item, [(r(4),), (r(4),), (r(4),)], 3, 1),
+    "float_math": (float_math, [(r(4),), (r(4),), (r(4),)], 2, 1),
+    "check_item": (check_item, [(r(4),), (r(4),), (r(4),)], 2, 1),
 }
 
 

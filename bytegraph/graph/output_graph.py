@@ -70,7 +70,7 @@ class DynamicPolicy:
         scalars: Python int/float inputs that are symbolic (they changed
             between calls, or ``specialize_int``/``specialize_float`` is off).
         shape_env: use a ShapeEnv even with nothing dynamic yet (an input is
-            marked dynamic, or scalar outputs are captured).
+            marked dynamic, or a data-dependent value is captured).
         static: ``dynamic=False``: scalars are never made symbolic.
         static_floats: floats are never made symbolic (the backend refused a
             SymFloat input: AOTAutograd asks for a restart in that case).
@@ -89,7 +89,8 @@ class DynamicPolicy:
 
 class NeedsShapeEnv(Exception):
     """Raised when a static trace meets an input that must be symbolic
-    (marked dynamic); the frame is traced again with a ShapeEnv."""
+    (marked dynamic) or a data-dependent value to capture; the frame is
+    traced again with a ShapeEnv."""
 
 
 class OutputGraph:
@@ -129,11 +130,12 @@ class OutputGraph:
         self.policy = policy
         self.capture_scalar_outputs = capture_scalar_outputs
         self.capture_dynamic_output_shape_ops = capture_dynamic_output_shape_ops
-        captures = capture_scalar_outputs or capture_dynamic_output_shape_ops
+        # a capture needs a ShapeEnv, but most frames capture nothing: a static trace meeting a
+        # data-dependent value raises NeedsShapeEnv and the frame is traced again with one
         self.shape_env = (
             ShapeEnv(allow_scalar_outputs=capture_scalar_outputs,
                      allow_dynamic_output_shape_ops=capture_dynamic_output_shape_ops)
-            if policy.needs_shape_env() or captures else None
+            if policy.needs_shape_env() else None
         )
         # export=True: no backed item() symbol for 0-d inputs (its guard names L['t'].item(), which
         # produce_guards cannot attribute to an input); item() is unbacked, branching on it breaks
@@ -286,6 +288,11 @@ class OutputGraph:
                     return getattr(args[0], target)(*args[1:], **kwargs)
                 return target(*args, **kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException, GuardOnDataDependentSymNode) as e:
+            if self.shape_env is None and (
+                self.capture_dynamic_output_shape_ops if isinstance(e, DynamicOutputShapeException)
+                else self.capture_scalar_outputs and isinstance(e, DataDependentOutputException)
+            ):
+                raise NeedsShapeEnv(name) from e
             unimplemented(
                 gb_type="data-dependent operator",
                 context=f"{name}: {type(e).__name__}",
