@@ -16,6 +16,7 @@ from bytegraph.testing import same
 from tests.helpers import clone_inputs
 
 BOTH = {"capture_scalar_outputs": True, "capture_dynamic_output_shape_ops": True}
+OFF = {"capture_scalar_outputs": False, "capture_dynamic_output_shape_ops": False}
 BACKENDS = ["eager", "aot_eager"]
 
 
@@ -144,16 +145,16 @@ PATTERNS = {
 @pytest.mark.parametrize("name", list(PATTERNS))
 def test_pattern_settings_off(name, backend):
     fn, calls, off, _ = PATTERNS[name]
-    run(fn, calls, backend)
+    with bytegraph.config.patch(**OFF):
+        run(fn, calls, backend)
     assert graphs() == off
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", list(PATTERNS))
-def test_pattern_settings_on(name, backend):
+def test_pattern_settings_on_the_default(name, backend):
     fn, calls, _, on = PATTERNS[name]
-    with bytegraph.config.patch(**BOTH):
-        run(fn, calls, backend)
+    run(fn, calls, backend)
     assert graphs() == on
     assert not breaks()
 
@@ -161,14 +162,16 @@ def test_pattern_settings_on(name, backend):
 @pytest.mark.parametrize("name", list(PATTERNS))
 def test_pattern_fullgraph_captures_whatever_the_settings(name):
     fn, calls, _, on = PATTERNS[name]
-    run(fn, calls, "eager", fullgraph=True)
+    with bytegraph.config.patch(**OFF):
+        run(fn, calls, "eager", fullgraph=True)
     assert graphs() == on
 
 
 @pytest.mark.parametrize("name", ["mask_imul", "nonzero", "item_math"])
 def test_pattern_inductor(name):
     fn, calls, off, on = PATTERNS[name]
-    run(fn, calls[:1], "inductor")
+    with bytegraph.config.patch(**OFF):
+        run(fn, calls[:1], "inductor")
     bytegraph.reset()
     with bytegraph.config.patch(**BOTH):
         run(fn, calls[:1], "inductor")
@@ -184,7 +187,7 @@ def mask_imul_input_grad(x):
 
 
 @pytest.mark.parametrize("backend", BACKENDS + ["inductor"])
-@pytest.mark.parametrize("settings", [{}, BOTH], ids=["off", "on"])
+@pytest.mark.parametrize("settings", [OFF, BOTH], ids=["off", "on"])
 def test_mask_assignment_backward_never_fails_in_the_backend(backend, settings):
     # the backward of y[mask] = values selects grad[mask] (nonzero): a backend needs an unbacked size
     # even when the trace did not; it gets one instead of raising BackendCompilerFailed
@@ -300,3 +303,18 @@ def test_hook_with_free_variables_breaks():
 
     run(f, [(r(4).requires_grad_(), 3.0)], backward=True)
     assert "hook on intermediate tensor" in breaks()
+
+
+def test_a_backend_refusing_a_captured_value_gets_a_graph_break_instead():
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    def picky(gm, example_inputs):
+        if any(free_unbacked_symbols(n.meta.get("example_value")) for n in gm.graph.nodes):
+            raise NotImplementedError("this backend takes no data-dependent symbols")
+        return gm.forward
+
+    with bytegraph.config.patch(**BOTH):
+        compiled = bytegraph.compile(item_math, backend=picky)
+        for x in (r(4), r(4)):
+            assert same(compiled(x), item_math(x))
+    assert breaks() == ["data-dependent tensor method"]

@@ -24,6 +24,7 @@ from torch.fx.experimental.symbolic_shapes import (
     ShapeEnv,
     StatelessSymbolicContext,
     compute_unbacked_bindings,
+    free_unbacked_symbols,
 )
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
@@ -542,9 +543,10 @@ class OutputGraph:
             try:
                 compiled = self.call_backend(compiler, gm)
             except Exception as e:
-                raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} failed "
-                                            f"compiling a graph of {name}: {type(e).__name__}: {e}",
-                                            format_graph(gm)) from e
+                raise BackendCompilerFailed(
+                    f"backend {getattr(compiler, '__name__', compiler)!r} failed compiling a graph of {name}: "
+                    f"{type(e).__name__}: {e}", format_graph(gm),
+                    any(free_unbacked_symbols(n.meta.get("example_value")) for n in gm.graph.nodes)) from e
             if not callable(compiled):
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} returned "
                                             f"{type(compiled).__name__} for a graph of {name}, not a callable",
