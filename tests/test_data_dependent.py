@@ -123,7 +123,8 @@ def pos(k, n=8):
 MASKED = [(pos(5),), (pos(3),), (pos(6),)]
 
 
-#: name -> (fn, calls, graphs with the settings off, graphs with both on)
+#: name -> (fn, calls, graphs with the settings off, graphs with both on). Off, an int or a data-dependent size
+#: handed to the resume function after the break is symbolic from its first compile; a float is specialised first.
 PATTERNS = {
     "mask_get": (mask_get, MASKED, 2, 1),
     "mask_set_scalar": (mask_set_scalar, MASKED, 1, 1),
@@ -132,12 +133,12 @@ PATTERNS = {
     "nonzero": (nonzero, MASKED, 2, 1),
     "masked_select": (masked_select, MASKED, 2, 1),
     "unique": (unique, [(torch.tensor([3, 1, 3, 2]),), (torch.tensor([5, 5, 1, 0]),)], 1, 1),
-    "item_math": (item_math, [(r(4),), (r(4),), (r(4),)], 2, 1),
+    "item_math": (item_math, [(r(4),), (r(4),), (r(4),)], 3, 1),
     "int_full": (int_full, [(r(3), torch.tensor(k)) for k in (2, 3, 4, 5)], 1, 1),
     "int_range": (int_range, [(r(3), torch.tensor(k)) for k in (2, 3, 4, 5)], 1, 1),
     "tolist": (tolist, [(r(4),), (r(4),), (r(4),)], 3, 1),
-    "float_math": (float_math, [(r(4),), (r(4),), (r(4),)], 2, 1),
-    "check_item": (check_item, [(r(4),), (r(4),), (r(4),)], 2, 1),
+    "float_math": (float_math, [(r(4),), (r(4),), (r(4),)], 3, 1),
+    "check_item": (check_item, [(r(4),), (r(4),), (r(4),)], 3, 1),
 }
 
 

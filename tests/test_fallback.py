@@ -40,10 +40,10 @@ def with_tolist(x):
     "fn, gb_type, graphs",
     [
         (with_print, "print", 2),  # before and after the print
-        # the sum, then the product, with the item's value symbolic from the first compile (read from data)
-        (with_item, "data-dependent tensor method", 2),
+        # the sum, then the product, which is specialised on the item's (float) value, then symbolic
+        (with_item, "data-dependent tensor method", 3),
         (with_tensor_branch, "data-dependent branching", 3),  # the condition, then each branch
-        (with_int_conversion, "data-dependent tensor method", 2),
+        (with_int_conversion, "data-dependent tensor method", 2),  # the int, read from data, is symbolic at once
         # no tensor work around the break; from 3.12 the comprehension is inlined (PEP 709), so the
         # resume function receives the list itself, whose floats turn symbolic when they change
         # (automatic dynamic) and the second call's products are a graph

@@ -75,6 +75,11 @@ class DynamicPolicy:
         static: ``dynamic=False``: scalars are never made symbolic.
         static_floats: floats are never made symbolic (the backend refused a
             SymFloat input: AOTAutograd asks for a restart in that case).
+        data_dependent: inputs read from tensor data (what a resume function
+            gets after a break on ``int(t)`` or ``x[mask]``): an int is symbolic
+            from the first compile, and a tensor's dim 0 is dynamic. A float is
+            not (inductor cannot compile a SymFloat input yet): it changes to
+            symbolic only by automatic dynamic.
     """
 
     all_dims: bool = False
@@ -83,9 +88,10 @@ class DynamicPolicy:
     shape_env: bool = False
     static: bool = False
     static_floats: bool = False
+    data_dependent: frozenset = frozenset()
 
     def needs_shape_env(self) -> bool:
-        return self.all_dims or bool(self.dims) or bool(self.scalars) or self.shape_env
+        return self.all_dims or bool(self.dims) or bool(self.scalars) or self.shape_env or bool(self.data_dependent)
 
 
 class NeedsShapeEnv(Exception):

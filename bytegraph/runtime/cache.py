@@ -87,6 +87,7 @@ class FrameCache:
         self.native = False
         self.dynamic_dims: dict[Source, frozenset[int]] = {}
         self.dynamic_scalars: set[Source] = set()
+        self.data_dependent: set[Source] = set()
         #: 0 for an original frame; for a resume function, how many pieces of
         #: its eager frame run before it (set by :class:`ResumeFunction`)
         self.resume_depth = 0
@@ -98,7 +99,7 @@ class FrameCache:
             return DynamicPolicy(static=True)
         return DynamicPolicy(
             all_dims=self.options.dynamic is True, dims=dict(self.dynamic_dims),
-            scalars=frozenset(self.dynamic_scalars),
+            scalars=frozenset(self.dynamic_scalars), data_dependent=frozenset(self.data_dependent),
         )
 
     def note_changes(self, entry: CacheEntry, cells: Any, args: tuple, kwargs: dict) -> None:
@@ -117,13 +118,10 @@ class FrameCache:
 
     def note_data_dependent(self, sources: Iterable[Source]) -> None:
         """Inputs read from tensor data (what a resume function receives after a
-        break on ``t.item()`` or ``x[mask]``) are symbolic from the first compile:
-        a scalar, or a tensor's dim 0 (the data-dependent size of ``nonzero``,
-        ``masked_select``, ``x[mask]``...). They are likely to change every call,
-        so specialising them first would only cost a recompile."""
-        for source in sources:
-            self.dynamic_scalars.add(source)
-            self.dynamic_dims[source] = self.dynamic_dims.get(source, frozenset()) | {0}
+        break on ``int(t)`` or ``x[mask]``) are likely to change every call:
+        specialising them first would only cost a recompile, so they are
+        symbolic from the first compile (``DynamicPolicy.data_dependent``)."""
+        self.data_dependent.update(sources)
 
     def clear(self) -> None:
         """Drop every entry and the run-natively decision (``bytegraph.reset``)."""
