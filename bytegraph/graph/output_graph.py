@@ -34,7 +34,9 @@ from torch._subclasses.fake_tensor import (
 )
 
 from bytegraph import imports
-from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_OUTPUT_SHAPE, BackendCompilerFailed, GraphRaised, unimplemented
+from bytegraph.breaks import (
+    HINT_DATA_DEPENDENT, HINT_DYNAMIC_OUTPUT_SHAPE, BackendCompilerFailed, GraphRaised, unimplemented,
+)
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.side_effects import SideEffects
 from bytegraph.logs import enabled, get
@@ -340,29 +342,6 @@ class OutputGraph:
         self.operations += 1
         return node
 
-    def has_aliases(self, node: torch.fx.Node, example: torch.Tensor) -> bool:
-        """Whether an operation already in the graph made a tensor sharing
-        ``node``'s storage (a view of it, or an in-place result)."""
-        storage = storage_id(example)
-        return any(isinstance(user.meta.get("example_value"), torch.Tensor)
-                   and storage_id(user.meta["example_value"]) == storage for user in node.users)
-
-    def reroute_through(self, node: torch.fx.Node, op: Any, extra_args: tuple) -> tuple[torch.fx.Node, Any]:
-        """Insert ``op(node, *extra_args)`` right after ``node`` and make every
-        user of ``node`` (earlier and later ones) use its result instead.
-
-        Returns:
-            The new node and its example.
-        """
-        example = self.run_fake("call_function", op, (node.meta["example_value"], *extra_args), {})
-        with self.graph.inserting_after(node):
-            new = self.graph.create_node("call_function", op, (node, *extra_args), {})
-        new.meta["example_value"] = example
-        node.replace_all_uses_with(new, delete_user_cb=lambda user: user is not new)
-        self._sym_sizes = {(new if n is node else n, d): v for (n, d), v in self._sym_sizes.items()}
-        self.operations += 1
-        return new, example
-
     def remove_node(self, node: torch.fx.Node) -> None:
         self.graph.erase_node(node)
         self.operations -= 1
@@ -492,15 +471,11 @@ class OutputGraph:
         return mode
 
     def call_backend(self, compiler: Backend, gm: torch.fx.GraphModule) -> Callable:
-        """``compiler(gm, example_inputs)`` under a :class:`BackendTracingContext`
-        (AOTAutograd and inductor find the fake mode there).
-
-        A backend may need a data-dependent size the trace did not: the backward
-        of ``y[mask] = values`` selects ``grad[mask]`` (``nonzero``). Such a
-        failure is retried with unbacked sizes allowed, in the trace's ShapeEnv
-        or, for a static trace, in the fresh one of :meth:`backend_fake_mode`:
-        what eager runs never fails for want of a setting.
-        """
+        """``compiler(gm, example_inputs)`` under a :class:`BackendTracingContext`.
+        A backend may need a data-dependent size the trace did not (the backward
+        of ``y[mask] = values`` selects ``grad[mask]``): that failure is retried
+        with unbacked sizes allowed, in the trace's ShapeEnv or, for a static
+        trace, in the fresh one of :meth:`backend_fake_mode`."""
         def call(make_fake_mode: Callable[[], FakeTensorMode]) -> Callable:
             context = BackendTracingContext(make_fake_mode)
             with torch._guards.tracing(context):

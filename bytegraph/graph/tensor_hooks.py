@@ -17,9 +17,15 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
+import torch.fx
+
+from bytegraph.graph.output_graph import storage_id
+
+if TYPE_CHECKING:
+    from bytegraph.graph.output_graph import OutputGraph
 
 _HOOKS: dict[int, Callable] = {}
 _KEYS = itertools.count()
@@ -30,6 +36,31 @@ def register(hook: Callable) -> int:
     key = next(_KEYS)
     _HOOKS[key] = hook
     return key
+
+
+def has_aliases(output: OutputGraph, node: torch.fx.Node, example: torch.Tensor) -> bool:
+    """Whether an operation already in the graph made a tensor sharing
+    ``node``'s storage (a view of it, or an in-place result)."""
+    storage = storage_id(example)
+    return any(isinstance(user.meta.get("example_value"), torch.Tensor)
+               and storage_id(user.meta["example_value"]) == storage for user in node.users)
+
+
+def reroute_through_hook(output: OutputGraph, node: torch.fx.Node, key: int) -> tuple[torch.fx.Node, Any]:
+    """Insert ``bytegraph::hooked(node, key)`` right after ``node`` and make
+    every user of ``node`` (earlier and later ones) use its result instead.
+
+    Returns:
+        The new node and its example.
+    """
+    op = hooked_op()
+    example = output.run_fake("call_function", op, (node.meta["example_value"], key), {})
+    with output.graph.inserting_after(node):
+        new = output.graph.create_node("call_function", op, (node, key), {})
+    new.meta["example_value"] = example
+    node.replace_all_uses_with(new, delete_user_cb=lambda user: user is not new)
+    output.operations += 1
+    return new, example
 
 
 def remove(key: int) -> None:

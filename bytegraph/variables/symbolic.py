@@ -121,7 +121,8 @@ def concrete(kind: type, value: Any, what: str) -> Any:
         )
 
 
-def runtime_check(tx: Tx, fn: Any, args: Sequence[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+def runtime_check(tx: Tx, fn: Any, args: Sequence[VariableTracker],
+                  kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``torch._check(cond)`` / ``torch._check_is_size(i)``: what the user asserts
     about a scalar. A constant condition is checked now; a symbolic one is told
     to the ShapeEnv (so later questions about the symbol can be answered, as

@@ -520,7 +520,7 @@ class TensorVariable(VariableTracker):
                 explanation="The traced code raises RuntimeError; it runs natively so the error is the eager one.",
                 hints=("Register hooks on tensors that require grad.",),
             )
-        if fn is None or self.example._base is not None or tx.output.has_aliases(self.node, self.example):
+        if fn is None or self.example._base is not None or tensor_hooks.has_aliases(tx.output, self.node, self.example):
             unimplemented(
                 gb_type="hook on intermediate tensor",
                 context=f"{self.node.name}.register_hook({hook}) on a tensor computed in the graph",
@@ -530,7 +530,7 @@ class TensorVariable(VariableTracker):
                 hints=("Register the hook on an input, or outside the compiled function.",),
             )
         key = tensor_hooks.register(fn)
-        self.node, self.example = tx.output.reroute_through(self.node, tensor_hooks.hooked_op(), (key,))
+        self.node, self.example = tensor_hooks.reroute_through_hook(tx.output, self.node, key)
         return tensor_handles.GraphHookHandleVariable(key)
 
     def _real(self, tx: Tx) -> torch.Tensor:
