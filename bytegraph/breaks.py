@@ -38,8 +38,13 @@ class UserFrame:
 HINT_REWRITE = "Move this code out of the compiled function, or rewrite it with torch operations."
 HINT_FILE_ISSUE = "If you think bytegraph should trace this, file an issue with this message."
 HINT_DATA_DEPENDENT = (
-    "Set bytegraph.config.capture_scalar_outputs = True to trace tensor-to-Python scalar conversions, "
+    "Turn bytegraph.config.capture_scalar_outputs on (the default) to trace tensor-to-Python scalar conversions, "
     "or keep the value as a tensor (e.g. torch.where instead of an if)."
+)
+HINT_DYNAMIC_OUTPUT_SHAPE = (
+    "Turn bytegraph.config.capture_dynamic_output_shape_ops on (the default) to keep operators whose output size "
+    "depends on tensor data (nonzero, masked_select, x[mask]) in the graph, or use a form whose output keeps "
+    "the input's shape (torch.where, x[mask] = value)."
 )
 HINT_DYNAMIC_CONTROL_FLOW = (
     "Use torch.where / torch.cond instead of a Python branch on a tensor value, "
@@ -165,11 +170,15 @@ class BackendCompilerFailed(RuntimeError):
 
     Attributes:
         graph: the graph the backend was given, as a table (``format_graph``).
+        data_dependent: the graph held captured data-dependent values or sizes
+            (unbacked symbols); the frame is then traced again without
+            capturing them (a graph break) rather than run natively.
     """
 
-    def __init__(self, message: str, graph: str = ""):
+    def __init__(self, message: str, graph: str = "", data_dependent: bool = False):
         super().__init__(message)
         self.graph = graph
+        self.data_dependent = data_dependent
 
 
 class GraphRaised(BaseException):

@@ -128,18 +128,22 @@ def convert_frame(
         )))
     start, imports_before = time.perf_counter(), imports.total()
     break_points: dict[int, Unsupported] = {}
+    capture = True
     while True:
         try:
-            attempt = _trace(code, f_globals, closure, f_locals, options, break_points, runtime, policy)
+            attempt = _trace(code, f_globals, closure, f_locals, options, break_points, runtime, policy, capture)
         except BackendCompilerFailed as e:
             # (imported here: the module loads much of torch; the backend that raised has loaded it)
             from torch.fx.passes._tensorify_python_scalars import TensorifyScalarRestartAnalysis
 
-            if policy.static_floats or not isinstance(e.__cause__, TensorifyScalarRestartAnalysis):
-                return _backend_failed(code, e, options.fullgraph)
-            # AOTAutograd cannot take a SymFloat input here: trace again with floats specialised
-            policy = dataclasses.replace(policy, static_floats=True)
-            continue
+            if not policy.static_floats and isinstance(e.__cause__, TensorifyScalarRestartAnalysis):
+                # AOTAutograd cannot take a SymFloat input here: trace again with floats specialised
+                policy = dataclasses.replace(policy, static_floats=True)
+                continue
+            if e.data_dependent and capture and not options.fullgraph:
+                capture = False  # the backend cannot take a captured value here: a graph break instead
+                continue
+            return _backend_failed(code, e, options.fullgraph)
         if attempt is None:  # an input must be symbolic: trace again with a ShapeEnv
             policy = dataclasses.replace(policy, shape_env=True)
             continue
@@ -181,12 +185,17 @@ def _trace(
     break_points: dict[int, Unsupported],
     runtime: FrameRuntime,
     policy: DynamicPolicy,
+    capture: bool = True,
 ) -> tuple[types.CodeType, OutputGraph] | Unsupported | None:
     """One tracing attempt: the transformed code, the graph break that ended
     it (with ``root_index``: the frame's instruction it happened under), or None
-    when a static trace met an input that must be symbolic."""
+    when a static trace met an input that must be symbolic. ``capture``: the
+    capture settings apply (off after a backend failed on a captured value)."""
     grad_mode = torch.is_grad_enabled()
-    output = OutputGraph(config.max_trace_instructions, policy, config.capture_scalar_outputs)
+    # fullgraph captures data-dependent values whatever the settings (as torch.compile): a break would fail
+    output = OutputGraph(config.max_trace_instructions, policy,
+                         capture and config.capture_scalar_outputs or options.fullgraph,
+                         capture and config.capture_dynamic_output_shape_ops or options.fullgraph)
     tracer = None
     try:
         tracer = InstructionTranslator(

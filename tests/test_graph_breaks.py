@@ -131,7 +131,8 @@ def test_item_breaks_when_scalar_capture_is_off():
         v = x.sum().item()
         return x * v
 
-    cnt = compile_and_compare(f, torch.randn(4))
+    with bytegraph.config.patch(capture_scalar_outputs=False):
+        cnt = compile_and_compare(f, torch.randn(4))
     assert cnt.frame_count == 2
     assert break_types() == ["data-dependent tensor method"]
 

@@ -143,6 +143,11 @@ class ResumeSpec:
         return self.stack.count(False) + len(self.params)
 
 
+def stack_name(index: int) -> str:
+    """The parameter of a resume function holding logical stack item ``index``."""
+    return f"___stack{index}"
+
+
 #: the parameter of a resume function that stands for a first argument held in a cell
 SUPER_ARG = "___super_arg"
 
@@ -156,7 +161,7 @@ def resume_code(spec: ResumeSpec) -> types.CodeType:
     code = spec.code
     lineno = decode(code).instructions[spec.target].lineno or code.co_firstlineno
     body = copy_body(code, [spec.target], cells_as_free=True)
-    stack_names = [f"___stack{i}" for i, is_null in enumerate(spec.stack) if not is_null]
+    stack_names = [stack_name(i) for i, is_null in enumerate(spec.stack) if not is_null]
     prologue: list = []
     if spec.closure_names:
         prologue.append(Instr("COPY_FREE_VARS", len(spec.closure_names), lineno=lineno))

@@ -24,6 +24,7 @@ from torch.fx.experimental.symbolic_shapes import (
     ShapeEnv,
     StatelessSymbolicContext,
     compute_unbacked_bindings,
+    free_unbacked_symbols,
 )
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
@@ -33,7 +34,9 @@ from torch._subclasses.fake_tensor import (
 )
 
 from bytegraph import imports
-from bytegraph.breaks import HINT_DATA_DEPENDENT, BackendCompilerFailed, GraphRaised, unimplemented
+from bytegraph.breaks import (
+    HINT_DATA_DEPENDENT, HINT_DYNAMIC_OUTPUT_SHAPE, BackendCompilerFailed, GraphRaised, unimplemented,
+)
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.side_effects import SideEffects
 from bytegraph.logs import enabled, get
@@ -70,10 +73,15 @@ class DynamicPolicy:
         scalars: Python int/float inputs that are symbolic (they changed
             between calls, or ``specialize_int``/``specialize_float`` is off).
         shape_env: use a ShapeEnv even with nothing dynamic yet (an input is
-            marked dynamic, or scalar outputs are captured).
+            marked dynamic, or a data-dependent value is captured).
         static: ``dynamic=False``: scalars are never made symbolic.
         static_floats: floats are never made symbolic (the backend refused a
             SymFloat input: AOTAutograd asks for a restart in that case).
+        data_dependent: inputs read from tensor data (what a resume function
+            gets after a break on ``int(t)`` or ``x[mask]``): an int is symbolic
+            from the first compile, and a tensor's dim 0 is dynamic. A float is
+            not (inductor cannot compile a SymFloat input yet): it changes to
+            symbolic only by automatic dynamic.
     """
 
     all_dims: bool = False
@@ -82,14 +90,16 @@ class DynamicPolicy:
     shape_env: bool = False
     static: bool = False
     static_floats: bool = False
+    data_dependent: frozenset = frozenset()
 
     def needs_shape_env(self) -> bool:
-        return self.all_dims or bool(self.dims) or bool(self.scalars) or self.shape_env
+        return self.all_dims or bool(self.dims) or bool(self.scalars) or self.shape_env or bool(self.data_dependent)
 
 
 class NeedsShapeEnv(Exception):
     """Raised when a static trace meets an input that must be symbolic
-    (marked dynamic); the frame is traced again with a ShapeEnv."""
+    (marked dynamic) or a data-dependent value to capture; the frame is
+    traced again with a ShapeEnv."""
 
 
 class OutputGraph:
@@ -124,12 +134,17 @@ class OutputGraph:
     """
 
     def __init__(self, max_instructions: int, policy: DynamicPolicy = DynamicPolicy(),
-                 capture_scalar_outputs: bool = False):
+                 capture_scalar_outputs: bool = False, capture_dynamic_output_shape_ops: bool = False):
         self.graph = torch.fx.Graph()
         self.policy = policy
+        self.capture_scalar_outputs = capture_scalar_outputs
+        self.capture_dynamic_output_shape_ops = capture_dynamic_output_shape_ops
+        # a capture needs a ShapeEnv, but most frames capture nothing: a static trace meeting a
+        # data-dependent value raises NeedsShapeEnv and the frame is traced again with one
         self.shape_env = (
-            ShapeEnv(allow_scalar_outputs=capture_scalar_outputs, allow_dynamic_output_shape_ops=False)
-            if policy.needs_shape_env() or capture_scalar_outputs else None
+            ShapeEnv(allow_scalar_outputs=capture_scalar_outputs,
+                     allow_dynamic_output_shape_ops=capture_dynamic_output_shape_ops)
+            if policy.needs_shape_env() else None
         )
         # export=True: no backed item() symbol for 0-d inputs (its guard names L['t'].item(), which
         # produce_guards cannot attribute to an input); item() is unbacked, branching on it breaks
@@ -282,11 +297,16 @@ class OutputGraph:
                     return getattr(args[0], target)(*args[1:], **kwargs)
                 return target(*args, **kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException, GuardOnDataDependentSymNode) as e:
+            if self.shape_env is None and (
+                self.capture_dynamic_output_shape_ops if isinstance(e, DynamicOutputShapeException)
+                else self.capture_scalar_outputs and isinstance(e, DataDependentOutputException)
+            ):
+                raise NeedsShapeEnv(name) from e
             unimplemented(
                 gb_type="data-dependent operator",
                 context=f"{name}: {type(e).__name__}",
                 explanation="The output of this operation (its value or its shape) depends on tensor data.",
-                hints=(HINT_DATA_DEPENDENT,),
+                hints=(HINT_DYNAMIC_OUTPUT_SHAPE if isinstance(e, DynamicOutputShapeException) else HINT_DATA_DEPENDENT,),
             )
         except UnsupportedOperatorException as e:
             unimplemented(
@@ -423,7 +443,7 @@ class OutputGraph:
         return [inp.example if isinstance(inp.example, (torch.SymInt, torch.SymFloat)) else inp.value
                 for inp in self.inputs]
 
-    def backend_fake_mode(self) -> FakeTensorMode:
+    def backend_fake_mode(self, dynamic_output_shapes: bool = False) -> FakeTensorMode:
         """The FakeTensorMode backends compile under (made when a backend first
         reads the TracingContext's ``fake_mode``, where AOTAutograd and inductor
         look for it; a backend that never reads it, like ``eager``, pays nothing).
@@ -438,13 +458,42 @@ class OutputGraph:
         inputs then finds those FakeTensors in the mode's memo and keeps every
         size static, as traced. The memo holds FakeTensors weakly, so this
         graph keeps them (``static_backend_inputs``) while it compiles.
+        ``dynamic_output_shapes``: that ShapeEnv allows unbacked sizes (see
+        :meth:`call_backend`).
         """
         if self.shape_env is not None:
             return self.fake_mode
-        mode = FakeTensorMode(shape_env=ShapeEnv(allow_dynamic_output_shape_ops=False), export=True)
+        shape_env = ShapeEnv(allow_dynamic_output_shape_ops=dynamic_output_shapes,
+                             allow_scalar_outputs=dynamic_output_shapes)
+        mode = FakeTensorMode(shape_env=shape_env, export=True)
         self.static_backend_inputs = [mode.from_tensor(inp.value, static_shapes=True)
                                       for inp in self.inputs if isinstance(inp.value, torch.Tensor)]
         return mode
+
+    def call_backend(self, compiler: Backend, gm: torch.fx.GraphModule) -> Callable:
+        """``compiler(gm, example_inputs)`` under a :class:`BackendTracingContext`.
+        A backend may need a data-dependent size the trace did not (the backward
+        of ``y[mask] = values`` selects ``grad[mask]``): that failure is retried
+        with unbacked sizes allowed, in the trace's ShapeEnv or, for a static
+        trace, in the fresh one of :meth:`backend_fake_mode`."""
+        def call(make_fake_mode: Callable[[], FakeTensorMode]) -> Callable:
+            context = BackendTracingContext(make_fake_mode)
+            with torch._guards.tracing(context):
+                try:
+                    return compiler(gm, self.example_inputs())
+                finally:
+                    context.settle()
+
+        try:
+            return call(self.backend_fake_mode)
+        except Exception as e:
+            if not _data_dependent_failure(e):
+                raise
+        if self.shape_env is not None:
+            self.shape_env.settings = dataclasses.replace(
+                self.shape_env.settings, allow_dynamic_output_shape_ops=True, allow_scalar_outputs=True)
+            return call(self.backend_fake_mode)
+        return call(lambda: self.backend_fake_mode(dynamic_output_shapes=True))
 
     def compile_subgraph(
         self, code: types.CodeType, f_globals: dict, tail: Callable[[PyCodegen], None], compiler: Backend, name: str
@@ -473,16 +522,12 @@ class OutputGraph:
                 get("graph").info("graph %s (%s):\n%s", len(self.compiled_graphs), name, format_graph(gm))
             start, imports_before = time.perf_counter(), imports.total()
             try:
-                context = BackendTracingContext(self.backend_fake_mode)
-                with torch._guards.tracing(context):
-                    try:
-                        compiled = compiler(gm, self.example_inputs())
-                    finally:
-                        context.settle()
+                compiled = self.call_backend(compiler, gm)
             except Exception as e:
-                raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} failed "
-                                            f"compiling a graph of {name}: {type(e).__name__}: {e}",
-                                            format_graph(gm)) from e
+                raise BackendCompilerFailed(
+                    f"backend {getattr(compiler, '__name__', compiler)!r} failed compiling a graph of {name}: "
+                    f"{type(e).__name__}: {e}", format_graph(gm),
+                    any(free_unbacked_symbols(n.meta.get("example_value")) for n in gm.graph.nodes)) from e
             if not callable(compiled):
                 raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} returned "
                                             f"{type(compiled).__name__} for a graph of {name}, not a callable",
@@ -510,6 +555,18 @@ class OutputGraph:
                 codegen.emit("POP_TOP")
         tail(codegen)
         return codegen
+
+
+def _data_dependent_failure(error: BaseException) -> bool:
+    """Whether ``error`` (or an exception it was raised from) is a FakeTensor
+    data-dependent failure: an output size or value that depends on tensor data."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, (DynamicOutputShapeException, DataDependentOutputException, GuardOnDataDependentSymNode)):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 class BackendTracingContext(torch._guards.TracingContext):

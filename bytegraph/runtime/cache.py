@@ -16,7 +16,7 @@ import sys
 import types
 import warnings
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import torch
 
@@ -27,7 +27,7 @@ from bytegraph.convert import CompileOptions, Converted, RunNatively, convert_fr
 from bytegraph.graph.output_graph import DynamicPolicy
 from bytegraph.guards.guard_code import GuardFunction
 from bytegraph.guards.guards import TensorMatch
-from bytegraph.guards.source import Source, is_plain_name
+from bytegraph.guards.source import LocalSource, Source, is_plain_name
 from bytegraph.runtime import metrics
 from bytegraph.runtime.ddp import is_ddp, run_ddp
 from bytegraph.variables.nn_module import has_hooks
@@ -87,6 +87,7 @@ class FrameCache:
         self.native = False
         self.dynamic_dims: dict[Source, frozenset[int]] = {}
         self.dynamic_scalars: set[Source] = set()
+        self.data_dependent: set[Source] = set()
         #: 0 for an original frame; for a resume function, how many pieces of
         #: its eager frame run before it (set by :class:`ResumeFunction`)
         self.resume_depth = 0
@@ -98,7 +99,7 @@ class FrameCache:
             return DynamicPolicy(static=True)
         return DynamicPolicy(
             all_dims=self.options.dynamic is True, dims=dict(self.dynamic_dims),
-            scalars=frozenset(self.dynamic_scalars),
+            scalars=frozenset(self.dynamic_scalars), data_dependent=frozenset(self.data_dependent),
         )
 
     def note_changes(self, entry: CacheEntry, cells: Any, args: tuple, kwargs: dict) -> None:
@@ -114,6 +115,13 @@ class FrameCache:
                         self.dynamic_dims[guard.source] = self.dynamic_dims.get(guard.source, frozenset()) | changed
             elif type(value) is type(guard.expected) and value != guard.expected:
                 self.dynamic_scalars.add(guard.source)
+
+    def note_data_dependent(self, sources: Iterable[Source]) -> None:
+        """Inputs read from tensor data (what a resume function receives after a
+        break on ``int(t)`` or ``x[mask]``) are likely to change every call:
+        specialising them first would only cost a recompile, so they are
+        symbolic from the first compile (``DynamicPolicy.data_dependent``)."""
+        self.data_dependent.update(sources)
 
     def clear(self) -> None:
         """Drop every entry and the run-natively decision (``bytegraph.reset``)."""
@@ -234,11 +242,13 @@ class FrameHooks:
         self.options = options
         self._resumes: dict[types.CodeType, ResumeFunction] = {}
 
-    def resume_function(self, code: types.CodeType, f_globals: dict, depth: int) -> Callable[..., Any]:
+    def resume_function(self, code: types.CodeType, f_globals: dict, depth: int,
+                        data_dependent: frozenset[str] = frozenset()) -> Callable[..., Any]:
         fn = self._resumes.get(code)
         if fn is None or fn.f_globals is not f_globals:
             fn = ResumeFunction(code, f_globals, self.options, depth)
             self._resumes[code] = fn
+        fn.cache.note_data_dependent(LocalSource(name) for name in data_dependent)
         return fn
 
     def resume_depth(self, code: types.CodeType) -> int:

@@ -33,10 +33,13 @@ from bytegraph.bytecode.analysis import (
 )
 from bytegraph.bytecode.instructions import TERMINATORS, Instruction
 from bytegraph.bytecode.lower import Op, landing, lower, without_null
-from bytegraph.bytecode.resume import ResumeSpec, copy_body, instruction_at, replace_instruction, resume_code
+from bytegraph.bytecode.resume import (
+    ResumeSpec, copy_body, instruction_at, replace_instruction, resume_code, stack_name,
+)
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.guards.source import LocalSource
 from bytegraph.variables.misc import NullVariable
+from bytegraph.variables.symbolic import FakeItemVariable
 from bytegraph.variables.torch_state import StateContextVariable
 
 if TYPE_CHECKING:
@@ -46,9 +49,13 @@ if TYPE_CHECKING:
 class FrameRuntime(Protocol):
     """What generated code calls at run time (provided by the runtime layer)."""
 
-    def resume_function(self, code: types.CodeType, f_globals: dict, depth: int) -> Callable[..., Any]:
+    def resume_function(self, code: types.CodeType, f_globals: dict, depth: int,
+                        data_dependent: frozenset[str] = frozenset()) -> Callable[..., Any]:
         """A callable running resume ``code`` through its own cache; its last
-        argument is the closure tuple (or None). ``depth``: see :meth:`resume_depth`."""
+        argument is the closure tuple (or None). ``depth``: see :meth:`resume_depth`.
+        ``data_dependent`` names the parameters that carry values read from
+        tensor data (likely to change every call): they are symbolic from the
+        first compile."""
 
     def resume_depth(self, code: types.CodeType) -> int:
         """How many pieces of one eager frame run before ``code``: 0 for an
@@ -153,7 +160,11 @@ def codegen_graph_break(
     out.append(Instr("JUMP_FORWARD", body.labels[entry], lineno=inst.lineno))
     epilogues: list = []
     if resumable and tx.instructions[inst.end - 1].opname not in TERMINATORS:  # the group's last instruction
-        epilogues = _continue_in_resume_functions(tx, inst, body, stack[:below], runtime)
+        # what a break on t.item()/int(t) or x[mask]/nonzero hands to the resume function is read from tensor data
+        data_output = reason.gb_type in ("data-dependent tensor method", "data-dependent operator") and (
+            reason.frame_depth == 0
+        )
+        epilogues = _continue_in_resume_functions(tx, inst, body, stack[:below], runtime, data_output)
     extra = max(max_depth(out), len(stack) + max_depth(epilogues))
     return out + body.items + epilogues, extra
 
@@ -168,10 +179,11 @@ def _entry_index(tx: InstructionTranslator, inst: Instruction) -> int:
 
 
 def _continue_in_resume_functions(
-    tx: InstructionTranslator, inst: Instruction, body: Any, below: list, runtime: FrameRuntime
+    tx: InstructionTranslator, inst: Instruction, body: Any, below: list, runtime: FrameRuntime, data_output: bool
 ) -> list:
     """Rewrite ``inst`` in ``body`` so that each path after it jumps to an
-    epilogue calling the matching resume function; return the epilogues."""
+    epilogue calling the matching resume function; return the epilogues.
+    ``data_output``: what ``inst`` pushes is read from tensor data."""
     code = tx.code
     original = instruction_at(body, inst.index)
     lineno = inst.lineno
@@ -194,7 +206,12 @@ def _continue_in_resume_functions(
         outputs = stack_outputs(code, inst, jump)
         logical = below_nulls + (list(stripped[1]) if stripped is not None else [False] * outputs)
         spec = _resume_spec(code, target, tuple(logical), bound)
-        fn = runtime.resume_function(resume_code(spec), tx.f_globals, runtime.resume_depth(code) + 1)
+        data = {name for name in spec.live if isinstance(tx.symbolic_locals[name], FakeItemVariable)}
+        data |= {stack_name(i) for i, vt in enumerate(below) if isinstance(vt, FakeItemVariable)}
+        if data_output:
+            data |= {stack_name(i) for i in range(len(below), len(logical)) if not logical[i]}
+        fn = runtime.resume_function(resume_code(spec), tx.f_globals, runtime.resume_depth(code) + 1,
+                                     frozenset(data))
         out.append(label)
         if jump:
             out += landing(original.name, lineno)

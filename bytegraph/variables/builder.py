@@ -374,6 +374,8 @@ def _dynamic_dims(tx: Tx, value: torch.Tensor, source: Source) -> dict[int, Any]
         if policy.all_dims:
             dims.update((i, None) for i in range(value.dim()))
         dims.update((i, None) for i in policy.dims.get(source, ()))
+        if source in policy.data_dependent and value.dim() > 0:
+            dims[0] = None  # a data-dependent size (x[mask], nonzero): dynamic from the first compile
     dims.update(getattr(value, MARKED_DYNAMIC, {}))
     for i in getattr(value, MARKED_STATIC, ()):
         dims.pop(i, None)
@@ -388,11 +390,12 @@ def _is_buffer_source(source: Source) -> bool:
 
 def _symbolic_scalar(tx: Tx, value: int | float, source: Source) -> bool:
     """Whether a Python int/float input is traced as a SymInt/SymFloat: it changed
-    between calls (automatic dynamic), or specialize_int/specialize_float is off
-    for frame arguments."""
+    between calls (automatic dynamic), it is an int read from tensor data
+    (``DynamicPolicy.data_dependent``), or specialize_int/specialize_float is
+    off for frame arguments."""
     if type(value) is float and tx.output.policy.static_floats:
         return False
-    if source in tx.output.policy.scalars:
+    if source in tx.output.policy.scalars or (type(value) is int and source in tx.output.policy.data_dependent):
         return True
     if not isinstance(source, LocalSource) or tx.output.policy.static:
         return False

@@ -8,7 +8,8 @@ depends on tensor data (a captured ``Tensor.item()``). :func:`concrete` and
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NoReturn
+import operator
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 import torch
 import torch.fx
@@ -130,6 +131,53 @@ def concrete(kind: type, value: Any, what: str) -> Any:
             explanation="The value depends on tensor data, which is unknown while tracing.",
             hints=(HINT_DYNAMIC_CONTROL_FLOW,),
         )
+
+
+def runtime_check(tx: Tx, fn: Any, args: Sequence[VariableTracker],
+                  kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """``torch._check(cond)`` / ``torch._check_is_size(i)``: what the user asserts
+    about a scalar. A constant condition is checked now; a symbolic one is told
+    to the ShapeEnv (so later questions about the symbol can be answered, as
+    under torch.compile) and, when it depends on tensor data, also asserted
+    when the graph runs (an ``aten._assert_scalar`` node raising RuntimeError,
+    as eager's check does; a ``message`` callable is not called, so the text
+    differs). Returns None, like the check.
+
+    Raises:
+        Unsupported: a condition that is false at trace time (eager raises:
+            it runs natively), or one that is neither a constant nor a
+            symbolic scalar (a tensor: eager reads its data).
+    """
+    from bytegraph.variables.constant import ConstantVariable
+
+    value = args[0] if args else None
+    if isinstance(value, SymNodeVariable):
+        example = value.example
+        cond = example >= 0 if fn is torch._check_is_size else example
+        try:
+            torch._check(cond)
+        except RuntimeError:
+            value = None  # false whatever the data: eager raises (natively, below)
+        else:
+            if free_unbacked_symbols(cond):  # else the symbol is backed: the ShapeEnv guards the condition
+                node = value.node
+                if fn is torch._check_is_size:
+                    node = tx.output.create_node("call_function", operator.ge, (node, 0), {}, cond)
+                tx.output.create_node("call_function", torch.ops.aten._assert_scalar.default,
+                                      (node, f"torch.{fn.__name__} failed"), {}, None)
+            return ConstantVariable(None)
+    if value is not None and value.is_python_constant():
+        constant = value.as_python_constant()
+        holds = constant >= 0 if fn is torch._check_is_size and type(constant) is int else constant is True
+        if holds:
+            return ConstantVariable(None)
+    unimplemented(
+        gb_type="unsupported runtime check",
+        context=f"torch.{fn.__name__}({', '.join(type(a).__name__ for a in args)})",
+        explanation="The check is false at trace time (eager raises), or its condition is not a Python scalar "
+        "bytegraph can reason about; it runs natively.",
+        hints=("Check a symbolic scalar (a size or a captured .item()), or a constant.",),
+    )
 
 
 def branch_on_data(what: str) -> NoReturn:

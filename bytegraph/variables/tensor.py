@@ -35,9 +35,9 @@ import torch
 import torch.fx
 
 from bytegraph.breaks import HINT_DATA_DEPENDENT, unimplemented, user_error
-from bytegraph.config import config
 from bytegraph.guards.guards import DictContains
 from bytegraph.guards.source import AttrSource, CallMethodSource
+from bytegraph.graph import tensor_hooks
 from bytegraph.variables import graph_calls, symbolic, tensor_handles
 from bytegraph.variables.base import VariableTracker, handler_name, method_handler
 from bytegraph.variables.constant import ConstantVariable
@@ -286,7 +286,7 @@ class TensorVariable(VariableTracker):
             return tx.as_subclass(self, args[0])
         route = method_route(name)
         if route == "data-dependent":
-            if name in CAPTURABLE_METHODS and config.capture_scalar_outputs:
+            if name in CAPTURABLE_METHODS and tx.output.capture_scalar_outputs:
                 return self._capture_scalars(tx, name)
             unimplemented(
                 gb_type="data-dependent tensor method",
@@ -483,8 +483,8 @@ class TensorVariable(VariableTracker):
 
     def method_register_hook(self, tx: Tx, hook: VT) -> VT:
         """``t.register_hook(fn)`` on an input: recorded, installed after the graph
-        runs (so it fires in backward as in eager); a graph break on tensors made
-        in the graph."""
+        runs (so it fires in backward as in eager); on a tensor made in the
+        graph: in the graph (:meth:`_hook_in_graph`)."""
         return self._register_hook(tx, "register_hook", hook)
 
     def method_register_post_accumulate_grad_hook(self, tx: Tx, hook: VT) -> VT:
@@ -493,13 +493,15 @@ class TensorVariable(VariableTracker):
 
     # ---- helpers ------------------------------------------------------------------------------------
     def _register_hook(self, tx: Tx, method: str, hook: VT) -> VT:
+        if self.source is None and method == "register_hook":
+            return self._hook_in_graph(tx, hook)
         if self.source is None:
             unimplemented(
-                gb_type="hook on intermediate tensor",
+                gb_type="user error",
                 context=f"{self.node.name}.{method}(...) on a tensor computed in the graph",
-                explanation="The tensor exists only inside the compiled graph, whose backward may not run this "
-                "tensor's autograd node, so the hook could not fire exactly as in eager.",
-                hints=("Register the hook on an input, or outside the compiled function.",),
+                explanation="The traced code raises RuntimeError (post-accumulate-grad hooks are for leaves); "
+                "it runs natively so the error is the eager one.",
+                hints=("Register post-accumulate-grad hooks on leaf tensors.",),
             )
         leaf_only = method == "register_post_accumulate_grad_hook"
         if not self.example.requires_grad or (leaf_only and not self._is_leaf(tx)):
@@ -511,6 +513,33 @@ class TensorVariable(VariableTracker):
         handle = tensor_handles.RemovableHandleVariable(self, method, hook)
         tx.output.side_effects.record_action(handle)
         return handle
+
+    def _hook_in_graph(self, tx: Tx, hook: VT) -> VT:
+        """``y.register_hook(fn)`` on a tensor made in the graph: every use of
+        ``y``, earlier ones included, is rerouted through
+        ``bytegraph::hooked(y, key)``, whose backward runs ``fn`` on the real
+        gradient (see :mod:`bytegraph.graph.tensor_hooks`), so ``fn`` sees the
+        gradient eager gives it, with every backend."""
+        fn = tensor_handles.hook_callable(hook)
+        if not self.example.requires_grad:
+            unimplemented(
+                gb_type="user error",
+                context=f"register_hook on {self.node.name}, which does not require grad",
+                explanation="The traced code raises RuntimeError; it runs natively so the error is the eager one.",
+                hints=("Register hooks on tensors that require grad.",),
+            )
+        if fn is None or self.example._base is not None or tensor_hooks.has_aliases(tx.output, self.node, self.example):
+            unimplemented(
+                gb_type="hook on intermediate tensor",
+                context=f"{self.node.name}.register_hook({hook}) on a tensor computed in the graph",
+                explanation="A hook in the graph needs a function known at trace time without free variables (a "
+                "global function, or a lambda/def without closure), on a tensor that is not a view and has no "
+                "views yet.",
+                hints=("Register the hook on an input, or outside the compiled function.",),
+            )
+        key = tensor_hooks.register(fn)
+        self.node, self.example = tensor_hooks.reroute_through_hook(tx.output, self.node, key)
+        return tensor_handles.GraphHookHandleVariable(key)
 
     def _real(self, tx: Tx) -> torch.Tensor:
         """The real tensor of a graph input."""
@@ -556,7 +585,7 @@ class TensorVariable(VariableTracker):
 
     def _capture_scalars(self, tx: Tx, name: str) -> VT:
         """``item()``/``tolist()``/``int(t)``/``float(t)`` as data-dependent
-        scalars in the graph (``config.capture_scalar_outputs``)."""
+        scalars in the graph (``config.capture_scalar_outputs``, or ``fullgraph``)."""
         if name in ("item", "tolist"):
             return graph_calls.graph_call(tx, "call_method", name, [self], {})
         item = graph_calls.graph_call(tx, "call_method", "item", [self], {})

@@ -8,18 +8,21 @@
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any, Sequence
+import types
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 import torch.utils.hooks
 
 from bytegraph.breaks import unimplemented
+from bytegraph.graph import tensor_hooks
 from bytegraph.graph.output_graph import storage_id
 from bytegraph.guards.guards import ConstantMatch, SameStorage
 from bytegraph.guards.source import CallMethodSource
 from bytegraph.variables import graph_calls, symbolic
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.functions import NestedUserFunctionVariable, UserFunctionVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -222,6 +225,46 @@ class RemovableHandleVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"RemovableHandleVariable({self.tensor.node.name}.{self.method})"
+
+
+class GraphHookHandleVariable(VariableTracker):
+    """The handle ``y.register_hook(fn)`` returns for a tensor made in the graph
+    (the hook is in the graph: :mod:`bytegraph.graph.tensor_hooks`).
+    ``handle.remove()`` in the trace removes it for every run of the graph;
+    a handle that outlives the graph cannot be rebuilt (a graph break)."""
+
+    def __init__(self, key: int):
+        super().__init__()
+        self.key = key
+
+    def python_type(self) -> type:
+        return torch.utils.hooks.RemovableHandle
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "remove" and not args and not kwargs:
+            tensor_hooks.remove(self.key)
+            return ConstantVariable(None)
+        return super().call_method(tx, name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"GraphHookHandleVariable({self.key})"
+
+
+def hook_callable(hook: VT) -> Callable | None:
+    """The function a hook VT stands for, when the graph can call it for every
+    run: a function read from a source (guarded), or one made in the frame
+    (``lambda g: g * 2``, a nested ``def``) without free variables and with
+    constant defaults. None otherwise."""
+    if isinstance(hook, UserFunctionVariable) and isinstance(hook.fn, types.FunctionType):
+        return hook.fn
+    if isinstance(hook, NestedUserFunctionVariable) and not hook.closure and not hook.slots and all(
+        d is None or d.is_python_constant() for d in (hook.defaults, hook.kwdefaults)
+    ):
+        fn = types.FunctionType(hook.code, hook.f_globals, hook.code.co_name,
+                                hook.defaults.as_python_constant() if hook.defaults is not None else None)
+        fn.__kwdefaults__ = hook.kwdefaults.as_python_constant() if hook.kwdefaults is not None else None
+        return fn
+    return None
 
 
 def pin_storage_offsets(tx: Tx, owners: Sequence[GraphInput]) -> None:

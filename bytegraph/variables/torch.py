@@ -38,6 +38,7 @@ from bytegraph.guards.source import AttrSource
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise
 from bytegraph.variables.sequences import SizeVariable
+from bytegraph.variables.symbolic import runtime_check
 from bytegraph.variables.graph_calls import dispatches, graph_call, overloaded_args
 from bytegraph.variables.ndarray import NumpyNdarrayVariable, ndarray_to_tensor
 from bytegraph.variables.tensor import TensorVariable
@@ -86,6 +87,9 @@ PURE_HELPERS = frozenset(
         torch.nn.modules.utils._ntuple, torch._C._get_cudnn_enabled,
     }
 )
+
+#: ``torch._check``-style assertions the user writes about (possibly data-dependent) scalars.
+RUNTIME_CHECKS = frozenset({torch._check, torch._check_is_size})
 
 #: RNN kernels whose packed-sequence overload (``batch_sizes`` second) reads tensor data.
 PACKED_RNN_OPS = frozenset({torch._VF.gru, torch._VF.lstm, torch._VF.rnn_tanh, torch._VF.rnn_relu})
@@ -164,7 +168,7 @@ def is_torch_callable(fn: Any) -> bool:
         hash(fn)
     except TypeError:
         return False
-    if fn in STATE_QUERIES or is_torch_op(fn) or fn in PURE_HELPERS or is_compiling_query(fn) or (
+    if fn in STATE_QUERIES or is_torch_op(fn) or fn in PURE_HELPERS or fn in RUNTIME_CHECKS or is_compiling_query(fn) or (
         fn in HAS_TORCH_FUNCTION
     ):
         return True
@@ -220,6 +224,8 @@ class TorchFunctionVariable(ConstantCallableVariable):
             return tx.as_subclass(args[1], args[0])  # Tensor.__new__(cls, t): an alias of t, as cls
         if is_torch_op(fn) and overloaded_args(tx, [*args, *kwargs.values()]):
             return tx.dispatch_torch_function(self, args, kwargs)
+        if fn in RUNTIME_CHECKS:
+            return runtime_check(tx, fn, args, kwargs)
         if fn is torch.Size and len(args) == 1 and not kwargs:
             return SizeVariable(tx.unpack(args[0]))
         if fn in PACKED_RNN_OPS and len(args) > 1 and isinstance(args[1], TensorVariable) and (
