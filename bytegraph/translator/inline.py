@@ -40,6 +40,15 @@ SKIP_MODULE_PREFIXES = (
     "torch._higher_order_ops", "torch.onnx", "torch.export", "tqdm", "pytest", "_pytest",
 )
 
+#: Functions of skipped modules that are plain Python over their arguments (no I/O,
+#: no compiler state), traced like user code: (module, qualified name).
+INLINED_ANYWAY = frozenset({
+    ("torch.jit._trace", "_script_if_tracing.<locals>.wrapper"),  # @torch.jit.script_if_tracing
+    ("torch.jit._script", "_unwrap_optional"),
+    ("torch.jit", "annotate"),
+    ("torch.distributed.fsdp._flat_param", "_same_storage_size"),
+})
+
 _CO_VARARGS = inspect.CO_VARARGS
 _CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
 _UNTRACEABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
@@ -219,7 +228,7 @@ def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
             "(torch.utils.checkpoint.checkpoint and torch.manual_seed are two).",
             hints=("It runs natively, the rest of the frame stays compiled.",),
         )
-    if is_skipped_module(module):
+    if is_skipped_module(module) and (module, getattr(code, "co_qualname", name)) not in INLINED_ANYWAY:
         unimplemented(
             gb_type="call to skipped function",
             context=f"call to {module}.{name}",
