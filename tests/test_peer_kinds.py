@@ -74,3 +74,90 @@ def test_small_torch_helpers_of_skipped_modules_are_traced():
         return helper(y) + torch.jit.annotate(torch.Tensor, y)
 
     full(f, torch.randn(3))
+
+
+# --- C library functions that call back into user code ---------------------------
+
+def test_reduce_traces_the_reducing_function():
+    def f(a, b, c):
+        return functools.reduce(lambda x, y: x * 2 + y, [a, b, c]), functools.reduce(max, [1, 5, 3], 4)
+
+    full(f, torch.randn(3), torch.randn(3), torch.randn(3))
+
+
+def test_reduce_errors_are_eagers():
+    def f(x):
+        try:
+            functools.reduce(lambda a, b: a + b, [])
+        except TypeError as e:
+            return x + 1, str(e)
+        return x, ""
+
+    full(f, torch.ones(2))
+
+
+def test_filterfalse_and_chain_from_iterable():
+    def f(a, b):
+        total = a
+        for v in itertools.chain.from_iterable([[a, b], (1, 2)]):
+            total = total + v
+        for v in itertools.filterfalse(lambda v: v > 0, [-1.5, 0, 2.5]):
+            total = total * v
+        return total
+
+    full(f, torch.randn(3), torch.randn(3))
+
+
+def test_lru_cache_wrapper_metadata_is_the_wrapped_functions():
+    @functools.lru_cache
+    def cached(n):
+        """doc of cached"""
+        return n * 2
+
+    def f(x):
+        return x + cached(3), cached.__name__, cached.__doc__, cached.__qualname__, cached.__wrapped__(4)
+
+    full(f, torch.ones(2))
+
+
+def test_a_returned_input_tensor_goes_through_one_graph():
+    # torch.compile hands the backend a graph for every frame returning a lone tensor
+    def f(a, b):
+        itertools.product([a, b], [1, 2])
+        return a
+
+    x = torch.randn(2)
+    assert full(f, x, torch.randn(2)) is x
+
+
+# --- library functions evaluated on constants, dict classes' fromkeys -------------
+
+def test_namedtuple_class_made_in_the_trace():
+    def f(a, b):
+        Pair = collections.namedtuple("Pair", ["x", "y"])
+        p = Pair(a, b)
+        return p.x * p[1], Pair._fields
+
+    full(f, torch.randn(2), torch.randn(2))
+
+
+def test_fromkeys_of_dict_classes_keeps_the_class():
+    def f(x):
+        plain = dict.fromkeys(["a", "b"], x + 1)
+        ordered = collections.OrderedDict.fromkeys(("c",), 2)
+        dd = collections.defaultdict.fromkeys(iter(plain), 3)
+        return plain, ordered, dd, type(ordered) is collections.OrderedDict, type(dd).__name__
+
+    full(f, torch.ones(2))
+
+
+def test_typing_introspection_and_recursion_limit_fold():
+    import sys
+    import typing
+
+    optional, listed = int | None, typing.List[int]  # annotations, as library code reads them
+
+    def f(x):
+        return x * sys.getrecursionlimit(), typing.get_args(optional), typing.get_origin(listed)
+
+    full(f, torch.ones(2))

@@ -24,6 +24,7 @@ from bytegraph.variables.iteration import GeneratorVariable
 from bytegraph.variables.sequences import TupleVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
+from bytegraph.variables import polyfills
 from bytegraph.variables.torch import TORCH_FRONTEND
 from bytegraph.variables.torch_function import MODELED_FUNCTIONS
 
@@ -228,7 +229,9 @@ def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
             "(torch.utils.checkpoint.checkpoint and torch.manual_seed are two).",
             hints=("It runs natively, the rest of the frame stays compiled.",),
         )
-    if is_skipped_module(module) and (module, getattr(code, "co_qualname", name)) not in INLINED_ANYWAY:
+    if is_skipped_module(module) and module != polyfills.__name__ and (
+        (module, getattr(code, "co_qualname", name)) not in INLINED_ANYWAY
+    ):
         unimplemented(
             gb_type="call to skipped function",
             context=f"call to {module}.{name}",

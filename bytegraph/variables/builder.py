@@ -76,6 +76,7 @@ from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.ndarray import NumpyFunctionVariable, NumpyNdarrayVariable
 from bytegraph.variables.symbolic import SymNodeVariable
 from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.polyfills import EVALUATED_ON_CONSTANTS, EvaluatedCallVariable, polyfill_for
 from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_callable
 from bytegraph.variables.torch_function import TensorSubclassVariable, as_plain_tensor, check_traceable
 from bytegraph.variables.torch_state import STATE_CONTEXTS, StateContextVariable, existing_state_context
@@ -95,6 +96,14 @@ _BUILTIN_CALLABLES = frozenset(
     v for v in vars(builtins).values() if callable(v) and not (isinstance(v, type) and issubclass(v, BaseException))
 )
 _BUILTIN_MODULES = (operator, math)
+
+
+def _in(value: Any, table: Any) -> bool:
+    """``value in table`` for values that may be unhashable."""
+    try:
+        return value in table
+    except TypeError:
+        return False
 
 
 def _is_builtin_callable(value: Any) -> bool:
@@ -203,6 +212,9 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         guards.add(IdMatch.of(source, value))
         return WrappedFunctionVariable(value, wrap(tx, value.__wrapped__, AttrSource(source, "__wrapped__")), source)
 
+    if isinstance(value, types.BuiltinMethodType) and polyfill_for(value) is not None:  # cls.fromkeys, bound anew
+        guards.add(IdMatch.of(AttrSource(source, "__self__"), value.__self__))  # on each read: guard its class
+        return _wrap_by_kind(tx, value, source)
     if isinstance(value, types.BuiltinMethodType) and not isinstance(value.__self__, types.ModuleType):
         owner = value.__self__
         if not is_torch_callable(value) and not _is_builtin_callable(value):
@@ -229,6 +241,14 @@ def _identity_is_value(value: Any) -> bool:
 
 def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
     """The VT kind for functions, classes, modules and other objects."""
+    polyfill = polyfill_for(value)
+    if isinstance(polyfill, functools.partial):  # cls.fromkeys: the twin with its class bound
+        return PartialVariable(UserFunctionVariable(polyfill.func), [tx.wrap_const(a) for a in polyfill.args], {},
+                               source)
+    if polyfill is not None:  # a C function calling back into user code: its Python twin is traced
+        return UserFunctionVariable(polyfill, source)
+    if _in(value, EVALUATED_ON_CONSTANTS):
+        return EvaluatedCallVariable(value, source)
     if value is copy.copy or value is copy.deepcopy:
         return CopyFunctionVariable(value, source)
     if value is warnings.warn:

@@ -17,7 +17,7 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import GlobalStateMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource, Source
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
-from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
+from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, is_constant_value, raise_traced_from
 from bytegraph.variables.dicts import DictVariable
 from bytegraph.variables.symbolic import SymNodeVariable
 
@@ -402,6 +402,16 @@ class WrappedFunctionVariable(ConstantCallableVariable):
     def __init__(self, wrapper: Any, inner: VT, source=None):
         super().__init__(wrapper, source)
         self.inner = inner
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        """``__wrapped__`` is the inner function; the metadata ``functools.update_wrapper``
+        copied onto the wrapper (``__name__``, ``__doc__``, ``__dict__``...) is read from it."""
+        if name == "__wrapped__":
+            return self.inner
+        if name in (*functools.WRAPPER_ASSIGNMENTS, "__dict__"):
+            value = getattr_or_raise(self.fn, name)
+            return tx.wrap(value, AttrSource(self.source, name)) if self.source is not None else tx.wrap_const(value)
+        return super().var_getattr(tx, name)
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         info = self.fn.cache_info()
