@@ -234,7 +234,7 @@ def _identity_is_value(value: Any) -> bool:
     """Objects the trace specialises on by identity (functions, classes, modules);
     other objects are guarded by type and by the attributes the trace reads."""
     return isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, types.ModuleType,
-                              functools.partial)) or callable(value) and (
+                              functools.partial, types.UnionType)) or callable(value) and (
         is_torch_callable(value) or npops.is_numpy_callable(value)
     )
 
@@ -255,6 +255,8 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         return DeferredCallVariable(value)
     if value is os.environ:
         return EnvironVariable(source)
+    if isinstance(value, types.UnionType) or type(value).__module__ == "typing":  # annotations: read, never traced
+        return OpaqueConstantVariable(value, source)
     if _probing_runs_user_code(value):  # a user object: classifying it would run its Python dunders
         return _wrap_object(tx, value, source) if source is not None else OpaqueConstantVariable(value)
     if isinstance(value, STATE_CONTEXTS) and source is not None:
@@ -286,7 +288,7 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
             return existing
         var = UserDefinedClassVariable(value, source or ConstSource(value, value.__qualname__))
         return tx.output.side_effects.track(value, var)
-    if isinstance(value, functools.partial) or type(value).__module__ in ("logging", "typing"):
+    if isinstance(value, functools.partial) or type(value).__module__ == "logging":
         return OpaqueConstantVariable(value, source)
     if source is None:
         return OpaqueConstantVariable(value)
