@@ -161,3 +161,59 @@ def test_typing_introspection_and_recursion_limit_fold():
         return x * sys.getrecursionlimit(), typing.get_args(optional), typing.get_origin(listed)
 
     full(f, torch.ones(2))
+
+
+# --- attributes of builtin-typed objects and functions ------------------------------
+
+@pytest.mark.parametrize("name", ["__name__", "__qualname__", "__code__", "__defaults__", "func", "args",
+                                  "keywords", "__dict__", "__call__", "__module__", "__doc__"])
+def test_hasattr_on_a_partial_answers_as_the_real_object(name):
+    # the partial type has __name__/__qualname__ (from its metaclass); its instances do not
+    def f(t):
+        p = functools.partial(lambda x, y: x * y, y=t)
+        return p(t) if hasattr(p, name) else torch.zeros_like(t)
+
+    full(f, torch.randn(3))
+
+
+def test_hasattr_on_builtin_objects_made_in_the_trace():
+    def f(t):
+        return t + 1, [hasattr(obj, n) for obj in ([1], {1: 2}, (1,), map(abs, [1]), zip([1]))
+                       for n in ("__name__", "__qualname__", "append", "keys", "count", "__next__")]
+
+    full(f, torch.ones(2))
+
+
+def test_missing_function_attribute_raises_attribute_error():
+    def outer():
+        def inner(x):
+            return x
+
+        return inner
+
+    def g(x):
+        return x
+
+    def f(x):
+        out = []
+        for fn in (outer(), g):
+            try:
+                out.append(x + fn.not_there)
+            except AttributeError as e:
+                out.append(x - 1)
+                out.append(str(e))
+        return out, hasattr(outer(), "not_there"), hasattr(g, "__defaults__")
+
+    full(f, torch.ones(2))
+
+
+def test_attribute_set_on_a_function_is_read_and_guarded():
+    def fn(x):
+        return x * 2 if fn.tag else x - 2
+
+    fn.tag = True
+    compiled = bytegraph.compile(fn, backend="eager", fullgraph=True)
+    x = torch.ones(2)
+    assert same(compiled(x), fn(x))
+    fn.tag = False
+    assert same(compiled(x), fn(x))

@@ -91,7 +91,9 @@ class VariableTracker:
         of the value's type. Kinds whose instances hold attributes override it."""
         if self.is_python_constant():
             return hasattr(self.as_python_constant(), name)
-        return hasattr(self.python_type(), name)
+        # an instance has what its class's MRO defines (the metaclass's __name__, __qualname__,
+        # __mro__... belong to the class, not to instances: functools.partial objects have no __name__)
+        return any(name in vars(klass) for klass in self.python_type().__mro__)
 
     def store_attr(self, tx: Tx, name: str, value: VariableTracker) -> None:
         """``value.name = v``; by default a graph break. Kinds that record the store

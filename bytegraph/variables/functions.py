@@ -14,10 +14,12 @@ import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph.breaks import unimplemented, user_error
-from bytegraph.guards.guards import GlobalStateMatch, IdMatch
+from bytegraph.guards.guards import DictContains, GlobalStateMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource, Source
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
-from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, is_constant_value, raise_traced_from
+from bytegraph.variables.constant import (
+    ConstantVariable, getattr_or_raise, is_constant_value, raise_traced, raise_traced_from,
+)
 from bytegraph.variables.dicts import DictVariable
 from bytegraph.variables.symbolic import SymNodeVariable
 
@@ -136,6 +138,9 @@ class UserFunctionVariable(ConstantCallableVariable):
             return tx.wrap(self.fn.__dict__[name], AttrSource(self.fn_source(), name))
         if name == "__wrapped__":
             return tx.wrap_const(getattr(self.fn, name))
+        if not hasattr(self.fn, name):  # eager's AttributeError, until the function's __dict__ gains the name
+            tx.output.guards.add(DictContains(AttrSource(self.fn_source(), "__dict__"), name, False))
+            raise_function_attribute_error(name)
         return super().var_getattr(tx, name)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
@@ -146,6 +151,11 @@ class UserFunctionVariable(ConstantCallableVariable):
 
     def __repr__(self) -> str:
         return f"UserFunctionVariable({self.fn.__qualname__})"
+
+
+def raise_function_attribute_error(name: str) -> None:
+    """Make the traced program raise eager's error for a missing function attribute."""
+    raise_traced(AttributeError, f"'function' object has no attribute {name!r}")
 
 
 #: library functions with no side effects, evaluated at trace time when every
@@ -301,7 +311,13 @@ class NestedUserFunctionVariable(VariableTracker):
             return self.slots[name]
         if name in self.func_dict.items:
             return self.func_dict.items[name][1]
+        if not hasattr(types.FunctionType, name):
+            raise_function_attribute_error(name)
         return super().var_getattr(tx, name)
+
+    def has_attr(self, tx: Tx, name: str) -> bool:
+        """``hasattr(fn, name)`` for the function made in the trace."""
+        return name in self.slots or name in self.func_dict.items or hasattr(types.FunctionType, name)
 
     def store_attr(self, tx: Tx, name: str, value: VT) -> None:
         """``fn.name = value`` on the new function."""
