@@ -3,6 +3,7 @@ bytegraph used to break on (or answer differently from eager), found with the
 peer suite (PyTorch's own function tests, see docs/peer_suite.md). Each test
 compiles with ``fullgraph=True`` and compares with the eager result."""
 import collections
+import collections.abc
 import functools
 import itertools
 
@@ -217,3 +218,71 @@ def test_attribute_set_on_a_function_is_read_and_guarded():
     assert same(compiled(x), fn(x))
     fn.tag = False
     assert same(compiled(x), fn(x))
+
+
+# --- consumers of lazy iterators see the container they fill ------------------------
+
+def test_list_extend_takes_a_lazy_iterator_one_item_at_a_time():
+    def f(a):
+        y = [1]
+        y.extend(map(lambda z: z + y[-1], range(3)))  # each step reads what the last step appended
+        w = [1]
+        w += (z + w[-1] for z in range(3))
+        same_list = [1, 2]
+        same_list.extend(same_list)  # read whole first: doubles, never loops
+        return a + 1, y, w, same_list
+
+    assert full(f, torch.ones(1))[1] == [1, 1, 2, 4]
+
+
+def test_deque_extend_and_extendleft_take_a_lazy_iterator_one_item_at_a_time():
+    def f(a):
+        left = collections.deque([1])
+        left.extendleft(map(lambda z: z + left[0], range(3)))
+        right = collections.deque([1])
+        right.extend(map(lambda z: z + right[-1], range(3)))
+        return a + 1, left, right
+
+    full(f, torch.ones(1))
+
+
+def test_dict_update_from_a_generator_of_pairs_stores_one_pair_at_a_time():
+    def f(a):
+        d = {0: 1}
+        d.update((k, len(d)) for k in range(1, 4))
+        return a + 1, d
+
+    assert full(f, torch.ones(1))[1] == {0: 1, 1: 1, 2: 2, 3: 3}
+
+
+def test_dict_from_a_mapping_object_reads_keys_then_items():
+    class Box(collections.abc.Mapping):
+        def __init__(self):
+            self.data = {"a": torch.ones(2) * 2}
+
+        def __getitem__(self, k):
+            return self.data[k]
+
+        def __iter__(self):
+            return iter(self.data)
+
+        def __len__(self):
+            return len(self.data)
+
+    box = Box()
+
+    def f(x):
+        return x * dict(box)["a"]
+
+    full(f, torch.randn(2))
+
+
+def test_dict_update_with_a_bad_pair_raises_eagers_value_error():
+    def f(x):
+        try:
+            {}.update([("a", 1), ("b",)])
+        except ValueError as e:
+            return x + 1, str(e)
+        return x, ""
+
+    full(f, torch.ones(1))

@@ -8,6 +8,8 @@ effect and replayed on the real object after the graph runs.
 from __future__ import annotations
 
 import collections
+import itertools
+import operator
 from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
@@ -154,6 +156,33 @@ class DictVariable(VariableTracker):
             return self._mutate(tx, name, args, kwargs)
         return bad_method(self, name)
 
+    def _update_from(self, tx: Tx, other: VT) -> None:
+        """``self.update(other)`` (``Objects/dictobject.c``: ``dict_update_arg``): a
+        dict's items; an object with ``keys()``: ``other[k]`` for each key; else
+        ``(key, value)`` pairs stored one at a time, so a generator reading this
+        dict sees the pairs stored before it."""
+        if isinstance(other, DictVariable):
+            for key, value in list(other.items.values()):
+                self.store(tx, key, value)
+            return
+        if not isinstance(other, (iteration.IteratorVariable, sequences.BaseSequenceVariable)) and tx.has_attr(
+                other, "keys"):
+            keys = tx.get_attr(other, "keys").call_function(tx, [], {})
+            sequences.for_each_item(tx, keys, lambda key: self.store(
+                tx, key, tx.call_builtin(operator.getitem, [other, key])))
+            return
+        count = itertools.count()
+
+        def store_pair(pair: VT) -> None:
+            items = tx.unpack(pair)
+            n = next(count)
+            if len(items) != 2:
+                raise_traced(ValueError, f"dictionary update sequence element #{n} has length {len(items)}; "
+                                         "2 is required")
+            self.store(tx, *items)
+
+        sequences.for_each_item(tx, other, store_pair)
+
     def _mutate(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         tx.output.side_effects.mutate(self)
         if name == "__setitem__":
@@ -161,10 +190,7 @@ class DictVariable(VariableTracker):
             return ConstantVariable(None)
         if name == "update":
             for other in args:
-                other = as_dict(tx, other) or other
-                pairs = list(other.items.values()) if isinstance(other, DictVariable) else map(tx.unpack, tx.unpack(other))
-                for key, value in pairs:
-                    self.store(tx, key, value)
+                self._update_from(tx, as_dict(tx, other) or other)
             for kname, value in kwargs.items():
                 self.store(tx, ConstantVariable(kname), value)
             return ConstantVariable(None)

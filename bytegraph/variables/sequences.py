@@ -327,8 +327,23 @@ def _list_append(lst: ListVariable, tx: Tx, item: VT) -> VT:
 
 
 def _list_extend(lst: ListVariable, tx: Tx, other: VT) -> VT:
-    lst.items.extend(tx.unpack(other))
+    for_each_item(tx, other, lst.items.append)
     return ConstantVariable(None)
+
+
+def for_each_item(tx: Tx, iterable: VT, add: Callable[[VT], Any]) -> None:
+    """Feed ``iterable``'s items to ``add`` as ``list.extend``/``deque.extend`` take
+    them (``Objects/listobject.c``: ``list_extend``): a list or tuple, the
+    container itself included, is read whole first; anything else one item at
+    a time, so a lazy iterator (``map``, a generator) whose code reads the
+    container being filled sees the items added before it."""
+    if isinstance(iterable, (ListVariable, TupleVariable)):
+        for item in tx.unpack(iterable):
+            add(item)
+        return
+    iterator = tx.get_iter(iterable)
+    while (item := iterator.next_item(tx)) is not None:
+        add(item)
 
 
 def _list_insert(lst: ListVariable, tx: Tx, index: VT, item: VT) -> VT:
@@ -459,6 +474,11 @@ def _deque_add(dq: DequeVariable, tx: Tx, items: list[VT], left: bool) -> VT:
     return ConstantVariable(None)
 
 
+def _deque_extend(dq: DequeVariable, tx: Tx, other: VT, left: bool) -> VT:
+    for_each_item(tx, other, lambda item: _deque_add(dq, tx, [item], left=left))
+    return ConstantVariable(None)
+
+
 def _deque_insert(dq: DequeVariable, tx: Tx, index: VT, item: VT) -> VT:
     if dq.maxlen is not None and len(dq.items) >= dq.maxlen:
         raise_traced(IndexError, "deque already at its maximum size")
@@ -485,8 +505,8 @@ _DEQUE_MUTATORS: dict[str, Callable[..., VT]] = {
     **_LIST_MUTATORS,
     "append": lambda dq, tx, item: _deque_add(dq, tx, [item], left=False),
     "appendleft": lambda dq, tx, item: _deque_add(dq, tx, [item], left=True),
-    "extend": lambda dq, tx, other: _deque_add(dq, tx, tx.unpack(other), left=False),
-    "extendleft": lambda dq, tx, other: _deque_add(dq, tx, tx.unpack(other), left=True),
+    "extend": lambda dq, tx, other: _deque_extend(dq, tx, other, left=False),
+    "extendleft": lambda dq, tx, other: _deque_extend(dq, tx, other, left=True),
     "insert": _deque_insert,
     "pop": _deque_pop,
     "popleft": lambda dq, tx, *args: _deque_pop(dq, tx, *args, left=True),
