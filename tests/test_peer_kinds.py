@@ -286,3 +286,49 @@ def test_dict_update_with_a_bad_pair_raises_eagers_value_error():
         return x, ""
 
     full(f, torch.ones(1))
+
+
+# --- lazy iterators live after the graph; Python iterators stepped lazily ----------
+
+def test_map_filter_zip_enumerate_returned_are_rebuilt_at_their_position():
+    def f(a):
+        m = map(lambda v: v * 2, [1, 2, 3])
+        first = next(m)
+        flt = filter(lambda p: p[0] + p[1] < 5, zip([1, 2, 3], [1, 2, 3]))
+        z = zip([1, 2, 3], map(lambda v: v + 1, [1, 2, 3]))
+        e = enumerate([a, a + 1], start=3)
+        next(e)
+        return a + first, m, flt, z, e
+
+    x = torch.ones(2)
+    expected = f(x)
+    actual = bytegraph.compile(f, backend="eager", fullgraph=True)(x)
+    assert same(actual[0], expected[0])
+    for got, want in zip(actual[1:], expected[1:]):
+        assert type(got) is type(want)
+        assert same(list(got), list(want))
+
+
+def test_python_iterator_steps_interleave_with_the_loop_body():
+    class Countdown:
+        def __init__(self):
+            self.n = 0
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            if self.n >= 3:
+                raise StopIteration
+            self.n += 1
+            return self.n
+
+    def f(x):
+        it = Countdown()
+        seen = []
+        for i, v in enumerate(it):
+            seen.append((i, v, it.n))  # __next__ ran once per step, not all up front
+            x = x + v
+        return x, seen
+
+    full(f, torch.ones(2))

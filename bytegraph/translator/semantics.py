@@ -227,6 +227,10 @@ class PythonSemantics:
             return value
         if isinstance(value, (ListVariable, DictVariable, LazyDictVariable, DictViewVariable, SetVariable)):
             return value.call_method(self, "__iter__", [], {})
+        if isinstance(value, UserDefinedObjectVariable):
+            iterator = value.lazy_iterator(self)
+            if iterator is not None:
+                return self.get_iter(iterator)
         return ListIteratorVariable(self.unpack(value))
 
     def sort_items(self: InstructionTranslatorBase, items: list[VT], key: VT, reverse: bool) -> list[VT]:

@@ -165,9 +165,9 @@ class DictVariable(VariableTracker):
             for key, value in list(other.items.values()):
                 self.store(tx, key, value)
             return
-        if not isinstance(other, (iteration.IteratorVariable, sequences.BaseSequenceVariable)) and tx.has_attr(
-                other, "keys"):
-            keys = tx.get_attr(other, "keys").call_function(tx, [], {})
+        if not isinstance(other, (iteration.IteratorVariable, sequences.BaseSequenceVariable)) and other.has_attr(
+                tx, "keys"):
+            keys = other.var_getattr(tx, "keys").call_function(tx, [], {})
             sequences.for_each_item(tx, keys, lambda key: self.store(
                 tx, key, tx.call_builtin(operator.getitem, [other, key])))
             return

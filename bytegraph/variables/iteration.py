@@ -269,6 +269,13 @@ class EnumerateVariable(IteratorVariable):
         self.count += 1
         return sequences.TupleVariable([ConstantVariable(self.count - 1), item])
 
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """``enumerate(rest_of_iterator, next_count)``: live after the graph, rebuilt at its position."""
+        codegen.load_callable(enumerate)
+        codegen.reconstruct(self.iterator)
+        codegen.load_const(self.count)
+        codegen.call(2)
+
 
 class ZipVariable(IteratorVariable):
     """``zip(*iterators, strict=...)``: one item from each iterator per step,
@@ -299,6 +306,16 @@ class ZipVariable(IteratorVariable):
             items.append(item)
         return sequences.TupleVariable(items)
 
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """``zip(*rest_of_iterators, strict=...)``, rebuilt at its position."""
+        codegen.load_callable(zip)
+        for iterator in self.iterators:
+            codegen.reconstruct(iterator)
+        if self.strict:
+            codegen.load_const(True)
+            codegen.emit("KW_NAMES", ("strict",))
+        codegen.call(len(self.iterators) + int(self.strict))
+
 
 class MapVariable(IteratorVariable):
     """``map(fn, *iterators)``: calls ``fn`` (traced) one step at a time."""
@@ -320,6 +337,14 @@ class MapVariable(IteratorVariable):
             args.append(item)
         return self.fn.call_function(tx, args, {})
 
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """``map(fn, *rest_of_iterators)``, rebuilt at its position."""
+        codegen.load_callable(map)
+        codegen.reconstruct(self.fn)
+        for iterator in self.iterators:
+            codegen.reconstruct(iterator)
+        codegen.call(1 + len(self.iterators))
+
 
 class FilterVariable(IteratorVariable):
     """``filter(fn, iterator)`` (``fn`` None: truth of the item), one step at a time."""
@@ -338,3 +363,13 @@ class FilterVariable(IteratorVariable):
             if keep.truthy(tx):
                 return item
         return None
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """``filter(fn, rest_of_iterator)``, rebuilt at its position."""
+        codegen.load_callable(filter)
+        if self.fn is None:
+            codegen.load_const(None)
+        else:
+            codegen.reconstruct(self.fn)
+        codegen.reconstruct(self.iterator)
+        codegen.call(2)
