@@ -4,6 +4,7 @@ peer suite (PyTorch's own function tests, see docs/peer_suite.md). Each test
 compiles with ``fullgraph=True`` and compares with the eager result."""
 import collections
 import collections.abc
+import dataclasses
 import functools
 import itertools
 
@@ -332,3 +333,43 @@ def test_python_iterator_steps_interleave_with_the_loop_body():
         return x, seen
 
     full(f, torch.ones(2))
+
+
+# --- structural pattern matching ------------------------------------------------------
+
+@dataclasses.dataclass
+class _Point:
+    x: int
+    y: int
+
+
+def _matcher(a, point, cfg):
+    match point:
+        case (0, 0):
+            a = a + 100
+        case (0, y):
+            a = a - y
+        case [x, *rest]:
+            a = a + x + len(rest)
+    match cfg:
+        case {"lr": lr, **rest}:
+            a = a * lr + len(rest)
+        case {"b": b}:
+            a = a / b
+    match _Point(1, 2):
+        case _Point(x=0):
+            a = a - 1
+        case _Point(1, y):
+            a = a + y
+    match "ab":
+        case [*_]:  # a str is no sequence pattern subject
+            a = a * 1000
+        case str(s):
+            a = a + len(s)
+    return a
+
+
+@pytest.mark.parametrize("point, cfg", [((5, 8), {"lr": 0.5, "z": 1}), ((0, 3), {"b": 2.0}), ([1, 2, 3], {}),
+                                        ((0, 0), {"c": 1})])
+def test_match_statement_takes_eagers_case(point, cfg):
+    full(_matcher, torch.ones(2), point, cfg)
