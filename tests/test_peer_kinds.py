@@ -373,3 +373,36 @@ def _matcher(a, point, cfg):
                                         ((0, 0), {"c": 1})])
 def test_match_statement_takes_eagers_case(point, cfg):
     full(_matcher, torch.ones(2), point, cfg)
+
+
+# --- what bytegraph.compile accepts -------------------------------------------------------
+
+def test_compile_accepts_any_callable_as_torch_compile_does():
+    @functools.lru_cache
+    def cached(n):
+        return n + 1
+
+    class Doubler:
+        def __call__(self, x):
+            return x * 2
+
+    assert bytegraph.compile(len)([1, 2]) == 2
+    assert bytegraph.compile(cached)(3) == 4
+    assert same(bytegraph.compile(torch.ops.aten.add.Tensor)(torch.ones(1), torch.ones(1)), torch.full((1,), 2.0))
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(Doubler(), backend=cnt, fullgraph=True)(torch.ones(2)), torch.full((2,), 2.0))
+    assert cnt.frame_count == 1  # an object with a Python __call__ is compiled through it
+    with pytest.raises(TypeError, match="must be callable"):
+        bytegraph.compile(3)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager_default_partitioner", "aot_eager_decomp_partition"])
+def test_debug_backends_of_torch_compile_are_registered(backend):
+    def f(x):
+        return (x.sin() * 2).sum()
+
+    x = torch.randn(3, requires_grad=True)
+    bytegraph.compile(f, backend=backend)(x).backward()
+    compiled_grad, x.grad = x.grad, None
+    f(x).backward()
+    assert same(compiled_grad, x.grad)
