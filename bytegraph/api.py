@@ -80,7 +80,7 @@ def compile(
             return OptimizedModule(target, opts)
         if not callable(target):
             raise TypeError(
-                f"bytegraph.compile: model_or_fn must be a function or nn.Module, got {type(target).__name__}"
+                f"bytegraph.compile: model_or_fn must be callable (a function or nn.Module), got {type(target).__name__}"
             )
         return compile_function(target, opts)
 
