@@ -406,3 +406,17 @@ def test_debug_backends_of_torch_compile_are_registered(backend):
     compiled_grad, x.grad = x.grad, None
     f(x).backward()
     assert same(compiled_grad, x.grad)
+
+
+# --- methods of Python numbers that read the value -----------------------------------------
+
+@pytest.mark.parametrize("method, value", [("is_integer", 1.0), ("is_integer", 1.5), ("as_integer_ratio", 2.5),
+                                           ("hex", 0.5), ("conjugate", 3.0), ("bit_length", 5),
+                                           ("as_integer_ratio", 6), ("conjugate", 7)])
+def test_number_methods_on_arguments_specialise_and_fold(method, value):
+    def f(t, m):
+        return t * 2 if getattr(m, method)() else t, getattr(m, method)()
+
+    compiled = bytegraph.compile(f, backend="eager", fullgraph=True)
+    for v in (value, type(value)(0)):
+        assert same(compiled(torch.ones(2), v), f(torch.ones(2), v))

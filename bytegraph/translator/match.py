@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 from bytegraph.breaks import unimplemented
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.containers import DictVariable, LazyDictVariable, TupleVariable
+from bytegraph.variables.dicts import DictVariable, LazyDictVariable
+from bytegraph.variables.sequences import TupleVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
@@ -90,8 +91,8 @@ class MatchOps:
             values = []
             names = list(match_args[:count]) + keywords
         for name in names:
-            if not self.has_attr(subject, name):
+            if not subject.has_attr(self, name):
                 self.push(ConstantVariable(None))
                 return
-            values.append(self.get_attr(subject, name))
+            values.append(subject.var_getattr(self, name))
         self.push(TupleVariable(values))

@@ -8,7 +8,7 @@ depends on tensor data (a captured ``Tensor.item()``). :func:`concrete` and
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 import torch
 import torch.fx
@@ -16,11 +16,14 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, f
 
 from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_CONTROL_FLOW, unimplemented
 from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import ConstantVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
 
+
+VT = VariableTracker
 
 SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
 
@@ -77,6 +80,15 @@ class SymNodeVariable(VariableTracker):
 
     def _concrete(self, kind: type) -> Any:
         return concrete(kind, self.example, f"the value of {self.node.name} ({self.example})")
+
+    #: int/float methods that answer about the exact value: specialised (guarded), then folded
+    VALUE_METHODS = frozenset({"is_integer", "as_integer_ratio", "bit_length", "bit_count", "conjugate", "hex",
+                               "to_bytes"})
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name in self.VALUE_METHODS:
+            return ConstantVariable(self.as_python_constant()).call_method(tx, name, args, kwargs)
+        return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_graph_output(self.node)
