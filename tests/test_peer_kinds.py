@@ -420,3 +420,52 @@ def test_number_methods_on_arguments_specialise_and_fold(method, value):
     compiled = bytegraph.compile(f, backend="eager", fullgraph=True)
     for v in (value, type(value)(0)):
         assert same(compiled(torch.ones(2), v), f(torch.ones(2), v))
+
+
+# --- builtins on user objects and library aliases ------------------------------------------
+
+class _Named:
+    def __str__(self):
+        return "named"
+
+
+class _OnlyRepr:
+    def __repr__(self):
+        return "only-repr"
+
+
+def test_str_runs_a_python_str_or_repr():
+    def f(x):
+        return x + 1, str(_Named()), str(_OnlyRepr()), f"{_Named()}!"
+
+    full(f, torch.ones(2))
+
+
+def test_isinstance_with_typing_aliases_checks_their_origin():
+    import typing
+
+    def f(x):
+        return x + 1, isinstance([x], typing.Sequence), isinstance({}, typing.Mapping), isinstance(
+            (1,), (list, typing.MutableSequence)), isinstance([x], list | tuple)
+
+    full(f, torch.ones(2))
+
+
+def test_equal_containers_holding_the_same_tensors_compare_equal_without_tensor_eq():
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def f(x, y):
+        return x + 1 if Pair(x, y) == Pair(x, y) and [x] == [x] and (x, 1) != (x, 2) else x - 1
+
+    full(f, torch.randn(2), torch.randn(2))
+
+
+def test_operator_concat_and_iconcat_on_sequences():
+    import operator
+
+    def f(x):
+        target = [x]
+        same_list = operator.iconcat(target, [x + 1]) is target
+        return operator.concat((1,), (2,)), operator.concat([x], [x * 2]), target, same_list
+
+    full(f, torch.ones(2))

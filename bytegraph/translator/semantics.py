@@ -13,6 +13,7 @@ import enum
 import functools
 import operator
 import types
+import typing
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -305,6 +306,10 @@ class PythonSemantics:
         breaks; an answer from an ABC is guarded (``register()`` can change it)."""
         if isinstance(cls, tuple):
             return any(self.isinstance_of(value, c) for c in cls)
+        if isinstance(cls, typing._SpecialGenericAlias):  # typing.Sequence, typing.List...: checks its origin class
+            return self.isinstance_of(value, cls.__origin__)
+        if isinstance(cls, types.UnionType):  # list | tuple: any of its members
+            return self.isinstance_of(value, cls.__args__)
         meta = type(cls)
         if meta.__instancecheck__ is not type.__instancecheck__ and not meta.__module__.startswith("torch") and (
             not isinstance(cls, abc.ABCMeta) or getattr(cls, "_is_protocol", False)

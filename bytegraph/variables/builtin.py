@@ -25,7 +25,7 @@ import torch
 
 from bytegraph.breaks import HINT_REWRITE, Unsupported, unimplemented, user_error
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
-from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
+from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.misc import EnvironVariable
 from bytegraph.variables.dicts import DictVariable, LazyDictVariable, as_dict
@@ -264,6 +264,9 @@ class BuiltinVariable(ConstantCallableVariable):
 
     def _sequence_operator(self, tx: Tx, args: Sequence[VT]) -> VT | None:
         fn = self.fn
+        if fn in (operator.concat, operator.iconcat) and len(args) == 2 and isinstance(args[0], BaseSequenceVariable):
+            # concat(a, b) is a + b for sequences (iconcat: a += b), Modules/_operator.c
+            return tx.call_builtin(operator.add if fn is operator.concat else operator.iadd, list(args))
         if len(args) == 2 and fn in SET_OPERATORS and all(isinstance(a, SetVariable) for a in args):
             result = fn(args[0].values, args[1].values)  # a new set (or a bool), never an operand
             if isinstance(result, (set, frozenset)):
@@ -297,8 +300,9 @@ class BuiltinVariable(ConstantCallableVariable):
             ):
                 equal = issubclass(a.python_type(), tuple) == issubclass(b.python_type(), tuple) and len(
                     a.items
-                ) == len(b.items) and all(
-                    tx.call_builtin(operator.eq, [x, y]).truthy(tx) for x, y in zip(a.items, b.items)
+                ) == len(b.items) and all(  # the same object is equal to itself without asking it (PyObject_RichCompareBool)
+                    tx.same_object(x, y) or tx.call_builtin(operator.eq, [x, y]).truthy(tx)
+                    for x, y in zip(a.items, b.items)
                 )
                 return ConstantVariable(equal if fn is operator.eq else not equal)
             if fn in (operator.eq, operator.ne):
@@ -573,6 +577,10 @@ class BuiltinVariable(ConstantCallableVariable):
             folded = args[0].as_text(str)
             if folded is not None:
                 return ConstantVariable(folded)
+        if len(args) == 1 and isinstance(args[0], UserDefinedObjectVariable):
+            text = _str_through_python_dunder(tx, args[0])
+            if text is not None:
+                return text
         if args and not args[0].is_python_constant():
             unimplemented(
                 gb_type="str of traced value",
@@ -581,6 +589,21 @@ class BuiltinVariable(ConstantCallableVariable):
                 hints=(HINT_REWRITE,),
             )
         return None
+
+
+def _str_through_python_dunder(tx: Tx, obj: UserDefinedObjectVariable) -> VT | None:
+    """``str(obj)`` when the class answers it in Python: its ``__str__``, or, with
+    object's ``__str__``, its ``__repr__`` (``Objects/object.c``: ``PyObject_Str``);
+    None when C code would answer (the default repr holds an address)."""
+    method = obj.python_method(tx, "__str__")
+    if method is None and obj.special_method(tx, "__str__") is object.__str__:
+        method = obj.python_method(tx, "__repr__")
+    if method is None:
+        return None
+    result = method.call_function(tx, [], {})
+    if not (result.is_python_constant() and isinstance(result.as_python_constant(), str)):
+        raise_traced(TypeError, f"__str__ returned non-string (type {result.python_type().__name__})")
+    return result
 
 
 def bound_to_constant(fn: Any) -> bool:
