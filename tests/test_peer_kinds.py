@@ -469,3 +469,22 @@ def test_operator_concat_and_iconcat_on_sequences():
         return operator.concat((1,), (2,)), operator.concat([x], [x * 2]), target, same_list
 
     full(f, torch.ones(2))
+
+
+# --- a defaultdict read from outside the frame ---------------------------------------------
+
+_counts = collections.defaultdict(list)
+
+
+def test_defaultdict_read_through_a_source_calls_its_factory():
+    _counts.clear()
+    _counts["seen"].append(1)
+
+    def f(x):
+        _counts["new"].append(x.shape[0])  # missing: the factory runs, the new list is stored
+        return x + len(_counts["seen"]), _counts.default_factory
+
+    compiled = bytegraph.compile(f, backend="eager", fullgraph=True)
+    out = compiled(torch.ones(2))
+    assert same(out[0], torch.ones(2) + 1) and out[1] is list
+    assert dict(_counts) == {"seen": [1], "new": [2]}

@@ -168,7 +168,7 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
             return _wrap_object(tx, value, source)
         return TupleVariable(items, source)
 
-    if type(value) in (dict, collections.OrderedDict):
+    if type(value) in (dict, collections.OrderedDict, collections.defaultdict):
         if not all(type(k) in (str, int) for k in value):
             return _wrap_object(tx, value, source)
         guards.add(TypeMatch(source, type(value)))

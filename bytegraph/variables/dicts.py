@@ -16,7 +16,7 @@ import torch
 
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch
-from bytegraph.guards.source import GetItemSource
+from bytegraph.guards.source import AttrSource, GetItemSource
 from bytegraph.variables import iteration, sequences
 from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.constant import ConstantVariable, raise_traced
@@ -299,7 +299,10 @@ class LazyDictVariable(VariableTracker):
                 if vt is None:
                     vt = tx.wrap(value, GetItemSource(self.source, key))
                 items[key] = (tx.wrap_const(key), vt)
-            self.full = DictVariable(items, type(self.value), self.source)
+            factory = None
+            if isinstance(self.value, collections.defaultdict):  # its factory, read (and guarded) through the source
+                factory = tx.wrap(self.value.default_factory, AttrSource(self.source, "default_factory"))
+            self.full = DictVariable(items, type(self.value), self.source, default_factory=factory)
         return self.full
 
     def _lookup(self, tx: Tx, key: VT) -> VT | None:
