@@ -340,6 +340,11 @@ class LazyDictVariable(VariableTracker):
                 return args[1] if len(args) == 2 else ConstantVariable(None)
         return self.materialize(tx).call_method(tx, name, args, kwargs)
 
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name == "default_factory" and isinstance(self.value, collections.defaultdict):
+            return self.materialize(tx).default_factory
+        return super().var_getattr(tx, name)
+
     def truthy(self, tx: Tx) -> bool:
         return self._length(tx) > 0
 
