@@ -488,3 +488,22 @@ def test_defaultdict_read_through_a_source_calls_its_factory():
     out = compiled(torch.ones(2))
     assert same(out[0], torch.ones(2) + 1) and out[1] is list
     assert dict(_counts) == {"seen": [1], "new": [2]}
+
+
+def test_iter_of_a_range_is_a_range_iterator():
+    range_iterator = type(iter(range(0)))
+
+    def f(x):
+        it = iter(range(5))
+        next(it)
+        return (x + 1 if isinstance(it, range_iterator) else x - 1), it
+
+    out = bytegraph.compile(f, backend="eager", fullgraph=True)(torch.ones(1))
+    assert same(out[0], torch.full((1,), 2.0)) and type(out[1]) is range_iterator and list(out[1]) == [1, 2, 3, 4]
+
+
+def test_str_join_over_a_lazy_iterator_of_constants():
+    def f(x):
+        return x + 1, "-".join(map(str.upper, ["a", "b"])), "".join(c for c in "xyz" if c != "y")
+
+    full(f, torch.ones(1))

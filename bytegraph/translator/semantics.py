@@ -28,7 +28,7 @@ from bytegraph.variables.builtin import BINARY_DUNDERS, UNARY_DUNDERS, BuiltinVa
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.dicts import DictVariable, DictViewVariable, LazyDictVariable
-from bytegraph.variables.iteration import IteratorVariable, ListIteratorVariable
+from bytegraph.variables.iteration import IteratorVariable, ListIteratorVariable, RangeIteratorVariable
 from bytegraph.variables.sequences import (
     BaseSequenceVariable,
     DequeVariable,
@@ -228,6 +228,8 @@ class PythonSemantics:
             return value
         if isinstance(value, (ListVariable, DictVariable, LazyDictVariable, DictViewVariable, SetVariable)):
             return value.call_method(self, "__iter__", [], {})
+        if value.is_python_constant() and type(value.as_python_constant()) is range:
+            return RangeIteratorVariable(value.as_python_constant())
         if isinstance(value, UserDefinedObjectVariable):
             iterator = value.lazy_iterator(self)
             if iterator is not None:

@@ -96,6 +96,11 @@ class ConstantVariable(VariableTracker):
     def call_method(self, tx: Tx, name: str, args: Sequence[VariableTracker], kwargs: dict) -> VariableTracker:
         """Methods of constants (``"a,b".split(",")``, ``(1.5).is_integer()``) are
         folded when their arguments are constants too."""
+        if name == "join" and isinstance(self.value, (str, bytes)) and len(args) == 1 and not kwargs and (
+                not args[0].is_python_constant() and args[0].has_unpack_var_sequence(tx)):
+            parts = tx.unpack(args[0])  # str.join(map(...)): the items, when all are constants
+            if all(p.is_python_constant() for p in parts):
+                args = [tx.wrap_const(tuple(p.as_python_constant() for p in parts))]
         if all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values()):
             method = getattr(self.value, name, None)
             if method is not None:

@@ -159,6 +159,24 @@ class ListIteratorVariable(IteratorVariable):
         return f"ListIteratorVariable({self.index}/{len(self.items)})"
 
 
+class RangeIteratorVariable(ListIteratorVariable):
+    """``iter(range(...))``: its items are known, its type is ``range_iterator``
+    (``isinstance`` checks and a rebuilt iterator see that type, as in eager)."""
+
+    def __init__(self, value: range):
+        super().__init__([ConstantVariable(v) for v in value])
+        self.range = value
+
+    def python_type(self) -> type:
+        return type(iter(self.range))
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_callable(iterator_at)
+        codegen.load_const(self.range)
+        codegen.load_const(self.index)
+        codegen.call(2)
+
+
 def iterator_at(items: Any, index: int) -> Any:
     """``iter(items)`` advanced past ``index`` items (an escaping iterator, rebuilt)."""
     iterator = iter(items)
