@@ -507,3 +507,43 @@ def test_str_join_over_a_lazy_iterator_of_constants():
         return x + 1, "-".join(map(str.upper, ["a", "b"])), "".join(c for c in "xyz" if c != "y")
 
     full(f, torch.ones(1))
+
+
+# --- dict views and class __dict__ --------------------------------------------------------
+
+def test_dict_keys_view_passed_in_is_read_through_its_mapping():
+    d = {"a": 1, "b": 2}
+
+    def f(x, keys):
+        return (x + 1 if "c" in keys else x - 1), len(keys), list(keys)
+
+    compiled = bytegraph.compile(f, backend="eager", fullgraph=True)
+    x = torch.zeros(2)
+    assert same(compiled(x, d.keys()), f(x, d.keys()))
+    d["c"] = 3  # the view sees the change; the guard on the mapping recompiles
+    assert same(compiled(x, d.keys()), f(x, d.keys()))
+
+
+def test_keys_views_compare_and_combine_as_sets():
+    def f(x):
+        d = {3: x}
+        keys = d.keys()
+        d[4] = x + 1  # a live view
+        return 3 in keys, {3: 0, 4: 1}.keys() == keys, keys & {3}, keys | {9}, keys - {3}, {4, 5} ^ keys
+
+    full(f, torch.ones(1))
+
+
+def test_class_dict_is_read_only_and_iterable():
+    class A:
+        x = 4
+
+    def f(t):
+        names = [k for k in A.__dict__ if not k.startswith("__")]
+        try:
+            A.__dict__["y"] = 1
+        except TypeError:
+            names.append("read-only")
+        return (t + 1 if "x" in A.__dict__ else t), names
+
+    full(f, torch.ones(1))

@@ -44,7 +44,7 @@ from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.builtin import BuiltinVariable, bound_to_constant
 from bytegraph.variables.constant import ConstantVariable, is_constant_value
-from bytegraph.variables.dicts import DictVariable, LazyDictVariable
+from bytegraph.variables.dicts import DictVariable, DictViewVariable, LazyDictVariable
 from bytegraph.variables.sequences import (
     ListVariable,
     NamedTupleVariable,
@@ -96,6 +96,10 @@ _BUILTIN_CALLABLES = frozenset(
     v for v in vars(builtins).values() if callable(v) and not (isinstance(v, type) and issubclass(v, BaseException))
 )
 _BUILTIN_MODULES = (operator, math)
+
+
+#: dict view types -> the dict method that makes them
+_DICT_VIEWS = {type({}.keys()): "keys", type({}.values()): "values", type({}.items()): "items"}
 
 
 def _in(value: Any, table: Any) -> bool:
@@ -173,6 +177,16 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
             return _wrap_object(tx, value, source)
         guards.add(TypeMatch(source, type(value)))
         return side_effects.track(value, LazyDictVariable(value, source))
+
+    if type(value) is types.MappingProxyType and all(type(k) in (str, int) for k in value):
+        guards.add(TypeMatch(source, types.MappingProxyType))  # a class's __dict__: read key by key, never written
+        return LazyDictVariable(value, source)
+
+    if type(value) in _DICT_VIEWS and all(type(k) in (str, int) for k in value.mapping):
+        # a view of a dict the frame cannot name: the dict is read through the view's ``mapping`` proxy
+        owner = LazyDictVariable(value.mapping, AttrSource(source, "mapping"))
+        guards.add(TypeMatch(source, type(value)))
+        return DictViewVariable(owner.materialize(tx), _DICT_VIEWS[type(value)])
 
     if type(value) in (set, frozenset) and all(is_constant_value(v) for v in value):
         guards.add(TypeMatch(source, type(value)))
@@ -435,6 +449,16 @@ def wrap_const(tx: Tx, value: Any) -> VT:
         return ListVariable([wrap_const(tx, v) for v in value])
     if type(value) in (dict, collections.OrderedDict) and all(is_constant_value(k) for k in value):
         return DictVariable({k: (ConstantVariable(k), wrap_const(tx, v)) for k, v in value.items()}, type(value))
+    if type(value) is types.MappingProxyType and all(type(k) in (str, int) for k in value):
+        guards.add(TypeMatch(source, types.MappingProxyType))  # a class's __dict__: read key by key, never written
+        return LazyDictVariable(value, source)
+
+    if type(value) in _DICT_VIEWS and all(type(k) in (str, int) for k in value.mapping):
+        # a view of a dict the frame cannot name: the dict is read through the view's ``mapping`` proxy
+        owner = LazyDictVariable(value.mapping, AttrSource(source, "mapping"))
+        guards.add(TypeMatch(source, type(value)))
+        return DictViewVariable(owner.materialize(tx), _DICT_VIEWS[type(value)])
+
     if type(value) in (set, frozenset) and all(is_constant_value(v) for v in value):
         return SetVariable([ConstantVariable(v) for v in value], type(value))
     if isinstance(value, torch.Tensor) or (npops.np is not None and isinstance(value, npops.np.ndarray)):

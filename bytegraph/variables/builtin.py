@@ -28,7 +28,7 @@ from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.misc import EnvironVariable
-from bytegraph.variables.dicts import DictVariable, LazyDictVariable, as_dict
+from bytegraph.variables.dicts import DictVariable, DictViewVariable, LazyDictVariable, as_dict
 from bytegraph.variables.iteration import (
     EnumerateVariable,
     FilterVariable,
@@ -267,8 +267,12 @@ class BuiltinVariable(ConstantCallableVariable):
         if fn in (operator.concat, operator.iconcat) and len(args) == 2 and isinstance(args[0], BaseSequenceVariable):
             # concat(a, b) is a + b for sequences (iconcat: a += b), Modules/_operator.c
             return tx.call_builtin(operator.add if fn is operator.concat else operator.iadd, list(args))
-        if len(args) == 2 and fn in SET_OPERATORS and all(isinstance(a, SetVariable) for a in args):
-            result = fn(args[0].values, args[1].values)  # a new set (or a bool), never an operand
+        if len(args) == 2 and fn in SET_OPERATORS and all(
+                isinstance(a, SetVariable) or isinstance(a, DictViewVariable) and a.is_python_constant() for a in args
+        ) and any(isinstance(a, SetVariable) for a in args):
+            # a new set (or a bool), never an operand; a keys view takes part as the set of its keys
+            operands = [a.values if isinstance(a, SetVariable) else a.as_python_constant() for a in args]
+            result = fn(*operands)
             if isinstance(result, (set, frozenset)):
                 return SetVariable([ConstantVariable(v) for v in result], type(result))
             return ConstantVariable(result)

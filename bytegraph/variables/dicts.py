@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import itertools
 import operator
+import types
 from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
@@ -148,11 +149,14 @@ class DictVariable(VariableTracker):
             return DictViewVariable(self, "values")
         if name == "items" and not args:
             return DictViewVariable(self, "items")
+        read_only = self.dict_cls is types.MappingProxyType  # a class's __dict__: a read-only view of it
         if name == "copy" and not args:
-            return DictVariable(self.items, self.dict_cls, default_factory=self.default_factory)
+            return DictVariable(self.items, dict if read_only else self.dict_cls, default_factory=self.default_factory)
         if name == "__iter__" and not args:
             return iteration.DictIteratorVariable(self, "keys")
         if name in ("__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem", "move_to_end"):
+            if read_only:
+                raise_traced(TypeError, "'mappingproxy' object does not support item assignment")
             return self._mutate(tx, name, args, kwargs)
         return bad_method(self, name)
 
@@ -421,6 +425,16 @@ class DictViewVariable(VariableTracker):
 
     def python_type(self) -> type:
         return type(getattr({}, self.kind)())
+
+    def is_python_constant(self) -> bool:
+        """A keys view of constant keys is a constant (a view of a dict with those keys,
+        in that order, answers ``==``, ``&``, ``|``, ``in``... the same)."""
+        return self.kind == "keys" and all(k.is_python_constant() for k, _ in self.dict_vt.items.values())
+
+    def as_python_constant(self) -> Any:
+        if not self.is_python_constant():
+            return super().as_python_constant()
+        return dict.fromkeys(k.as_python_constant() for k, _ in self.dict_vt.items.values()).keys()
 
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return True
