@@ -547,3 +547,13 @@ def test_class_dict_is_read_only_and_iterable():
         return (t + 1 if "x" in A.__dict__ else t), names
 
     full(f, torch.ones(1))
+
+
+@pytest.mark.parametrize("kind", [set, frozenset])
+def test_set_init_refills_a_set_and_leaves_a_frozenset(kind):
+    def f(a):
+        s = kind({"apple", "banana"})
+        s.__init__({"kiwi", "apple"})
+        return (a + 1 if "banana" in s else a - 1), sorted(s)
+
+    full(f, torch.ones(1))

@@ -53,6 +53,14 @@ class SetVariable(VariableTracker):
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name == "__iter__" and not args and not kwargs:
             return SetIteratorVariable(self)
+        if name == "__init__" and len(args) <= 1 and not kwargs:
+            # set.__init__ refills the set; frozenset's (object's) leaves it as it is
+            if self.set_cls is set:
+                items = [i.as_python_constant() for i in tx.unpack(args[0])] if args else []
+                tx.output.side_effects.mutate(self)
+                self.values.clear()
+                self.values.update(items)
+            return ConstantVariable(None)
         consts = [a.as_python_constant() for a in args]
         if name in ("add", "discard", "remove", "update", "clear", "pop", "difference_update", "intersection_update",
                     "symmetric_difference_update"):
