@@ -449,16 +449,6 @@ def wrap_const(tx: Tx, value: Any) -> VT:
         return ListVariable([wrap_const(tx, v) for v in value])
     if type(value) in (dict, collections.OrderedDict) and all(is_constant_value(k) for k in value):
         return DictVariable({k: (ConstantVariable(k), wrap_const(tx, v)) for k, v in value.items()}, type(value))
-    if type(value) is types.MappingProxyType and all(type(k) in (str, int) for k in value):
-        guards.add(TypeMatch(source, types.MappingProxyType))  # a class's __dict__: read key by key, never written
-        return LazyDictVariable(value, source)
-
-    if type(value) in _DICT_VIEWS and all(type(k) in (str, int) for k in value.mapping):
-        # a view of a dict the frame cannot name: the dict is read through the view's ``mapping`` proxy
-        owner = LazyDictVariable(value.mapping, AttrSource(source, "mapping"))
-        guards.add(TypeMatch(source, type(value)))
-        return DictViewVariable(owner.materialize(tx), _DICT_VIEWS[type(value)])
-
     if type(value) in (set, frozenset) and all(is_constant_value(v) for v in value):
         return SetVariable([ConstantVariable(v) for v in value], type(value))
     if isinstance(value, torch.Tensor) or (npops.np is not None and isinstance(value, npops.np.ndarray)):
