@@ -557,3 +557,35 @@ def test_set_init_refills_a_set_and_leaves_a_frozenset(kind):
         return (a + 1 if "banana" in s else a - 1), sorted(s)
 
     full(f, torch.ones(1))
+
+
+# --- properties whose getter is not a plain function ---------------------------------------
+
+class _Getter:
+    def __call__(self, obj):
+        return obj.flag > 0
+
+
+def _delta_getter(obj, *, delta):
+    return obj.flag + delta > 0
+
+
+class _WithProperties(torch.nn.Module):
+    by_object = property(_Getter())
+    by_partial = property(functools.partial(_delta_getter, delta=1))
+
+    def __init__(self, flag):
+        super().__init__()
+        self.flag = flag
+
+    def forward(self, x):
+        return x + int(self.by_object) + int(self.by_partial)
+
+
+@pytest.mark.parametrize("flag", [1, -5])
+def test_property_getter_is_a_callable_object_or_a_partial(flag):
+    mod = _WithProperties(flag)
+    cnt = CompileCounter()
+    x = torch.ones(2)
+    assert same(bytegraph.compile(mod, backend=cnt, fullgraph=True)(x), mod(x))
+    assert cnt.frame_count == 1

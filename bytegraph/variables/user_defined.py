@@ -203,7 +203,11 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
                 context=f"unreadable property {cls.__name__}.{name}",
                 hint="Read a property that has a getter.",
             )
-        return tx.wrap_const(attr.fget).call_function(tx, [owner], {})
+        if isinstance(attr.fget, types.FunctionType):
+            return tx.wrap_const(attr.fget).call_function(tx, [owner], {})
+        # a partial or a callable object as getter: read through the property, so it is traced like any callable
+        fget = tx.wrap(attr.fget, AttrSource(ConstSource(attr, f"{cls.__qualname__}.{name}"), "fget"))
+        return fget.call_function(tx, [owner], {})
     if isinstance(attr, functools._lru_cache_wrapper):  # a cached function used as a method
         guard_class_attribute(tx, owner, name, attr)
         return PartialVariable(tx.wrap_const(attr), [owner], {})
