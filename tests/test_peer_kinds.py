@@ -7,6 +7,7 @@ import collections.abc
 import dataclasses
 import functools
 import itertools
+import typing
 
 import pytest
 import torch
@@ -589,3 +590,41 @@ def test_property_getter_is_a_callable_object_or_a_partial(flag):
     x = torch.ones(2)
     assert same(bytegraph.compile(mod, backend=cnt, fullgraph=True)(x), mod(x))
     assert cnt.frame_count == 1
+
+
+# --- typing.NamedTuple classes with methods, generic ones too --------------------------------
+
+T = typing.TypeVar("T")
+
+
+class _Pair(typing.NamedTuple):
+    first: torch.Tensor
+    second: torch.Tensor
+
+    def total(self):
+        return self.first + self.second
+
+    @staticmethod
+    def one():
+        return 1
+
+    @classmethod
+    def name(cls):
+        return cls.__name__
+
+
+class _GenericPair(typing.NamedTuple, typing.Generic[T]):
+    first: T
+    second: T
+
+    def total(self):
+        return self.first + self.second
+
+
+def test_namedtuple_methods_and_generic_namedtuples_stay_in_the_graph():
+    def f(a, b):
+        p, g = _Pair(a, b), _GenericPair(a, b)
+        fields_ok = hasattr(g, "_asdict") and hasattr(g, "_fields")
+        return p.total() * p.one(), p.name(), g.total(), fields_ok, p._replace(first=b).total()
+
+    full(f, torch.randn(2), torch.randn(2))

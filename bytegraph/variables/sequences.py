@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import collections
 import operator
+import types
+import typing
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
@@ -167,7 +169,7 @@ _NAMEDTUPLE_OWN = frozenset({*_NAMEDTUPLE_CODE, "_fields", "_field_defaults", "_
 #: class-body names that do not change how instances behave
 _INERT_NAMES = frozenset({"__module__", "__qualname__", "__doc__", "__slots__", "__annotations__", "__dict__",
                           "__weakref__", "__orig_bases__", "__parameters__", "__firstlineno__",
-                          "__static_attributes__"})
+                          "__static_attributes__", "__class_getitem__"})
 
 
 def _code_of(attr: Any) -> Any:
@@ -185,7 +187,9 @@ def is_modelled_namedtuple(cls: Any) -> bool:
         return False
     mro = cls.__mro__
     base = mro[mro.index(tuple) - 1]  # the generated class
-    if mro[mro.index(tuple):] != (tuple, object) or base.__bases__ != (tuple,):
+    # a typing.NamedTuple may also derive from Generic (``class P(NamedTuple, Generic[T])``)
+    if mro[mro.index(tuple):] not in ((tuple, object), (tuple, typing.Generic, object)) or (
+            base.__bases__ not in ((tuple,), (tuple, typing.Generic))):
         return False
     if "n_sequence_fields" in base.__dict__:  # a structseq (cannot be subclassed)
         return base is cls
@@ -245,7 +249,26 @@ class NamedTupleVariable(TupleVariable):
             return self.items[fields.index(name)]
         if name == "_fields" and hasattr(self.tuple_cls, "_fields"):
             return ConstantVariable(self.tuple_cls._fields)
+        method = self._user_method(tx, name)
+        if method is not None:
+            return method
         return super().var_getattr(tx, name)
+
+    def _user_method(self, tx: Tx, name: str) -> VT | None:
+        """A method the namedtuple's class body defines in Python (``def add(self)``, a
+        staticmethod or classmethod), bound as Python binds it; None for anything else."""
+        from bytegraph.variables.functions import UserMethodVariable  # functions imports this module
+
+        if name in _NAMEDTUPLE_OWN:  # the generated helpers are modelled above
+            return None
+        attr = next((vars(k)[name] for k in self.tuple_cls.__mro__ if name in vars(k)), None)
+        if isinstance(attr, types.FunctionType):
+            return UserMethodVariable(attr, self)
+        if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
+            return tx.wrap_const(attr.__func__)
+        if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
+            return UserMethodVariable(attr.__func__, tx.wrap_const(self.tuple_cls))
+        return None
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if hasattr(self.tuple_cls, "_fields"):  # collections.namedtuple helpers
@@ -257,6 +280,9 @@ class NamedTupleVariable(TupleVariable):
                 if unknown:
                     raise_traced(ValueError, f"Got unexpected field names: {sorted(unknown)!r}")
                 return NamedTupleVariable([kwargs.get(f, v) for f, v in zip(fields, self.items)], self.tuple_cls)
+        method = self._user_method(tx, name) if not (name.startswith("__") and name.endswith("__")) else None
+        if method is not None:
+            return method.call_function(tx, args, kwargs)
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
