@@ -10,6 +10,7 @@ from bytegraph.breaks import Unsupported, unimplemented, user_error
 from bytegraph.variables import sequences
 from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -157,6 +158,32 @@ class ListIteratorVariable(IteratorVariable):
 
     def __repr__(self) -> str:
         return f"ListIteratorVariable({self.index}/{len(self.items)})"
+
+
+class PythonIteratorVariable(IteratorVariable):
+    """A user object whose class defines ``__next__`` in Python, iterated: each
+    step calls its ``__next__`` (traced, ``next_method`` bound to it) when the
+    consumer asks for an item, so the loop body and ``__next__`` interleave as
+    in eager; StopIteration ends it."""
+
+    def __init__(self, obj: VariableTracker, next_method: VariableTracker):
+        super().__init__()
+        self.obj = obj
+        self.next_method = next_method
+
+    def python_type(self) -> type:
+        return self.obj.python_type()
+
+    def next_item(self, tx: Tx) -> VariableTracker | None:
+        try:
+            return self.next_method.call_function(tx, [], {})
+        except TracedException as e:
+            if isinstance(e.exc, ExceptionVariable) and issubclass(e.exc.exc_type, StopIteration):
+                return None
+            raise
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.reconstruct(self.obj)
 
 
 class RangeIteratorVariable(ListIteratorVariable):

@@ -22,9 +22,9 @@ from bytegraph.guards.guards import DictContains, DictKeysMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.dicts import DictBaseView, DictVariable
-from bytegraph.variables.iteration import IteratorVariable
+from bytegraph.variables.iteration import PythonIteratorVariable
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
-from bytegraph.variables.exceptions import ExceptionVariable, TracedException
+from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.torch import AutogradFunctionApplyVariable
 
@@ -37,37 +37,14 @@ _MISSING = object()
 _TORCH_TENSOR_CLASSES = (torch.Tensor, torch._C.TensorBase)
 
 
-class PythonIteratorVariable(IteratorVariable):
-    """A user object whose class defines ``__next__`` in Python, iterated: each
-    step calls its ``__next__`` (traced) when the consumer asks for an item, so
-    the loop body and ``__next__`` interleave as in eager; StopIteration ends it."""
-
-    def __init__(self, obj: VT, next_fn: types.FunctionType):
-        super().__init__()
-        self.obj = obj
-        self.next_fn = next_fn
-
-    def python_type(self) -> type:
-        return self.obj.python_type()
-
-    def next_item(self, tx: Tx) -> VT | None:
-        try:
-            return UserMethodVariable(self.next_fn, self.obj).call_function(tx, [], {})
-        except TracedException as e:
-            if isinstance(e.exc, ExceptionVariable) and issubclass(e.exc.exc_type, StopIteration):
-                return None
-            raise
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        codegen.reconstruct(self.obj)
-
-
 def python_iterator(tx: Tx, iterator: VT) -> PythonIteratorVariable | None:
     """``iterator`` as a lazily stepped iterator when it is a user object with a Python ``__next__``."""
     if not isinstance(iterator, UserDefinedObjectVariable):
         return None
     next_fn = iterator.special_method(tx, "__next__")
-    return PythonIteratorVariable(iterator, next_fn) if isinstance(next_fn, types.FunctionType) else None
+    if not isinstance(next_fn, types.FunctionType):
+        return None
+    return PythonIteratorVariable(iterator, UserMethodVariable(next_fn, iterator))
 
 
 def class_attribute(cls: type, name: str) -> Any:
