@@ -628,3 +628,16 @@ def test_namedtuple_methods_and_generic_namedtuples_stay_in_the_graph():
         return p.total() * p.one(), p.name(), g.total(), fields_ok, p._replace(first=b).total()
 
     full(f, torch.randn(2), torch.randn(2))
+
+
+def test_graph_break_message_shows_the_users_source_line():
+    class NeedsArg:
+        def __init__(self, cls):
+            self.cls = cls
+
+    def f(x):
+        obj = NeedsArg()  # missing argument: eager's TypeError
+        return x, obj
+
+    with pytest.raises(bytegraph.Unsupported, match=r"obj = NeedsArg\(\)"):
+        bytegraph.compile(f, backend="eager", fullgraph=True)(torch.ones(1))
