@@ -34,7 +34,10 @@ def compile(
 
     Args:
         model_or_fn: a Python function, bound method, ``functools.partial`` of
-            one, or ``nn.Module``.
+            one, or ``nn.Module``; any other callable is accepted as by
+            torch.compile (an object with a Python ``__call__`` is compiled
+            through it; builtins, ``OpOverload``s and ``lru_cache`` wrappers
+            have no Python frame to trace and run natively).
         fullgraph: raise :class:`bytegraph.Unsupported` at the first graph break
             instead of running that part natively (torch.compile's ``fullgraph``).
         dynamic: None = static first, then dynamic for sizes that change;
@@ -77,7 +80,7 @@ def compile(
             return OptimizedModule(target, opts)
         if not callable(target):
             raise TypeError(
-                f"bytegraph.compile: model_or_fn must be a function or nn.Module, got {type(target).__name__}"
+                f"bytegraph.compile: model_or_fn must be callable (a function or nn.Module), got {type(target).__name__}"
             )
         return compile_function(target, opts)
 

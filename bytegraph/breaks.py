@@ -10,6 +10,7 @@ leaves it.
 from __future__ import annotations
 
 import dataclasses
+import linecache
 import os
 from typing import NoReturn, Sequence
 
@@ -24,14 +25,17 @@ def is_user_file(filename: str) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class UserFrame:
-    """One frame of user code: ``filename:lineno in name``."""
+    """One frame of user code: ``filename:lineno in name``, shown as a Python
+    traceback shows it (with the source line when the file can be read)."""
 
     filename: str
     lineno: int | None
     name: str
 
     def __str__(self) -> str:
-        return f'File "{self.filename}", line {self.lineno}, in {self.name}'
+        where = f'File "{self.filename}", line {self.lineno}, in {self.name}'
+        source = linecache.getline(self.filename, self.lineno).strip() if self.lineno else ""
+        return f"{where}\n      {source}" if source else where
 
 
 # Hints shared by many graph breaks.

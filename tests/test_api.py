@@ -89,8 +89,8 @@ def test_bad_arguments_raise_in_decorator_form_too():
         bytegraph.compile(fullgraph="no")
 
 
-@pytest.mark.parametrize("target", [42, "fn", len, torch.sin], ids=["int", "str", "builtin", "torch-builtin"])
-def test_unsupported_target_is_type_error_naming_the_argument(target):
+@pytest.mark.parametrize("target", [42, "fn"], ids=["int", "str"])
+def test_uncallable_target_is_type_error_naming_the_argument(target):
     with pytest.raises(TypeError, match="model_or_fn"):
         bytegraph.compile(target, backend="eager")
 

@@ -140,12 +140,13 @@ def test_item_breaks_when_scalar_capture_is_off():
 def test_unmodelled_opcode_breaks_and_the_rest_runs_natively():
     def f(x, d):
         y = x + 1
-        match d:  # MATCH_MAPPING is not modelled by the translator
-            case {"k": v}:
-                z = y * v
-            case _:
-                z = y
-        return z
+        v = d["k"]
+
+        def read():  # makes v a cell variable
+            return v
+
+        del v  # DELETE_DEREF (deleting a cell variable) is not modelled by the translator
+        return y * d["k"]
 
     cnt = compile_and_compare(f, torch.randn(4), {"k": 3})
     assert cnt.frame_count == 1  # the prefix; the match runs natively

@@ -3,6 +3,9 @@
 - ``eager``: runs the captured GraphModule as Python (``gm.forward``);
 - ``aot_eager``: AOTAutograd (forward and backward graphs) without a compiler,
   the standard check that a graph survives functionalization;
+  ``aot_eager_default_partitioner`` and ``aot_eager_decomp_partition`` the same
+  with the default partitioner, or with inductor's decompositions and min-cut
+  partitioner (torch.compile's debugging backends of those names);
 - ``inductor``: TorchInductor (``torch._inductor.compile_fx.compile_fx``).
 
 Compiler-specific settings (``mode``, ``options`` of :func:`bytegraph.compile`)
@@ -38,6 +41,32 @@ def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         from torch._functorch.aot_autograd import aot_module_simplified
 
     return aot_module_simplified(gm, example_inputs, fw_compiler=_boxed_nop, bw_compiler=_boxed_nop)
+
+
+@register_backend(name="aot_eager_default_partitioner")
+def aot_eager_default_partitioner(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    """``aot_eager`` splitting forward and backward with AOTAutograd's default partitioner."""
+    from torch._functorch.aot_autograd import aot_module_simplified
+    from torch._functorch.partitioners import default_partition
+
+    return aot_module_simplified(gm, example_inputs, fw_compiler=_boxed_nop, bw_compiler=_boxed_nop,
+                                 partition_fn=default_partition)
+
+
+@register_backend(name="aot_eager_decomp_partition")
+def aot_eager_decomp_partition(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    """``aot_eager`` with inductor's decompositions and its min-cut partitioner: the graphs
+    inductor would compile, run without inductor (torch.compile's debugging backend of that name)."""
+    import functools
+
+    from torch._functorch.aot_autograd import aot_module_simplified
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    from torch._inductor.compile_fx import select_decomp_table
+
+    return aot_module_simplified(
+        gm, example_inputs, fw_compiler=_boxed_nop, bw_compiler=_boxed_nop, decompositions=select_decomp_table(),
+        partition_fn=functools.partial(min_cut_rematerialization_partition, compiler="inductor"),
+    )
 
 
 def inductor_with(mode: str | None, options: dict[str, Any] | None) -> Callable:

@@ -20,10 +20,14 @@ from bytegraph.runtime.ddp import is_ddp, run_ddp
 
 def compile_function(fn: Callable, options: CompileOptions) -> Callable:
     """Wrap a Python function (bound method, or ``functools.partial`` of one) so
-    each call runs through its cache.
+    each call runs through its cache. An object whose class defines
+    ``__call__`` in Python is compiled through that method; any other callable
+    (a builtin, an ``OpOverload``, an ``lru_cache`` wrapper, whose frames are C)
+    has no Python frame of its own to trace and runs natively, as under
+    torch.compile.
 
     Raises:
-        TypeError: when ``fn`` is none of those.
+        TypeError: when ``fn`` is not callable.
     """
     if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
         inner = compile_function(fn.__func__, options)
@@ -31,10 +35,12 @@ def compile_function(fn: Callable, options: CompileOptions) -> Callable:
     if isinstance(fn, functools.partial):
         return functools.partial(compile_function(fn.func, options), *fn.args, **fn.keywords)
     if not isinstance(fn, types.FunctionType):
-        raise TypeError(
-            "bytegraph.compile: model_or_fn must be a Python function, bound method, functools.partial "
-            f"or nn.Module, got {type(fn).__name__}"
-        )
+        if not callable(fn):
+            raise TypeError(f"bytegraph.compile: model_or_fn must be callable, got {type(fn).__name__}")
+        call = getattr(type(fn), "__call__", None)
+        if isinstance(call, types.FunctionType):
+            return compile_function(types.MethodType(call, fn), options)
+        return _run_natively(fn)
     cache = cache_for(fn.__code__, options)
 
     @functools.wraps(fn)
@@ -47,6 +53,19 @@ def compile_function(fn: Callable, options: CompileOptions) -> Callable:
     compiled._bytegraph_orig_fn = fn  # type: ignore[attr-defined]
     compiled._bytegraph_cache = cache  # type: ignore[attr-defined]
     return compiled
+
+
+def _run_natively(fn: Callable) -> Callable:
+    """A wrapper that calls ``fn`` as it is (it has no Python frame to compile)."""
+    def native(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    try:
+        functools.update_wrapper(native, fn)
+    except AttributeError:  # objects without __name__/__doc__ (OpOverload has them; some C callables lack some)
+        pass
+    native._bytegraph_orig_fn = fn  # type: ignore[attr-defined]
+    return native
 
 
 class OptimizedModule(torch.nn.Module):

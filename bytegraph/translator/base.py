@@ -27,6 +27,7 @@ from bytegraph.graph.output_graph import OutputGraph
 from bytegraph.translator.calls import CallOps
 from bytegraph.translator.control import ControlOps
 from bytegraph.translator.loads import LoadStoreOps
+from bytegraph.translator.match import MatchOps
 from bytegraph.translator.semantics import PythonSemantics
 from bytegraph.translator.stack_ops import StackOps
 from bytegraph.variables.base import VariableTracker
@@ -43,7 +44,7 @@ GRAPH_ERRORS: tuple[type, ...] = (
 )
 
 
-class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, PythonSemantics):
+class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, MatchOps, PythonSemantics):
     """Symbolic execution of one frame.
 
     Attributes:

@@ -24,6 +24,7 @@ from bytegraph.variables.iteration import GeneratorVariable
 from bytegraph.variables.sequences import TupleVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
+from bytegraph.variables import polyfills
 from bytegraph.variables.torch import TORCH_FRONTEND
 from bytegraph.variables.torch_function import MODELED_FUNCTIONS
 
@@ -39,6 +40,15 @@ SKIP_MODULE_PREFIXES = (
     "torch.autograd.profiler", "torch.profiler", "torch._functorch", "torch.func",
     "torch._higher_order_ops", "torch.onnx", "torch.export", "tqdm", "pytest", "_pytest",
 )
+
+#: Functions of skipped modules that are plain Python over their arguments (no I/O,
+#: no compiler state), traced like user code: (module, qualified name).
+INLINED_ANYWAY = frozenset({
+    ("torch.jit._trace", "_script_if_tracing.<locals>.wrapper"),  # @torch.jit.script_if_tracing
+    ("torch.jit._script", "_unwrap_optional"),
+    ("torch.jit", "annotate"),
+    ("torch.distributed.fsdp._flat_param", "_same_storage_size"),
+})
 
 _CO_VARARGS = inspect.CO_VARARGS
 _CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
@@ -219,7 +229,9 @@ def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
             "(torch.utils.checkpoint.checkpoint and torch.manual_seed are two).",
             hints=("It runs natively, the rest of the frame stays compiled.",),
         )
-    if is_skipped_module(module):
+    if is_skipped_module(module) and module != polyfills.__name__ and (
+        (module, getattr(code, "co_qualname", name)) not in INLINED_ANYWAY
+    ):
         unimplemented(
             gb_type="call to skipped function",
             context=f"call to {module}.{name}",

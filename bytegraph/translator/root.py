@@ -15,6 +15,7 @@ import torch
 
 from bytegraph.breaks import Unsupported, unimplemented, user_error
 from bytegraph.bytecode.assemble import max_depth
+from bytegraph.bytecode.resume import RESUME_ORIGIN
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.output_graph import Backend, OutputGraph
 from bytegraph.graph.side_effects import SideEffects
@@ -27,6 +28,7 @@ from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.functions import CellVariable
 from bytegraph.variables.torch_state import autocast_state
+from bytegraph.variables.tensor import TensorVariable
 
 VT = VariableTracker
 
@@ -184,8 +186,16 @@ class InstructionTranslator(InstructionTranslatorBase):
         final_grad_mode = torch.is_grad_enabled()
         graph_sets_grad = self.output.sets_grad_mode()
 
+        # a lone input tensor returned goes through the graph even when the graph computes nothing, so a
+        # compiled function returning a tensor hands the backend one graph (torch.compile's convention);
+        # resume functions return theirs directly
+        through_graph = type(value) is TensorVariable and value.node.op == "placeholder" and (
+            self.code not in RESUME_ORIGIN and type(self.output.input_for(value.node).value) in (torch.Tensor,
+                                                                                                 torch.nn.Parameter))
+
         def tail(codegen: PyCodegen) -> None:
-            ret = codegen.store_temp(lambda: codegen.reconstruct(value), "ret")
+            ret = codegen.store_temp(lambda: codegen.load_graph_output(value.node) if through_graph
+                                     else codegen.reconstruct(value), "ret")
             self.codegen_side_effects(codegen)
             if graph_sets_grad or final_grad_mode != self.initial_grad_mode:
                 codegen.set_grad_enabled(final_grad_mode)

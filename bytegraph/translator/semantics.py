@@ -13,6 +13,7 @@ import enum
 import functools
 import operator
 import types
+import typing
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -27,7 +28,7 @@ from bytegraph.variables.builtin import BuiltinVariable, OperatorGetterVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.dicts import DictVariable, DictViewVariable, LazyDictVariable
-from bytegraph.variables.iteration import IteratorVariable, ListIteratorVariable
+from bytegraph.variables.iteration import IteratorVariable, ListIteratorVariable, RangeIteratorVariable
 from bytegraph.variables.sequences import (
     BaseSequenceVariable,
     DequeVariable,
@@ -193,6 +194,11 @@ class PythonSemantics:
             return value
         if isinstance(value, (ListVariable, DictVariable, LazyDictVariable, DictViewVariable, SetVariable)):
             return value.call_method(self, "__iter__", [], {})
+        if value.is_python_constant() and type(value.as_python_constant()) is range:
+            return RangeIteratorVariable(value.as_python_constant())
+        iterator = value.lazy_iterator(self)
+        if iterator is not None:
+            return self.get_iter(iterator)
         return ListIteratorVariable(self.unpack(value))
 
     def sort_items(self: InstructionTranslatorBase, items: list[VT], key: VT, reverse: bool) -> list[VT]:
@@ -267,6 +273,10 @@ class PythonSemantics:
         breaks; an answer from an ABC is guarded (``register()`` can change it)."""
         if isinstance(cls, tuple):
             return any(self.isinstance_of(value, c) for c in cls)
+        if isinstance(cls, typing._SpecialGenericAlias):  # typing.Sequence, typing.List...: checks its origin class
+            return self.isinstance_of(value, cls.__origin__)
+        if isinstance(cls, types.UnionType):  # list | tuple: any of its members
+            return self.isinstance_of(value, cls.__args__)
         meta = type(cls)
         if meta.__instancecheck__ is not type.__instancecheck__ and not meta.__module__.startswith("torch") and (
             not isinstance(cls, abc.ABCMeta) or getattr(cls, "_is_protocol", False)

@@ -11,6 +11,7 @@ from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.dicts import DictVariable, as_dict
 from bytegraph.variables.sequences import ListVariable, SliceVariable, TupleVariable
 from bytegraph.variables.sets import SetVariable
+from bytegraph.variables.user_defined import UserDefinedObjectVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
@@ -147,6 +148,10 @@ class StackOps:
         flags = inst.arg
         spec = self.pop().as_python_constant() if flags & 0x04 else ""
         value = self.pop()
+        if not value.is_python_constant() and not spec and flags & 0x03 in (0, 0x01) and isinstance(
+                value, UserDefinedObjectVariable) and (
+                flags & 0x03 or value.special_method(self, "__format__") is object.__format__):
+            value = self.call_builtin(str, [value])  # object.__format__(obj, "") is str(obj)
         if not value.is_python_constant():
             unimplemented(
                 gb_type="str of traced value",

@@ -96,7 +96,9 @@ class VariableTracker:
         of the value's type. Kinds whose instances hold attributes override it."""
         if self.is_python_constant():
             return hasattr(self.as_python_constant(), name)
-        return hasattr(self.python_type(), name)
+        # an instance has what its class's MRO defines (the metaclass's __name__, __qualname__,
+        # __mro__... belong to the class, not to instances: functools.partial objects have no __name__)
+        return any(name in vars(klass) for klass in self.python_type().__mro__)
 
     def store_attr(self, tx: Tx, name: str, value: VariableTracker) -> None:
         """``value.name = v``; by default a graph break. Kinds that record the store
@@ -176,6 +178,16 @@ class VariableTracker:
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         """Whether :meth:`unpack_var_sequence` can list the items at trace time."""
         return False
+
+    def lazy_iterator(self, tx: Tx) -> VariableTracker | None:
+        """``iter(self)`` stepped one item at a time when this kind has one (a user
+        object's Python ``__iter__``); None: its items are listed whole."""
+        return None
+
+    def str_text(self, tx: Tx) -> VariableTracker | None:
+        """``str(self)`` when this kind answers it (an exception of constant
+        arguments, a user object's Python ``__str__``); None otherwise."""
+        return None
 
     def unpack_var_sequence(self, tx: Tx) -> list[VariableTracker]:
         """The items of iterating the value, as VTs (finite, known now)."""

@@ -44,7 +44,7 @@ from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.builtin import BuiltinVariable, bound_to_constant
 from bytegraph.variables.constant import ConstantVariable, is_constant_value
-from bytegraph.variables.dicts import DictVariable, LazyDictVariable
+from bytegraph.variables.dicts import DictVariable, DictViewVariable, LazyDictVariable
 from bytegraph.variables.sequences import (
     ListVariable,
     NamedTupleVariable,
@@ -76,6 +76,7 @@ from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.ndarray import NumpyFunctionVariable, NumpyNdarrayVariable
 from bytegraph.variables.symbolic import SymNodeVariable
 from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.polyfills import EVALUATED_ON_CONSTANTS, EvaluatedCallVariable, polyfill_for
 from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_callable
 from bytegraph.variables.torch_function import TensorSubclassVariable, as_plain_tensor, check_traceable
 from bytegraph.variables.torch_state import STATE_CONTEXTS, StateContextVariable, existing_state_context
@@ -95,6 +96,18 @@ _BUILTIN_CALLABLES = frozenset(
     v for v in vars(builtins).values() if callable(v) and not (isinstance(v, type) and issubclass(v, BaseException))
 )
 _BUILTIN_MODULES = (operator, math)
+
+
+#: dict view types -> the dict method that makes them
+_DICT_VIEWS = {type({}.keys()): "keys", type({}.values()): "values", type({}.items()): "items"}
+
+
+def _in(value: Any, table: Any) -> bool:
+    """``value in table`` for values that may be unhashable."""
+    try:
+        return value in table
+    except TypeError:
+        return False
 
 
 def _is_builtin_callable(value: Any) -> bool:
@@ -159,11 +172,21 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
             return _wrap_object(tx, value, source)
         return TupleVariable(items, source)
 
-    if type(value) in (dict, collections.OrderedDict):
+    if type(value) in (dict, collections.OrderedDict, collections.defaultdict):
         if not all(type(k) in (str, int) for k in value):
             return _wrap_object(tx, value, source)
         guards.add(TypeMatch(source, type(value)))
         return side_effects.track(value, LazyDictVariable(value, source))
+
+    if type(value) is types.MappingProxyType and all(type(k) in (str, int) for k in value):
+        guards.add(TypeMatch(source, types.MappingProxyType))  # a class's __dict__: read key by key, never written
+        return LazyDictVariable(value, source)
+
+    if type(value) in _DICT_VIEWS and all(type(k) in (str, int) for k in value.mapping):
+        # a view of a dict the frame cannot name: the dict is read through the view's ``mapping`` proxy
+        owner = LazyDictVariable(value.mapping, AttrSource(source, "mapping"))
+        guards.add(TypeMatch(source, type(value)))
+        return DictViewVariable(owner.materialize(tx), _DICT_VIEWS[type(value)])
 
     if type(value) in (set, frozenset) and all(is_constant_value(v) for v in value):
         guards.add(TypeMatch(source, type(value)))
@@ -203,6 +226,9 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         guards.add(IdMatch.of(source, value))
         return WrappedFunctionVariable(value, wrap(tx, value.__wrapped__, AttrSource(source, "__wrapped__")), source)
 
+    if isinstance(value, types.BuiltinMethodType) and polyfill_for(value) is not None:  # cls.fromkeys, bound anew
+        guards.add(IdMatch.of(AttrSource(source, "__self__"), value.__self__))  # on each read: guard its class
+        return _wrap_by_kind(tx, value, source)
     if isinstance(value, types.BuiltinMethodType) and not isinstance(value.__self__, types.ModuleType):
         owner = value.__self__
         if not is_torch_callable(value) and not _is_builtin_callable(value):
@@ -222,19 +248,29 @@ def _identity_is_value(value: Any) -> bool:
     """Objects the trace specialises on by identity (functions, classes, modules);
     other objects are guarded by type and by the attributes the trace reads."""
     return isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, types.ModuleType,
-                              functools.partial)) or callable(value) and (
+                              functools.partial, types.UnionType)) or callable(value) and (
         is_torch_callable(value) or npops.is_numpy_callable(value)
     )
 
 
 def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
     """The VT kind for functions, classes, modules and other objects."""
+    polyfill = polyfill_for(value)
+    if isinstance(polyfill, functools.partial):  # cls.fromkeys: the twin with its class bound
+        return PartialVariable(UserFunctionVariable(polyfill.func), [tx.wrap_const(a) for a in polyfill.args], {},
+                               source)
+    if polyfill is not None:  # a C function calling back into user code: its Python twin is traced
+        return UserFunctionVariable(polyfill, source)
+    if _in(value, EVALUATED_ON_CONSTANTS):
+        return EvaluatedCallVariable(value, source)
     if value is copy.copy or value is copy.deepcopy:
         return CopyFunctionVariable(value, source)
     if value is warnings.warn:
         return DeferredCallVariable(value)
     if value is os.environ:
         return EnvironVariable(source)
+    if isinstance(value, types.UnionType) or type(value).__module__ == "typing":  # annotations: read, never traced
+        return OpaqueConstantVariable(value, source)
     if _probing_runs_user_code(value):  # a user object: classifying it would run its Python dunders
         return _wrap_object(tx, value, source) if source is not None else OpaqueConstantVariable(value)
     if isinstance(value, STATE_CONTEXTS) and source is not None:
@@ -266,7 +302,7 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
             return existing
         var = UserDefinedClassVariable(value, source or ConstSource(value, value.__qualname__))
         return tx.output.side_effects.track(value, var)
-    if isinstance(value, functools.partial) or type(value).__module__ in ("logging", "typing"):
+    if isinstance(value, functools.partial) or type(value).__module__ == "logging":
         return OpaqueConstantVariable(value, source)
     if source is None:
         return OpaqueConstantVariable(value)

@@ -17,6 +17,7 @@ matching ``operator`` functions.
 from __future__ import annotations
 
 import builtins
+import collections
 import functools
 import math
 import operator
@@ -41,10 +42,11 @@ from bytegraph.variables.iteration import (
 from bytegraph.variables.sequences import BaseSequenceVariable, ListVariable, SliceVariable, TupleVariable
 from bytegraph.variables.sets import SetVariable
 from bytegraph.variables.graph_calls import graph_call
-from bytegraph.variables.operators import INPLACE_TO_BINARY, TENSOR_OPERATORS
+from bytegraph.variables.operators import CONCAT_TO_BINARY, INPLACE_TO_BINARY, TENSOR_OPERATORS
 from bytegraph.variables.symbolic import SymNodeVariable
 from bytegraph.variables.tensor import TensorVariable
-from bytegraph.variables.user_defined import SlotMethodVariable, SuperVariable
+from bytegraph.variables.super_calls import SuperVariable
+from bytegraph.variables.user_defined import SlotMethodVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -362,10 +364,9 @@ class BuiltinVariable(ConstantCallableVariable):
         return None
 
     def _call_str(self, tx: Tx, *args: VT) -> VT | None:
-        if len(args) == 1 and isinstance(args[0], ExceptionVariable):
-            folded = args[0].as_text(str)
-            if folded is not None:
-                return ConstantVariable(folded)
+        text = args[0].str_text(tx) if len(args) == 1 else None
+        if text is not None:
+            return text
         if args and not args[0].is_python_constant():
             unimplemented(
                 gb_type="str of traced value",
@@ -385,6 +386,8 @@ def apply_operator(tx: Tx, op: Any, args: Sequence[VT]) -> VT | None:
     then operands all known now are computed now; then CPython's order:
     ``unary_op``, or :func:`binary_operation`.
     """
+    if op in CONCAT_TO_BINARY and len(args) == 2 and issubclass(args[0].python_type(), (list, tuple, collections.deque)):
+        op = CONCAT_TO_BINARY[op]
     for operand in sorted((a for a in args if a.override_rank), key=lambda a: -a.override_rank):
         result = operand.operator_override(tx, op, args)
         if result is not NotImplemented:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 import torch
 
-from bytegraph.variables.base import BoundMethodVariable, VariableTracker
+from bytegraph.variables.base import BoundMethodVariable, VariableTracker, call_method_handler
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 
 if TYPE_CHECKING:
@@ -96,6 +96,9 @@ class ConstantVariable(VariableTracker):
     def call_method(self, tx: Tx, name: str, args: Sequence[VariableTracker], kwargs: dict) -> VariableTracker:
         """Methods of constants (``"a,b".split(",")``, ``(1.5).is_integer()``) are
         folded when their arguments are constants too."""
+        result = call_method_handler(self, tx, name, args, kwargs)
+        if result is not None:
+            return result
         if all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values()):
             method = getattr(self.value, name, None)
             if method is not None:
@@ -106,6 +109,17 @@ class ConstantVariable(VariableTracker):
                     raise_traced_from(e)
                 return tx.wrap_const(result)
         return super().call_method(tx, name, args, kwargs)
+
+    def method_join(self, tx: Tx, iterable: VariableTracker, /) -> VariableTracker | None:
+        """``sep.join(map(...))``: a lazy iterable's items joined now when all are
+        constants; None: folded as any other method."""
+        if not isinstance(self.value, (str, bytes)) or iterable.is_python_constant() or not (
+                iterable.has_unpack_var_sequence(tx)):
+            return None
+        parts = tx.unpack(iterable)
+        if not all(p.is_python_constant() for p in parts):
+            return None
+        return self.call_method(tx, "join", [tx.wrap_const(tuple(p.as_python_constant() for p in parts))], {})
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_const(self.value)

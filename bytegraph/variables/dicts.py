@@ -8,14 +8,16 @@ effect and replayed on the real object after the graph runs.
 from __future__ import annotations
 
 import collections
+import itertools
 import operator
+import types
 from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch
-from bytegraph.guards.source import GetItemSource
+from bytegraph.guards.source import AttrSource, GetItemSource
 from bytegraph.variables import iteration, sequences
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced
@@ -151,6 +153,12 @@ class DictVariable(DictOperators):
                           "move_to_end"})
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name in self.MUTATORS and self.dict_cls is types.MappingProxyType:  # a class's __dict__: read-only
+            if name == "__setitem__":
+                raise_traced(TypeError, "'mappingproxy' object does not support item assignment")
+            if name == "__delitem__":
+                raise_traced(TypeError, "'mappingproxy' object does not support item deletion")
+            raise_traced(AttributeError, f"'mappingproxy' object has no attribute '{name}'")
         result = call_method_handler(self, tx, name, args, kwargs)
         return result if result is not None else bad_method(self, name)
 
@@ -179,7 +187,8 @@ class DictVariable(DictOperators):
         return DictViewVariable(self, "items")
 
     def method_copy(self, tx: Tx, /) -> VT:
-        return DictVariable(self.items, self.dict_cls, default_factory=self.default_factory)
+        dict_cls = dict if self.dict_cls is types.MappingProxyType else self.dict_cls  # a mappingproxy copies its dict
+        return DictVariable(self.items, dict_cls, default_factory=self.default_factory)
 
     def method_dunder_iter(self, tx: Tx, /) -> VT:
         return iteration.DictIteratorVariable(self, "keys")
@@ -190,13 +199,37 @@ class DictVariable(DictOperators):
 
     def method_update(self, tx: Tx, *others: VT, **kwargs: VT) -> VT:
         for other in others:
-            other = as_dict(tx, other) or other
-            pairs = list(other.items.values()) if isinstance(other, DictVariable) else map(tx.unpack, tx.unpack(other))
-            for key, value in pairs:
-                self.store(tx, key, value)
+            self._update_from(tx, as_dict(tx, other) or other)
         for kname, value in kwargs.items():
             self.store(tx, ConstantVariable(kname), value)
         return ConstantVariable(None)
+
+    def _update_from(self, tx: Tx, other: VT) -> None:
+        """``self.update(other)`` (``Objects/dictobject.c``: ``dict_update_arg``): a
+        dict's items; an object with ``keys()``: ``other[k]`` for each key; else
+        ``(key, value)`` pairs stored one at a time, so a generator reading this
+        dict sees the pairs stored before it."""
+        if isinstance(other, DictVariable):
+            for key, value in list(other.items.values()):
+                self.store(tx, key, value)
+            return
+        if not isinstance(other, (iteration.IteratorVariable, sequences.BaseSequenceVariable)) and other.has_attr(
+                tx, "keys"):
+            keys = other.var_getattr(tx, "keys").call_function(tx, [], {})
+            sequences.for_each_item(tx, keys, lambda key: self.store(
+                tx, key, tx.call_builtin(operator.getitem, [other, key])))
+            return
+        count = itertools.count()
+
+        def store_pair(pair: VT) -> None:
+            items = tx.unpack(pair)
+            n = next(count)
+            if len(items) != 2:
+                raise_traced(ValueError, f"dictionary update sequence element #{n} has length {len(items)}; "
+                                         "2 is required")
+            self.store(tx, *items)
+
+        sequences.for_each_item(tx, other, store_pair)
 
     def method_pop(self, tx: Tx, key: VT, *default: VT) -> VT:
         hkey = self.key_of(tx, key)
@@ -309,7 +342,10 @@ class LazyDictVariable(DictOperators):
                 if vt is None:
                     vt = tx.wrap(value, GetItemSource(self.source, key))
                 items[key] = (tx.wrap_const(key), vt)
-            self.full = DictVariable(items, type(self.value), self.source)
+            factory = None
+            if isinstance(self.value, collections.defaultdict):  # its factory, read (and guarded) through the source
+                factory = tx.wrap(self.value.default_factory, AttrSource(self.source, "default_factory"))
+            self.full = DictVariable(items, type(self.value), self.source, default_factory=factory)
         return self.full
 
     def _lookup(self, tx: Tx, key: VT) -> VT | None:
@@ -354,6 +390,11 @@ class LazyDictVariable(DictOperators):
         if found is not None:
             return found
         return default if default is not None else ConstantVariable(None)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name == "default_factory" and isinstance(self.value, collections.defaultdict):
+            return self.materialize(tx).default_factory
+        return super().var_getattr(tx, name)
 
     def truthy(self, tx: Tx) -> bool:
         return self._length(tx) > 0
@@ -443,6 +484,16 @@ class DictViewVariable(VariableTracker):
     def python_type(self) -> type:
         return type(getattr({}, self.kind)())
 
+    def is_python_constant(self) -> bool:
+        """A keys view of constant keys is a constant (a view of a dict with those keys,
+        in that order, answers ``==``, ``&``, ``|``, ``in``... the same)."""
+        return self.kind == "keys" and all(k.is_python_constant() for k, _ in self.dict_vt.items.values())
+
+    def as_python_constant(self) -> Any:
+        if not self.is_python_constant():
+            return super().as_python_constant()
+        return dict.fromkeys(k.as_python_constant() for k, _ in self.dict_vt.items.values()).keys()
+
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return True
 
@@ -456,6 +507,10 @@ class DictViewVariable(VariableTracker):
 
     def truthy(self, tx: Tx) -> bool:
         return bool(self.dict_vt.items)
+
+    def contains_op(self, tx: Tx, item: VT) -> Any:
+        """``k in d.keys()`` is a key lookup; values and items views are iterated."""
+        return self.dict_vt.call_method(tx, "__contains__", [item], {}) if self.kind == "keys" else NotImplemented
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name == "__len__":

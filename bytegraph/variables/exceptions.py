@@ -127,6 +127,12 @@ class ExceptionVariable(VariableTracker):
             return None
         return fn(self.exc_type(*[a.as_python_constant() for a in self.args]))
 
+    def str_text(self, tx: Tx) -> VariableTracker | None:
+        from bytegraph.variables.constant import ConstantVariable  # constant imports this module
+
+        text = self.as_text(str)
+        return None if text is None else ConstantVariable(text)
+
     def describe(self) -> str:
         shown = ", ".join(repr(a.as_python_constant()) if a.is_python_constant() else "..." for a in self.args)
         return f"{self.exc_type.__name__}({shown})"

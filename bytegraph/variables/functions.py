@@ -14,12 +14,14 @@ import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph.breaks import unimplemented, user_error
-from bytegraph.guards.guards import GlobalStateMatch, IdMatch
+from bytegraph.guards.guards import DictContains, GlobalStateMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource, Source
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
-from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
+from bytegraph.variables.constant import (
+    ConstantVariable, getattr_or_raise, is_constant_value, raise_traced, raise_traced_from,
+)
 from bytegraph.variables.dicts import DictVariable
-from bytegraph.variables.symbolic import SymNodeVariable
+from bytegraph.variables import symbolic
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -138,6 +140,9 @@ class UserFunctionVariable(ConstantCallableVariable):
             return tx.wrap(self.fn.__dict__[name], AttrSource(self.fn_source(), name))
         if name == "__wrapped__":
             return tx.wrap_const(getattr(self.fn, name))
+        if not hasattr(self.fn, name):  # eager's AttributeError, until the function's __dict__ gains the name
+            tx.output.guards.add(DictContains(AttrSource(self.fn_source(), "__dict__"), name, False))
+            raise_function_attribute_error(name)
         return super().var_getattr(tx, name)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
@@ -148,6 +153,11 @@ class UserFunctionVariable(ConstantCallableVariable):
 
     def __repr__(self) -> str:
         return f"UserFunctionVariable({self.fn.__qualname__})"
+
+
+def raise_function_attribute_error(name: str) -> None:
+    """Make the traced program raise eager's error for a missing function attribute."""
+    raise_traced(AttributeError, f"'function' object has no attribute {name!r}")
 
 
 #: library functions with no side effects, evaluated at trace time when every
@@ -303,7 +313,13 @@ class NestedUserFunctionVariable(VariableTracker):
             return self.slots[name]
         if name in self.func_dict.items:
             return self.func_dict.items[name][1]
+        if not hasattr(types.FunctionType, name):
+            raise_function_attribute_error(name)
         return super().var_getattr(tx, name)
+
+    def has_attr(self, tx: Tx, name: str) -> bool:
+        """``hasattr(fn, name)`` for the function made in the trace."""
+        return name in self.slots or name in self.func_dict.items or hasattr(types.FunctionType, name)
 
     def store_attr(self, tx: Tx, name: str, value: VT) -> None:
         """``fn.name = value`` on the new function."""
@@ -405,6 +421,16 @@ class WrappedFunctionVariable(ConstantCallableVariable):
         super().__init__(wrapper, source)
         self.inner = inner
 
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        """``__wrapped__`` is the inner function; the metadata ``functools.update_wrapper``
+        copied onto the wrapper (``__name__``, ``__doc__``, ``__dict__``...) is read from it."""
+        if name == "__wrapped__":
+            return self.inner
+        if name in (*functools.WRAPPER_ASSIGNMENTS, "__dict__"):
+            value = getattr_or_raise(self.fn, name)
+            return tx.wrap(value, AttrSource(self.source, name)) if self.source is not None else tx.wrap_const(value)
+        return super().var_getattr(tx, name)
+
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         info = self.fn.cache_info()
         room = info.maxsize is None or info.currsize + 1 < info.maxsize  # the entry will not be evicted
@@ -442,7 +468,7 @@ def _cache_key(tx: Tx, arg: VT) -> Any:
     identity (guarded to stay that object)."""
     if arg.is_python_constant():
         return arg.as_python_constant()
-    if isinstance(arg, SymNodeVariable):
+    if isinstance(arg, symbolic.SymNodeVariable):
         return arg.as_python_constant()  # specialised (a guard), as the cache needs the value
     value = getattr(arg, "value", None)
     if arg.source is None or value is None or type(value).__hash__ is not object.__hash__:

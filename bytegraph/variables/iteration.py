@@ -10,6 +10,7 @@ from bytegraph.breaks import Unsupported, unimplemented, user_error
 from bytegraph.variables import sequences
 from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -163,6 +164,50 @@ class ListIteratorVariable(IteratorVariable):
         return f"ListIteratorVariable({self.index}/{len(self.items)})"
 
 
+class PythonIteratorVariable(IteratorVariable):
+    """A user object whose class defines ``__next__`` in Python, iterated: each
+    step calls its ``__next__`` (traced, ``next_method`` bound to it) when the
+    consumer asks for an item, so the loop body and ``__next__`` interleave as
+    in eager; StopIteration ends it."""
+
+    def __init__(self, obj: VariableTracker, next_method: VariableTracker):
+        super().__init__()
+        self.obj = obj
+        self.next_method = next_method
+
+    def python_type(self) -> type:
+        return self.obj.python_type()
+
+    def next_item(self, tx: Tx) -> VariableTracker | None:
+        try:
+            return self.next_method.call_function(tx, [], {})
+        except TracedException as e:
+            if isinstance(e.exc, ExceptionVariable) and issubclass(e.exc.exc_type, StopIteration):
+                return None
+            raise
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.reconstruct(self.obj)
+
+
+class RangeIteratorVariable(ListIteratorVariable):
+    """``iter(range(...))``: its items are known, its type is ``range_iterator``
+    (``isinstance`` checks and a rebuilt iterator see that type, as in eager)."""
+
+    def __init__(self, value: range):
+        super().__init__([ConstantVariable(v) for v in value])
+        self.range = value
+
+    def python_type(self) -> type:
+        return type(iter(self.range))
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_callable(iterator_at)
+        codegen.load_const(self.range)
+        codegen.load_const(self.index)
+        codegen.call(2)
+
+
 def iterator_at(items: Any, index: int) -> Any:
     """``iter(items)`` advanced past ``index`` items (an escaping iterator, rebuilt)."""
     iterator = iter(items)
@@ -273,6 +318,13 @@ class EnumerateVariable(IteratorVariable):
         self.count += 1
         return sequences.TupleVariable([ConstantVariable(self.count - 1), item])
 
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """``enumerate(rest_of_iterator, next_count)``: live after the graph, rebuilt at its position."""
+        codegen.load_callable(enumerate)
+        codegen.reconstruct(self.iterator)
+        codegen.load_const(self.count)
+        codegen.call(2)
+
 
 class ZipVariable(IteratorVariable):
     """``zip(*iterators, strict=...)``: one item from each iterator per step,
@@ -303,6 +355,16 @@ class ZipVariable(IteratorVariable):
             items.append(item)
         return sequences.TupleVariable(items)
 
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """``zip(*rest_of_iterators, strict=...)``, rebuilt at its position."""
+        codegen.load_callable(zip)
+        for iterator in self.iterators:
+            codegen.reconstruct(iterator)
+        if self.strict:
+            codegen.load_const(True)
+            codegen.emit("KW_NAMES", ("strict",))
+        codegen.call(len(self.iterators) + int(self.strict))
+
 
 class MapVariable(IteratorVariable):
     """``map(fn, *iterators)``: calls ``fn`` (traced) one step at a time."""
@@ -324,6 +386,14 @@ class MapVariable(IteratorVariable):
             args.append(item)
         return self.fn.call_function(tx, args, {})
 
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """``map(fn, *rest_of_iterators)``, rebuilt at its position."""
+        codegen.load_callable(map)
+        codegen.reconstruct(self.fn)
+        for iterator in self.iterators:
+            codegen.reconstruct(iterator)
+        codegen.call(1 + len(self.iterators))
+
 
 class FilterVariable(IteratorVariable):
     """``filter(fn, iterator)`` (``fn`` None: truth of the item), one step at a time."""
@@ -342,3 +412,13 @@ class FilterVariable(IteratorVariable):
             if keep.truthy(tx):
                 return item
         return None
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """``filter(fn, rest_of_iterator)``, rebuilt at its position."""
+        codegen.load_callable(filter)
+        if self.fn is None:
+            codegen.load_const(None)
+        else:
+            codegen.reconstruct(self.fn)
+        codegen.reconstruct(self.iterator)
+        codegen.call(2)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph.breaks import unimplemented
@@ -100,7 +101,7 @@ class ItertoolsFunctionVariable(ConstantCallableVariable):
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         fn = self.fn
-        if fn is itertools.chain.from_iterable and len(args) == 1 and not kwargs:
+        if fn == itertools.chain.from_iterable and len(args) == 1 and not kwargs:  # a new bound method each read
             return ListIteratorVariable([item for part in tx.unpack(args[0]) for item in tx.unpack(part)])
         if fn is itertools.count:
             start = args[0] if args else kwargs.get("start", ConstantVariable(0))
@@ -153,4 +154,5 @@ class ItertoolsFunctionVariable(ConstantCallableVariable):
 
 
 def is_itertools_callable(value: Any) -> bool:
-    return callable(value) and getattr(value, "__module__", None) == "itertools" or value is itertools.chain.from_iterable
+    return callable(value) and getattr(value, "__module__", None) == "itertools" or (
+        isinstance(value, types.BuiltinMethodType) and value == itertools.chain.from_iterable)

@@ -41,6 +41,10 @@ INPLACE_TO_BINARY = {
     operator.ilshift: operator.lshift, operator.irshift: operator.rshift,
 }
 
+#: ``operator.concat``/``iconcat`` -> the operator they are on sequences
+#: (``Modules/_operator.c``: ``a + b``, ``a += b`` once ``a`` is a sequence)
+CONCAT_TO_BINARY = {operator.concat: operator.add, operator.iconcat: operator.iadd}
+
 #: binary operator -> (method, reflected method), as Python looks them up
 BINARY_DUNDERS = {
     operator.add: ("__add__", "__radd__"), operator.sub: ("__sub__", "__rsub__"),

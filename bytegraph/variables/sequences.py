@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import collections
 import operator
+import types
+import typing
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
@@ -71,8 +73,9 @@ class BaseSequenceVariable(VariableTracker):
         if op in (operator.eq, operator.ne) and isinstance(other, BaseSequenceVariable):
             equal = issubclass(self.python_type(), tuple) == issubclass(other.python_type(), tuple) and len(
                 self.items
-            ) == len(other.items) and all(
-                tx.call_builtin(operator.eq, [x, y]).truthy(tx) for x, y in zip(self.items, other.items)
+            ) == len(other.items) and all(  # the same object equals itself unasked (PyObject_RichCompareBool)
+                tx.same_object(x, y) or tx.call_builtin(operator.eq, [x, y]).truthy(tx)
+                for x, y in zip(self.items, other.items)
             )
             return ConstantVariable(equal if op is operator.eq else not equal)
         return NotImplemented
@@ -194,7 +197,7 @@ _NAMEDTUPLE_OWN = frozenset({*_NAMEDTUPLE_CODE, "_fields", "_field_defaults", "_
 #: class-body names that do not change how instances behave
 _INERT_NAMES = frozenset({"__module__", "__qualname__", "__doc__", "__slots__", "__annotations__", "__dict__",
                           "__weakref__", "__orig_bases__", "__parameters__", "__firstlineno__",
-                          "__static_attributes__"})
+                          "__static_attributes__", "__class_getitem__"})
 
 
 def _code_of(attr: Any) -> Any:
@@ -212,7 +215,9 @@ def is_modelled_namedtuple(cls: Any) -> bool:
         return False
     mro = cls.__mro__
     base = mro[mro.index(tuple) - 1]  # the generated class
-    if mro[mro.index(tuple):] != (tuple, object) or base.__bases__ != (tuple,):
+    # a typing.NamedTuple may also derive from Generic (``class P(NamedTuple, Generic[T])``)
+    if mro[mro.index(tuple):] not in ((tuple, object), (tuple, typing.Generic, object)) or (
+            base.__bases__ not in ((tuple,), (tuple, typing.Generic))):
         return False
     if "n_sequence_fields" in base.__dict__:  # a structseq (cannot be subclassed)
         return base is cls
@@ -272,7 +277,26 @@ class NamedTupleVariable(TupleVariable):
             return self.items[fields.index(name)]
         if name == "_fields" and hasattr(self.tuple_cls, "_fields"):
             return ConstantVariable(self.tuple_cls._fields)
+        method = self._user_method(tx, name)
+        if method is not None:
+            return method
         return super().var_getattr(tx, name)
+
+    def _user_method(self, tx: Tx, name: str) -> VT | None:
+        """A method the namedtuple's class body defines in Python (``def add(self)``, a
+        staticmethod or classmethod), bound as Python binds it; None for anything else."""
+        from bytegraph.variables.functions import UserMethodVariable  # functions imports this module
+
+        if name in _NAMEDTUPLE_OWN:  # the generated helpers are modelled above
+            return None
+        attr = next((vars(k)[name] for k in self.tuple_cls.__mro__ if name in vars(k)), None)
+        if isinstance(attr, types.FunctionType):
+            return UserMethodVariable(attr, self)
+        if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
+            return tx.wrap_const(attr.__func__)
+        if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
+            return UserMethodVariable(attr.__func__, tx.wrap_const(self.tuple_cls))
+        return None
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if hasattr(self.tuple_cls, "_fields"):  # collections.namedtuple helpers
@@ -284,6 +308,9 @@ class NamedTupleVariable(TupleVariable):
                 if unknown:
                     raise_traced(ValueError, f"Got unexpected field names: {sorted(unknown)!r}")
                 return NamedTupleVariable([kwargs.get(f, v) for f, v in zip(fields, self.items)], self.tuple_cls)
+        method = self._user_method(tx, name) if not (name.startswith("__") and name.endswith("__")) else None
+        if method is not None:
+            return method.call_function(tx, args, kwargs)
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
@@ -334,7 +361,7 @@ class ListVariable(BaseSequenceVariable):
         return ConstantVariable(None)
 
     def method_extend(self, tx: Tx, other: VT) -> VT:
-        self.items.extend(tx.unpack(other))
+        for_each_item(tx, other, self.items.append)
         return ConstantVariable(None)
 
     def method_insert(self, tx: Tx, index: VT, item: VT) -> VT:
@@ -406,6 +433,21 @@ class ListVariable(BaseSequenceVariable):
         codegen.emit("STORE_SUBSCR")
 
 
+def for_each_item(tx: Tx, iterable: VT, add: Callable[[VT], Any]) -> None:
+    """Feed ``iterable``'s items to ``add`` as ``list.extend``/``deque.extend`` take
+    them (``Objects/listobject.c``: ``list_extend``): a list or tuple, the
+    container itself included, is read whole first; anything else one item at
+    a time, so a lazy iterator (``map``, a generator) whose code reads the
+    container being filled sees the items added before it."""
+    if isinstance(iterable, (ListVariable, TupleVariable)):
+        for item in tx.unpack(iterable):
+            add(item)
+        return
+    iterator = tx.get_iter(iterable)
+    while (item := iterator.next_item(tx)) is not None:
+        add(item)
+
+
 class DequeVariable(ListVariable):
     """A ``collections.deque``: a list with operations at both ends and a
     ``maxlen``. A bounded deque keeps its last ``maxlen`` items when items
@@ -449,10 +491,12 @@ class DequeVariable(ListVariable):
         return self._add(tx, [item], left=True)
 
     def method_extend(self, tx: Tx, other: VT) -> VT:
-        return self._add(tx, tx.unpack(other), left=False)
+        for_each_item(tx, other, lambda item: self._add(tx, [item], left=False))
+        return ConstantVariable(None)
 
     def method_extendleft(self, tx: Tx, other: VT) -> VT:
-        return self._add(tx, tx.unpack(other), left=True)
+        for_each_item(tx, other, lambda item: self._add(tx, [item], left=True))
+        return ConstantVariable(None)
 
     def _add(self, tx: Tx, items: list[VT], left: bool) -> VT:
         """Items added one by one at one end (``extendleft`` reverses them)."""

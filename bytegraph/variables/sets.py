@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler, handler_name
 from bytegraph.variables.constant import ConstantVariable, raise_traced_from
-from bytegraph.variables.dicts import apply_by_clear_update
-from bytegraph.variables.iteration import ListIteratorVariable, SetIteratorVariable
+from bytegraph.variables.dicts import DictViewVariable, apply_by_clear_update
+from bytegraph.variables.iteration import SetIteratorVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -32,6 +32,23 @@ SET_INPLACE = {
     operator.ior: "update", operator.iand: "intersection_update",
     operator.isub: "difference_update", operator.ixor: "symmetric_difference_update",
 }
+
+
+def _set_operand(vt: VT) -> Any:
+    """A set operator's operand: a set's items, a keys view of constant keys (as
+    its view), else None."""
+    if isinstance(vt, SetVariable):
+        return vt.values
+    if isinstance(vt, DictViewVariable) and vt.is_python_constant():
+        return vt.as_python_constant()
+    return None
+
+
+def _set_result(result: Any) -> VT:
+    """A set operator's result: a new set (never an operand) or a bool."""
+    if isinstance(result, (set, frozenset)):
+        return SetVariable([ConstantVariable(v) for v in result], type(result))
+    return ConstantVariable(result)
 
 
 def _on_items(name: str) -> Callable[..., VT]:
@@ -84,13 +101,18 @@ class SetVariable(VariableTracker):
         return [ConstantVariable(v) for v in self.values]
 
     def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
-        """``a | b``, ``a <= b``...: a new set (never an operand) or a bool."""
-        if op not in SET_OPERATORS or not isinstance(other, SetVariable):
+        """``a | b``, ``a <= b``...: a new set (never an operand) or a bool; a keys
+        view of constant keys takes part as the set of its keys."""
+        operand = _set_operand(other)
+        if op not in SET_OPERATORS or operand is None:
             return NotImplemented
-        result = op(self.values, other.values)
-        if isinstance(result, (set, frozenset)):
-            return SetVariable([ConstantVariable(v) for v in result], type(result))
-        return ConstantVariable(result)
+        return _set_result(op(self.values, operand))
+
+    def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        """``d.keys() | s``...: the keys view's set operators, on its constant keys."""
+        if op not in SET_OPERATORS or not isinstance(other, DictViewVariable) or _set_operand(other) is None:
+            return NotImplemented
+        return _set_result(op(other.as_python_constant(), self.values))
 
     def inplace_op(self, tx: Tx, op: Any, other: VT) -> Any:
         """``s |= t``...: the set method (``update``...); a non-set operand or a
@@ -132,6 +154,15 @@ class SetVariable(VariableTracker):
     method_issuperset = _on_items("issuperset")
     method_isdisjoint = _on_items("isdisjoint")
     method_copy = _on_items("copy")
+
+    def method_dunder_init(self, tx: Tx, iterable: VT | None = None, /) -> VT:
+        """``set.__init__`` refills the set; frozenset's (object's) leaves it as it is."""
+        if self.set_cls is set:
+            items = [i.as_python_constant() for i in tx.unpack(iterable)] if iterable is not None else []
+            tx.output.side_effects.mutate(self)
+            self.values.clear()
+            self.values.update(items)
+        return ConstantVariable(None)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.set_cls is frozenset:

@@ -9,7 +9,7 @@ depends on tensor data (a captured ``Tensor.item()``). :func:`concrete` and
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 import torch
 import torch.fx
@@ -17,15 +17,28 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, f
 
 from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_CONTROL_FLOW, unimplemented
 from bytegraph.variables import graph_calls
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.base import VariableTracker, call_method_handler
 from bytegraph.variables.operators import TENSOR_OPERATORS
+from bytegraph.variables.constant import ConstantVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
 
 
+VT = VariableTracker
+
 SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _on_value(name: str) -> Callable[..., VT]:
+    """A ``method_<name>`` handler of :class:`SymNodeVariable`: the int/float
+    method ``name`` run on the specialised (guarded) value."""
+
+    def handler(self: SymNodeVariable, tx: Tx, *args: VT, **kwargs: VT) -> VT:
+        return ConstantVariable(self.as_python_constant()).call_method(tx, name, list(args), kwargs)
+
+    return handler
 
 
 class SymNodeVariable(VariableTracker):
@@ -90,6 +103,19 @@ class SymNodeVariable(VariableTracker):
 
     def unary_op(self, tx: Tx, op: Any) -> Any:
         return graph_calls.graph_operator(tx, op, [self]) if op in TENSOR_OPERATORS else NotImplemented
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        result = call_method_handler(self, tx, name, args, kwargs)
+        return result if result is not None else super().call_method(tx, name, args, kwargs)
+
+    # int/float methods that answer about the exact value: specialised (guarded), then folded
+    method_is_integer = _on_value("is_integer")
+    method_as_integer_ratio = _on_value("as_integer_ratio")
+    method_bit_length = _on_value("bit_length")
+    method_bit_count = _on_value("bit_count")
+    method_conjugate = _on_value("conjugate")
+    method_hex = _on_value("hex")
+    method_to_bytes = _on_value("to_bytes")
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_graph_output(self.node)

@@ -19,10 +19,9 @@ from bytegraph.graph import tensor_hooks
 from bytegraph.graph.output_graph import storage_id
 from bytegraph.guards.guards import ConstantMatch, SameStorage
 from bytegraph.guards.source import CallMethodSource
-from bytegraph.variables import graph_calls, symbolic
+from bytegraph.variables import functions, graph_calls, symbolic
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.functions import NestedUserFunctionVariable, UserFunctionVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -255,9 +254,9 @@ def hook_callable(hook: VT) -> Callable | None:
     run: a function read from a source (guarded), or one made in the frame
     (``lambda g: g * 2``, a nested ``def``) without free variables and with
     constant defaults. None otherwise."""
-    if isinstance(hook, UserFunctionVariable) and isinstance(hook.fn, types.FunctionType):
+    if isinstance(hook, functions.UserFunctionVariable) and isinstance(hook.fn, types.FunctionType):
         return hook.fn
-    if isinstance(hook, NestedUserFunctionVariable) and not hook.closure and not hook.slots and all(
+    if isinstance(hook, functions.NestedUserFunctionVariable) and not hook.closure and not hook.slots and all(
         d is None or d.is_python_constant() for d in (hook.defaults, hook.kwdefaults)
     ):
         fn = types.FunctionType(hook.code, hook.f_globals, hook.code.co_name,

@@ -62,7 +62,7 @@ FACTORY_FUNCTIONS = frozenset(
     if hasattr(torch, name)
 )
 
-#: zero-argument queries of process-wide state: folded and guarded.
+#: queries of process-wide state (called with constant arguments, or none): folded and guarded.
 STATE_QUERIES: dict[Callable, str] = {
     torch.is_grad_enabled: "grad mode",
     torch.get_default_dtype: "default dtype",
@@ -75,7 +75,19 @@ STATE_QUERIES: dict[Callable, str] = {
     torch.jit.is_tracing: "jit tracing",
     torch._C._is_torch_function_enabled: "torch function mode",
     torch._C._are_functorch_transforms_active: "functorch transforms",
+    torch._C._is_any_autocast_enabled: "autocast",
+    torch.get_autocast_gpu_dtype: "autocast dtype",
+    torch.get_autocast_dtype: "autocast dtype",
+    torch._C._get_privateuse1_backend_name: "privateuse1 backend name",
+    torch.autograd._is_checkpoint_valid: "checkpoint validity",
+    torch.fx._symbolic_trace.is_fx_tracing: "fx tracing",
+    torch.onnx.is_in_onnx_export: "ONNX export",
+    torch.distributed.is_available: "distributed build",
+    **({torch.distributed.is_initialized: "distributed process group"} if torch.distributed.is_available() else {}),
 }
+
+#: calls with no effect on the traced program (usage logging): answered None, not recorded.
+NO_OP_CALLS = frozenset({torch._C._log_api_usage_once})
 
 #: helpers evaluated at trace time when every argument is a constant.
 PURE_HELPERS = frozenset(
@@ -169,7 +181,7 @@ def is_torch_callable(fn: Any) -> bool:
     except TypeError:
         return False
     if fn in STATE_QUERIES or is_torch_op(fn) or fn in PURE_HELPERS or fn in RUNTIME_CHECKS or is_compiling_query(fn) or (
-        fn in HAS_TORCH_FUNCTION
+        fn in HAS_TORCH_FUNCTION or fn in NO_OP_CALLS
     ):
         return True
     if isinstance(fn, type) and issubclass(fn, STATE_CONTEXTS + DISABLE_TORCH_FUNCTION):
@@ -195,9 +207,12 @@ class TorchFunctionVariable(ConstantCallableVariable):
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         fn = self.fn
-        if fn in STATE_QUERIES and not args and not kwargs:
-            value = fn()
-            tx.output.guards.add(GlobalStateMatch(None, fn, value, STATE_QUERIES[fn]))
+        if fn in NO_OP_CALLS:
+            return ConstantVariable(None)
+        if fn in STATE_QUERIES and not kwargs and all(a.is_python_constant() for a in args):
+            getter = functools.partial(fn, *(a.as_python_constant() for a in args)) if args else fn
+            value = getter()
+            tx.output.guards.add(GlobalStateMatch(None, getter, value, STATE_QUERIES[fn]))
             if fn is torch._C._is_torch_function_enabled and tx.output.subclass_dispatch_disabled:
                 return ConstantVariable(False)  # inside DisableTorchFunctionSubclass in the trace
             return tx.wrap_const(value)

@@ -22,8 +22,9 @@ from bytegraph.guards.guards import DictContains, DictKeysMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.dicts import DictBaseView, DictVariable
-from bytegraph.variables.exceptions import TracedException
+from bytegraph.variables.iteration import PythonIteratorVariable
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
+from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.operators import PythonDunderOperators
 from bytegraph.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.torch import AutogradFunctionApplyVariable
@@ -35,6 +36,16 @@ if TYPE_CHECKING:
 VT = VariableTracker
 _MISSING = object()
 _TORCH_TENSOR_CLASSES = (torch.Tensor, torch._C.TensorBase)
+
+
+def python_iterator(tx: Tx, iterator: VT) -> PythonIteratorVariable | None:
+    """``iterator`` as a lazily stepped iterator when it is a user object with a Python ``__next__``."""
+    if not isinstance(iterator, UserDefinedObjectVariable):
+        return None
+    next_fn = iterator.special_method(tx, "__next__")
+    if not isinstance(next_fn, types.FunctionType):
+        return None
+    return PythonIteratorVariable(iterator, UserMethodVariable(next_fn, iterator))
 
 
 def class_attribute(cls: type, name: str) -> Any:
@@ -170,7 +181,11 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
                 context=f"unreadable property {cls.__name__}.{name}",
                 hint="Read a property that has a getter.",
             )
-        return tx.wrap_const(attr.fget).call_function(tx, [owner], {})
+        if isinstance(attr.fget, types.FunctionType):
+            return tx.wrap_const(attr.fget).call_function(tx, [owner], {})
+        # a partial or a callable object as getter: read through the property, so it is traced like any callable
+        fget = tx.wrap(attr.fget, AttrSource(ConstSource(attr, f"{cls.__qualname__}.{name}"), "fget"))
+        return fget.call_function(tx, [owner], {})
     if isinstance(attr, functools._lru_cache_wrapper):  # a cached function used as a method
         guard_class_attribute(tx, owner, name, attr)
         return PartialVariable(tx.wrap_const(attr), [owner], {})
@@ -555,12 +570,34 @@ class UserDefinedObjectVariable(PythonDunderOperators, VariableTracker):
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return self.special_method(tx, "__iter__") is not _MISSING
 
-    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+    def lazy_iterator(self, tx: Tx) -> VT | None:
+        """``iter(self)`` through a Python ``__iter__`` (None without one): stepped
+        one ``__next__`` at a time when it returns a Python iterator."""
         iter_fn = self.special_method(tx, "__iter__")
-        if isinstance(iter_fn, types.FunctionType):
-            iterator = UserMethodVariable(iter_fn, self).call_function(tx, [], {})
-            if not hasattr(iterator.python_type(), "__next__"):
-                raise_traced(TypeError, f"iter() returned non-iterator of type '{iterator.python_type().__name__}'")
+        if not isinstance(iter_fn, types.FunctionType):
+            return None
+        iterator = UserMethodVariable(iter_fn, self).call_function(tx, [], {})
+        if not hasattr(iterator.python_type(), "__next__"):
+            raise_traced(TypeError, f"iter() returned non-iterator of type '{iterator.python_type().__name__}'")
+        return python_iterator(tx, iterator) or iterator
+
+    def str_text(self, tx: Tx) -> VT | None:
+        """``str(self)`` when the class answers it in Python: its ``__str__``, or, with
+        object's ``__str__``, its ``__repr__`` (``Objects/object.c``: ``PyObject_Str``);
+        None when C code would answer (the default repr holds an address)."""
+        method = self.python_method(tx, "__str__")
+        if method is None and self.special_method(tx, "__str__") is object.__str__:
+            method = self.python_method(tx, "__repr__")
+        if method is None:
+            return None
+        result = method.call_function(tx, [], {})
+        if not (result.is_python_constant() and isinstance(result.as_python_constant(), str)):
+            raise_traced(TypeError, f"__str__ returned non-string (type {result.python_type().__name__})")
+        return result
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        iterator = self.lazy_iterator(tx)
+        if iterator is not None:
             return tx.unpack(iterator)
         if issubclass(self.python_type(), dict):
             return self.dict_storage(tx).unpack_var_sequence(tx)
@@ -687,68 +724,6 @@ def _unsupported_base(base: type, name: str) -> VT:
         explanation="bytegraph does not model this method of a builtin base class on user objects.",
         hints=("Move this code out of the compiled function.",),
     )
-
-
-class SuperVariable(VariableTracker):
-    """``super(cls, obj)``: attribute lookup starts after ``cls`` in ``type(obj)``'s MRO."""
-
-    def __init__(self, cls: type, obj: VT):
-        super().__init__()
-        self.cls = cls
-        self.obj = obj
-
-    def python_type(self) -> type:
-        return super
-
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        if isinstance(self.obj, UserDefinedClassVariable):
-            return self._class_getattr(tx, name)
-        mro = self.obj.python_type().__mro__
-        start = mro.index(self.cls) + 1 if self.cls in mro else len(mro)
-        for klass in mro[start:]:
-            if name in klass.__dict__:
-                attr = klass.__dict__[name]
-                break
-        else:
-            user_error(
-                "AttributeError",
-                context=f"'super' object has no attribute {name!r}",
-                hint="Check the attribute name.",
-            )
-        if klass in _TORCH_TENSOR_CLASSES:  # super() inside a tensor subclass: torch's own implementation
-            return tx.torch_tensor_attr(self.obj, name)
-        if klass.__module__ == "builtins" or klass is collections.OrderedDict:
-            if isinstance(self.obj, UserDefinedObjectVariable):
-                return SlotMethodVariable(klass, name, self.obj)
-            if attr is object.__init__:
-                return SlotMethodVariable(object, name, None)
-        return bind_class_attribute(tx, self.obj, self.obj.python_type(), name, attr)
-
-    def _class_getattr(self, tx: Tx, name: str) -> VT:
-        """``super(cls, klass).name`` with a class as the second argument (``super()``
-        inside a classmethod): the lookup starts after ``cls`` in ``klass``'s own MRO
-        and classmethods bind to ``klass``."""
-        mro = self.obj.value.__mro__
-        start = mro.index(self.cls) + 1 if self.cls in mro else len(mro)
-        attr = next((k.__dict__[name] for k in mro[start:] if name in k.__dict__), _MISSING)
-        if attr is _MISSING:
-            raise_traced(AttributeError, f"'super' object has no attribute {name!r}")
-        if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
-            return UserMethodVariable(attr.__func__, self.obj)
-        if isinstance(attr, staticmethod):
-            return tx.wrap_const(attr.__func__)
-        if isinstance(attr, types.FunctionType):
-            return UserFunctionVariable(attr)
-        if attr is object.__new__:
-            return SlotMethodVariable(object, "__new__", None)
-        if isinstance(attr, types.BuiltinFunctionType):  # e.g. torch.Tensor.__new__
-            return tx.wrap_const(attr)
-        unimplemented(
-            gb_type="unsupported descriptor",
-            context=f"super().{name} on class {self.obj.value.__qualname__} ({type(attr).__name__})",
-            explanation="bytegraph resolves super() on a class to Python classmethods, staticmethods and functions "
-            "only.",
-        )
 
 
 class SlotMethodVariable(VariableTracker):

@@ -1,0 +1,129 @@
+"""Library functions the trace handles without tracing their own code.
+
+- **Python twins** of C functions that call back into user code: a call to a
+  function in :data:`POLYFILLS` (or to a ``fromkeys`` of ``dict``/``OrderedDict``/
+  ``defaultdict``) inlines its twin below, like user code, so the callbacks it
+  makes (the reducing function, the predicate, ``__hash__``/``__setitem__``) are
+  traced too. Each twin follows its C implementation step by step: the same
+  order of calls into user code, the same errors with the same messages
+  (``Modules/_functoolsmodule.c``: ``functools_reduce``;
+  ``Modules/itertoolsmodule.c``: ``filterfalse_next``; ``Objects/dictobject.c``:
+  ``_PyDict_FromKeys``).
+- **Evaluated on constants** (:data:`EVALUATED_ON_CONSTANTS`): functions that only
+  compute from their arguments (``collections.namedtuple`` makes a class,
+  ``typing.get_args`` reads an annotation) or read process state
+  (``sys.getrecursionlimit``, guarded) run at trace time when every argument is
+  a constant; the result is a constant of the trace.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import itertools
+import sys
+import typing
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from bytegraph.breaks import unimplemented
+from bytegraph.guards.guards import GlobalStateMatch
+from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
+from bytegraph.variables.constant import raise_traced_from
+
+if TYPE_CHECKING:
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+
+def reduce(function: Callable, iterable: Any, *initial: Any) -> Any:
+    """``functools.reduce(function, iterable[, initial])``."""
+    if len(initial) > 1:
+        raise TypeError(f"reduce expected at most 3 arguments, got {2 + len(initial)}")
+    iterator = iter(iterable)
+    if initial:
+        value = initial[0]
+    else:
+        try:
+            value = next(iterator)
+        except StopIteration:
+            raise TypeError("reduce() of empty iterable with no initial value") from None
+    for element in iterator:
+        value = function(value, element)
+    return value
+
+
+def filterfalse(predicate: Any, iterable: Any) -> Any:
+    """``itertools.filterfalse(predicate, iterable)``: the items whose predicate
+    (their own truth when ``predicate`` is None) is false."""
+    for item in iterable:
+        if not (item if predicate is None else predicate(item)):
+            yield item
+
+
+def fromkeys(cls: type, iterable: Any, value: Any = None) -> Any:
+    """``cls.fromkeys(iterable, value)`` for a dict class that does not override it."""
+    result = cls()
+    for key in iterable:
+        result[key] = value
+    return result
+
+
+#: real function -> its traced twin
+POLYFILLS: dict[Callable, Callable] = {
+    functools.reduce: reduce,
+    itertools.filterfalse: filterfalse,
+}
+
+
+#: classes whose ``fromkeys`` is the C one of ``dict`` (or ``OrderedDict``'s, which behaves the same)
+_C_FROMKEYS = (vars(dict)["fromkeys"], vars(collections.OrderedDict)["fromkeys"])
+
+
+def polyfill_for(value: Any) -> Callable | None:
+    """The twin traced in place of ``value`` (with its class bound for ``fromkeys``), or None."""
+    twin = next((twin for real, twin in POLYFILLS.items() if value is real), None)
+    if twin is None and type(value) is type(dict.fromkeys) and getattr(value, "__name__", None) == "fromkeys":
+        owner = getattr(value, "__self__", None)
+        if isinstance(owner, type) and issubclass(owner, dict) and _own_fromkeys(owner) in _C_FROMKEYS:
+            return functools.partial(fromkeys, owner)
+    return twin
+
+
+def _own_fromkeys(cls: type) -> Any:
+    """The ``fromkeys`` attribute ``cls`` finds first along its MRO."""
+    return next(vars(klass)["fromkeys"] for klass in cls.__mro__ if "fromkeys" in vars(klass))
+
+
+#: library functions run at trace time on constant arguments; the value names
+#: the process state they read (guarded), or is None for pure computations.
+EVALUATED_ON_CONSTANTS: dict[Callable, str | None] = {
+    collections.namedtuple: None,
+    typing.get_args: None,
+    typing.get_origin: None,
+    sys.getrecursionlimit: "recursion limit",
+}
+
+
+class EvaluatedCallVariable(ConstantCallableVariable):
+    """A function of :data:`EVALUATED_ON_CONSTANTS`."""
+
+    def call_function(self, tx: Tx, args: Sequence[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if not all(a.is_python_constant() for a in (*args, *kwargs.values())):
+            unimplemented(
+                gb_type="non-constant library call",
+                context=f"{self.fn.__module__}.{self.fn.__qualname__} with arguments known only at run time",
+                explanation="This library function runs at trace time, which needs every argument to be a constant.",
+                hints=("Pass constants, or call it outside the compiled function.",),
+            )
+        values = [a.as_python_constant() for a in args]
+        keywords = {k: v.as_python_constant() for k, v in kwargs.items()}
+        try:
+            result = self.fn(*values, **keywords)
+        except Exception as e:  # noqa: BLE001 - eager's own error, raised in the traced program
+            raise_traced_from(e)
+        state = EVALUATED_ON_CONSTANTS[self.fn]
+        if state is not None:
+            getter = functools.partial(self.fn, *values, **keywords) if values or keywords else self.fn
+            tx.output.guards.add(GlobalStateMatch(None, getter, result, state))
+        return tx.wrap_const(result)
+
+    def __repr__(self) -> str:
+        return f"EvaluatedCallVariable({self.fn.__qualname__})"

@@ -1,0 +1,647 @@
+"""Kinds of ordinary Python that torch.compile traces into one graph and that
+bytegraph used to break on (or answer differently from eager), found with the
+peer suite (PyTorch's own function tests, see docs/peer_suite.md). Each test
+compiles with ``fullgraph=True`` and compares with the eager result."""
+import collections
+import collections.abc
+import dataclasses
+import functools
+import itertools
+import typing
+
+import pytest
+import torch
+
+import bytegraph
+from bytegraph.testing import CompileCounter, same
+
+
+def full(fn, *args, graphs=1):
+    """Compile ``fn`` whole (``fullgraph=True``), run it and eager on the same
+    arguments, assert equal results and the number of graphs; return the result."""
+    expected = fn(*args)
+    cnt = CompileCounter()
+    actual = bytegraph.compile(fn, backend=cnt, fullgraph=True)(*args)
+    assert same(actual, expected), f"compiled {actual!r} != eager {expected!r}"
+    if graphs is not None:
+        assert cnt.frame_count == graphs, f"expected {graphs} graph(s), got {cnt.frame_count}"
+    return actual
+
+
+# --- torch functions that answer about process state ----------------------------
+
+def test_state_queries_fold_to_constants():
+    def f(x):
+        flags = (
+            torch._C._is_any_autocast_enabled(),
+            torch.get_autocast_dtype("cpu"),
+            torch._C._get_privateuse1_backend_name(),
+            torch.autograd._is_checkpoint_valid(),
+            torch.fx._symbolic_trace.is_fx_tracing(),
+            torch.onnx.is_in_onnx_export(),
+            torch.distributed.is_available(),
+        )
+        return x + 1, flags
+
+    full(f, torch.ones(3))
+
+
+def test_autocast_dtype_query_is_guarded():
+    def f(x):
+        return x.to(torch.get_autocast_dtype("cpu"))
+
+    compiled = bytegraph.compile(f, backend="eager", fullgraph=True)
+    x = torch.ones(2)
+    assert compiled(x).dtype == f(x).dtype
+    torch.set_autocast_dtype("cpu", torch.float16)
+    try:
+        assert compiled(x).dtype == f(x).dtype == torch.float16
+    finally:
+        torch.set_autocast_dtype("cpu", torch.bfloat16)
+
+
+def test_usage_logging_is_not_a_break():
+    def f(x):
+        return torch.nn.Softmax(dim=-1)(x)
+
+    full(f, torch.randn(2, 3))
+
+
+def test_small_torch_helpers_of_skipped_modules_are_traced():
+    @torch.jit.script_if_tracing
+    def helper(x, c=1.5):
+        return x * c
+
+    def f(x):
+        y = torch.jit._unwrap_optional(x)
+        return helper(y) + torch.jit.annotate(torch.Tensor, y)
+
+    full(f, torch.randn(3))
+
+
+# --- C library functions that call back into user code ---------------------------
+
+def test_reduce_traces_the_reducing_function():
+    def f(a, b, c):
+        return functools.reduce(lambda x, y: x * 2 + y, [a, b, c]), functools.reduce(max, [1, 5, 3], 4)
+
+    full(f, torch.randn(3), torch.randn(3), torch.randn(3))
+
+
+def test_reduce_errors_are_eagers():
+    def f(x):
+        try:
+            functools.reduce(lambda a, b: a + b, [])
+        except TypeError as e:
+            return x + 1, str(e)
+        return x, ""
+
+    full(f, torch.ones(2))
+
+
+def test_filterfalse_and_chain_from_iterable():
+    def f(a, b):
+        total = a
+        for v in itertools.chain.from_iterable([[a, b], (1, 2)]):
+            total = total + v
+        for v in itertools.filterfalse(lambda v: v > 0, [-1.5, 0, 2.5]):
+            total = total * v
+        return total
+
+    full(f, torch.randn(3), torch.randn(3))
+
+
+def test_lru_cache_wrapper_metadata_is_the_wrapped_functions():
+    @functools.lru_cache
+    def cached(n):
+        """doc of cached"""
+        return n * 2
+
+    def f(x):
+        return x + cached(3), cached.__name__, cached.__doc__, cached.__qualname__, cached.__wrapped__(4)
+
+    full(f, torch.ones(2))
+
+
+def test_a_returned_input_tensor_goes_through_one_graph():
+    # torch.compile hands the backend a graph for every frame returning a lone tensor
+    def f(a, b):
+        itertools.product([a, b], [1, 2])
+        return a
+
+    x = torch.randn(2)
+    assert full(f, x, torch.randn(2)) is x
+
+
+# --- library functions evaluated on constants, dict classes' fromkeys -------------
+
+def test_namedtuple_class_made_in_the_trace():
+    def f(a, b):
+        Pair = collections.namedtuple("Pair", ["x", "y"])
+        p = Pair(a, b)
+        return p.x * p[1], Pair._fields
+
+    full(f, torch.randn(2), torch.randn(2))
+
+
+def test_fromkeys_of_dict_classes_keeps_the_class():
+    def f(x):
+        plain = dict.fromkeys(["a", "b"], x + 1)
+        ordered = collections.OrderedDict.fromkeys(("c",), 2)
+        dd = collections.defaultdict.fromkeys(iter(plain), 3)
+        return plain, ordered, dd, type(ordered) is collections.OrderedDict, type(dd).__name__
+
+    full(f, torch.ones(2))
+
+
+def test_typing_introspection_and_recursion_limit_fold():
+    import sys
+    import typing
+
+    optional, listed = int | None, typing.List[int]  # annotations, as library code reads them
+
+    def f(x):
+        return x * sys.getrecursionlimit(), typing.get_args(optional), typing.get_origin(listed)
+
+    full(f, torch.ones(2))
+
+
+# --- attributes of builtin-typed objects and functions ------------------------------
+
+@pytest.mark.parametrize("name", ["__name__", "__qualname__", "__code__", "__defaults__", "func", "args",
+                                  "keywords", "__dict__", "__call__", "__module__", "__doc__"])
+def test_hasattr_on_a_partial_answers_as_the_real_object(name):
+    # the partial type has __name__/__qualname__ (from its metaclass); its instances do not
+    def f(t):
+        p = functools.partial(lambda x, y: x * y, y=t)
+        return p(t) if hasattr(p, name) else torch.zeros_like(t)
+
+    full(f, torch.randn(3))
+
+
+def test_hasattr_on_builtin_objects_made_in_the_trace():
+    def f(t):
+        return t + 1, [hasattr(obj, n) for obj in ([1], {1: 2}, (1,), map(abs, [1]), zip([1]))
+                       for n in ("__name__", "__qualname__", "append", "keys", "count", "__next__")]
+
+    full(f, torch.ones(2))
+
+
+def test_missing_function_attribute_raises_attribute_error():
+    def outer():
+        def inner(x):
+            return x
+
+        return inner
+
+    def g(x):
+        return x
+
+    def f(x):
+        out = []
+        for fn in (outer(), g):
+            try:
+                out.append(x + fn.not_there)
+            except AttributeError as e:
+                out.append(x - 1)
+                out.append(str(e))
+        return out, hasattr(outer(), "not_there"), hasattr(g, "__defaults__")
+
+    full(f, torch.ones(2))
+
+
+def test_attribute_set_on_a_function_is_read_and_guarded():
+    def fn(x):
+        return x * 2 if fn.tag else x - 2
+
+    fn.tag = True
+    compiled = bytegraph.compile(fn, backend="eager", fullgraph=True)
+    x = torch.ones(2)
+    assert same(compiled(x), fn(x))
+    fn.tag = False
+    assert same(compiled(x), fn(x))
+
+
+# --- consumers of lazy iterators see the container they fill ------------------------
+
+def test_list_extend_takes_a_lazy_iterator_one_item_at_a_time():
+    def f(a):
+        y = [1]
+        y.extend(map(lambda z: z + y[-1], range(3)))  # each step reads what the last step appended
+        w = [1]
+        w += (z + w[-1] for z in range(3))
+        same_list = [1, 2]
+        same_list.extend(same_list)  # read whole first: doubles, never loops
+        return a + 1, y, w, same_list
+
+    assert full(f, torch.ones(1))[1] == [1, 1, 2, 4]
+
+
+def test_deque_extend_and_extendleft_take_a_lazy_iterator_one_item_at_a_time():
+    def f(a):
+        left = collections.deque([1])
+        left.extendleft(map(lambda z: z + left[0], range(3)))
+        right = collections.deque([1])
+        right.extend(map(lambda z: z + right[-1], range(3)))
+        return a + 1, left, right
+
+    full(f, torch.ones(1))
+
+
+def test_dict_update_from_a_generator_of_pairs_stores_one_pair_at_a_time():
+    def f(a):
+        d = {0: 1}
+        d.update((k, len(d)) for k in range(1, 4))
+        return a + 1, d
+
+    assert full(f, torch.ones(1))[1] == {0: 1, 1: 1, 2: 2, 3: 3}
+
+
+def test_dict_from_a_mapping_object_reads_keys_then_items():
+    class Box(collections.abc.Mapping):
+        def __init__(self):
+            self.data = {"a": torch.ones(2) * 2}
+
+        def __getitem__(self, k):
+            return self.data[k]
+
+        def __iter__(self):
+            return iter(self.data)
+
+        def __len__(self):
+            return len(self.data)
+
+    box = Box()
+
+    def f(x):
+        return x * dict(box)["a"]
+
+    full(f, torch.randn(2))
+
+
+def test_dict_update_with_a_bad_pair_raises_eagers_value_error():
+    def f(x):
+        try:
+            {}.update([("a", 1), ("b",)])
+        except ValueError as e:
+            return x + 1, str(e)
+        return x, ""
+
+    full(f, torch.ones(1))
+
+
+# --- lazy iterators live after the graph; Python iterators stepped lazily ----------
+
+def test_map_filter_zip_enumerate_returned_are_rebuilt_at_their_position():
+    def f(a):
+        m = map(lambda v: v * 2, [1, 2, 3])
+        first = next(m)
+        flt = filter(lambda p: p[0] + p[1] < 5, zip([1, 2, 3], [1, 2, 3]))
+        z = zip([1, 2, 3], map(lambda v: v + 1, [1, 2, 3]))
+        e = enumerate([a, a + 1], start=3)
+        next(e)
+        return a + first, m, flt, z, e
+
+    x = torch.ones(2)
+    expected = f(x)
+    actual = bytegraph.compile(f, backend="eager", fullgraph=True)(x)
+    assert same(actual[0], expected[0])
+    for got, want in zip(actual[1:], expected[1:]):
+        assert type(got) is type(want)
+        assert same(list(got), list(want))
+
+
+def test_python_iterator_steps_interleave_with_the_loop_body():
+    class Countdown:
+        def __init__(self):
+            self.n = 0
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            if self.n >= 3:
+                raise StopIteration
+            self.n += 1
+            return self.n
+
+    def f(x):
+        it = Countdown()
+        seen = []
+        for i, v in enumerate(it):
+            seen.append((i, v, it.n))  # __next__ ran once per step, not all up front
+            x = x + v
+        return x, seen
+
+    full(f, torch.ones(2))
+
+
+# --- structural pattern matching ------------------------------------------------------
+
+@dataclasses.dataclass
+class _Point:
+    x: int
+    y: int
+
+
+def _matcher(a, point, cfg):
+    match point:
+        case (0, 0):
+            a = a + 100
+        case (0, y):
+            a = a - y
+        case [x, *rest]:
+            a = a + x + len(rest)
+    match cfg:
+        case {"lr": lr, **rest}:
+            a = a * lr + len(rest)
+        case {"b": b}:
+            a = a / b
+    match _Point(1, 2):
+        case _Point(x=0):
+            a = a - 1
+        case _Point(1, y):
+            a = a + y
+    match "ab":
+        case [*_]:  # a str is no sequence pattern subject
+            a = a * 1000
+        case str(s):
+            a = a + len(s)
+    return a
+
+
+@pytest.mark.parametrize("point, cfg", [((5, 8), {"lr": 0.5, "z": 1}), ((0, 3), {"b": 2.0}), ([1, 2, 3], {}),
+                                        ((0, 0), {"c": 1})])
+def test_match_statement_takes_eagers_case(point, cfg):
+    full(_matcher, torch.ones(2), point, cfg)
+
+
+# --- what bytegraph.compile accepts -------------------------------------------------------
+
+def test_compile_accepts_any_callable_as_torch_compile_does():
+    @functools.lru_cache
+    def cached(n):
+        return n + 1
+
+    class Doubler:
+        def __call__(self, x):
+            return x * 2
+
+    assert bytegraph.compile(len)([1, 2]) == 2
+    assert bytegraph.compile(cached)(3) == 4
+    assert same(bytegraph.compile(torch.ops.aten.add.Tensor)(torch.ones(1), torch.ones(1)), torch.full((1,), 2.0))
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(Doubler(), backend=cnt, fullgraph=True)(torch.ones(2)), torch.full((2,), 2.0))
+    assert cnt.frame_count == 1  # an object with a Python __call__ is compiled through it
+    with pytest.raises(TypeError, match="must be callable"):
+        bytegraph.compile(3)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager_default_partitioner", "aot_eager_decomp_partition"])
+def test_debug_backends_of_torch_compile_are_registered(backend):
+    def f(x):
+        return (x.sin() * 2).sum()
+
+    x = torch.randn(3, requires_grad=True)
+    bytegraph.compile(f, backend=backend)(x).backward()
+    compiled_grad, x.grad = x.grad, None
+    f(x).backward()
+    assert same(compiled_grad, x.grad)
+
+
+# --- methods of Python numbers that read the value -----------------------------------------
+
+@pytest.mark.parametrize("method, value", [("is_integer", 1.0), ("is_integer", 1.5), ("as_integer_ratio", 2.5),
+                                           ("hex", 0.5), ("conjugate", 3.0), ("bit_length", 5),
+                                           ("as_integer_ratio", 6), ("conjugate", 7)])
+def test_number_methods_on_arguments_specialise_and_fold(method, value):
+    def f(t, m):
+        return t * 2 if getattr(m, method)() else t, getattr(m, method)()
+
+    compiled = bytegraph.compile(f, backend="eager", fullgraph=True)
+    for v in (value, type(value)(0)):
+        assert same(compiled(torch.ones(2), v), f(torch.ones(2), v))
+
+
+# --- builtins on user objects and library aliases ------------------------------------------
+
+class _Named:
+    def __str__(self):
+        return "named"
+
+
+class _OnlyRepr:
+    def __repr__(self):
+        return "only-repr"
+
+
+def test_str_runs_a_python_str_or_repr():
+    def f(x):
+        return x + 1, str(_Named()), str(_OnlyRepr()), f"{_Named()}!"
+
+    full(f, torch.ones(2))
+
+
+def test_isinstance_with_typing_aliases_checks_their_origin():
+    import typing
+
+    def f(x):
+        return x + 1, isinstance([x], typing.Sequence), isinstance({}, typing.Mapping), isinstance(
+            (1,), (list, typing.MutableSequence)), isinstance([x], list | tuple)
+
+    full(f, torch.ones(2))
+
+
+def test_equal_containers_holding_the_same_tensors_compare_equal_without_tensor_eq():
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def f(x, y):
+        return x + 1 if Pair(x, y) == Pair(x, y) and [x] == [x] and (x, 1) != (x, 2) else x - 1
+
+    full(f, torch.randn(2), torch.randn(2))
+
+
+def test_operator_concat_and_iconcat_on_sequences():
+    import operator
+
+    def f(x):
+        target = [x]
+        same_list = operator.iconcat(target, [x + 1]) is target
+        return operator.concat((1,), (2,)), operator.concat([x], [x * 2]), target, same_list
+
+    full(f, torch.ones(2))
+
+
+# --- a defaultdict read from outside the frame ---------------------------------------------
+
+_counts = collections.defaultdict(list)
+
+
+def test_defaultdict_read_through_a_source_calls_its_factory():
+    _counts.clear()
+    _counts["seen"].append(1)
+
+    def f(x):
+        _counts["new"].append(x.shape[0])  # missing: the factory runs, the new list is stored
+        return x + len(_counts["seen"]), _counts.default_factory
+
+    compiled = bytegraph.compile(f, backend="eager", fullgraph=True)
+    out = compiled(torch.ones(2))
+    assert same(out[0], torch.ones(2) + 1) and out[1] is list
+    assert dict(_counts) == {"seen": [1], "new": [2]}
+
+
+def test_iter_of_a_range_is_a_range_iterator():
+    range_iterator = type(iter(range(0)))
+
+    def f(x):
+        it = iter(range(5))
+        next(it)
+        return (x + 1 if isinstance(it, range_iterator) else x - 1), it
+
+    out = bytegraph.compile(f, backend="eager", fullgraph=True)(torch.ones(1))
+    assert same(out[0], torch.full((1,), 2.0)) and type(out[1]) is range_iterator and list(out[1]) == [1, 2, 3, 4]
+
+
+def test_str_join_over_a_lazy_iterator_of_constants():
+    def f(x):
+        return x + 1, "-".join(map(str.upper, ["a", "b"])), "".join(c for c in "xyz" if c != "y")
+
+    full(f, torch.ones(1))
+
+
+# --- dict views and class __dict__ --------------------------------------------------------
+
+def test_dict_keys_view_passed_in_is_read_through_its_mapping():
+    d = {"a": 1, "b": 2}
+
+    def f(x, keys):
+        return (x + 1 if "c" in keys else x - 1), len(keys), list(keys)
+
+    compiled = bytegraph.compile(f, backend="eager", fullgraph=True)
+    x = torch.zeros(2)
+    assert same(compiled(x, d.keys()), f(x, d.keys()))
+    d["c"] = 3  # the view sees the change; the guard on the mapping recompiles
+    assert same(compiled(x, d.keys()), f(x, d.keys()))
+
+
+def test_keys_views_compare_and_combine_as_sets():
+    def f(x):
+        d = {3: x}
+        keys = d.keys()
+        d[4] = x + 1  # a live view
+        return 3 in keys, {3: 0, 4: 1}.keys() == keys, keys & {3}, keys | {9}, keys - {3}, {4, 5} ^ keys
+
+    full(f, torch.ones(1))
+
+
+def test_class_dict_is_read_only_and_iterable():
+    class A:
+        x = 4
+
+    def f(t):
+        names = [k for k in A.__dict__ if not k.startswith("__")]
+        try:
+            A.__dict__["y"] = 1
+        except TypeError as e:
+            names.append(str(e))
+        try:
+            del A.__dict__["x"]
+        except TypeError as e:
+            names.append(str(e))
+        return (t + 1 if "x" in A.__dict__ else t), names, type(A.__dict__.copy())
+
+    full(f, torch.ones(1))
+
+
+@pytest.mark.parametrize("kind", [set, frozenset])
+def test_set_init_refills_a_set_and_leaves_a_frozenset(kind):
+    def f(a):
+        s = kind({"apple", "banana"})
+        s.__init__({"kiwi", "apple"})
+        return (a + 1 if "banana" in s else a - 1), sorted(s)
+
+    full(f, torch.ones(1))
+
+
+# --- properties whose getter is not a plain function ---------------------------------------
+
+class _Getter:
+    def __call__(self, obj):
+        return obj.flag > 0
+
+
+def _delta_getter(obj, *, delta):
+    return obj.flag + delta > 0
+
+
+class _WithProperties(torch.nn.Module):
+    by_object = property(_Getter())
+    by_partial = property(functools.partial(_delta_getter, delta=1))
+
+    def __init__(self, flag):
+        super().__init__()
+        self.flag = flag
+
+    def forward(self, x):
+        return x + int(self.by_object) + int(self.by_partial)
+
+
+@pytest.mark.parametrize("flag", [1, -5])
+def test_property_getter_is_a_callable_object_or_a_partial(flag):
+    mod = _WithProperties(flag)
+    cnt = CompileCounter()
+    x = torch.ones(2)
+    assert same(bytegraph.compile(mod, backend=cnt, fullgraph=True)(x), mod(x))
+    assert cnt.frame_count == 1
+
+
+# --- typing.NamedTuple classes with methods, generic ones too --------------------------------
+
+T = typing.TypeVar("T")
+
+
+class _Pair(typing.NamedTuple):
+    first: torch.Tensor
+    second: torch.Tensor
+
+    def total(self):
+        return self.first + self.second
+
+    @staticmethod
+    def one():
+        return 1
+
+    @classmethod
+    def name(cls):
+        return cls.__name__
+
+
+class _GenericPair(typing.NamedTuple, typing.Generic[T]):
+    first: T
+    second: T
+
+    def total(self):
+        return self.first + self.second
+
+
+def test_namedtuple_methods_and_generic_namedtuples_stay_in_the_graph():
+    def f(a, b):
+        p, g = _Pair(a, b), _GenericPair(a, b)
+        fields_ok = hasattr(g, "_asdict") and hasattr(g, "_fields")
+        return p.total() * p.one(), p.name(), g.total(), fields_ok, p._replace(first=b).total()
+
+    full(f, torch.randn(2), torch.randn(2))
+
+
+def test_graph_break_message_shows_the_users_source_line():
+    class NeedsArg:
+        def __init__(self, cls):
+            self.cls = cls
+
+    def f(x):
+        obj = NeedsArg()  # missing argument: eager's TypeError
+        return x, obj
+
+    with pytest.raises(bytegraph.Unsupported, match=r"obj = NeedsArg\(\)"):
+        bytegraph.compile(f, backend="eager", fullgraph=True)(torch.ones(1))
