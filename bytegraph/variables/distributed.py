@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 import torch.distributed as dist
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import IdMatch
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
@@ -122,12 +122,7 @@ def bind_arguments(fn: Callable, args: Sequence[Any], kwargs: dict[str, Any]) ->
     try:
         bound = inspect.signature(fn).bind(*args, **kwargs)
     except TypeError as e:
-        unimplemented(
-            gb_type="user error",
-            context=f"{getattr(fn, '__qualname__', fn)}(): {e}",
-            explanation="The traced code raises TypeError; it runs natively so the error is the eager one.",
-            hints=("Fix the call's arguments.",),
-        )
+        user_error("TypeError", context=f"{getattr(fn, '__qualname__', fn)}(): {e}", hint="Fix the call's arguments.")
     bound.apply_defaults()
     return dict(bound.arguments)
 

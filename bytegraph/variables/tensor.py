@@ -522,12 +522,8 @@ class TensorVariable(VariableTracker):
         gradient eager gives it, with every backend."""
         fn = tensor_handles.hook_callable(hook)
         if not self.example.requires_grad:
-            unimplemented(
-                gb_type="user error",
-                context=f"register_hook on {self.node.name}, which does not require grad",
-                explanation="The traced code raises RuntimeError; it runs natively so the error is the eager one.",
-                hints=("Register hooks on tensors that require grad.",),
-            )
+            user_error("RuntimeError", context=f"register_hook on {self.node.name}, which does not require grad",
+                       hint="Register hooks on tensors that require grad.")
         if fn is None or self.example._base is not None or tensor_hooks.has_aliases(tx.output, self.node, self.example):
             unimplemented(
                 gb_type="hook on intermediate tensor",
