@@ -189,7 +189,7 @@ class GraphRaised(BaseException):
     """A compiled graph raised at run time; ``__cause__`` is its exception.
 
     Raised by the graph call of a frame whose graph writes no input (see
-    :func:`bytegraph.graph.output_graph.rerun_natively_on_error`) after it put
+    :func:`bytegraph.graph.rerun.rerun_natively_on_error`) after it put
     grad mode and the RNG back as they were before the call; the frame's cache
     then runs the frame natively, which does what eager does before the
     exception (side effects, state changes) and raises eager's exception.

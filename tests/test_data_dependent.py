@@ -319,3 +319,24 @@ def test_a_backend_refusing_a_captured_value_gets_a_graph_break_instead():
         for x in (r(4), r(4)):
             assert same(compiled(x), item_math(x))
     assert breaks() == ["data-dependent tensor method"]
+
+
+def _full_from_tensor(x, v):
+    return torch.full((2, 3), v) + x
+
+
+def _addcmul_tensor_value(x, y, v):
+    return x.addcmul_(y, y, value=v) * 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn, make_args", [
+    (_full_from_tensor, lambda: (torch.ones(2, 3), torch.tensor(2.5))),
+    (_addcmul_tensor_value, lambda: (torch.ones(3), torch.arange(3.0), torch.tensor(0.5))),
+])
+def test_an_operator_that_reads_a_value_inside_its_kernel_breaks(backend, fn, make_args):
+    # the kernel reads a 0-d tensor's value (an unbacked symbol with no home in
+    # the output): with capture on it is a data-dependent break, as with it off,
+    # never an internal error
+    run(fn, [make_args(), make_args()], backend=backend)
+    assert "data-dependent operator" in breaks() and "internal error" not in breaks()

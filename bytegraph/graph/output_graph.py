@@ -12,7 +12,7 @@ import dataclasses
 import re
 import time
 import types
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import torch
 import torch._guards
@@ -35,9 +35,10 @@ from torch._subclasses.fake_tensor import (
 
 from bytegraph import imports
 from bytegraph.breaks import (
-    HINT_DATA_DEPENDENT, HINT_DYNAMIC_OUTPUT_SHAPE, BackendCompilerFailed, GraphRaised, unimplemented,
+    HINT_DATA_DEPENDENT, HINT_DYNAMIC_OUTPUT_SHAPE, BackendCompilerFailed, unimplemented,
 )
 from bytegraph.graph.codegen import PyCodegen
+from bytegraph.graph.rerun import rerun_natively_on_error
 from bytegraph.graph.side_effects import SideEffects
 from bytegraph.logs import enabled, get
 from bytegraph.guards.guards import GuardSet
@@ -101,6 +102,11 @@ class NeedsShapeEnv(Exception):
     (marked dynamic) or a data-dependent value to capture; the frame is
     traced again with a ShapeEnv."""
 
+
+
+def _data_dependent_operator(context: str, hint: str) -> NoReturn:
+    unimplemented(gb_type="data-dependent operator", context=context, hints=(hint,),
+                  explanation="The output of this operation (its value or its shape) depends on tensor data.")
 
 class OutputGraph:
     """State shared by the root translator and every inlined frame of one trace.
@@ -294,20 +300,17 @@ class OutputGraph:
             # the Python dispatcher lets composite kernels (F.pad...) take symbolic sizes, as under torch.compile
             with self.fake_mode, enable_python_dispatcher() if self.shape_env is not None else contextlib.nullcontext():
                 if kind == "call_method":
-                    return getattr(args[0], target)(*args[1:], **kwargs)
-                return target(*args, **kwargs)
+                    result = getattr(args[0], target)(*args[1:], **kwargs)
+                else:
+                    result = target(*args, **kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException, GuardOnDataDependentSymNode) as e:
             if self.shape_env is None and (
                 self.capture_dynamic_output_shape_ops if isinstance(e, DynamicOutputShapeException)
                 else self.capture_scalar_outputs and isinstance(e, DataDependentOutputException)
             ):
                 raise NeedsShapeEnv(name) from e
-            unimplemented(
-                gb_type="data-dependent operator",
-                context=f"{name}: {type(e).__name__}",
-                explanation="The output of this operation (its value or its shape) depends on tensor data.",
-                hints=(HINT_DYNAMIC_OUTPUT_SHAPE if isinstance(e, DynamicOutputShapeException) else HINT_DATA_DEPENDENT,),
-            )
+            _data_dependent_operator(f"{name}: {type(e).__name__}", HINT_DYNAMIC_OUTPUT_SHAPE
+                                     if isinstance(e, DynamicOutputShapeException) else HINT_DATA_DEPENDENT)
         except UnsupportedOperatorException as e:
             unimplemented(
                 gb_type="unsupported operator",
@@ -323,6 +326,18 @@ class OutputGraph:
                 "(or, if it succeeds, bytegraph's metadata model lacks this case).",
                 hints=("Check the arguments of this operation.",),
             )
+        self._check_unbacked_outputs(name, result)
+        return result
+
+    def _check_unbacked_outputs(self, name: str, result: Any) -> None:
+        """A data-dependent symbol the operation made must live in its output
+        (``t.item()``, ``nonzero``); one made inside its kernel and dropped
+        (``torch.full(size, t)`` reads ``t``'s value) has no home in the graph:
+        a graph break, as when capture is off."""
+        pending = self.shape_env.pending_fresh_unbacked_symbols if self.shape_env is not None else None
+        if pending and not set(pending) <= free_unbacked_symbols(result):
+            pending.clear()
+            _data_dependent_operator(f"{name}: reads a tensor's value inside its kernel", HINT_DATA_DEPENDENT)
 
     def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict, example: Any) -> torch.fx.Node:
         """Add one operation node (``kind`` ``call_function`` or ``call_method``).
@@ -592,66 +607,6 @@ class BackendTracingContext(torch._guards.TracingContext):
         """The backend is done: a fake mode it never read is never made
         (``torch._guards.tracing`` reads ``fake_mode`` on exit)."""
         self._make_fake_mode = None
-
-
-def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, ...], scoped_grad: bool,
-                            saved: tuple[int, ...] = ()) -> Callable:
-    """``compiled`` that, when it raises an Exception, leaves the frame to run natively.
-
-    The graph call is the first thing a transformed frame does, and the side
-    effects traced before the operation that raised are replayed only after the
-    graph. So when the graph raises and has written none of its inputs (the
-    ``_version`` of each tensor argument at a position in ``watched`` is
-    unchanged), it puts grad mode and, when ``rng``, the default generator's
-    state back as they were before the call and raises :class:`GraphRaised`: the
-    frame's cache reruns the frame natively, which does what eager does up to
-    the exception and raises it.
-
-    A graph that writes inputs and has operations that may raise on the data
-    copies the inputs it writes (positions ``saved``) before the call; if it
-    raises after writing one, the copies are written back first (the version
-    counters then differ from eager's, the values do not). Otherwise, if an
-    input was written before the exception (possible with backends that run
-    in-place operations in order), rerunning would write it twice: the
-    exception propagates as is, after grad mode is restored when every switch of
-    it in the graph came from a ``with`` block (``scoped_grad``; eager's
-    ``__exit__`` restores it).
-    """
-
-    def run_graph(*args: Any) -> Any:
-        mode = torch.is_grad_enabled()
-        state = torch.default_generator.get_state() if rng else None
-        versions = _versions(args, watched)
-        if saved:
-            with torch.no_grad():
-                copies = [args[i].clone() for i in saved]
-        try:
-            return compiled(*args)
-        except Exception as e:
-            if saved and versions is not None:
-                with torch.no_grad():
-                    for i, copy in zip(saved, copies):
-                        args[i].copy_(copy)
-                versions = _versions(args, watched)
-            if versions is None or _versions(args, watched) != versions:
-                if scoped_grad:
-                    torch._C._set_grad_enabled(mode)
-                raise
-            torch._C._set_grad_enabled(mode)
-            if state is not None:
-                torch.default_generator.set_state(state)
-            raise GraphRaised() from e
-
-    return run_graph
-
-
-def _versions(args: tuple, watched: tuple[int, ...]) -> list[int] | None:
-    """The version counters of ``args`` at ``watched``; None if one has none
-    (an inference tensor)."""
-    try:
-        return [args[i]._version for i in watched]
-    except RuntimeError:
-        return None
 
 
 _RAISING_NAME = re.compile(r"linalg|cholesky|inverse|solve|lu|assert|multinomial|nonzero")

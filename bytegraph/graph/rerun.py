@@ -1,0 +1,70 @@
+"""Running a compiled graph so that an exception it raises leaves the frame to
+run natively (eager's side effects and state up to the exception, then eager's
+exception): see :func:`rerun_natively_on_error`."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from bytegraph.breaks import GraphRaised
+
+
+def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, ...], scoped_grad: bool,
+                            saved: tuple[int, ...] = ()) -> Callable:
+    """``compiled`` that, when it raises an Exception, leaves the frame to run natively.
+
+    The graph call is the first thing a transformed frame does, and the side
+    effects traced before the operation that raised are replayed only after the
+    graph. So when the graph raises and has written none of its inputs (the
+    ``_version`` of each tensor argument at a position in ``watched`` is
+    unchanged), it puts grad mode and, when ``rng``, the default generator's
+    state back as they were before the call and raises :class:`GraphRaised`: the
+    frame's cache reruns the frame natively, which does what eager does up to
+    the exception and raises it.
+
+    A graph that writes inputs and has operations that may raise on the data
+    copies the inputs it writes (positions ``saved``) before the call; if it
+    raises after writing one, the copies are written back first (the version
+    counters then differ from eager's, the values do not). Otherwise, if an
+    input was written before the exception (possible with backends that run
+    in-place operations in order), rerunning would write it twice: the
+    exception propagates as is, after grad mode is restored when every switch of
+    it in the graph came from a ``with`` block (``scoped_grad``; eager's
+    ``__exit__`` restores it).
+    """
+
+    def run_graph(*args: Any) -> Any:
+        mode = torch.is_grad_enabled()
+        state = torch.default_generator.get_state() if rng else None
+        versions = _versions(args, watched)
+        if saved:
+            with torch.no_grad():
+                copies = [args[i].clone() for i in saved]
+        try:
+            return compiled(*args)
+        except Exception as e:
+            if saved and versions is not None:
+                with torch.no_grad():
+                    for i, copy in zip(saved, copies):
+                        args[i].copy_(copy)
+                versions = _versions(args, watched)
+            if versions is None or _versions(args, watched) != versions:
+                if scoped_grad:
+                    torch._C._set_grad_enabled(mode)
+                raise
+            torch._C._set_grad_enabled(mode)
+            if state is not None:
+                torch.default_generator.set_state(state)
+            raise GraphRaised() from e
+
+    return run_graph
+
+
+def _versions(args: tuple, watched: tuple[int, ...]) -> list[int] | None:
+    """The version counters of ``args`` at ``watched``; None if one has none
+    (an inference tensor)."""
+    try:
+        return [args[i]._version for i in watched]
+    except RuntimeError:
+        return None
