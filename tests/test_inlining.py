@@ -1,4 +1,5 @@
 """Calls of Python functions are inlined into one graph: compiled vs eager."""
+import collections.abc
 import functools
 
 import pytest
@@ -599,3 +600,45 @@ def test_generator_close_is_traced(case):
         assert same(_run_with_log(compiled, x), _run_with_log(f, x))
     assert cnt.frame_count == 1
     assert break_types() == []  # (the second close() finishes even the generator that ignored the first)
+
+
+class _Layers(collections.abc.Sequence):
+    """A Sequence whose iteration is the ABC's generator (``try: ... except
+    IndexError``), as library config objects are."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i >= self.n:
+            raise IndexError(i)
+        return i + 1
+
+
+def _except_only(log):
+    try:
+        yield 1
+        yield 2
+    except ValueError:
+        log.append("caught")
+
+
+def test_generator_suspended_in_an_except_only_try_stays_in_the_graph():
+    # closing a generator whose yield only an `except SomeException:` guards runs
+    # no code of it (GeneratorExit matches no Exception): no break, one graph
+    def f(x, log):
+        for a, b in zip([10, 20], _Layers(5)):  # zip stops on the list: the Sequence iterator stays suspended
+            x = x * a + b
+        for v in _except_only(log):
+            x = x + v
+            break
+        return x
+
+    log_eager, log_compiled = [], []
+    x = t(3)
+    check_compiled(lambda x: f(x, log_compiled), x)
+    f(x, log_eager)
+    assert log_compiled == log_eager and "suspended generator" not in break_types()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dis
 import types
 from functools import lru_cache
+from typing import Any, Callable
 
 from bytegraph.bytecode.instructions import TERMINATORS, DecodedCode, Instruction, decode
 
@@ -259,3 +260,35 @@ def _outputs(inst: Instruction, jump: bool) -> int | None:
     except ValueError:
         return None
     return inputs + effect
+
+
+def closing_runs_code(decoded: DecodedCode, index: int, resolve_global: Callable[[str], Any]) -> bool:
+    """Whether ``close()`` on a generator suspended at instruction ``index``
+    (its ``yield``) could run code of the generator: True when a handler covers
+    the ``yield``, unless every handler the GeneratorExit passes through is an
+    ``except Name:`` clause whose ``Name`` (``resolve_global``) is an Exception
+    subclass, which GeneratorExit (a BaseException) never matches, and the
+    exception then leaves the frame. Anything else (``finally``, ``with``, a
+    bare or tuple ``except``, an outer ``try``) counts as code that runs."""
+    instructions = decoded.instructions
+    entry = decoded.handler_for(index)
+    if entry is None:
+        return False
+    i = entry.target
+    if instructions[i].opname != "PUSH_EXC_INFO":
+        return True
+    i += 1
+    while instructions[i].opname == "LOAD_GLOBAL" and instructions[i + 1].opname == "CHECK_EXC_MATCH":
+        jump = instructions[i + 2]
+        caught = resolve_global(instructions[i].argval)
+        if not (jump.opname.startswith("POP_JUMP") and jump.opname.endswith("IF_FALSE") and isinstance(caught, type)
+                and issubclass(caught, Exception)):
+            return True
+        i = jump.target
+    if instructions[i].opname != "RERAISE":
+        return True
+    cleanup = decoded.handler_for(i)  # restores the exception state, then re-raises out of the frame
+    if cleanup is None or [ins.opname for ins in instructions[cleanup.target:cleanup.target + 3]] != [
+            "COPY", "POP_EXCEPT", "RERAISE"]:
+        return True
+    return decoded.handler_for(cleanup.target + 2) is not None

@@ -8,11 +8,13 @@ native run raises it.
 """
 from __future__ import annotations
 
+import builtins
 import inspect
 import types
 from typing import Any, Sequence
 
 from bytegraph.breaks import BreakSite, unimplemented, user_error
+from bytegraph.bytecode.analysis import closing_runs_code
 from bytegraph.config import config
 from bytegraph.guards.guards import IdMatch
 from bytegraph.guards.source import AttrSource
@@ -181,9 +183,13 @@ class InliningTranslator(InstructionTranslatorBase):
 
     def has_pending_cleanup(self) -> bool:
         """Whether closing this generator could run code: it is suspended at a
-        ``yield`` that a ``try`` or ``with`` of its own protects (a ``yield
+        ``yield`` that a ``try``/``with`` of its own protects with more than
+        ``except SomeException:`` clauses (:func:`closing_runs_code`; a ``yield
         from`` target is checked on its own, as a generator of the trace)."""
-        return self.started and not self.done and self.decoded.handler_for(self.ip - 1) is not None
+        return self.started and not self.done and closing_runs_code(self.decoded, self.ip - 1, self._global_value)
+
+    def _global_value(self, name: str) -> Any:
+        return self.f_globals[name] if name in self.f_globals else getattr(builtins, name, None)
 
     def inline_call(self, fn: VT, args: list[VT], kwargs: dict[str, VT]) -> VT:
         return inline_call(self, fn, args, kwargs)
