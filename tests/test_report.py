@@ -252,6 +252,9 @@ def test_report_from_the_environment_variable(tmp_path):
 # ---- the page in a browser -------------------------------------------------------------------
 
 def _chromium():
+    """Debian's chromium. CI must have it (.ci/run installs it; missing there is a
+    failure); on a developer machine without it the browser tests skip with the
+    install hint, since installing needs root and apt, which `make test` does not assume."""
     path = shutil.which("chromium")
     if path is None:
         if os.environ.get("CI") == "true":
