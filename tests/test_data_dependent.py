@@ -13,6 +13,7 @@ import torch
 import bytegraph
 from bytegraph.runtime import metrics
 from bytegraph.testing import same
+from tests import assert_bodies
 from tests.helpers import clone_inputs
 
 BOTH = {"capture_scalar_outputs": True, "capture_dynamic_output_shape_ops": True}
@@ -233,6 +234,45 @@ def test_check_of_a_false_constant_raises_as_in_eager():
 
     with pytest.raises(RuntimeError):
         bytegraph.compile(f, backend="eager")(torch.ones(2))
+
+
+# ---- assert statements on data -------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS + ["inductor"])
+@pytest.mark.parametrize("fn", [assert_bodies.assert_all_positive, assert_bodies.assert_not_any_negative,
+                                assert_bodies.assert_on_captured_scalar], ids=lambda f: f.__name__)
+def test_assert_on_data_is_checked_when_the_graph_runs(fn, backend):
+    """An assert on a one-element tensor or a captured scalar stays in the graph
+    (fullgraph), and a failing one raises eager's AssertionError and message,
+    after eager's side effects before it."""
+    compiled = bytegraph.compile(fn, backend=backend, fullgraph=True)
+    good = torch.rand(4) + 0.5
+    expected_value = fn(good.clone())
+    assert_bodies.LOG.clear()  # the same log length at each call (it is guarded): no recompile
+    assert same(compiled(good.clone()), expected_value)
+    bad = good - 10
+    with pytest.raises(AssertionError) as expected:
+        fn(bad.clone())
+    assert_bodies.LOG.clear()
+    with pytest.raises(AssertionError) as actual:
+        compiled(bad.clone())
+    assert str(actual.value) == str(expected.value)
+    assert assert_bodies.LOG == (["before"] if fn is assert_bodies.assert_all_positive else [])
+    assert graphs() == 1 and not breaks()
+
+
+def test_assert_with_grad_keeps_eagers_gradient():
+    x = torch.rand(5, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_()
+    bytegraph.compile(assert_bodies.assert_then_sum, backend="aot_eager")(x2).backward()
+    assert_bodies.assert_then_sum(x).backward()
+    assert same(x2.grad, x.grad)
+    assert graphs() == 1
+
+
+def test_assert_on_several_elements_raises_as_in_eager():
+    with pytest.raises(RuntimeError, match="ambiguous"):
+        bytegraph.compile(assert_bodies.assert_several_elements, backend="eager")(torch.ones(3))
 
 
 def test_python_branch_on_a_captured_scalar_is_still_a_break():

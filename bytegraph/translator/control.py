@@ -36,6 +36,10 @@ class ControlOps:
 
     def _pop_jump_if(self: InstructionTranslatorBase, inst: Instruction, when: bool) -> None:
         value = self.peek()
+        if self.instructions[self.ip].opname == "LOAD_ASSERTION_ERROR" and value.assert_in_graph(self, when):
+            self.pop()  # ``assert value``: checked when the graph runs; a failure reruns the frame natively
+            self.jump(inst)
+            return
         truth = value.truthy(self)
         self.pop()
         if truth == when:

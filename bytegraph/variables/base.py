@@ -197,6 +197,14 @@ class VariableTracker:
             explanation="bytegraph cannot list the items of this value at trace time.",
         )
 
+    def assert_in_graph(self, tx: Tx, truth: bool) -> bool:
+        """``assert value`` (``truth`` True) or ``assert not value`` (False): put
+        the check into the graph, to run when the graph runs, and return True; or return False (the default) to decide it at
+        trace time with :meth:`truthy`. Kinds whose truth only the data knows
+        override it (mirrors torch.compile, which turns an ``assert`` on a
+        tensor into a runtime assertion instead of a graph break)."""
+        return False
+
     def truthy(self, tx: Tx) -> bool:
         """``bool(value)``, decided at trace time or a graph break."""
         unimplemented(

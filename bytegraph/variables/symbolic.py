@@ -91,6 +91,15 @@ class SymNodeVariable(VariableTracker):
         """
         return self._concrete(bool)
 
+    def assert_in_graph(self, tx: Tx, truth: bool) -> bool:
+        """``assert flag`` (``truth`` True) where the flag depends on tensor data (an unbacked
+        symbol): a runtime check in the graph, as :func:`runtime_check` makes for
+        ``torch._check``; a backed one is decided (and guarded) at trace time."""
+        if not truth or not free_unbacked_symbols(self.example):
+            return False
+        runtime_check(tx, torch._check, [self], {})
+        return True
+
     def _concrete(self, kind: type) -> Any:
         return concrete(kind, self.example, f"the value of {self.node.name} ({self.example})")
 

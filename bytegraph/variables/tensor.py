@@ -105,6 +105,18 @@ class TensorVariable(VariableTracker):
     def truthy(self, tx: Tx) -> bool:
         symbolic.branch_on_data(f"a tensor ({self.node.name})")
 
+    def assert_in_graph(self, tx: Tx, truth: bool) -> bool:
+        """``assert t`` / ``assert not t`` on a one-element tensor: an
+        ``aten._assert_async`` node (a failing check raises RuntimeError when the
+        graph runs, and the frame then reruns natively, raising eager's
+        AssertionError with its message). A tensor of several elements is left to
+        :meth:`truthy` (eager raises)."""
+        if self.example.numel() != 1:
+            return False
+        checked = self if truth else graph_calls.graph_call(tx, "call_function", torch.logical_not, [self], {})
+        tx.output.create_node("call_function", torch._assert_async, (checked.node, "assert statement failed"), {}, None)
+        return True
+
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return self.example.dim() > 0
 
