@@ -56,7 +56,7 @@ def test_two_breaks_in_a_row():
     assert break_types() == ["print", "print"]
 
 
-def test_break_inside_python_range_loop_keeps_prefix_compiled():
+def test_break_inside_python_range_loop_resumes_each_iteration():
     def f(x):
         y = x.cos()
         for i in range(3):
@@ -65,8 +65,67 @@ def test_break_inside_python_range_loop_keeps_prefix_compiled():
         return y * 2
 
     cnt = compile_and_compare(f, torch.randn(4))
-    assert cnt.frame_count == 1  # the prefix before the loop; the loop then runs natively
+    # the prefix with the first iteration, one graph per later iteration, the tail; the second
+    # call finds every resume function's graph in its cache
+    assert cnt.frame_count == 4
+    assert break_types() == ["print"] * 3
+
+
+def test_break_inside_enumerate_loop_over_modules_compiles_the_rest():
+    layers = torch.nn.ModuleList(torch.nn.Linear(4, 4) for _ in range(4))
+
+    def f(x):
+        for i, layer in enumerate(layers):
+            x = layer(x).relu()
+            if i == 1:
+                print("halfway")
+        return x
+
+    cnt = compile_and_compare(f, torch.randn(2, 4))
+    assert cnt.frame_count == 2 and cnt.op_count == 8
     assert break_types() == ["print"]
+
+
+def test_break_in_loop_leaves_an_input_iterator_where_eager_does():
+    def f(x, it):
+        for w in it:
+            x = x * w
+            print("step")
+            if w > 2:
+                break
+        return x
+
+    values = [1.0, 2.0, 3.0, 4.0, 5.0]
+    eager_it, compiled_it = iter(values), iter(values)
+    compiled = bytegraph.compile(f, backend="eager")
+    assert same(compiled(torch.ones(2), compiled_it), f(torch.ones(2), eager_it))
+    assert list(compiled_it) == list(eager_it) == [4.0, 5.0]
+
+
+def test_break_in_loop_sees_items_appended_during_the_loop():
+    def f(x, items):
+        for w in items:
+            x = x + w
+            print("step")
+            if len(items) < 4:
+                items.append(w * 10)
+        return x
+
+    eager_items, compiled_items = [1, 2], [1, 2]
+    expected = f(torch.zeros(2), eager_items)
+    assert same(bytegraph.compile(f, backend="eager")(torch.zeros(2), compiled_items), expected)
+    assert compiled_items == eager_items
+
+
+def test_long_loop_with_a_break_stops_nesting_resume_functions():
+    def f(x):
+        for i in range(3000):  # three times Python's default recursion limit
+            x = x + 1
+            print(end="")
+        return x
+
+    cnt = compile_and_compare(f, torch.zeros(2))
+    assert 1 < cnt.frame_count <= 20  # resumes nest up to a fixed depth, then the rest runs natively
 
 
 def level3(x):

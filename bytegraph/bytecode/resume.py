@@ -143,9 +143,13 @@ class ResumeSpec:
         return self.stack.count(False) + len(self.params)
 
 
+#: the prefix of the parameters of a resume function that hold stack values
+STACK_PREFIX = "___stack"
+
+
 def stack_name(index: int) -> str:
     """The parameter of a resume function holding logical stack item ``index``."""
-    return f"___stack{index}"
+    return f"{STACK_PREFIX}{index}"
 
 
 #: the parameter of a resume function that stands for a first argument held in a cell

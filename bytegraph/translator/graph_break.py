@@ -11,8 +11,8 @@ once it knows where the first unsupported instruction is). The generated code:
 3. runs the instruction natively inside a copy of the original body (so the
    frame's exception handlers stay in force), and then either calls a resume
    function with the stack and live locals, or — when resuming is unsafe
-   (inside a loop or a ``try`` block) — simply runs the rest of the frame
-   natively.
+   (inside a ``try`` block, or a loop already many resume functions deep) —
+   simply runs the rest of the frame natively.
 
 When the break came from inside an inlined callee, the call instruction is
 where the frame breaks, and the callee is routed through the runtime so its
@@ -75,9 +75,17 @@ _FORWARD = {
 }
 
 
-def can_resume(code: types.CodeType, inst: Instruction) -> bool:
-    """Whether the frame may continue in a resume function after ``inst``."""
-    if in_loop(code, inst.index) or stack_inputs(code, inst) is None:
+#: how many resume functions deep a break inside a loop still resumes: each iteration that breaks
+#: nests one more call (the resume function of a resume function), so a long loop would otherwise
+#: exhaust Python's stack where eager runs fine; past the limit the rest of the frame runs natively
+LOOP_RESUME_DEPTH = 16
+
+
+def can_resume(code: types.CodeType, inst: Instruction, depth: int) -> bool:
+    """Whether the frame (``depth`` resume functions deep) may continue in a
+    resume function after ``inst``: not inside a ``try`` block, and inside a
+    loop only up to :data:`LOOP_RESUME_DEPTH`."""
+    if stack_inputs(code, inst) is None or (depth >= LOOP_RESUME_DEPTH and in_loop(code, inst.index)):
         return False
     return all(kind == "with" for _, kind in enclosing_handlers(code, inst.index))  # not inside try
 
@@ -103,7 +111,7 @@ def codegen_graph_break(
     """
     code = tx.code
     bound = {name for name, vt in tx.symbolic_locals.items() if vt is not None}
-    resumable = reason.resume and can_resume(code, inst) and _super_resumable(code, bound)
+    resumable = reason.resume and can_resume(code, inst, runtime.resume_depth(code)) and _super_resumable(code, bound)
     stack = list(tx.stack)
     consumed = stack_inputs(code, inst)
     below = len(stack) - (consumed if consumed is not None else len(stack))

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from bytegraph.breaks import unimplemented
+from bytegraph.bytecode.resume import RESUME_ORIGIN, STACK_PREFIX
 from bytegraph.config import config
 from bytegraph.guards.guards import (
     ConstantMatch,
@@ -40,6 +41,7 @@ from bytegraph.guards.guards import (
     TypeMatch,
 )
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource, LocalSource, Source
+from bytegraph.variables import iteration
 from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.builtin import BuiltinVariable, bound_to_constant
@@ -172,6 +174,15 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
             return _wrap_object(tx, value, source)
         return TupleVariable(items, source)
 
+    if type(value) in iteration.SEQUENCE_ITERATORS:
+        iterator = iteration.wrap_sequence_iterator(tx, value, source, wrap)
+        if iterator is not None:
+            return iterator
+    if type(value) is enumerate and _is_resume_stack_slot(tx, source):
+        iterator = iteration.wrap_resume_enumerate(tx, value, source, wrap)
+        if iterator is not None:
+            return iterator
+
     if type(value) in (dict, collections.OrderedDict, collections.defaultdict):
         if not all(type(k) in (str, int) for k in value):
             return _wrap_object(tx, value, source)
@@ -242,6 +253,13 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
     elif _identity_is_value(value):
         guards.add(IdMatch.of(source, value))
     return _wrap_by_kind(tx, value, source)
+
+
+def _is_resume_stack_slot(tx: Tx, source: Source) -> bool:
+    """Whether ``source`` is a stack value a resume function received (built by
+    the generated code at the break, for that call only)."""
+    return (isinstance(source, LocalSource) and source.local_name.startswith(STACK_PREFIX)
+            and tx.code in RESUME_ORIGIN)
 
 
 def _identity_is_value(value: Any) -> bool:

@@ -140,15 +140,35 @@ class ListIteratorVariable(IteratorVariable):
         if self.index >= len(self.items):
             return None
         item = self.items[self.index]
-        self.index += 1
+        self._advance(tx, self.index + 1)
         return item
 
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
         rest = self.items[self.index :]
-        self.index = len(self.items)
+        self._advance(tx, len(self.items))
         return rest
 
+    def _advance(self, tx: Tx, index: int) -> None:
+        if self.source is not None:  # an input iterator: its position is written back after the graph
+            tx.output.side_effects.mutate(self)
+        self.index = index
+
+    def reconstruct_contents(self, codegen: PyCodegen) -> None:
+        """Side-effect replay, phase 1: the position the trace reached."""
+        codegen.load_const(self.index)
+
+    def apply_contents(self, codegen: PyCodegen, temp: str) -> None:
+        """Phase 2: ``source.__setstate__(temp)`` moves the real iterator there."""
+        codegen.load_source(self.source)
+        codegen.load_method("__setstate__")
+        codegen.load_local(temp)
+        codegen.call(1)
+        codegen.emit("POP_TOP")
+
     def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:  # the real iterator (its position is replayed as a side effect)
+            codegen.load_source(self.source)
+            return
         if self.owner is not None:
             codegen.load_callable(iterator_at)
             codegen.reconstruct(self.owner)
@@ -202,10 +222,83 @@ class RangeIteratorVariable(ListIteratorVariable):
         return type(iter(self.range))
 
     def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            super().reconstruct(codegen)
+            return
         codegen.load_callable(iterator_at)
         codegen.load_const(self.range)
         codegen.load_const(self.index)
         codegen.call(2)
+
+
+#: CPython's iterators over a list, tuple or range: ``__reduce__()`` shows their sequence and
+#: position while items remain, and ``__setstate__(position)`` moves them
+SEQUENCE_ITERATORS = (type(iter([])), type(iter(())), type(iter(range(0))))
+
+
+def iterator_state(iterator: Any) -> tuple | None:
+    """``(sequence, position)`` of a list/tuple/range iterator with items left
+    (None once exhausted), or ``(inner iterator, count)`` of an ``enumerate``:
+    read through ``__reduce__`` here, not in guard code (a sequence iterator's
+    ``__reduce__`` looks up the builtin ``iter`` in its caller's builtins)."""
+    reduced = iterator.__reduce__()
+    if type(iterator) is enumerate:
+        return reduced[1]
+    return (reduced[1][0], reduced[2]) if len(reduced) == 3 else None
+
+
+def _state_sources(source: Any) -> tuple[Any, Any]:
+    from bytegraph.guards.source import ConvertSource, GetItemSource
+
+    state = ConvertSource(source, iterator_state, "iterator_state")
+    return GetItemSource(state, 0), GetItemSource(state, 1)
+
+
+def wrap_sequence_iterator(tx: Tx, value: Any, source: Any, wrap: Any) -> VT | None:
+    """An input ``list_iterator``/``tuple_iterator``/``range_iterator`` (e.g.
+    the iterator of a ``for`` loop handed to a resume function after a graph
+    break inside the loop), read through :func:`iterator_state`: its sequence
+    (for a list, the list itself, so appends during the loop are seen) and its
+    position (guarded). The loop is unrolled over the remaining items, and the
+    position the trace reaches is written back with ``__setstate__`` after the
+    graph, so the real iterator ends where eager's would. Returns None for an
+    exhausted iterator or an unusual sequence."""
+    from bytegraph.guards.guards import ConstantMatch, TypeMatch
+
+    state = iterator_state(value)
+    if state is None or type(state[0]) not in (list, tuple, range):
+        return None
+    sequence_source, position_source = _state_sources(source)
+    tx.output.guards.add(TypeMatch(source, type(value)))
+    tx.output.guards.add(ConstantMatch(position_source, state[1]))
+    sequence = wrap(tx, state[0], sequence_source)
+    if type(state[0]) is range:
+        iterator: ListIteratorVariable = RangeIteratorVariable(sequence.as_python_constant())
+    elif isinstance(sequence, (sequences.ListVariable, sequences.TupleVariable)):
+        owner = sequence if isinstance(sequence, sequences.ListVariable) else None
+        iterator = ListIteratorVariable(sequence.items, 0, owner)
+    else:
+        return None
+    iterator.index = state[1]
+    iterator.source = source
+    return tx.output.side_effects.track(value, iterator)
+
+
+def wrap_resume_enumerate(tx: Tx, value: enumerate, source: Any, wrap: Any) -> VT | None:
+    """An ``enumerate`` object on the stack of a resume function (a break inside
+    ``for i, x in enumerate(...)``): the code at the break built it from an
+    enumerate the trace made, for this call only, so its count (which cannot
+    be written back) is modelled freely; its inner iterator is wrapped as any
+    input. Rebuilt anew when live after the graph. Returns None when the inner
+    iterator is not one bytegraph can read."""
+    from bytegraph.guards.guards import ConstantMatch, TypeMatch
+
+    inner, count = iterator_state(value)
+    inner_source, count_source = _state_sources(source)
+    tx.output.guards.add(TypeMatch(source, enumerate))
+    tx.output.guards.add(ConstantMatch(count_source, count))
+    iterator = wrap(tx, inner, inner_source)
+    return EnumerateVariable(iterator, count) if isinstance(iterator, ListIteratorVariable) else None
 
 
 def iterator_at(items: Any, index: int) -> Any:
