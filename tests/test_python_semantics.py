@@ -1060,6 +1060,58 @@ def test_autograd_function_forward_traced_backward_correct():
     assert cnt.frame_count == 1
 
 
+class ScaledScan(torch.autograd.Function):
+    """A selective-scan-like Function (as in Mamba): optional softplus, saved
+    tensors, a Python attribute on ctx, a non-differentiable second output and
+    a once_differentiable backward."""
+
+    @staticmethod
+    def forward(ctx, x, w, softplus=False, scale=2.0):
+        if softplus:
+            x = torch.nn.functional.softplus(x)
+        out = x * w * scale
+        last = out[..., -1]
+        ctx.save_for_backward(x, w)
+        ctx.scale = scale
+        ctx.mark_non_differentiable(last)
+        return out, last
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad, grad_last):
+        x, w = ctx.saved_tensors
+        return grad * w * ctx.scale, (grad * x * ctx.scale).sum(0), None, None
+
+
+class ScanBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(8))
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        out, last = ScaledScan.apply(self.lin(x), self.w, True, 3.0)
+        return out.relu() + last.unsqueeze(-1)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_autograd_function_apply_under_no_grad_and_in_training_is_one_graph(backend):
+    eager = ScanBlock()
+    model = copy.deepcopy(eager)
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(model, backend=cnt if backend == "eager" else backend)
+    x = t(4, 8)
+    with torch.no_grad():
+        assert same(compiled(x), eager(x))
+    compiled(x).sum().backward()
+    eager(x).sum().backward()
+    for p_compiled, p_eager in zip(model.parameters(), eager.parameters()):
+        assert same(p_compiled.grad, p_eager.grad)
+    assert not breaks()
+    if backend == "eager":
+        assert cnt.frame_count == 2  # one graph per grad mode (a guard), none split
+
+
 def test_checkpoint_is_a_clear_break_with_correct_gradients():
     def f(x):
         y = x.cos()
