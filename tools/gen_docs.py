@@ -153,9 +153,12 @@ def _attribute_row(name: str) -> str:
 def _method_row(name: str) -> str:
     route = tensor.method_route(name)
     if route == "data-dependent":
-        how = f"{_gb('data-dependent tensor method')} ({tensor_surface.DATA_DEPENDENT_METHODS[name]})"
+        what = tensor_surface.DATA_DEPENDENT_METHODS[name]
         if name in tensor_surface.CAPTURABLE_METHODS:
-            how += "; a data-dependent scalar in the graph with `config.capture_scalar_outputs`"
+            how = (f"a data-dependent scalar in the graph ({what}; `config.capture_scalar_outputs`, on by default); "
+                   f"with it off, {_gb('data-dependent tensor method')}")
+        else:
+            how = f"{_gb('data-dependent tensor method')} ({what})"
     elif route == "break":
         how = f"{_gb('unsupported tensor method')}: it {tensor_surface.BREAKING_METHODS[name]}"
     elif route == "static":
