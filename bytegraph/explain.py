@@ -25,7 +25,9 @@ class ExplainOutput:
         graphs: the captured fx GraphModules, in compile order (resume
             functions included).
         graph_count: ``len(graphs)``.
-        graph_break_count: number of graph breaks.
+        graph_break_count: number of graph breaks, each counted once (a
+            break inside an inlined callee that then compiles as a frame of
+            its own, e.g. a module's ``forward``, is one break, not two).
         break_reasons: each break's gb_type, reason text and user stack.
         ops_per_graph: for each graph, the targets of its call nodes.
         guards: the guards of every compiled frame in words, one line per
@@ -83,6 +85,7 @@ def explain(fn: Callable | torch.nn.Module) -> Callable[..., ExplainOutput]:
         with metrics.recording() as rec:
             result = bytegraph_compile(fn, backend="eager")(*args, **kwargs)
         graphs = [g.graph_module for c in rec.compiles for g in c.graphs]
+        breaks = metrics.distinct(rec.breaks)
         ops = [
             [_target_name(n.target) for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
             for gm in graphs
@@ -90,8 +93,8 @@ def explain(fn: Callable | torch.nn.Module) -> Callable[..., ExplainOutput]:
         return ExplainOutput(
             graphs=graphs,
             graph_count=len(graphs),
-            graph_break_count=len(rec.breaks),
-            break_reasons=list(rec.breaks),
+            graph_break_count=len(breaks),
+            break_reasons=breaks,
             ops_per_graph=ops,
             guards=[line for c in rec.compiles for line in describe_guards(c.guards)],
             compile_times=[c.seconds for c in rec.compiles],

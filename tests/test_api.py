@@ -301,3 +301,17 @@ def test_config_rejects_out_of_range_counts(name, value):
     with pytest.raises(ValueError, match=name):
         setattr(bytegraph.config, name, value)
     assert getattr(bytegraph.config, name) == before
+
+
+def test_explain_counts_a_break_in_a_compiled_modules_forward_once():
+    class PrintsHalfway(torch.nn.Module):
+        def forward(self, x):
+            x = x + 1
+            print("halfway")
+            return x * 2
+
+    model = PrintsHalfway()
+    out = bytegraph.explain(model)(torch.ones(3))
+    assert same(out.result, model(torch.ones(3)))
+    assert (out.graph_count, out.graph_break_count) == (2, 1)
+    assert [b.gb_type for b in out.break_reasons] == ["print"]

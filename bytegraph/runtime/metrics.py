@@ -45,8 +45,15 @@ def distinct_breaks(stats: list["FrameStats"]) -> list[tuple["FrameStats", Break
     """Every graph break once: a break met inside an inlined callee is recorded
     by the calling frame and again by the callee when it compiles as a frame of
     its own; the caller's record is left out then."""
-    own = {b.key() for s in stats for b in s.breaks if not b.in_callee}
-    return [(s, b) for s in stats for b in s.breaks if not (b.in_callee and b.key() in own)]
+    kept = {id(b) for b in distinct([b for s in stats for b in s.breaks])}
+    return [(s, b) for s in stats for b in s.breaks if id(b) in kept]
+
+
+def distinct(breaks: list[BreakRecord]) -> list[BreakRecord]:
+    """``breaks`` without the callers' records of breaks that their callees
+    recorded again as frames of their own (see :func:`distinct_breaks`)."""
+    own = {b.key() for b in breaks if not b.in_callee}
+    return [b for b in breaks if not (b.in_callee and b.key() in own)]
 
 
 @dataclasses.dataclass
