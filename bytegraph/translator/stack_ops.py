@@ -122,7 +122,7 @@ class StackOps:
         self.push(ListVariable(self.popn(inst.arg)))
 
     def BUILD_SET(self: InstructionTranslatorBase, inst: Instruction) -> None:
-        self.push(SetVariable(self.popn(inst.arg)))
+        self.push(SetVariable(self.popn(inst.arg), tx=self))
 
     def BUILD_MAP(self: InstructionTranslatorBase, inst: Instruction) -> None:
         flat = self.popn(2 * inst.arg)

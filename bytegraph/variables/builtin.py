@@ -199,10 +199,10 @@ class BuiltinVariable(ConstantCallableVariable):
         return result
 
     def _call_set(self, tx: Tx, obj: VT | None = None) -> VT | None:
-        return SetVariable(tx.unpack(obj) if obj is not None else [])
+        return SetVariable.from_iterable(tx, obj, set)
 
     def _call_frozenset(self, tx: Tx, obj: VT | None = None) -> VT | None:
-        return SetVariable(tx.unpack(obj) if obj is not None else [], frozenset)
+        return SetVariable.from_iterable(tx, obj, frozenset)
 
     def _call_enumerate(self, tx: Tx, obj: VT, start: VT | None = None) -> VT | None:
         first = start.as_python_constant() if start is not None else 0

@@ -98,8 +98,8 @@ def _copy(tx: Tx, vt: VT, memo: dict[int, VT] | None) -> VT:
             new.items[key] = (key_vt, item(value))
         else:
             return new
-    if isinstance(vt, SetVariable):
-        return SetVariable([ConstantVariable(v) for v in vt.values], cls)
+    if isinstance(vt, SetVariable) and (memo is None or vt.is_python_constant()):
+        return vt.copy_as(cls)
     if isinstance(vt, UserDefinedObjectVariable) and copied_by_dict(cls):
         new = NewObjectVariable(cls)
         _remember(memo, vt, new)

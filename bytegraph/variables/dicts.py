@@ -93,6 +93,9 @@ class DictVariable(DictOperators):
                 hints=("Key the dict by a constant (a string, an int) derived from the object.",),
             )
         identity = tx.identity_of(key)
+        if identity is None and key.source is None and (issubclass(cls, torch.Tensor) or key.mutable):
+            # made in the trace, where one VT stands for one object (as ``tx.same_object`` answers)
+            identity = ("made in the trace", id(key))
         if identity is None:
             unimplemented(
                 gb_type="unsupported dict key",
@@ -459,11 +462,12 @@ def _flag(args: Sequence[VT], index: int, kwargs: dict[str, VT], name: str, defa
 
 
 class IdentityKey:
-    """A dict key compared by the identity of the object it stands for."""
+    """A dict key compared by the identity of the object it stands for: its
+    ``id()``, or for an object made in the trace, its VT's."""
 
     __slots__ = ("ident",)
 
-    def __init__(self, ident: int):
+    def __init__(self, ident: Any):
         self.ident = ident
 
     def __hash__(self) -> int:
@@ -536,7 +540,4 @@ def apply_by_clear_update(codegen: PyCodegen, source: Any, temp: str) -> None:
             codegen.load_local(arg)
         codegen.call(len(args))
         codegen.emit("POP_TOP")
-
-    def __repr__(self) -> str:
-        return f"SetVariable({self.values!r})"
 

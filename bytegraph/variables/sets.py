@@ -1,4 +1,15 @@
-"""Python sets and frozensets of constants.
+"""Python sets and frozensets.
+
+A set's members are keyed as a dict's keys are (``DictVariable.key_of``): a
+constant by its value, an object hashed by identity (a tensor, a module, a
+parameter, a plain user object) by an ``IdentityKey``. Set operations run on
+the real set of keys, so membership, ``add``/``discard`` and the operators
+follow CPython's hashing: a tensor is found only by identity (its hash is its
+``id``), never compared with ``==``.
+
+Iteration order is the real set's for constants; a set of more than one
+member with an identity-hashed one iterates in an order fixed by ``id()``
+values only known at run time, a graph break.
 
 A set is mutable: in-trace mutations update the VT; when the VT has a source
 (the object existed before the call), the mutation is recorded as a side
@@ -8,11 +19,12 @@ effect and replayed on the real object after the graph runs
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
+from bytegraph.breaks import unimplemented, user_error
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler, handler_name
 from bytegraph.variables.constant import ConstantVariable, raise_traced_from
-from bytegraph.variables.dicts import DictViewVariable, apply_by_clear_update
+from bytegraph.variables.dicts import DictVariable, DictViewVariable, IdentityKey, apply_by_clear_update
 from bytegraph.variables.iteration import SetIteratorVariable
 
 if TYPE_CHECKING:
@@ -21,7 +33,7 @@ if TYPE_CHECKING:
 
 VT = VariableTracker
 
-#: operators between two sets: a new set or a bool, computed on the constant items.
+#: operators between two sets: a new set or a bool, computed on the members' keys.
 SET_OPERATORS = frozenset({
     operator.or_, operator.and_, operator.sub, operator.xor, operator.le, operator.lt, operator.ge,
     operator.gt, operator.eq, operator.ne,
@@ -33,62 +45,122 @@ SET_INPLACE = {
     operator.isub: "difference_update", operator.ixor: "symmetric_difference_update",
 }
 
-
-def _set_operand(vt: VT) -> Any:
-    """A set operator's operand: a set's items, a keys view of constant keys (as
-    its view), else None."""
-    if isinstance(vt, SetVariable):
-        return vt.values
-    if isinstance(vt, DictViewVariable) and vt.is_python_constant():
-        return vt.as_python_constant()
-    return None
+#: set methods whose arguments are members (the others take iterables).
+MEMBER_ARGUMENT_METHODS = frozenset({"add", "discard", "remove", "__contains__"})
 
 
-def _set_result(result: Any) -> VT:
-    """A set operator's result: a new set (never an operand) or a bool."""
-    if isinstance(result, (set, frozenset)):
-        return SetVariable([ConstantVariable(v) for v in result], type(result))
-    return ConstantVariable(result)
+class _Keys:
+    """The keys of some members and the VTs of the identity-hashed ones."""
+
+    def __init__(self) -> None:
+        self.objects: dict[IdentityKey, VT] = {}
+
+    def key(self, tx: Tx | None, item: VT) -> Any:
+        if tx is None:  # only constants are made without a translator
+            return item.as_python_constant()
+        key = DictVariable.key_of(tx, item)
+        if isinstance(key, IdentityKey):
+            self.objects.setdefault(key, item)
+        return key
+
+    def of_iterable(self, tx: Tx, iterable: VT) -> Iterable[Any]:
+        """The keys of ``iterable``'s items: a set's own keys, a keys view's
+        constant keys, else each item of iterating it."""
+        if isinstance(iterable, SetVariable):
+            self.objects.update(iterable.objects)
+            return iterable.values
+        if isinstance(iterable, DictViewVariable) and iterable.is_python_constant():
+            return iterable.as_python_constant()
+        return [self.key(tx, item) for item in tx.unpack(iterable)]
+
+    def vt(self, key: Any) -> VT:
+        return self.objects[key] if isinstance(key, IdentityKey) else ConstantVariable(key)
+
+    def new_set(self, keys: set | frozenset) -> SetVariable:
+        result = SetVariable([], type(keys))
+        result.values = type(keys)(keys)
+        result.objects = {k: self.objects[k] for k in keys if isinstance(k, IdentityKey)}
+        return result
 
 
-def _on_items(name: str) -> Callable[..., VT]:
+def _on_keys(name: str) -> Callable[..., VT]:
     """A ``method_<name>`` handler of :class:`SetVariable`: the set method
-    ``name`` run on the constant items; a result set is a new VT."""
+    ``name`` run on the real set of keys; a result set is a new VT."""
 
     def handler(self: SetVariable, tx: Tx, *args: VT) -> VT:
         method = getattr(self.values, name, None)
         if method is None:  # a frozenset's mutators
             return bad_method(self, name)
+        keys = _Keys()
+        keys.objects.update(self.objects)
+        if name in MEMBER_ARGUMENT_METHODS:
+            operands = [keys.key(tx, a) for a in args]
+        else:
+            operands = [keys.of_iterable(tx, a) for a in args]
+        if name == "pop" and self.objects and len(self.values) > 1:
+            _unknown_order(self, "pop()")
         try:
-            result = method(*[a.as_python_constant() for a in args])
-        except (KeyError, TypeError) as e:
+            result = method(*operands)
+        except KeyError as e:
+            if any(isinstance(k, IdentityKey) for k in e.args):
+                user_error("KeyError", context=f"{name} of an object not in the set", hint="Use discard().")
             raise_traced_from(e)
+        except TypeError as e:
+            raise_traced_from(e)
+        self.objects = {k: keys.objects[k] for k in self.values if isinstance(k, IdentityKey)}
+        if result is self.values:  # frozenset.copy() is the frozenset itself
+            return self
         if isinstance(result, (set, frozenset)):
-            return SetVariable([ConstantVariable(v) for v in result], type(result))
+            return keys.new_set(result)
+        if isinstance(result, IdentityKey):
+            return keys.vt(result)
         return tx.wrap_const(result)
 
     handler.__name__ = handler_name("method_", name)
     return handler
 
 
+def _unknown_order(vt: SetVariable, doing: str) -> None:
+    unimplemented(
+        gb_type="set order of identity-hashed members",
+        context=f"{doing} on a {vt.set_cls.__name__} of {len(vt.values)} members, some hashed by identity",
+        explanation="The order of such a set follows the id() of its objects, known only when the code runs.",
+        hints=("Keep the objects in a list (or a dict, which keeps insertion order) when their order matters.",),
+    )
+
+
 class SetVariable(VariableTracker):
-    """A set or frozenset of constants (iteration order then matches eager)."""
+    """A set or frozenset. ``values`` is the real set of the members' keys
+    (constants, or ``IdentityKey`` for objects hashed by identity);
+    ``objects`` maps each ``IdentityKey`` to its member's VT.
+
+    ``tx`` is needed to key members that are not constants.
+    """
 
     mutable = True
 
-    def __init__(self, items: Sequence[VT], set_cls: type = set, source=None):
+    def __init__(self, items: Sequence[VT], set_cls: type = set, source=None, tx: Tx | None = None):
         super().__init__(source)
-        values = [i.as_python_constant() for i in items]
-        self.values = set_cls(values)
+        keys = _Keys()
+        self.values = set_cls(keys.key(tx, i) for i in items)
+        self.objects = keys.objects
         self.set_cls = set_cls
+
+    @staticmethod
+    def from_iterable(tx: Tx, iterable: VT | None, set_cls: type) -> SetVariable:
+        """``set(iterable)`` / ``frozenset(iterable)``: a new set of its items."""
+        keys = _Keys()
+        return keys.new_set(set_cls(keys.of_iterable(tx, iterable) if iterable is not None else ()))
 
     def python_type(self) -> type:
         return self.set_cls
 
     def is_python_constant(self) -> bool:
-        return True
+        return not self.objects
 
     def as_python_constant(self) -> Any:
+        if self.objects:
+            return super().as_python_constant()
         return self.set_cls(self.values)
 
     def truthy(self, tx: Tx) -> bool:
@@ -97,22 +169,54 @@ class SetVariable(VariableTracker):
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return True
 
+    def members(self, doing: str) -> list[VT]:
+        """The members in iteration order (a graph break when only run time knows it)."""
+        if self.objects and len(self.values) > 1:
+            _unknown_order(self, doing)
+        keys = _Keys()
+        keys.objects = self.objects
+        return [keys.vt(k) for k in self.values]
+
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
-        return [ConstantVariable(v) for v in self.values]
+        return self.members("iterating")
+
+    def copy_as(self, set_cls: type) -> SetVariable:
+        """A new set of the same members (``copy.copy``)."""
+        keys = _Keys()
+        keys.objects = self.objects
+        return keys.new_set(set_cls(self.values))
+
+    def contains_op(self, tx: Tx, item: VT) -> Any:
+        return self.call_method(tx, "__contains__", [item], {})
+
+    def _operator_keys(self, tx: Tx, other: VT) -> tuple[_Keys, Any] | None:
+        """The keys of a set operator's operand: a set's, or a keys view's of
+        constant keys; None for any other operand."""
+        if not isinstance(other, SetVariable) and not (isinstance(other, DictViewVariable)
+                                                       and other.is_python_constant()):
+            return None
+        keys = _Keys()
+        keys.objects.update(self.objects)
+        return keys, keys.of_iterable(tx, other)
 
     def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
         """``a | b``, ``a <= b``...: a new set (never an operand) or a bool; a keys
         view of constant keys takes part as the set of its keys."""
-        operand = _set_operand(other)
-        if op not in SET_OPERATORS or operand is None:
+        operand = self._operator_keys(tx, other) if op in SET_OPERATORS else None
+        if operand is None:
             return NotImplemented
-        return _set_result(op(self.values, operand))
+        keys, right = operand
+        return _set_result(keys, op(self.values, right))
 
     def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
         """``d.keys() | s``...: the keys view's set operators, on its constant keys."""
-        if op not in SET_OPERATORS or not isinstance(other, DictViewVariable) or _set_operand(other) is None:
+        if op not in SET_OPERATORS or not isinstance(other, DictViewVariable):
             return NotImplemented
-        return _set_result(op(other.as_python_constant(), self.values))
+        operand = self._operator_keys(tx, other)
+        if operand is None:
+            return NotImplemented
+        keys, left = operand
+        return _set_result(keys, op(left, self.values))
 
     def inplace_op(self, tx: Tx, op: Any, other: VT) -> Any:
         """``s |= t``...: the set method (``update``...); a non-set operand or a
@@ -134,48 +238,66 @@ class SetVariable(VariableTracker):
     def method_dunder_iter(self, tx: Tx, /) -> VT:
         return SetIteratorVariable(self)
 
-    # mutators (MUTATORS marks the side effect) and readers, run on the constant items
-    method_add = _on_items("add")
-    method_discard = _on_items("discard")
-    method_remove = _on_items("remove")
-    method_update = _on_items("update")
-    method_clear = _on_items("clear")
-    method_pop = _on_items("pop")
-    method_difference_update = _on_items("difference_update")
-    method_intersection_update = _on_items("intersection_update")
-    method_symmetric_difference_update = _on_items("symmetric_difference_update")
-    method_dunder_contains = _on_items("__contains__")
-    method_dunder_len = _on_items("__len__")
-    method_union = _on_items("union")
-    method_intersection = _on_items("intersection")
-    method_difference = _on_items("difference")
-    method_symmetric_difference = _on_items("symmetric_difference")
-    method_issubset = _on_items("issubset")
-    method_issuperset = _on_items("issuperset")
-    method_isdisjoint = _on_items("isdisjoint")
-    method_copy = _on_items("copy")
+    # mutators (MUTATORS marks the side effect) and readers, run on the real set of keys
+    method_add = _on_keys("add")
+    method_discard = _on_keys("discard")
+    method_remove = _on_keys("remove")
+    method_update = _on_keys("update")
+    method_clear = _on_keys("clear")
+    method_pop = _on_keys("pop")
+    method_difference_update = _on_keys("difference_update")
+    method_intersection_update = _on_keys("intersection_update")
+    method_symmetric_difference_update = _on_keys("symmetric_difference_update")
+    method_dunder_contains = _on_keys("__contains__")
+    method_dunder_len = _on_keys("__len__")
+    method_union = _on_keys("union")
+    method_intersection = _on_keys("intersection")
+    method_difference = _on_keys("difference")
+    method_symmetric_difference = _on_keys("symmetric_difference")
+    method_issubset = _on_keys("issubset")
+    method_issuperset = _on_keys("issuperset")
+    method_isdisjoint = _on_keys("isdisjoint")
+    method_copy = _on_keys("copy")
 
     def method_dunder_init(self, tx: Tx, iterable: VT | None = None, /) -> VT:
         """``set.__init__`` refills the set; frozenset's (object's) leaves it as it is."""
         if self.set_cls is set:
-            items = [i.as_python_constant() for i in tx.unpack(iterable)] if iterable is not None else []
+            refill = SetVariable.from_iterable(tx, iterable, set)
             tx.output.side_effects.mutate(self)
             self.values.clear()
-            self.values.update(items)
+            self.values.update(refill.values)
+            self.objects = refill.objects
         return ConstantVariable(None)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
-        if self.set_cls is frozenset:
+        if self.set_cls is frozenset and not self.objects:
             codegen.load_const(frozenset(self.values))
+        elif self.set_cls is frozenset:
+            codegen.load_callable(frozenset)
+            self.reconstruct_contents(codegen)
+            codegen.call(1)
         elif self.source is not None:
             codegen.load_source(self.source)
         else:
             self.reconstruct_contents(codegen)
 
     def reconstruct_contents(self, codegen: PyCodegen) -> None:
-        for value in self.values:
-            codegen.load_const(value)
+        for key in self.values:  # BUILD_SET hashes the members again: any order gives the same set
+            if isinstance(key, IdentityKey):
+                codegen.reconstruct(self.objects[key])
+            else:
+                codegen.load_const(key)
         codegen.emit("BUILD_SET", len(self.values))
 
     def apply_contents(self, codegen: PyCodegen, temp: str) -> None:
         apply_by_clear_update(codegen, self.source, temp)
+
+    def __repr__(self) -> str:
+        return f"SetVariable({self.values!r})"
+
+
+def _set_result(keys: _Keys, result: Any) -> VT:
+    """A set operator's result: a new set (never an operand) or a bool."""
+    if isinstance(result, (set, frozenset)):
+        return keys.new_set(result)
+    return ConstantVariable(result)

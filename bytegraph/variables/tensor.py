@@ -133,7 +133,10 @@ class TensorVariable(VariableTracker):
         return graph_calls.graph_operator(tx, op, [self, other]) if op in TENSOR_OPERATORS else NotImplemented
 
     def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
-        return graph_calls.graph_operator(tx, op, [other, self]) if op in TENSOR_OPERATORS else NotImplemented
+        """``other op t``; a subscript has no reflected form (``d[t]`` is ``d``'s lookup)."""
+        if op is operator.getitem or op not in TENSOR_OPERATORS:
+            return NotImplemented
+        return graph_calls.graph_operator(tx, op, [other, self])
 
     def inplace_op(self, tx: Tx, op: Any, other: VT) -> Any:
         """``t += x``: the in-place operator in the graph, mutating ``t``."""
