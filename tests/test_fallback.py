@@ -318,9 +318,9 @@ class LibraryError(RuntimeError):
 def test_tensor_work_in_try_breaks_only_when_an_except_clause_can_catch_torch_errors(clause, breaks):
     namespace = {"LibraryError": LibraryError}
     exec(
-        "def f(x, d):\n"
+        "def f(x, i, d):\n"
         "    try:\n"
-        "        y = x.sin() * d['scale']\n"
+        "        y = x[i].sin() * d['scale']\n"  # indexing with a tensor may raise on the data
         f"    except {clause}:\n"
         "        y = x * 0\n"
         "    return y\n",
@@ -328,7 +328,26 @@ def test_tensor_work_in_try_breaks_only_when_an_except_clause_can_catch_torch_er
     )
     f = namespace["f"]
     compiled, cnt = compile_counted(f)
-    x = torch.randn(4)
+    x, i = torch.randn(4), torch.tensor([1])
     for d in ({"scale": 2.0}, {}):  # the second raises KeyError inside the try
-        assert same(compiled(x, d), f(x, d))
+        assert same(compiled(x, i, d), f(x, i, d))
     assert (breaks_of(f) == ["graph operation in try block"]) == breaks
+
+
+@pytest.mark.parametrize("clause", ["Exception", "LookupError", ""])
+def test_operations_that_cannot_raise_on_the_data_stay_in_the_graph_inside_try(clause):
+    namespace = {}
+    exec(
+        "def f(x, d):\n"
+        "    try:\n"
+        "        return ('ok', d['k']), x.sin() * 2 + 1\n"
+        f"    except {clause}:\n"
+        "        return ('raised',), x - 1\n",
+        namespace,
+    )
+    f = namespace["f"]
+    x = torch.randn(4)
+    for d in ({"k": 3}, {}):  # the second raises KeyError inside the try
+        compiled, cnt = compile_counted(f, fullgraph=True)
+        assert same(compiled(x, d), f(x, d))
+        assert cnt.frame_count == 1

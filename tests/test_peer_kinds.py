@@ -7,6 +7,8 @@ import collections.abc
 import dataclasses
 import functools
 import itertools
+import math
+import operator
 import typing
 
 import pytest
@@ -645,3 +647,86 @@ def test_graph_break_message_shows_the_users_source_line():
 
     with pytest.raises(bytegraph.Unsupported, match=r"obj = NeedsArg\(\)"):
         bytegraph.compile(f, backend="eager", fullgraph=True)(torch.ones(1))
+
+
+# --- operator.length_hint, math.ceil/floor of user objects, torch.tensor(range) ---
+
+class _NoHint:
+    pass
+
+
+class _Hinted:
+    def __init__(self, hint):
+        self.hint = hint
+
+    def __length_hint__(self):
+        if isinstance(self.hint, type):
+            raise self.hint("from the hint")
+        return self.hint
+
+
+@pytest.mark.parametrize("call", [
+    lambda: operator.length_hint([], 2),
+    lambda: operator.length_hint([1, 2], 9),
+    lambda: operator.length_hint(_Hinted(True)),  # a bool arrives as the int 1
+    lambda: operator.length_hint(_Hinted(NotImplemented), 4),
+    lambda: operator.length_hint(_Hinted(TypeError), 12),  # a TypeError from the hint gives the default
+    lambda: operator.length_hint(_Hinted("abc")),
+    lambda: operator.length_hint(_Hinted(-1)),
+    lambda: operator.length_hint(_Hinted(2 ** 80)),
+    lambda: operator.length_hint(_Hinted(LookupError)),
+    lambda: operator.length_hint(_NoHint(), 7),
+    lambda: operator.length_hint([], "x"),
+    lambda: operator.length_hint([], default=3),
+])
+def test_length_hint_follows_cpython_step_by_step(call):
+    def f(x):
+        try:
+            return ("ok", call()), x + 1
+        except Exception as e:
+            return ("raised", type(e).__name__, str(e)), x + 1
+
+    full(f, torch.ones(2))
+
+
+def test_length_hint_of_iterators_counts_what_is_left():
+    def f(x):
+        it = iter([1, 2, 3])
+        next(it)
+        rest = iter(range(10))
+        return x + operator.length_hint(it) * 10 + type(rest).__length_hint__(rest)
+
+    full(f, torch.ones(2))
+
+
+@pytest.mark.parametrize("fn", [math.ceil, math.floor])
+def test_math_rounding_of_user_objects(fn):
+    class Text(str):
+        pass
+
+    class Rounded:
+        def __ceil__(self):
+            return "ceil"
+
+        def __floor__(self):
+            return "floor"
+
+    text = Text("2.5")
+
+    def f(x):
+        out = [fn(Rounded())]
+        for obj in (text, _NoHint()):
+            try:
+                out.append(fn(obj))
+            except TypeError as e:
+                out.append(str(e))
+        return out, x - 1
+
+    full(f, torch.ones(2))
+
+
+def test_tensor_from_a_range_is_the_tensor_of_its_ints():
+    def f(a):
+        return torch.tensor(range(a.size(0))), torch.as_tensor(range(2, 9, 3), dtype=torch.float32) + a.sum()
+
+    full(f, torch.ones(5))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import re
 import time
 import types
@@ -357,6 +358,15 @@ class OutputGraph:
         self.operations += 1
         return node
 
+    def last_operations_may_raise(self, count: int) -> bool:
+        """Whether one of the last ``count`` operation nodes may raise when the
+        graph runs although its FakeTensor run did not: an operation that may
+        raise on the data (see :func:`_may_raise_on_data`), or one whose code is
+        not torch's own C kernels (a custom operator, a Python target)."""
+        calls = (n for n in reversed(self.graph.nodes) if n.op in ("call_function", "call_method"))
+        nodes = list(itertools.islice(calls, count))
+        return len(nodes) < count or any(_may_raise_on_data(n) or not _torch_kernel(n.target) for n in nodes)
+
     def remove_node(self, node: torch.fx.Node) -> None:
         self.graph.erase_node(node)
         self.operations -= 1
@@ -629,6 +639,16 @@ def _may_raise_on_data(node: torch.fx.Node) -> bool:
 
     torch.fx.node.map_aggregate((node.args, node.kwargs), visit)
     return found
+
+
+def _torch_kernel(target: Any) -> bool:
+    """Whether a node's target is a builtin operator, a C function or method of
+    torch, or an ATen operator (not a custom operator or Python code)."""
+    if isinstance(target, str):  # a Tensor method
+        return True
+    if isinstance(target, torch._ops.OpOverload):
+        return target.namespace == "aten"
+    return isinstance(target, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType))
 
 
 _RANDOM_NAME = re.compile(r"rand|dropout|bernoulli|normal|multinomial|uniform|exponential|geometric|cauchy|poisson|rrelu")

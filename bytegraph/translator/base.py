@@ -130,17 +130,22 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Mat
         """Run an instruction an ``except`` clause of this frame protects.
 
         Tracing follows the path on which nothing raises; an operation put in
-        the graph could still raise when the graph runs (data-dependent errors),
-        and the compiled frame could not route that exception to the ``except``
-        clause that eager runs. So such an operation is a graph break, unless
-        no enclosing ``except`` clause can catch what torch raises (e.g.
-        ``except KeyError`` or a library's own error class). (``finally``
-        clauses and ``with`` cleanups do not catch, so they allow graph
-        operations.)
+        the graph could still raise when the graph runs (data-dependent errors,
+        a custom operator's own checks), and the compiled frame could not route
+        that exception to the ``except`` clause that eager runs. So such an
+        operation is a graph break, unless no enclosing ``except`` clause can
+        catch what torch raises (e.g. ``except KeyError`` or a library's own
+        error class). ATen operations that cannot raise on the data
+        (``OutputGraph.last_operations_may_raise``: their FakeTensor run checked
+        shapes and dtypes) stay in the graph; what they can still raise, running
+        out of memory, makes the frame rerun natively
+        (``graph/rerun.py``), where the handler runs. (``finally`` clauses and
+        ``with`` cleanups do not catch, so they allow graph operations.)
         """
         before = self.output.operations
         handler(inst)
-        if self.output.operations != before and self._may_catch_graph_errors(inst.index):
+        added = self.output.operations - before
+        if added and self._may_catch_graph_errors(inst.index) and self.output.last_operations_may_raise(added):
             unimplemented(
                 gb_type="graph operation in try block",
                 context=f"{inst.opname} inside a try statement of {self.code.co_name}",

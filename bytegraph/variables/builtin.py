@@ -42,7 +42,7 @@ from bytegraph.variables.iteration import (
 from bytegraph.variables.sequences import BaseSequenceVariable, ListVariable, SliceVariable, TupleVariable
 from bytegraph.variables.sets import SetVariable
 from bytegraph.variables.graph_calls import graph_call
-from bytegraph.variables.operators import CONCAT_TO_BINARY, INPLACE_TO_BINARY, TENSOR_OPERATORS
+from bytegraph.variables.operators import CONCAT_TO_BINARY, INPLACE_TO_BINARY, ROUNDING_DUNDERS, TENSOR_OPERATORS
 from bytegraph.variables.symbolic import SymNodeVariable
 from bytegraph.variables.tensor import TensorVariable
 from bytegraph.variables.super_calls import SuperVariable
@@ -443,6 +443,9 @@ def _protocol(tx: Tx, fn: Any, args: Sequence[VT]) -> VT | None:
     if fn in (operator.is_, operator.is_not) and len(args) == 2:
         same = tx.same_object(*args)
         return None if same is None else ConstantVariable(same if fn is operator.is_ else not same)
+    if fn in ROUNDING_DUNDERS and len(args) == 1 and hasattr(args[0], "rounding_op"):  # a user object's __ceil__
+        result = args[0].rounding_op(tx, fn)
+        return None if result is NotImplemented else result
     if fn in (operator.not_, operator.truth) and len(args) == 1:
         truth = args[0].truthy(tx)
         return ConstantVariable(truth if fn is operator.truth else not truth)

@@ -165,6 +165,11 @@ class ListIteratorVariable(IteratorVariable):
         codegen.call(1)
         codegen.emit("POP_TOP")
 
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name == "__length_hint__" and not args and not kwargs:
+            return ConstantVariable(max(0, len(self.items) - self.index))
+        return super().call_method(tx, name, args, kwargs)
+
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:  # the real iterator (its position is replayed as a side effect)
             codegen.load_source(self.source)

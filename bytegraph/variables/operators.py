@@ -10,6 +10,7 @@ looks up for them.
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,11 @@ UNARY_DUNDERS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.inve
                   operator.abs: "__abs__", abs: "__abs__"}
 
 
+#: ``math`` functions that call the argument's own method first (``Modules/mathmodule.c``:
+#: ``math_ceil``/``math_floor`` look up the special method, then convert with ``PyFloat_AsDouble``)
+ROUNDING_DUNDERS = {math.ceil: "__ceil__", math.floor: "__floor__"}
+
+
 class PythonDunderOperators:
     """The operators of a kind whose class may define them in Python (user
     objects): the dunder found by ``python_method`` is inlined; a kind mixing
@@ -78,6 +84,21 @@ class PythonDunderOperators:
 
     def unary_op(self, tx: Tx, op: Any) -> Any:
         return self._call_dunder(tx, UNARY_DUNDERS[op], []) if op in UNARY_DUNDERS else NotImplemented
+
+    def rounding_op(self, tx: Tx, fn: Any) -> Any:
+        """``math.ceil(self)``/``math.floor(self)``: the class's Python ``__ceil__``/
+        ``__floor__`` inlined (whatever it returns); without one, a class with no
+        ``__float__``/``__index__`` either is not a real number: eager's TypeError
+        is raised in the trace. NotImplemented otherwise (a C method, a conversion)."""
+        from bytegraph.variables.constant import raise_traced  # constant.py's VTs import no operator tables
+
+        method = self.python_method(tx, ROUNDING_DUNDERS[fn])
+        if method is not None:
+            return method.call_function(tx, [], {})
+        cls = self.python_type()
+        if not hasattr(cls, "__float__") and not hasattr(cls, "__index__"):
+            raise_traced(TypeError, f"must be real number, not {cls.__name__}")
+        return NotImplemented
 
     def contains_op(self, tx: Tx, item: VT) -> Any:
         method = self.python_method(tx, "__contains__")

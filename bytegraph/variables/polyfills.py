@@ -7,6 +7,7 @@
   traced too. Each twin follows its C implementation step by step: the same
   order of calls into user code, the same errors with the same messages
   (``Modules/_functoolsmodule.c``: ``functools_reduce``;
+  ``Objects/abstract.c``: ``PyObject_LengthHint``;
   ``Modules/itertoolsmodule.c``: ``filterfalse_next``; ``Objects/dictobject.c``:
   ``_PyDict_FromKeys``).
 - **Evaluated on constants** (:data:`EVALUATED_ON_CONSTANTS`): functions that only
@@ -20,6 +21,7 @@ from __future__ import annotations
 import collections
 import functools
 import itertools
+import operator
 import sys
 import typing
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -66,10 +68,55 @@ def fromkeys(cls: type, iterable: Any, value: Any = None) -> Any:
     return result
 
 
+def length_hint(*args: Any, **kwargs: Any) -> int:
+    """``operator.length_hint(obj, default=0, /)`` (``Objects/abstract.c``:
+    ``PyObject_LengthHint``): ``len(obj)`` when its type has one (a TypeError
+    from it falls through), else the type's ``__length_hint__`` (a TypeError
+    or NotImplemented gives ``default``), which must be an int >= 0. The
+    argument errors are the C function's."""
+    if kwargs:
+        raise TypeError("_operator.length_hint() takes no keyword arguments")
+    if not args:
+        raise TypeError("length_hint expected at least 1 argument, got 0")
+    if len(args) > 2:
+        raise TypeError(f"length_hint expected at most 2 arguments, got {len(args)}")
+    obj = args[0]
+    default = _ssize_t(operator.index(args[1])) if len(args) == 2 else 0
+    cls = type(obj)
+    if hasattr(cls, "__len__"):
+        try:
+            return len(obj)
+        except TypeError:
+            pass
+    hint = getattr(cls, "__length_hint__", None)
+    if hint is None:
+        return default
+    try:
+        result = hint(obj)
+    except TypeError:
+        return default
+    if result is NotImplemented:
+        return default
+    if not isinstance(result, int):
+        raise TypeError(f"__length_hint__ must be an integer, not {type(result).__name__}")
+    result = _ssize_t(result)
+    if result < 0:
+        raise ValueError("__length_hint__() should return >= 0")
+    return result
+
+
+def _ssize_t(value: int) -> int:
+    """``value`` as C's Py_ssize_t holds it (a bool arrives as an int)."""
+    if not -sys.maxsize - 1 <= value <= sys.maxsize:
+        raise OverflowError("Python int too large to convert to C ssize_t")
+    return 1 * value
+
+
 #: real function -> its traced twin
 POLYFILLS: dict[Callable, Callable] = {
     functools.reduce: reduce,
     itertools.filterfalse: filterfalse,
+    operator.length_hint: length_hint,
 }
 
 

@@ -199,6 +199,10 @@ def is_torch_callable(fn: Any) -> bool:
     return module.startswith("torch")
 
 
+#: factories reading their first argument as data: a ``range`` there reads as the list of its ints
+DATA_CONSTRUCTORS = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
+
+
 class TorchFunctionVariable(ConstantCallableVariable):
     """A callable from the torch package (see module docstring)."""
 
@@ -260,6 +264,9 @@ class TorchFunctionVariable(ConstantCallableVariable):
             values = [a.as_python_constant() for a in args]
             kw = {k: v.as_python_constant() for k, v in kwargs.items()}
             return tx.wrap_const(fn(*values, **kw))
+        if fn in DATA_CONSTRUCTORS and args and args[0].is_python_constant() and type(
+                args[0].as_python_constant()) is range:  # torch.tensor(range(n)): the same data as a list, which FX writes
+            args = [tx.wrap_const(list(args[0].as_python_constant())), *args[1:]]
         if is_torch_op(fn) or fn in PURE_HELPERS:
             return graph_call(tx, "call_function", fn, args, kwargs)
         unimplemented(

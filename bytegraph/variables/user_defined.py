@@ -273,6 +273,8 @@ class UserDefinedClassVariable(VariableTracker):
         if isinstance(attr, types.FunctionType):
             src = AttrSource(self.source, name) if self.source else None
             return UserFunctionVariable(attr, src)
+        if isinstance(attr, _C_METHODS) and attr.__objclass__ is self.value and not self.value.__flags__ & _HEAPTYPE:
+            return SlotMethodVariable(self.value, name, None)  # ``list_iterator.__length_hint__(it)``
         src = AttrSource(self.source, name) if self.source else None
         value = getattr_or_raise(self.value, name)
         return tx.wrap(value, src) if src else tx.wrap_const(value)
@@ -726,6 +728,11 @@ def _unsupported_base(base: type, name: str) -> VT:
     )
 
 
+#: methods of C types, and the type flag of classes made by a class statement
+_C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+_HEAPTYPE = 1 << 9
+
+
 class SlotMethodVariable(VariableTracker):
     """A method of a builtin type applied to a user object, bypassing the
     object's Python overrides: ``super().__setattr__``, ``object.__setattr__(obj, ...)``,
@@ -737,6 +744,11 @@ class SlotMethodVariable(VariableTracker):
         self.base = base
         self.name = name
         self.obj = obj
+
+    def python_type(self) -> type:
+        if self.obj is None:  # the descriptor itself
+            return type(getattr(self.base, self.name))
+        return super().python_type()
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         obj, rest = (self.obj, list(args)) if self.obj is not None else (args[0] if args else None, list(args[1:]))
