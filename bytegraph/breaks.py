@@ -80,6 +80,9 @@ class Unsupported(Exception):
         # False: after the break the rest of the frame runs natively in the same frame, never in a
         # resume function (whose arguments would keep the values made at the break alive longer)
         self.resume = True
+        # the later untraceable instructions of the compiled frame run natively with this one
+        # (one resume function after them all: translator/native_stretch.py)
+        self.stretch: list[Unsupported] = []
 
     @property
     def location(self) -> str:

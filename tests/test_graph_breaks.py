@@ -661,3 +661,69 @@ def test_zero_argument_super_in_resume_functions(cls):
     # captures it): resume functions must receive it first, as the frame has it
     compile_and_compare(cls().scale, torch.ones(2))
     compile_and_compare(lambda obj, x: obj.scale(x), cls(), torch.ones(2))  # the method as a routed callee
+
+
+# --- the untraceable stretch: consecutive breaks with no graph work between them ---------------
+
+def _frames_compiled(fn, *args):
+    """(result, frames compiled (the function and its resume functions), graphs, break gb_types)."""
+    with metrics.recording() as rec:
+        out = bytegraph.compile(fn, backend="eager")(*args)
+    return out, len(rec.compiles), sum(len(c.graphs) for c in rec.compiles), [b.gb_type for b in rec.breaks]
+
+
+def test_consecutive_untraceable_calls_run_natively_as_one_piece(capsys):
+    log = logging.getLogger("bytegraph.tests.stretch")
+
+    def f(x):
+        x = x + 1
+        print("a")
+        print("b", 2)
+        log.warning("%s", "c")
+        n = 3  # plain Python between the calls: in the stretch, live after it
+        print("d", n)
+        return x * n
+
+    x = torch.randn(3)
+    out, frames, graphs, breaks = _frames_compiled(f, x)
+    assert same(out, f(x))
+    assert capsys.readouterr().out == "a\nb 2\nd 3\n" * 2
+    assert (frames, graphs, breaks) == (2, 2, ["print"])  # one resume function after the whole stretch
+
+
+def test_a_call_on_the_native_result_that_logs_joins_the_stretch(caplog):
+    import json
+
+    log = logging.getLogger("bytegraph.tests.stretch")
+    cfg = {"a": [1, 2]}
+
+    def f(x):
+        x = x + 1
+        log.warning("%s", json.dumps(cfg))
+        return x * 2
+
+    x = torch.randn(3)
+    with caplog.at_level(logging.WARNING, logger=log.name):
+        out, frames, graphs, breaks = _frames_compiled(f, x)
+        expected = f(x)
+    assert same(out, expected)
+    assert [r.getMessage() for r in caplog.records] == ['{"a": [1, 2]}'] * 2
+    assert graphs == 2 and "call to skipped function" not in breaks and "logging or warning with traced values" \
+        not in breaks  # log.warning ran natively in json.dumps's stretch, not in a resume function of its own
+
+
+def test_the_stretch_stops_where_the_native_result_meets_graph_work(capsys):
+    def f(x):
+        x = x + 1
+        r = print("a")
+        n = len(str(r))  # traceable once print's result is known: the resume function traces it
+        return torch.full((2,), float(n)) + x[:2] * n
+
+    x = torch.randn(3)
+    out, frames, graphs, breaks = _frames_compiled(f, x)
+    assert same(out, f(x))
+    assert capsys.readouterr().out == "a\n" * 2
+    assert (frames, graphs, breaks) == (2, 2, ["print"])
+    cnt = CompileCounter()
+    bytegraph.compile(f, backend=cnt)(x)
+    assert cnt.op_count >= 4  # add; then full, slice, mul, add in the resume function's graph

@@ -367,6 +367,18 @@ class OutputGraph:
         nodes = list(itertools.islice(calls, count))
         return len(nodes) < count or any(_may_raise_on_data(n) or not _torch_kernel(n.target) for n in nodes)
 
+    @contextlib.contextmanager
+    def look_ahead(self):
+        """Trace on without changing the graph (a scratch one meanwhile), its
+        inputs, the operation count or the guards, all put back after."""
+        saved = self.graph, list(self.inputs), list(self.dropped_inputs), self.operations, self.guards.snapshot()
+        self.graph = torch.fx.Graph()
+        try:
+            yield
+        finally:
+            self.graph, self.inputs, self.dropped_inputs, self.operations, guards = saved
+            self.guards.restore(guards)
+
     def remove_node(self, node: torch.fx.Node) -> None:
         self.graph.erase_node(node)
         self.operations -= 1

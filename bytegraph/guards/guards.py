@@ -436,3 +436,10 @@ class GuardSet:
 
     def __len__(self) -> int:
         return len(self._guards)
+
+    def snapshot(self) -> dict[tuple, Guard]:
+        """The guards now, for :meth:`restore` (a look-ahead that must install none)."""
+        return dict(self._guards)
+
+    def restore(self, snapshot: dict[tuple, Guard]) -> None:
+        self._guards = dict(snapshot)

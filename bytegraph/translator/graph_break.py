@@ -38,6 +38,7 @@ from bytegraph.bytecode.resume import (
 )
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.guards.source import LocalSource
+from bytegraph.translator.native_stretch import find_stretch
 from bytegraph.variables.misc import NullVariable
 from bytegraph.variables.symbolic import FakeItemVariable
 from bytegraph.variables.torch_state import StateContextVariable
@@ -115,7 +116,6 @@ def codegen_graph_break(
     stack = list(tx.stack)
     consumed = stack_inputs(code, inst)
     below = len(stack) - (consumed if consumed is not None else len(stack))
-    physical = [not isinstance(v, NullVariable) or not resumable or i >= below for i, v in enumerate(stack)]
     # a callee that broke inside is compiled as a frame of its own, unless it broke
     # because inlining recursed too deep (then it runs natively, recursion and all)
     routable = reason.frame_depth > 0 and reason.gb_type != "inline depth exceeded"
@@ -125,10 +125,15 @@ def codegen_graph_break(
     grad_at_break = torch.is_grad_enabled()
     graph_sets_grad = tx.output.sets_grad_mode()
 
+    temps: list[str | None] = []
+
     def tail(cg: PyCodegen) -> None:
+        """Rebuild the stack (into temporaries: which slots are pushed back
+        depends on the native stretch, found after the graph is made) and the
+        locals, and replay the side effects."""
         if graph_sets_grad:
             cg.set_grad_enabled(tx.initial_grad_mode)
-        temps: list[str | None] = []
+        temps.clear()
         for i, vt in enumerate(stack):
             if isinstance(vt, NullVariable):
                 temps.append(None)
@@ -148,31 +153,37 @@ def codegen_graph_break(
             cg.store_local(name)
         for name in deleted:  # the frame still holds them: code run natively must not see them
             cg.delete_local(name)
-        for i, temp in enumerate(temps):
-            if not physical[i]:
-                continue
-            if temp is None:
-                cg.emit("PUSH_NULL")
-            else:
-                cg.load_local(temp)
-        cg.delete_temps()
 
     for ctx in reversed(tx.block_stack):  # the graph leaves autocast/inference mode as it found them
         if isinstance(ctx, StateContextVariable):
             ctx.close_for_graph_break(tx)
     codegen = tx.output.compile_subgraph(code, tx.f_globals, tail, tx.compiler, code.co_name)
+    last, last_reason, kept = inst, reason, below
+    depth = runtime.resume_depth(code)
+    stretch = find_stretch(tx, inst, below, lambda i: can_resume(code, i, depth)) if resumable else None
+    if stretch is not None:  # later untraceable instructions run natively in the same piece
+        last, last_reason, kept = stretch.last, stretch.reasons[-1], stretch.below
+        tx.symbolic_locals = stretch.symbolic_locals  # what the resume function after it receives
+        reason.stretch = stretch.reasons
+    # the stack the native run starts with; a NULL left to the resume function is pushed by it
+    for i, temp in enumerate(temps):
+        if temp is None and (i >= kept or not resumable):
+            codegen.emit("PUSH_NULL")
+        elif temp is not None:
+            codegen.load_local(temp)
+    codegen.delete_temps()
     entry = _entry_index(tx, inst)
-    body = copy_body(code, sorted({entry, inst.index}))
+    body = copy_body(code, sorted({entry, inst.index, last.index}))
     out = list(codegen.instructions)
     out += [Instr(name, lineno=inst.lineno) for name in inst.prelude]  # the stack as the native group wants it
     out.append(Instr("JUMP_FORWARD", body.labels[entry], lineno=inst.lineno))
     epilogues: list = []
-    if resumable and tx.instructions[inst.end - 1].opname not in TERMINATORS:  # the group's last instruction
+    if resumable and tx.instructions[last.end - 1].opname not in TERMINATORS:  # the group's last instruction
         # what a break on t.item()/int(t) or x[mask]/nonzero hands to the resume function is read from tensor data
-        data_output = reason.gb_type in ("data-dependent tensor method", "data-dependent operator") and (
-            reason.frame_depth == 0
+        data_output = last_reason.gb_type in ("data-dependent tensor method", "data-dependent operator") and (
+            last_reason.frame_depth == 0
         )
-        epilogues = _continue_in_resume_functions(tx, inst, body, stack[:below], runtime, data_output)
+        epilogues = _continue_in_resume_functions(tx, last, body, stack[:kept], runtime, data_output)
     extra = max(max_depth(out), len(stack) + max_depth(epilogues))
     return out + body.items + epilogues, extra
 

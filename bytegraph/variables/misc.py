@@ -280,3 +280,13 @@ class WithExitVariable(VariableTracker):
             codegen.call(0)
             codegen.emit("POP_TOP")
         codegen.load_attr("__exit__")
+
+
+class NativeResultVariable(VariableTracker):
+    """What an instruction run natively at a graph break pushes, while the
+    translator looks ahead for the end of the untraceable stretch
+    (``translator/native_stretch.py``): a value known only at run time, which
+    no operation can read."""
+
+    def __repr__(self) -> str:
+        return "NativeResultVariable()"
