@@ -105,8 +105,7 @@ def _extend(tx: InstructionTranslator, inst: Instruction, below: int, resumable:
                     tx.code, current, False) is None or not resumable(current):
                 break
             kept = len(stack_before) - consumed
-            if e.gb_type not in CALLEE_BREAKS and any(
-                    isinstance(v, NativeResultVariable) for v in stack_before[kept:]):
+            if e.gb_type not in CALLEE_BREAKS and any(_holds_native(v) for v in stack_before[kept:]):
                 break  # it may have broken only for want of a value the native run makes
             if kept > below or any(a is not b for a, b in zip(stack_before[:kept], original)):
                 break  # the stretch would hand on values the trace made inside it
@@ -117,6 +116,16 @@ def _extend(tx: InstructionTranslator, inst: Instruction, below: int, resumable:
         if tx.output.operations != operations:
             break  # graph work: the resume function traces it
     return found
+
+
+def _holds_native(vt: Any) -> bool:
+    """Whether ``vt`` is a native result or a container holding one."""
+    if isinstance(vt, NativeResultVariable):
+        return True
+    items = getattr(vt, "items", None)
+    if isinstance(items, dict):
+        items = [v for pair in items.values() for v in pair]
+    return isinstance(items, list) and any(_holds_native(v) for v in items)
 
 
 def _run_natively(tx: InstructionTranslator, inst: Instruction, kept: int) -> None:
