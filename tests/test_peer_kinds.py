@@ -730,3 +730,46 @@ def test_tensor_from_a_range_is_the_tensor_of_its_ints():
         return torch.tensor(range(a.size(0))), torch.as_tensor(range(2, 9, 3), dtype=torch.float32) + a.sum()
 
     full(f, torch.ones(5))
+
+
+# --- a branch whose other side only raises is a runtime check in the graph ----------------------
+
+def test_distribution_argument_validation_is_a_check_in_the_graph():
+    def f(x, scale):
+        normal = torch.distributions.Normal(x * 2, scale)
+        return torch.distributions.Independent(normal, 1).log_prob(x)
+
+    full(f, torch.randn(5), torch.tensor(1.5))
+    calls = []
+
+    def g(x, scale):
+        calls.append(1)
+        return f(x, scale)
+
+    compiled = bytegraph.compile(g, backend=CompileCounter())
+    messages = []
+    for fn in (g, compiled):  # an invalid scale: eager's ValueError, with its message, side effects once
+        calls.clear()
+        with pytest.raises(ValueError) as e:
+            fn(torch.randn(5), torch.tensor(-1.0))
+        messages.append(str(e.value))
+        assert calls == [1]
+    assert messages[0] == messages[1]
+
+
+def test_if_not_condition_raise_stays_in_one_graph():
+    def f(x):
+        if not (x.sum() > 0):
+            raise RuntimeError(f"non-positive sum for shape {tuple(x.shape)}")
+        if x.max() > 100:
+            raise ValueError("too large")
+        return x + 1
+
+    full(f, torch.ones(3))
+    compiled = bytegraph.compile(f, backend=CompileCounter(), fullgraph=True)
+    for bad, error in ((-torch.ones(3), RuntimeError), (torch.full((3,), 200.0), ValueError)):
+        with pytest.raises(error) as ours:
+            compiled(bad)
+        with pytest.raises(error) as eager:
+            f(bad)
+        assert str(ours.value) == str(eager.value)

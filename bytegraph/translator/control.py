@@ -11,7 +11,7 @@ import operator
 from typing import TYPE_CHECKING
 
 from bytegraph.breaks import unimplemented
-from bytegraph.bytecode.instructions import Instruction
+from bytegraph.bytecode.instructions import TERMINATORS, Instruction
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.iteration import GeneratorVariable, IteratorVariable
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 VT = VariableTracker
 
+#: how far :meth:`ControlOps._only_raises` looks for the raise (building an error message is short)
+RAISE_SCAN_LIMIT = 200
 
 
 class ControlOps:
@@ -36,14 +38,28 @@ class ControlOps:
 
     def _pop_jump_if(self: InstructionTranslatorBase, inst: Instruction, when: bool) -> None:
         value = self.peek()
-        if self.instructions[self.ip].opname == "LOAD_ASSERTION_ERROR" and value.assert_in_graph(self, when):
-            self.pop()  # ``assert value``: checked when the graph runs; a failure reruns the frame natively
-            self.jump(inst)
-            return
+        if not value.is_python_constant():
+            # ``assert value`` / ``if not value: raise ...``: the branch that only raises is
+            # checked when the graph runs; a failure reruns the frame natively (eager's exception)
+            failing = "next" if self._only_raises(self.ip) else "target" if self._only_raises(inst.target) else None
+            if failing is not None and value.assert_in_graph(self, when if failing == "next" else not when):
+                self.pop()
+                if failing == "next":
+                    self.jump(inst)
+                return
         truth = value.truthy(self)
         self.pop()
         if truth == when:
             self.jump(inst)
+
+    def _only_raises(self: InstructionTranslatorBase, index: int) -> bool:
+        """Whether the code from ``index`` runs straight (no jump, no return) into a raise."""
+        for inst in self.instructions[index:index + RAISE_SCAN_LIMIT]:
+            if inst.opname == "RAISE_VARARGS":
+                return True
+            if inst.target is not None or inst.opname in TERMINATORS:
+                return False
+        return False
 
     def POP_JUMP_FORWARD_IF_TRUE(self: InstructionTranslatorBase, inst: Instruction) -> None:
         self._pop_jump_if(inst, True)

@@ -198,7 +198,9 @@ class VariableTracker:
         )
 
     def assert_in_graph(self, tx: Tx, truth: bool) -> bool:
-        """``assert value`` (``truth`` True) or ``assert not value`` (False): put
+        """``assert value`` (``truth`` True) or ``assert not value`` (False), or
+        any branch on ``value`` whose other side only raises (``if not value:
+        raise ValueError(...)``, as in torch.distributions' argument checks): put
         the check into the graph, to run when the graph runs, and return True; or return False (the default) to decide it at
         trace time with :meth:`truthy`. Kinds whose truth only the data knows
         override it (mirrors torch.compile, which turns an ``assert`` on a
