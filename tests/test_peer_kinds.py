@@ -736,8 +736,8 @@ def test_tensor_from_a_range_is_the_tensor_of_its_ints():
 
 def test_distribution_argument_validation_is_a_check_in_the_graph():
     def f(x, scale):
-        normal = torch.distributions.Normal(x * 2, scale)
-        return torch.distributions.Independent(normal, 1).log_prob(x)
+        normal = torch.distributions.Normal(x * 2, scale, validate_args=True)  # whatever the global default
+        return torch.distributions.Independent(normal, 1, validate_args=True).log_prob(x)
 
     full(f, torch.randn(5), torch.tensor(1.5))
     calls = []
