@@ -108,6 +108,8 @@ def explain(fn: Callable | torch.nn.Module) -> Callable[..., ExplainOutput]:
 def _target_name(target: Any) -> str:
     if isinstance(target, str):
         return target
+    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return f"torch.ops.{target}"  # "torch.ops.mylib.twice.default"
     module = getattr(target, "__module__", None) or ""
     name = getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
     return f"{module}.{name}" if module and module != "builtins" else name

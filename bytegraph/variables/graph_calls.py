@@ -43,7 +43,7 @@ def graph_operator(tx: Tx, op: Any, args: Sequence[VT]) -> VT:
 
 
 def graph_call(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[str, VT],
-               check: Callable[[Any], None] | None = None) -> VT:
+               check: Callable[[Any], None] | None = None, mutates_args: bool = False) -> VT:
     """Add ``target(*args, **kwargs)`` to the graph and wrap its result.
 
     Args:
@@ -53,6 +53,10 @@ def graph_call(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[
             containers of them).
         check: called with the FakeTensor result before the node is added; it
             raises a graph break to reject the result.
+        mutates_args: whether the operation may write its tensor arguments
+            though its name does not say so (a registered operator whose schema
+            marks an argument mutable); recorded on the node for
+            ``OutputGraph.mutates_inputs``.
 
     Returns:
         A VT for the result; an operation returning one of its tensor arguments
@@ -65,6 +69,8 @@ def graph_call(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[
             an error eager would raise...).
     """
     node, example = graph_node(tx, kind, target, args, kwargs, check)
+    if mutates_args:
+        node.meta["mutates_args"] = True
     operands = {id(v.example): v for v in _tensor_operands([*args, *kwargs.values()])}
     if isinstance(example, torch.Tensor) and id(example) in operands:
         return operands[id(example)]

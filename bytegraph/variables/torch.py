@@ -20,6 +20,10 @@ classifies the callable once:
   ``torch._C.DisableTorchFunctionSubclass()`` turns that off in the trace; with
   NumPy arguments only ``torch.from_numpy``/``as_tensor``/``asarray``/``tensor``
   are traced;
+- a **registered operator** (``torch.ops.<namespace>.<op>``, one of its
+  overloads, or the ``CustomOpDef`` ``torch.library.custom_op`` returns): a
+  graph node whose output comes from the operator's fake (meta) kernel, as
+  under torch.compile; one without a fake kernel is a graph break;
 - anything else from torch written in Python is inlined like user code; the
   remaining C functions are graph breaks.
 """
@@ -170,12 +174,26 @@ def is_torch_op(fn: Any) -> bool:
     )
 
 
+def registered_op(fn: Any) -> torch._ops.OpOverload | torch._ops.OpOverloadPacket | None:
+    """The dispatcher operator ``fn`` calls: ``fn`` itself for ``torch.ops.<ns>.<op>``
+    (an ``OpOverloadPacket``) and ``torch.ops.<ns>.<op>.<overload>`` (an
+    ``OpOverload``), the default overload for a ``torch.library.custom_op``
+    object (a ``CustomOpDef``, whose ``__call__`` calls it); else None."""
+    if isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return fn
+    if isinstance(fn, torch._library.custom_ops.CustomOpDef):
+        return fn._opoverload
+    return None
+
+
 def is_compiling_query(fn: Any) -> bool:
     return (getattr(fn, "__module__", None), getattr(fn, "__name__", None)) in IS_COMPILING_NAMES
 
 
 def is_torch_callable(fn: Any) -> bool:
     """Whether ``fn`` belongs to the torch package and gets the torch treatment."""
+    if registered_op(fn) is not None:
+        return True
     try:
         hash(fn)
     except TypeError:
@@ -241,6 +259,9 @@ class TorchFunctionVariable(ConstantCallableVariable):
             return tx.make_tensor_subclass(args, kwargs)
         if fn is torch._C.TensorBase.__new__ and len(args) == 2 and not kwargs and isinstance(args[1], TensorVariable):
             return tx.as_subclass(args[1], args[0])  # Tensor.__new__(cls, t): an alias of t, as cls
+        op = registered_op(fn)
+        if op is not None:
+            return call_registered_op(tx, op, args, kwargs)
         if is_torch_op(fn) and overloaded_args(tx, [*args, *kwargs.values()]):
             return tx.dispatch_torch_function(self, args, kwargs)
         if fn in RUNTIME_CHECKS:
@@ -278,6 +299,59 @@ class TorchFunctionVariable(ConstantCallableVariable):
 
     def __repr__(self) -> str:
         return f"TorchFunctionVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+#: namespaces whose operators FakeTensorMode implements itself (meta functions, decompositions)
+BUILTIN_OP_NAMESPACES = frozenset({"aten", "prims", "prim"})
+
+
+def call_registered_op(tx: Tx, op: torch._ops.OpOverload | torch._ops.OpOverloadPacket, args: Sequence[VT],
+                       kwargs: dict[str, VT]) -> VT:
+    """``op(*args, **kwargs)`` as one graph node, its output computed by the
+    operator's fake kernel (``register_fake``, a Meta or composite kernel).
+
+    An operator whose schema writes an argument (``mutates_args``) marks its
+    node, so the graph's guards treat its tensor arguments as possibly written
+    (``OutputGraph.mutates_inputs``). The fake kernel's Python values other than
+    None stand for what the real kernel computes, which may differ, so such an
+    output is a graph break.
+
+    Raises:
+        Unsupported: ``custom operator without fake kernel`` when no overload of a
+            ``torch.library`` operator has a fake or meta kernel (FakeTensors
+            cannot run it); the errors of :func:`graph_call` otherwise.
+    """
+    overloads = [op] if isinstance(op, torch._ops.OpOverload) else [getattr(op, n) for n in op.overloads()]
+    name = overloads[0]._schema.name if overloads else str(op)  # "mylib::twice"
+    namespace = name.split("::")[0]
+    if namespace not in BUILTIN_OP_NAMESPACES and not any(
+        torch._library.utils.has_fake_kernel(o) for o in overloads
+    ):
+        unimplemented(
+            gb_type="custom operator without fake kernel",
+            context=f"call to {name}",
+            explanation="The operator has no fake (meta) kernel, so the shapes and dtypes of its outputs cannot be "
+            "computed without running it; it runs natively.",
+            hints=("Register one with torch.library.register_fake (or @op.register_fake for a custom_op), "
+                   "returning empty tensors of the output shapes.",),
+        )
+
+    def check(example: Any) -> None:
+        values = example if isinstance(example, (tuple, list)) else (example,)
+        if namespace not in BUILTIN_OP_NAMESPACES and any(
+            v is not None and not isinstance(v, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool))
+            for v in values
+        ):
+            unimplemented(
+                gb_type="custom operator returning a Python value",
+                context=f"{name} returned {type(example).__name__}",
+                explanation="The value a fake kernel returns need not be what the real kernel returns; the call "
+                "runs natively.",
+                hints=("Return tensors from the operator.",),
+            )
+
+    mutates = any(o._schema.is_mutable for o in overloads)
+    return graph_call(tx, "call_function", op, args, kwargs, check=check, mutates_args=mutates)
 
 
 class SubclassDispatchDisabledVariable(VariableTracker):
