@@ -38,7 +38,7 @@ from bytegraph.breaks import HINT_DATA_DEPENDENT, unimplemented, user_error
 from bytegraph.guards.guards import DictContains
 from bytegraph.guards.source import AttrSource, CallMethodSource
 from bytegraph.graph import tensor_hooks
-from bytegraph.variables import graph_calls, symbolic, tensor_handles
+from bytegraph.variables import graph_calls, scalar_args, symbolic, tensor_handles
 from bytegraph.variables.base import VariableTracker, handler_name, method_handler
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.operators import TENSOR_OPERATORS
@@ -331,6 +331,9 @@ class TensorVariable(VariableTracker):
             return self._sourced(tx, name, CallMethodSource, lambda t: getattr(t, name)())
         if route == "storage" and not args and not kwargs:
             return self._storage_fact(tx, name)
+        rewritten = scalar_args.rewrite(tx, name, [self, *args], kwargs)  # x.addcmul_(y, z, value=t)
+        if rewritten is not None:
+            return rewritten
         if route == "handler":
             handler = method_handler(self, tx, name, args, kwargs)  # None: arguments eager rejects, the
             result = handler() if handler is not None else None      # graph path below breaks with that error

@@ -39,6 +39,7 @@ import torch
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, GlobalStateMatch
 from bytegraph.guards.source import AttrSource
+from bytegraph.variables import scalar_args
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise
 from bytegraph.variables.sequences import SizeVariable
@@ -262,6 +263,9 @@ class TorchFunctionVariable(ConstantCallableVariable):
         op = registered_op(fn)
         if op is not None:
             return call_registered_op(tx, op, args, kwargs)
+        rewritten = scalar_args.rewrite(tx, fn, args, kwargs)  # a 0-d tensor for a Scalar (torch.full(size, t))
+        if rewritten is not None:
+            return rewritten
         if is_torch_op(fn) and overloaded_args(tx, [*args, *kwargs.values()]):
             return tx.dispatch_torch_function(self, args, kwargs)
         if fn in RUNTIME_CHECKS:

@@ -1,0 +1,136 @@
+"""A 0-d tensor passed where an operator's schema takes a Scalar
+(``torch.full(size, t)``, ``value=t``, ``_foreach_pow(t, exps)``,
+``_foreach_lerp_(xs, ys, t)``): eager reads its value before the kernel; the
+compiled graph keeps it a tensor and must give eager's values (bit for bit)
+and dtypes in one graph. Where eager's Scalar conversion could raise on
+overflow, the call runs natively instead."""
+import pytest
+import torch
+
+import bytegraph
+from bytegraph.testing import CompileCounter
+from tests.helpers import clone_inputs
+
+
+def identical(actual, expected):
+    """Same type, dtype, shape and bits (NaNs included), item by item."""
+    if isinstance(expected, (list, tuple)):
+        return type(actual) is type(expected) and len(actual) == len(expected) and all(
+            identical(a, e) for a, e in zip(actual, expected))
+    if not isinstance(expected, torch.Tensor):
+        return type(actual) is type(expected) and actual == expected
+    if type(actual) is not type(expected) or actual.dtype != expected.dtype or actual.shape != expected.shape:
+        return False
+    return torch.equal(actual.isnan(), expected.isnan()) and torch.equal(actual.nan_to_num(), expected.nan_to_num())
+
+
+def one_graph(fn, *args):
+    """Compile ``fn`` whole; assert eager's result and argument writes exactly, in one graph."""
+    eager_args = clone_inputs(args)
+    expected = fn(*eager_args)
+    cnt = CompileCounter()
+    actual = bytegraph.compile(fn, backend=cnt, fullgraph=True)(*args)
+    assert identical(actual, expected), f"compiled {actual!r} != eager {expected!r}"
+    assert identical(list(args), list(eager_args))
+    assert cnt.frame_count == 1
+    return actual
+
+
+class Tagged(torch.Tensor):
+    pass
+
+
+@pytest.mark.parametrize("fill", [
+    torch.tensor(5.0), torch.tensor(7), torch.tensor(7, dtype=torch.int32), torch.tensor(True),
+    torch.tensor(1 + 2j), torch.tensor(2.5, dtype=torch.float16), torch.tensor(float("nan")),
+], ids=lambda t: str(t.dtype))
+def test_full_with_tensor_fill_infers_eagers_dtype(fill):
+    out = one_graph(lambda t: torch.full((2, 3), t), fill)
+    assert out.is_contiguous()
+
+
+def test_full_with_explicit_dtype_and_keyword_fill():
+    one_graph(lambda t: torch.full((4,), fill_value=t, dtype=torch.float64) + 1, torch.tensor(0.1))
+
+
+def test_full_with_subclass_fill_is_a_plain_tensor():
+    # a Scalar argument never dispatches __torch_function__: eager returns a plain tensor
+    out = one_graph(lambda t: torch.full((2,), t), torch.tensor(5.0).as_subclass(Tagged))
+    assert type(out) is torch.Tensor
+
+
+@pytest.mark.parametrize("fill, dtype", [
+    (torch.tensor(1e300, dtype=torch.float64), None),  # default float32 cannot hold it: eager raises
+    (torch.tensor(300), torch.uint8),
+])
+def test_full_that_may_overflow_runs_natively_and_raises_like_eager(fill, dtype):
+    def f(t):
+        return torch.full((2,), t, dtype=dtype)
+
+    with pytest.raises(RuntimeError, match="without overflow"):
+        f(fill)
+    with pytest.raises(RuntimeError, match="without overflow"):
+        bytegraph.compile(f, backend="eager")(fill)
+    report = bytegraph.explain(f)(torch.tensor(1.0, dtype=fill.dtype))
+    assert [b.gb_type for b in report.break_reasons] == ["data-dependent operator"]
+
+
+def test_full_with_a_tensor_that_is_no_scalar_raises_type_error():
+    def f(t):
+        return torch.full((2,), t)
+
+    for bad in (torch.tensor([1.0]), torch.tensor(1.0, requires_grad=True)):
+        with pytest.raises(TypeError):
+            f(bad)
+        with pytest.raises(TypeError):
+            bytegraph.compile(f, backend="eager")(bad)
+
+
+@pytest.mark.parametrize("method", ["addcmul_", "addcdiv_", "addcmul", "addcdiv"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_pointwise_value_tensor_matches_eager_bits(method, dtype):
+    torch.manual_seed(0)
+    x, y, z = (torch.rand(300, dtype=dtype) + 0.5 for _ in range(3))  # long enough for the vector kernel
+    one_graph(lambda x, y, z, s: getattr(x, method)(y, z, value=s), x, y, z, torch.tensor(0.3))
+
+
+def test_pointwise_value_promotes_like_eager():
+    args = (torch.ones(3, dtype=torch.float64), torch.rand(3), torch.rand(3), torch.tensor(3))
+    assert one_graph(lambda x, y, z, s: torch.addcmul(x, y, z, value=s), *args).dtype == torch.float64
+    ints = (torch.arange(3), torch.arange(3), torch.arange(3), torch.tensor(4, dtype=torch.int32))
+    one_graph(lambda x, y, z, s: x.addcmul_(y, z, value=s), *ints)
+
+
+def test_pointwise_value_eager_converts_lossily_runs_natively():
+    def f(x, s):
+        return x.addcmul(x, x, value=s)  # eager truncates a float value for integer tensors
+
+    args = (torch.arange(3), torch.tensor(0.5))
+    assert identical(bytegraph.compile(f, backend="eager")(*args), f(*args))
+    assert [b.gb_type for b in bytegraph.explain(f)(*args).break_reasons] == ["data-dependent operator"]
+
+
+def test_pointwise_value_eager_rejects_raises_like_eager():
+    def f(x, s):
+        return x.addcdiv(x, x + 1, value=s)  # integer addcdiv
+
+    for run in (f, bytegraph.compile(f, backend="eager")):
+        with pytest.raises(RuntimeError, match="Integer division"):
+            run(torch.arange(3), torch.tensor(2))
+
+
+def test_foreach_pow_with_tensor_base():
+    one_graph(lambda b, exps: torch._foreach_pow(b, exps), torch.tensor(0.8), [torch.tensor(3.4), torch.rand(5)])
+    out = one_graph(lambda b, exps: torch._foreach_pow(b, exps), torch.tensor(2),
+                    [torch.tensor(3.4), torch.arange(4)])
+    assert [o.dtype for o in out] == [torch.float32, torch.int64]
+
+
+def test_foreach_lerp_with_tensor_weight():
+    def in_place(xs, ys, w):
+        out = torch._foreach_lerp_(xs, ys, w)
+        return out is xs, xs[0] * 1
+
+    xs, ys = [torch.ones(2, 2) * 4.26, torch.rand(3) * 3.14], [torch.ones(2, 2), torch.rand(3)]
+    one_graph(lambda xs, ys, w: torch._foreach_lerp(xs, ys, w), xs, ys, torch.tensor(0.7))
+    assert one_graph(in_place, xs, ys, torch.tensor(0.5))[0] is True
