@@ -149,6 +149,11 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         node, example = tx.output.add_scalar_input(source, value)
         return SymNodeVariable(node, example)
 
+    if npops.np is not None and type(value) in (npops.np.finfo, npops.np.iinfo):
+        # np.iinfo(t) is a new object per call: guard the attributes read (info.max), not its identity
+        guards.add(TypeMatch(source, type(value)))
+        return OpaqueConstantVariable(value, source)
+
     if is_constant_value(value) and type(value) is not tuple:
         guards.add(ConstantMatch(source, value))
         return ConstantVariable(value, source)

@@ -8,6 +8,7 @@ make the fold valid were installed when the constant was read from its source.
 from __future__ import annotations
 
 import enum
+import sys
 import types
 from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
@@ -49,7 +50,28 @@ def is_constant_value(value: Any) -> bool:
         return True
     if type(value) is tuple:
         return all(is_constant_value(v) for v in value)
-    return type(value) in CONSTANT_TYPES
+    return type(value) in CONSTANT_TYPES or is_numpy_constant(value)
+
+
+def is_numpy_constant(value: Any) -> bool:
+    """NumPy's immutable values: a dtype (``np.dtype("float32")``), a limits
+    object (``np.finfo(np.float32)``, ``np.iinfo(np.int16)``, like
+    ``torch.finfo``), a numeric or bool scalar (``np.float32(1.5)``)."""
+    np = sys.modules.get("numpy")  # only values of an imported NumPy can reach the trace
+    return np is not None and isinstance(value, (np.dtype, np.finfo, np.iinfo, np.number, np.bool_))
+
+
+def as_torch_scalar(value: Any) -> Any:
+    """The Python number a torch operator takes a NumPy scalar operand for, or
+    ``value`` itself: torch reads ``np.integer`` as int, ``np.floating`` as float
+    and ``np.complex128`` as complex (the same dtypes and values in every
+    operator, each direction, checked against eager), but ``np.bool_`` and
+    ``np.complex64`` as float, which the graph keeps as is (an argument FX
+    cannot render: a graph break)."""
+    np = sys.modules.get("numpy")
+    if np is None or not isinstance(value, (np.integer, np.floating, np.complex128)):
+        return value
+    return int(value) if isinstance(value, np.integer) else value.item()
 
 
 class ConstantVariable(VariableTracker):

@@ -22,7 +22,7 @@ import torch.fx
 from bytegraph.breaks import unimplemented
 from bytegraph.variables import symbolic, tensor
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.constant import ConstantVariable, as_torch_scalar
 from bytegraph.variables.sequences import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
 
 if TYPE_CHECKING:
@@ -38,8 +38,10 @@ TENSOR_VARIABLE_KINDS: dict[type, type] = {}
 
 def graph_operator(tx: Tx, op: Any, args: Sequence[VT]) -> VT:
     """``op(*args)`` for a Python operator with a tensor or symbolic-scalar
-    operand: one graph node (``abs`` as ``operator.abs``)."""
-    return graph_call(tx, "call_function", operator.abs if op is builtins.abs else op, list(args), {})
+    operand: one graph node (``abs`` as ``operator.abs``). A NumPy scalar
+    constant operand is the Python number torch reads it as."""
+    args = [ConstantVariable(as_torch_scalar(a.value)) if type(a) is ConstantVariable else a for a in args]
+    return graph_call(tx, "call_function", operator.abs if op is builtins.abs else op, args, {})
 
 
 def graph_call(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[str, VT],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 import torch
 import torch.fx
@@ -335,15 +335,8 @@ def numpy_call(tx: Tx, op: npops.NumpyOp, args: Sequence[VT], kwargs: dict[str, 
     """
     _numpy_unavailable(f"NumPy {op.kind} {op.name}")
     flat = _flat([*args, *kwargs.values()])
-    tensors = [v for v in flat if isinstance(v, TensorVariable)]
-    if tensors:
-        unimplemented(
-            gb_type="tensor passed to numpy",
-            context=f"NumPy {op.kind} {op.name} applied to {tensors[0]}",
-            explanation="Mixing tensors and ndarrays in one NumPy operation converts them in ways bytegraph does "
-            "not model.",
-            hints=("Convert explicitly with t.numpy() or torch.from_numpy(a).",),
-        )
+    if any(isinstance(v, TensorVariable) for v in flat):
+        args, kwargs = _tensors_as_arrays(tx, op, args, kwargs)
     if op.name in npops.TIE_ORDER_OPS:
         kind = kwargs.get("kind", args[2] if len(args) > 2 else ConstantVariable(None))
         if not (kind.is_python_constant() and kind.as_python_constant() in npops.STABLE_KINDS):
@@ -519,6 +512,79 @@ class _Reference:
 
 #: inputs up to this many elements in all are checked against NumPy on every call
 REFERENCE_ELEMENTS = 1 << 16
+
+
+def _tensors_as_arrays(tx: Tx, op: npops.NumpyOp, args: Sequence[VT], kwargs: dict[str, VT]
+                       ) -> tuple[list[VT], dict[str, VT]]:
+    """A NumPy function given tensors (``np.ones_like(t)``), as the same call
+    given ``t.numpy()`` for each: eager converts a tensor through the array
+    protocol (``Tensor.__array__`` is ``t.numpy()``, sharing memory), unless the
+    function calls the tensor's own methods (``np.sum(t)`` is ``t.sum()``) or
+    wraps its result back into a tensor (ufuncs, ``Tensor.__array_wrap__``).
+    Real NumPy tells the cases apart: run on stand-ins, it must answer alike
+    (result types, dtypes, shapes) given tensors and given their arrays.
+
+    Raises:
+        Unsupported: ``tensor passed to numpy`` otherwise (an operator or method
+            with a tensor operand, a tensor in a container, one ``numpy()``
+            refuses, answers that differ, or NumPy could not be asked).
+    """
+    def refuse(why: str) -> NoReturn:
+        unimplemented(
+            gb_type="tensor passed to numpy",
+            context=f"NumPy {op.kind} {op.name} given a tensor: {why}",
+            explanation="Only NumPy functions that take a tensor as np.asarray(t) does are traced with tensors; "
+            "this call runs natively.",
+            hints=("Convert explicitly with t.numpy() or torch.from_numpy(a).",),
+        )
+
+    values = [*args, *kwargs.values()]
+    tensors = [v for v in values if isinstance(v, TensorVariable)]
+    if op.kind != "function" or len(tensors) != len([v for v in _flat(values) if isinstance(v, TensorVariable)]):
+        refuse("the tensor is an operand of an ndarray operator or method, or inside a container")
+    for t in tensors:
+        ex = t.example
+        if overloaded_args(tx, [t]) or npops.numpy_dtype(ex.dtype) is None or ex.requires_grad or (
+            ex.device.type != "cpu" or ex.layout is not torch.strided or ex.is_conj() or ex.is_neg()
+            or any(isinstance(s, torch.SymInt) for s in ex.shape) or ex.numel() > REFERENCE_ELEMENTS
+        ):
+            refuse(f"{t} is not a small plain CPU tensor numpy() converts")
+
+    def standins(as_tensor: bool) -> tuple[list[Any], dict[str, Any]]:
+        def one(vt: VT) -> Any:
+            if not isinstance(vt, TensorVariable):
+                return _standin(vt)
+            array = npops.standin(vt.example.dtype, tuple(vt.example.shape), False)
+            return torch.ones((), dtype=vt.example.dtype).expand(array.shape) if as_tensor else array
+        try:
+            return [one(a) for a in args], {k: one(v) for k, v in kwargs.items()}
+        except _NoStandin:
+            refuse("NumPy cannot be asked about these arguments")
+
+    answers = []
+    for as_tensor in (True, False):
+        sargs, skwargs = standins(as_tensor)
+        raised, value = npops.numpy_reference(lambda: op.reference(*sargs, **skwargs))
+        answers.append(_ANY_EXCEPTION if raised else _answer_kind(value))
+    if _ANY_EXCEPTION in answers or answers[0] != answers[1]:
+        refuse("NumPy answers differently given the tensor than given its array (or raises)")
+    arrays = {id(t): tensor_to_numpy(tx, t, [], {}) for t in tensors}
+    return [arrays.get(id(a), a) for a in args], {k: arrays.get(id(v), v) for k, v in kwargs.items()}
+
+
+_ANY_EXCEPTION = object()
+
+
+def _answer_kind(value: Any) -> Any:
+    """What of a reference NumPy result must agree: container structure, the type
+    of each item, an array's dtype and shape, a scalar's value."""
+    if isinstance(value, (tuple, list)):
+        return type(value), tuple(_answer_kind(v) for v in value)
+    if isinstance(value, npops.np.ndarray):
+        return npops.np.ndarray, value.dtype, value.shape
+    if isinstance(value, torch.Tensor):
+        return torch.Tensor, id(value)  # never equal: a tensor result is the tensor's own code
+    return type(value), value
 
 
 class _NoStandin(Exception):

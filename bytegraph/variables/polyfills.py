@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
+from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import raise_traced_from
 
@@ -146,6 +147,7 @@ EVALUATED_ON_CONSTANTS: dict[Callable, str | None] = {
     typing.get_args: None,
     typing.get_origin: None,
     sys.getrecursionlimit: "recursion limit",
+    **({npops.np.dtype: None, npops.np.finfo: None, npops.np.iinfo: None} if npops.np is not None else {}),
 }
 
 

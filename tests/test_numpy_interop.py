@@ -1,0 +1,131 @@
+"""NumPy values meeting torch in compiled code: NumPy's dtype and limits objects
+(``np.dtype``, ``np.finfo``, ``np.iinfo``) and NumPy scalars used as constants,
+tensors given to NumPy functions. Each is compared with eager (values, result
+types, dtypes, writes into arguments) and counted in graphs and breaks."""
+import numpy as np
+import pytest
+import torch
+
+import bytegraph
+from bytegraph.testing import CompileCounter, same
+from helpers import check_compiled, clone_inputs
+
+
+def whole(fn, *args):
+    """``fn`` compiled with ``fullgraph=True`` matches eager, arguments included, in one graph."""
+    eager_args = clone_inputs(args)
+    expected = fn(*eager_args)
+    cnt = CompileCounter()
+    actual = bytegraph.compile(fn, backend=cnt, fullgraph=True)(*args)
+    assert same(actual, expected), f"compiled {actual!r} != eager {expected!r}"
+    assert all(same(a, e) for a, e in zip(args, eager_args))
+    assert cnt.frame_count == 1
+    return actual
+
+
+def gb_types(fn, *args):
+    return [b.gb_type for b in bytegraph.explain(fn)(*clone_inputs(args)).break_reasons]
+
+
+# ---- dtype and limits objects ------------------------------------------------------------------
+
+def test_limits_and_dtypes_are_computed_in_the_trace():
+    def f(x):
+        dt = np.dtype("float")
+        return x + np.iinfo(np.int16).max, x * np.finfo(np.float32).eps, x.to(torch.float64) + np.finfo(dt).tiny
+
+    whole(f, torch.randn(4))
+
+
+@pytest.mark.parametrize("info", [np.iinfo, np.finfo])
+def test_limits_objects_passed_in_are_guarded_by_what_is_read(info):
+    kind = int if info is np.iinfo else float
+    a = torch.zeros(3, dtype=torch.int64 if kind is int else torch.float64)
+
+    def f(a, limits):
+        return a + limits.max
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    for dt in (np.dtype(kind), np.ones(1, dtype=kind).dtype, np.dtype(np.dtype(kind).name)):
+        assert same(compiled(a, info(dt)), f(a, info(dt)))
+    assert cnt.frame_count == 1  # equal limits from distinct objects reuse the graph
+    narrow = info(np.int16 if kind is int else np.float16)
+    assert same(compiled(a, narrow), f(a, narrow))
+    assert cnt.frame_count == 2
+
+
+def test_dtype_argument_recompiles_per_dtype():
+    def f(a, dt):
+        return a + np.finfo(dt).max
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    a = torch.zeros(2, dtype=torch.float64)
+    for dt in (np.dtype(float), np.dtype("float64"), np.dtype(np.float16)):
+        assert same(compiled(a, dt), f(a, dt))
+    assert cnt.frame_count == 2
+
+
+# ---- NumPy scalars as tensor operands ----------------------------------------------------------
+
+@pytest.mark.parametrize("scalar", [np.int8(3), np.uint8(200), np.int64(2 ** 40), np.float16(1.5), np.float32(1.1),
+                                    np.float64(2.5), np.complex128(1j)], ids=lambda v: type(v).__name__)
+@pytest.mark.parametrize("dtype", [torch.int32, torch.float16, torch.float32, torch.float64])
+def test_numpy_scalar_operand_promotes_like_eager(scalar, dtype):
+    def f(t):
+        return t + scalar, scalar * t, t - scalar, t != scalar
+
+    whole(f, torch.arange(1, 5).to(dtype))
+
+
+@pytest.mark.parametrize("scalar", [np.bool_(True), np.complex64(1 + 2j)], ids=lambda v: type(v).__name__)
+def test_numpy_scalars_torch_reads_as_float_run_natively(scalar):
+    # torch reads np.bool_ and np.complex64 as float (int32 + np.bool_(True) is float32): not modelled
+    def f(t):
+        return t + scalar
+
+    check_compiled(f, torch.arange(3, dtype=torch.int32), graphs=None)
+    assert gb_types(f, torch.arange(3, dtype=torch.int32)) == ["argument FX cannot render"]
+
+
+# ---- tensors given to NumPy functions ----------------------------------------------------------
+
+def test_numpy_function_takes_a_tensor_as_its_array():
+    def f(x):
+        return (np.ones_like(x, dtype=np.float64), np.full_like(x, 2.4, dtype=np.dtype("float")),
+                np.where(x > 0, x, np.zeros_like(x)), np.linalg.norm(x))
+
+    whole(f, torch.randn(3, 4))
+
+
+def test_array_of_a_tensor_shares_its_memory():
+    def f(x):
+        a = np.asarray(x)
+        a[0] = 7.0
+        return a * 2
+
+    whole(f, torch.randn(3))
+
+
+@pytest.mark.parametrize("fn, eager_type", [
+    (lambda x: np.sin(x), torch.Tensor),  # a ufunc wraps its result back into a tensor (__array_wrap__)
+    (lambda x: np.shape(x), torch.Size),  # reads the tensor's own attribute
+    (lambda x: np.concatenate([x, x]), np.ndarray),  # a tensor inside a list
+], ids=["ufunc", "attribute", "in_list"])
+def test_numpy_function_that_treats_a_tensor_otherwise_runs_natively(fn, eager_type):
+    x = torch.randn(3)
+    assert type(fn(x)) is eager_type
+    check_compiled(fn, x, graphs=None)
+    assert gb_types(fn, x) == ["tensor passed to numpy"]
+
+
+@pytest.mark.parametrize("fn, x, error", [
+    (lambda x: np.sum(x), torch.randn(3), TypeError),  # np.sum calls Tensor.sum(axis=..., out=...)
+    (lambda x: np.ones_like(x), torch.randn(3, requires_grad=True), RuntimeError),
+], ids=["delegates_to_tensor_method", "requires_grad"])
+def test_numpy_function_eager_rejects_raises_like_eager(fn, x, error):
+    with pytest.raises(error):
+        fn(x)
+    with pytest.raises(error):
+        bytegraph.compile(fn, backend="eager")(x)
