@@ -79,7 +79,9 @@ from bytegraph.variables.ndarray import NumpyFunctionVariable, NumpyNdarrayVaria
 from bytegraph.variables.symbolic import SymNodeVariable
 from bytegraph.variables.tensor import TensorVariable
 from bytegraph.variables.polyfills import EVALUATED_ON_CONSTANTS, EvaluatedCallVariable, polyfill_for
-from bytegraph.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_callable, registered_op
+from bytegraph.variables.torch import (
+    PythonModuleVariable, TorchFunctionVariable, VmapVariable, is_torch_callable, registered_op,
+)
 from bytegraph.variables.torch_function import TensorSubclassVariable, as_plain_tensor, check_traceable
 from bytegraph.variables.torch_state import STATE_CONTEXTS, StateContextVariable, existing_state_context
 from bytegraph.variables.user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
@@ -296,6 +298,8 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         return OpaqueConstantVariable(value, source)
     if registered_op(value) is not None:  # torch.ops.<ns>.<op> (its Python __getattr__ finds overloads)
         return TorchFunctionVariable(value, source)
+    if value is torch.vmap:
+        return VmapVariable(value, source)
     if _probing_runs_user_code(value):  # a user object: classifying it would run its Python dunders
         return _wrap_object(tx, value, source) if source is not None else OpaqueConstantVariable(value)
     if isinstance(value, STATE_CONTEXTS) and source is not None:

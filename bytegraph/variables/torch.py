@@ -24,6 +24,9 @@ classifies the callable once:
   overloads, or the ``CustomOpDef`` ``torch.library.custom_op`` returns): a
   graph node whose output comes from the operator's fake (meta) kernel, as
   under torch.compile; one without a fake kernel is a graph break;
+- ``torch.vmap``/``torch.func.vmap`` of a torch C function (``torch.sin``,
+  ``torch.Tensor.acos_``, an operator): the vmapped call is one graph node
+  (:class:`VmapVariable`); of Python code, a graph break;
 - anything else from torch written in Python is inlined like user code; the
   remaining C functions are graph breaks.
 """
@@ -41,7 +44,7 @@ from bytegraph.guards.guards import DictContains, GlobalStateMatch
 from bytegraph.guards.source import AttrSource
 from bytegraph.variables import scalar_args
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
-from bytegraph.variables.constant import ConstantVariable, getattr_or_raise
+from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced_from
 from bytegraph.variables.sequences import SizeVariable
 from bytegraph.variables.symbolic import runtime_check
 from bytegraph.variables.graph_calls import dispatches, graph_call, overloaded_args
@@ -487,3 +490,61 @@ def _apply_target(fn_cls: type) -> Any:
         target.__name__ = target.__qualname__ = f"{fn_cls.__name__}_apply"
         _APPLY_TARGETS[fn_cls] = target
     return target
+
+
+#: the C callables whose vmap is one graph node: running them (on FakeTensors at trace time, then in the
+#: graph) runs no Python code, so nothing the trace does not see happens twice or not at all
+_C_CALLABLES = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType,
+                torch._ops.OpOverload, torch._ops.OpOverloadPacket)
+
+
+class VmapVariable(ConstantCallableVariable):
+    """``torch.vmap`` (also ``torch.func.vmap``). ``torch.vmap(fn, in_dims,
+    out_dims, randomness, chunk_size=...)`` with constant arguments and ``fn`` a
+    torch C function gives a :class:`VmappedVariable`; anything else (a Python
+    ``fn``, whose body would have to be traced under the transform) is a
+    graph break."""
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        values = [*args, *kwargs.values()]
+        fn = args[0].as_python_constant() if args and args[0].is_python_constant() else None
+        if not (isinstance(fn, _C_CALLABLES) and is_torch_callable(fn)) or not all(
+            v.is_python_constant() for v in values
+        ):
+            unimplemented(
+                gb_type="unsupported vmap",
+                context=f"torch.vmap of {args[0] if args else 'nothing'}",
+                explanation="Only the vmap of a torch C function (torch.sin, torch.Tensor.add_, an operator) with "
+                "constant in_dims/out_dims is traced; vmap of Python code is not (its body would run under the "
+                "transform at trace time), so the call runs natively.",
+                hints=("Call torch.vmap outside the compiled function, or vmap a torch function directly.",),
+            )
+        try:
+            vmapped = self.fn(*(a.as_python_constant() for a in args),
+                              **{k: v.as_python_constant() for k, v in kwargs.items()})
+        except Exception as e:  # noqa: BLE001 - eager's own error (bad in_dims...), raised in the trace
+            raise_traced_from(e)
+        return VmappedVariable(vmapped, fn)
+
+
+class VmappedVariable(ConstantCallableVariable):
+    """What ``torch.vmap(fn, ...)`` returned for a torch C function ``fn``
+    (see :class:`VmapVariable`): a call is one graph node running it, its
+    outputs computed on FakeTensors (vmap runs on them). An output that is one
+    of the arguments (``torch.vmap(torch.Tensor.acos_)(x)`` returns ``x``) is
+    that argument's VT; the node counts as writing its arguments (aliasing
+    guard), as ``fn`` may be in place. Not rebuilt after the graph (eager makes
+    a new wrapper per ``torch.vmap`` call): a graph break if live there."""
+
+    def __init__(self, vmapped: Callable, fn: Callable):
+        super().__init__(vmapped)
+        self.wrapped_fn = fn
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return graph_call(tx, "call_function", self.fn, args, kwargs, mutates_args=True)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        VariableTracker.reconstruct(self, codegen)
+
+    def __repr__(self) -> str:
+        return f"VmappedVariable({getattr(self.wrapped_fn, '__name__', self.wrapped_fn)})"

@@ -1,0 +1,74 @@
+"""``torch.vmap`` called inside compiled code: the vmap of a torch C function is
+one graph node (identity of in-place results kept); the vmap of Python code
+is a graph break, run natively with eager's result."""
+import pytest
+import torch
+
+import bytegraph
+from bytegraph.testing import CompileCounter, same
+from tests.helpers import check_compiled, clone_inputs
+
+
+def whole(fn, *args, backend=None, **options):
+    eager_args = clone_inputs(args)
+    expected = fn(*eager_args)
+    cnt = CompileCounter()
+    actual = bytegraph.compile(fn, backend=backend or cnt, fullgraph=True, **options)(*args)
+    assert same(actual, expected), f"compiled {actual!r} != eager {expected!r}"
+    assert all(same(a, e) for a, e in zip(args, eager_args))
+    if backend is None:
+        assert cnt.frame_count == 1
+    return actual
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_vmap_of_an_in_place_method_returns_its_input(dynamic):
+    def f(z):
+        x = z.clone()
+        y = torch.vmap(torch.Tensor.acos_)(x)
+        return y is x, y is z, x * 2
+
+    assert whole(f, torch.full((4, 1), 0.5), dynamic=dynamic)[:2] == (True, False)
+
+
+def test_vmap_in_place_writes_the_callers_tensor():
+    def f(x):
+        return torch.vmap(torch.Tensor.sin_)(x) is x
+
+    whole(f, torch.randn(3, 2))
+
+
+@pytest.mark.parametrize("backend", [None, "aot_eager"])
+def test_vmap_of_torch_functions_with_in_dims(backend):
+    def f(x, y):
+        return torch.vmap(torch.dot)(x, y) + 1, torch.func.vmap(torch.sum, in_dims=1)(x)
+
+    whole(f, torch.randn(3, 5), torch.randn(3, 5), backend=backend)
+
+
+def test_vmap_with_bad_in_dims_raises_like_eager():
+    def f(x):
+        return torch.vmap(torch.sin, in_dims=(0, 1))(x)
+
+    with pytest.raises(ValueError):
+        f(torch.randn(3))
+    with pytest.raises(ValueError):
+        bytegraph.compile(f, backend="eager")(torch.randn(3))
+
+
+def test_vmap_of_python_code_breaks():
+    calls = []
+
+    def body(t):
+        calls.append(1)  # a side effect per vmap call: must happen once per run, as in eager
+        return t * 2
+
+    def f(x):
+        return torch.vmap(body)(x) + 1
+
+    x = torch.randn(3)
+    check_compiled(f, x, graphs=None)
+    assert len(calls) == 2  # eager once, compiled once
+    report = bytegraph.explain(f)(x)
+    # then calling the wrapper vmap returned, a torch function not traced, breaks again
+    assert [b.gb_type for b in report.break_reasons] == ["unsupported vmap", "call to skipped function"]
