@@ -7,7 +7,7 @@ import torch
 from torch import Tensor
 
 import bytegraph
-from tests.helpers import check_compiled, clone_inputs
+from tests.helpers import check_compiled, check_fullgraph, clone_inputs
 from bytegraph.testing import CompileCounter, same
 
 
@@ -69,18 +69,6 @@ def breaks_of(fn, *args):
     return report.graph_count, [b.gb_type for b in report.break_reasons]
 
 
-def full(fn, *args):
-    """``fn`` compiled whole (``fullgraph=True``) matches eager, arguments included, in one graph."""
-    eager_args = clone_inputs(args)
-    expected = fn(*eager_args)
-    cnt = CompileCounter()
-    actual = bytegraph.compile(fn, backend=cnt, fullgraph=True)(*args)
-    assert same(actual, expected), f"compiled {actual!r} != eager {expected!r}"
-    assert all(same(a, e) for a, e in zip(args, eager_args))
-    assert cnt.frame_count == 1
-    return actual
-
-
 @pytest.mark.parametrize("call", [
     lambda x: torch.ops.bgtest.scale3(x),           # the overload packet
     lambda x: torch.ops.bgtest.scale3.default(x),   # one overload
@@ -90,7 +78,7 @@ def test_custom_op_is_one_graph_node(call):
     def f(x):
         return call(x).sin() + 1
 
-    full(f, torch.randn(4))
+    check_fullgraph(f, torch.randn(4))
     assert breaks_of(f, torch.randn(4)) == (1, [])
 
 
@@ -98,14 +86,14 @@ def test_define_impl_register_fake_op():
     def f(x):
         return torch.ops.bgtest.cube(x) - x
 
-    full(f, torch.randn(2, 3))
+    check_fullgraph(f, torch.randn(2, 3))
 
 
 def test_aten_overload_called_through_torch_ops():
     def f(x, y):
         return torch.ops.aten.add.Tensor(x, y) * torch.ops.aten.mul(x, 2)
 
-    full(f, torch.randn(3), torch.randn(3))
+    check_fullgraph(f, torch.randn(3), torch.randn(3))
 
 
 def test_op_writing_its_input_mutates_the_caller_tensor():
@@ -114,7 +102,7 @@ def test_op_writing_its_input_mutates_the_caller_tensor():
         torch.ops.bgtest.accumulate(acc, x)
         return acc * 2
 
-    full(f, torch.zeros(3), torch.randn(3))
+    check_fullgraph(f, torch.zeros(3), torch.randn(3))
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
@@ -135,7 +123,8 @@ def test_writing_op_on_aliased_inputs_recompiles_rather_than_reuse():
         accumulate(acc, x)
         return x + 1
 
-    compiled, cnt = bytegraph.compile(f, backend=(counter := CompileCounter())), counter
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
     compiled(torch.zeros(3), torch.ones(3))
     a = torch.ones(3)
     expected_input = a.clone()
@@ -149,7 +138,7 @@ def test_op_with_several_outputs_of_different_dtypes():
         whole, tenths = parts(x)
         return whole * 2, tenths + 1
 
-    out = full(f, torch.randn(5) * 4)
+    out = check_fullgraph(f, torch.randn(5) * 4)
     assert out[1].dtype == torch.int64
 
 

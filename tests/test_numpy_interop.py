@@ -8,19 +8,7 @@ import torch
 
 import bytegraph
 from bytegraph.testing import CompileCounter, same
-from helpers import check_compiled, clone_inputs
-
-
-def whole(fn, *args):
-    """``fn`` compiled with ``fullgraph=True`` matches eager, arguments included, in one graph."""
-    eager_args = clone_inputs(args)
-    expected = fn(*eager_args)
-    cnt = CompileCounter()
-    actual = bytegraph.compile(fn, backend=cnt, fullgraph=True)(*args)
-    assert same(actual, expected), f"compiled {actual!r} != eager {expected!r}"
-    assert all(same(a, e) for a, e in zip(args, eager_args))
-    assert cnt.frame_count == 1
-    return actual
+from helpers import check_compiled, check_fullgraph, clone_inputs
 
 
 def gb_types(fn, *args):
@@ -34,7 +22,7 @@ def test_limits_and_dtypes_are_computed_in_the_trace():
         dt = np.dtype("float")
         return x + np.iinfo(np.int16).max, x * np.finfo(np.float32).eps, x.to(torch.float64) + np.finfo(dt).tiny
 
-    whole(f, torch.randn(4))
+    check_fullgraph(f, torch.randn(4))
 
 
 @pytest.mark.parametrize("info", [np.iinfo, np.finfo])
@@ -76,7 +64,7 @@ def test_numpy_scalar_operand_promotes_like_eager(scalar, dtype):
     def f(t):
         return t + scalar, scalar * t, t - scalar, t != scalar
 
-    whole(f, torch.arange(1, 5).to(dtype))
+    check_fullgraph(f, torch.arange(1, 5).to(dtype))
 
 
 @pytest.mark.parametrize("scalar", [np.bool_(True), np.complex64(1 + 2j)], ids=lambda v: type(v).__name__)
@@ -96,7 +84,7 @@ def test_numpy_function_takes_a_tensor_as_its_array():
         return (np.ones_like(x, dtype=np.float64), np.full_like(x, 2.4, dtype=np.dtype("float")),
                 np.where(x > 0, x, np.zeros_like(x)), np.linalg.norm(x))
 
-    whole(f, torch.randn(3, 4))
+    check_fullgraph(f, torch.randn(3, 4))
 
 
 def test_array_of_a_tensor_shares_its_memory():
@@ -105,7 +93,7 @@ def test_array_of_a_tensor_shares_its_memory():
         a[0] = 7.0
         return a * 2
 
-    whole(f, torch.randn(3))
+    check_fullgraph(f, torch.randn(3))
 
 
 @pytest.mark.parametrize("fn, eager_type", [

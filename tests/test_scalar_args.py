@@ -8,8 +8,7 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph.testing import CompileCounter
-from tests.helpers import clone_inputs
+from tests.helpers import check_fullgraph
 
 
 def identical(actual, expected):
@@ -26,14 +25,7 @@ def identical(actual, expected):
 
 def one_graph(fn, *args):
     """Compile ``fn`` whole; assert eager's result and argument writes exactly, in one graph."""
-    eager_args = clone_inputs(args)
-    expected = fn(*eager_args)
-    cnt = CompileCounter()
-    actual = bytegraph.compile(fn, backend=cnt, fullgraph=True)(*args)
-    assert identical(actual, expected), f"compiled {actual!r} != eager {expected!r}"
-    assert identical(list(args), list(eager_args))
-    assert cnt.frame_count == 1
-    return actual
+    return check_fullgraph(fn, *args, compare=identical)
 
 
 class Tagged(torch.Tensor):

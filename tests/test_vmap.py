@@ -5,20 +5,7 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph.testing import CompileCounter, same
-from tests.helpers import check_compiled, clone_inputs
-
-
-def whole(fn, *args, backend=None, **options):
-    eager_args = clone_inputs(args)
-    expected = fn(*eager_args)
-    cnt = CompileCounter()
-    actual = bytegraph.compile(fn, backend=backend or cnt, fullgraph=True, **options)(*args)
-    assert same(actual, expected), f"compiled {actual!r} != eager {expected!r}"
-    assert all(same(a, e) for a, e in zip(args, eager_args))
-    if backend is None:
-        assert cnt.frame_count == 1
-    return actual
+from tests.helpers import check_compiled, check_fullgraph
 
 
 @pytest.mark.parametrize("dynamic", [False, True])
@@ -28,14 +15,14 @@ def test_vmap_of_an_in_place_method_returns_its_input(dynamic):
         y = torch.vmap(torch.Tensor.acos_)(x)
         return y is x, y is z, x * 2
 
-    assert whole(f, torch.full((4, 1), 0.5), dynamic=dynamic)[:2] == (True, False)
+    assert check_fullgraph(f, torch.full((4, 1), 0.5), dynamic=dynamic)[:2] == (True, False)
 
 
 def test_vmap_in_place_writes_the_callers_tensor():
     def f(x):
         return torch.vmap(torch.Tensor.sin_)(x) is x
 
-    whole(f, torch.randn(3, 2))
+    check_fullgraph(f, torch.randn(3, 2))
 
 
 @pytest.mark.parametrize("backend", [None, "aot_eager"])
@@ -43,7 +30,7 @@ def test_vmap_of_torch_functions_with_in_dims(backend):
     def f(x, y):
         return torch.vmap(torch.dot)(x, y) + 1, torch.func.vmap(torch.sum, in_dims=1)(x)
 
-    whole(f, torch.randn(3, 5), torch.randn(3, 5), backend=backend)
+    check_fullgraph(f, torch.randn(3, 5), torch.randn(3, 5), backend=backend)
 
 
 def test_vmap_with_bad_in_dims_raises_like_eager():
