@@ -1,14 +1,14 @@
 """A 0-d tensor passed where an operator's schema takes a Scalar
-(``torch.full(size, t)``, ``value=t``, ``_foreach_pow(t, exps)``,
-``_foreach_lerp_(xs, ys, t)``): eager reads its value before the kernel; the
-compiled graph keeps it a tensor and must give eager's values (bit for bit)
-and dtypes in one graph. Where eager's Scalar conversion could raise on
-overflow, the call runs natively instead."""
+(``torch.full(size, t)``, ``value=t``, ``alpha=t``, ``F.elu(x, t)``,
+``_foreach_pow(t, exps)``, ``_foreach_lerp_(xs, ys, t)``): eager reads its
+value before the kernel; the graph reads it the same way (``t.item()``) and
+must give eager's values (bit for bit), dtypes and errors in one graph."""
 import pytest
 import torch
 
 import bytegraph
-from tests.helpers import check_fullgraph
+from bytegraph.testing import same
+from tests.helpers import check_compiled, check_fullgraph
 
 
 def identical(actual, expected):
@@ -34,7 +34,7 @@ class Tagged(torch.Tensor):
 
 @pytest.mark.parametrize("fill", [
     torch.tensor(5.0), torch.tensor(7), torch.tensor(7, dtype=torch.int32), torch.tensor(True),
-    torch.tensor(1 + 2j), torch.tensor(2.5, dtype=torch.float16), torch.tensor(float("nan")),
+    torch.tensor(2.5, dtype=torch.float16), torch.tensor(2.5, dtype=torch.float64), torch.tensor(float("nan")),
 ], ids=lambda t: str(t.dtype))
 def test_full_with_tensor_fill_infers_eagers_dtype(fill):
     out = one_graph(lambda t: torch.full((2, 3), t), fill)
@@ -52,19 +52,25 @@ def test_full_with_subclass_fill_is_a_plain_tensor():
 
 
 @pytest.mark.parametrize("fill, dtype", [
-    (torch.tensor(1e300, dtype=torch.float64), None),  # default float32 cannot hold it: eager raises
+    (torch.tensor(1e300, dtype=torch.float64), None),  # the default float32 cannot hold it
     (torch.tensor(300), torch.uint8),
 ])
-def test_full_that_may_overflow_runs_natively_and_raises_like_eager(fill, dtype):
+def test_full_overflowing_raises_like_eager(fill, dtype):
     def f(t):
         return torch.full((2,), t, dtype=dtype)
 
-    with pytest.raises(RuntimeError, match="without overflow"):
-        f(fill)
-    with pytest.raises(RuntimeError, match="without overflow"):
-        bytegraph.compile(f, backend="eager")(fill)
-    report = bytegraph.explain(f)(torch.tensor(1.0, dtype=fill.dtype))
-    assert [b.gb_type for b in report.break_reasons] == ["data-dependent operator"]
+    compiled = bytegraph.compile(f, backend="eager")
+    assert same(compiled(torch.tensor(1, dtype=fill.dtype)), f(torch.tensor(1, dtype=fill.dtype)))
+    for run in (f, compiled):  # the graph's own conversion raises, and the frame reruns natively
+        with pytest.raises(RuntimeError, match="without overflow"):
+            run(fill)
+
+
+def test_complex_fill_runs_natively():
+    def f(t):
+        return torch.full((2,), t)
+
+    check_compiled(f, torch.tensor(1 + 2j), graphs=None)  # FakeTensors cannot read a complex value
 
 
 def test_full_with_a_tensor_that_is_no_scalar_raises_type_error():
@@ -93,13 +99,38 @@ def test_pointwise_value_promotes_like_eager():
     one_graph(lambda x, y, z, s: x.addcmul_(y, z, value=s), *ints)
 
 
-def test_pointwise_value_eager_converts_lossily_runs_natively():
-    def f(x, s):
-        return x.addcmul(x, x, value=s)  # eager truncates a float value for integer tensors
+def test_pointwise_value_converted_like_eager():
+    # eager truncates a float value for integer tensors; float16 kernels compute in float32
+    one_graph(lambda x, s: x.addcmul(x, x, value=s), torch.arange(3), torch.tensor(0.5))
+    one_graph(lambda x, s: x.addcmul(x, x, value=s), torch.rand(50).half(), torch.tensor(0.3))
 
-    args = (torch.arange(3), torch.tensor(0.5))
-    assert identical(bytegraph.compile(f, backend="eager")(*args), f(*args))
-    assert [b.gb_type for b in bytegraph.explain(f)(*args).break_reasons] == ["data-dependent operator"]
+
+@pytest.mark.parametrize("fn", [
+    lambda x, t: torch.full_like(x, t),
+    lambda x, t: x.new_full((2, 2), t),
+    lambda x, t: torch.add(x, x, alpha=t),
+    lambda x, t: x.clone().sub_(x * 2, alpha=t),
+    lambda x, t: torch.nn.functional.elu(x, t),
+    lambda x, t: torch.nn.functional.leaky_relu(x, t),
+    lambda x, t: torch.nn.functional.threshold(x, t, 0.0),
+    lambda x, t: torch.nn.functional.softplus(x, beta=t),
+    lambda x, t: torch.linspace(0, t, 5),
+    lambda x, t: torch._foreach_addcmul_([x.clone()], [x], [x], value=t),
+    lambda x, t: torch._foreach_add([x], [x], alpha=t),
+    lambda x, t: torch._foreach_pow([x.abs()], t),
+], ids=["full_like", "new_full", "add_alpha", "sub_alpha_", "elu", "leaky_relu", "threshold", "softplus",
+        "linspace", "foreach_addcmul_", "foreach_add_alpha", "foreach_pow"])
+def test_scalar_parameters_of_other_operators(fn):
+    torch.manual_seed(0)
+    one_graph(fn, torch.randn(40), torch.tensor(0.25))
+
+
+def test_scalar_read_under_a_guarded_condition_runs_natively():
+    # hardtanh's meta function compares min and max: a guard on data-dependent values
+    def f(x, lo):
+        return torch.nn.functional.hardtanh(x, lo, 2.0)
+
+    check_compiled(f, torch.randn(4), torch.tensor(-1.0), graphs=None)
 
 
 def test_pointwise_value_eager_rejects_raises_like_eager():

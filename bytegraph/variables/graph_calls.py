@@ -77,8 +77,11 @@ def graph_call(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[
     if isinstance(example, torch.Tensor) and id(example) in operands:
         return operands[id(example)]
     result = wrap_fx_value(tx, node, example)
-    if isinstance(result, TupleVariable) and operands:  # out=(values, indices) returns those tensors
+    if isinstance(result, (TupleVariable, ListVariable)) and operands:  # out=(values, indices) returns those tensors
         items = [operands.get(id(i.example), i) if isinstance(i, tensor.TensorVariable) else i for i in result.items]
+        given = args[0] if args and isinstance(args[0], (TupleVariable, ListVariable)) else None
+        if given is not None and len(items) == len(given.items) and all(a is b for a, b in zip(items, given.items)):
+            return given  # an in-place foreach op returns the very list it was given
         result = NamedTupleVariable(items, result.tuple_cls) if isinstance(result, NamedTupleVariable) else (
             result.with_items(items))
     return result

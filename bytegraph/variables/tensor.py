@@ -331,14 +331,14 @@ class TensorVariable(VariableTracker):
             return self._sourced(tx, name, CallMethodSource, lambda t: getattr(t, name)())
         if route == "storage" and not args and not kwargs:
             return self._storage_fact(tx, name)
-        rewritten = scalar_args.rewrite(tx, name, [self, *args], kwargs)  # x.addcmul_(y, z, value=t)
-        if rewritten is not None:
-            return rewritten
         if route == "handler":
             handler = method_handler(self, tx, name, args, kwargs)  # None: arguments eager rejects, the
             result = handler() if handler is not None else None      # graph path below breaks with that error
             if result is not None:
                 return result
+        scalars = scalar_args.read_as_scalars(tx, "call_method", name, [self, *args], kwargs)
+        if scalars is not None:  # x.addcmul_(y, z, value=t): t.item() where eager reads it
+            (_, *args), kwargs = scalars
         return graph_calls.graph_call(tx, "call_method", name, [self, *args], kwargs,
                           check=functools.partial(_method_result, name))
 

@@ -266,9 +266,9 @@ class TorchFunctionVariable(ConstantCallableVariable):
         op = registered_op(fn)
         if op is not None:
             return call_registered_op(tx, op, args, kwargs)
-        rewritten = scalar_args.rewrite(tx, fn, args, kwargs)  # a 0-d tensor for a Scalar (torch.full(size, t))
-        if rewritten is not None:
-            return rewritten
+        scalars = scalar_args.read_as_scalars(tx, "call_function", fn, args, kwargs) if is_torch_op(fn) else None
+        if scalars is not None:  # torch.full(size, t): t.item() where eager reads it
+            args, kwargs = scalars
         if is_torch_op(fn) and overloaded_args(tx, [*args, *kwargs.values()]):
             return tx.dispatch_torch_function(self, args, kwargs)
         if fn in RUNTIME_CHECKS:
