@@ -117,3 +117,51 @@ def test_numpy_function_eager_rejects_raises_like_eager(fn, x, error):
         fn(x)
     with pytest.raises(error):
         bytegraph.compile(fn, backend="eager")(x)
+
+
+# ---- NumPy's global random generator ----------------------------------------------------------
+
+def _draws(t):
+    a = np.random.randn(2, 3)
+    np.random.uniform(size=4)  # unused: eager still advances the generator
+    b = np.random.randint(0, 10, size=(3,))
+    return a * 2, b, t + 1
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_numpy_random_draws_eagers_numbers_in_order(backend):
+    compiled = bytegraph.compile(_draws, backend=backend, fullgraph=True)
+    t = torch.ones(2)
+    for seed in (0, 1):
+        np.random.seed(seed)
+        expected, expected_next = _draws(t), np.random.rand()
+        np.random.seed(seed)
+        actual, actual_next = compiled(t), np.random.rand()
+        assert same(actual, expected) and actual_next == expected_next
+
+
+def test_numpy_random_without_an_array_result_or_changing_state_runs_natively():
+    def f(t):
+        np.random.seed(3)
+        return t + np.random.randn()  # a Python float
+
+    np.random.seed(0)
+    check_compiled(f, torch.ones(2), graphs=None)
+    assert gb_types(f, torch.ones(2))[0] == "unsupported numpy function"
+
+
+def test_numpy_random_state_restored_when_the_graph_raises():
+    def f(t, i):
+        noise = np.random.randn(3)
+        return t[i] + noise  # out of range: the graph raises, the frame reruns natively
+
+    np.random.seed(0)
+    with pytest.raises(IndexError):
+        f(torch.ones(3), torch.tensor([5]))
+    expected_next = np.random.rand()
+    compiled = bytegraph.compile(f, backend="eager")
+    compiled(torch.ones(3), torch.tensor([1]))
+    np.random.seed(0)
+    with pytest.raises(IndexError):
+        compiled(torch.ones(3), torch.tensor([5]))
+    assert np.random.rand() == expected_next  # drawn once, as in eager

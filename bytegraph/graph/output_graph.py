@@ -38,6 +38,7 @@ from bytegraph import imports
 from bytegraph.breaks import (
     HINT_DATA_DEPENDENT, HINT_DYNAMIC_OUTPUT_SHAPE, BackendCompilerFailed, unimplemented,
 )
+from bytegraph.graph import numpy_random
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.rerun import rerun_natively_on_error
 from bytegraph.graph.side_effects import SideEffects
@@ -578,7 +579,7 @@ class OutputGraph:
             may_raise = any(n.op in ("call_function", "call_method") and _may_raise_on_data(n) for n in gm.graph.nodes)
             saved = written if written and may_raise and set(written) <= set(watched) else ()
             compiled = rerun_natively_on_error(compiled, uses_rng(gm), watched, self.unscoped_grad_mode_changes == 0,
-                                               saved)
+                                               saved, numpy_random.draws(gm))
             self.compiled_graphs.append(CompiledGraph(name, gm, self.op_count(), seconds, compiled, import_seconds))
             codegen.load_callable(compiled)
             for inp in self.inputs:

@@ -8,10 +8,11 @@ from typing import Any, Callable
 import torch
 
 from bytegraph.breaks import GraphRaised
+from bytegraph.graph import numpy_random
 
 
 def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, ...], scoped_grad: bool,
-                            saved: tuple[int, ...] = ()) -> Callable:
+                            saved: tuple[int, ...] = (), numpy_rng: bool = False) -> Callable:
     """``compiled`` that, when it raises an Exception, leaves the frame to run natively.
 
     The graph call is the first thing a transformed frame does, and the side
@@ -19,7 +20,8 @@ def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, .
     graph. So when the graph raises and has written none of its inputs (the
     ``_version`` of each tensor argument at a position in ``watched`` is
     unchanged), it puts grad mode and, when ``rng``, the default generator's
-    state back as they were before the call and raises :class:`GraphRaised`: the
+    state (and NumPy's global one, when ``numpy_rng``: the graph draws from it,
+    see ``graph/numpy_random.py``) back as they were before the call and raises :class:`GraphRaised`: the
     frame's cache reruns the frame natively, which does what eager does up to
     the exception and raises it.
 
@@ -37,6 +39,7 @@ def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, .
     def run_graph(*args: Any) -> Any:
         mode = torch.is_grad_enabled()
         state = torch.default_generator.get_state() if rng else None
+        np_state = numpy_random.saved_state() if numpy_rng else None
         versions = _versions(args, watched)
         if saved:
             with torch.no_grad():
@@ -56,6 +59,8 @@ def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, .
             torch._C._set_grad_enabled(mode)
             if state is not None:
                 torch.default_generator.set_state(state)
+            if np_state is not None:
+                numpy_random.restore_state(np_state)
             raise GraphRaised() from e
 
     return run_graph

@@ -26,6 +26,7 @@ from bytegraph.variables.base import BoundMethodVariable, ConstantCallableVariab
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.operators import INPLACE_TO_BINARY, TENSOR_OPERATORS
 from bytegraph.variables.sequences import ListVariable, NamedTupleVariable, SliceVariable, TupleVariable
+from bytegraph.graph import numpy_random
 from bytegraph.variables.graph_calls import graph_call, graph_node, overloaded_args, wrap_fx_value
 from bytegraph.variables.symbolic import SYMBOLIC_TYPES, FakeItemVariable, SymNodeVariable, branch_on_data
 from bytegraph.variables.tensor import TensorVariable, unpack_rows
@@ -59,8 +60,10 @@ class NumpyFunctionVariable(ConstantCallableVariable):
     """A function of NumPy's namespace (``np.sum``, ``np.where``, ``np.linalg.norm``...).
 
     Calls run its ``torch._numpy`` twin in the graph (:func:`numpy_call`);
-    functions without a twin, and ``numpy.random`` (a different generator),
-    are graph breaks.
+    draws from NumPy's global generator call NumPy itself from the graph
+    (:func:`_global_draw`); functions without a twin, and the rest of
+    ``numpy.random`` (``torch._numpy``'s twins use torch's generator), are
+    graph breaks.
     """
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
@@ -74,13 +77,15 @@ class NumpyFunctionVariable(ConstantCallableVariable):
             not overloaded_args(tx, args)  # a subclass's Tensor.__array__ goes through its __torch_function__
         ):
             return tensor_to_numpy(tx, args[0], [], {})  # Tensor.__array__: t.numpy(), sharing memory
+        if numpy_random.is_global_draw(self.fn):
+            return _global_draw(tx, self.fn, args, kwargs)
         twin = npops.tnp_twin(self.fn)
         if twin is None:
             unimplemented(
                 gb_type="unsupported numpy function",
                 context=f"call to {getattr(self.fn, '__module__', 'numpy')}.{name}",
-                explanation="torch._numpy has no equivalent of this NumPy function (numpy.random is not traced: "
-                "its values would come from torch's generator, not NumPy's).",
+                explanation="torch._numpy has no equivalent of this NumPy function (numpy.random's twins are not "
+                "used: their values would come from torch's generator, not NumPy's).",
                 hints=("Call it outside the compiled function.",),
             )
         fn, np_name = twin
@@ -88,6 +93,25 @@ class NumpyFunctionVariable(ConstantCallableVariable):
 
     def __repr__(self) -> str:
         return f"NumpyFunctionVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+def _global_draw(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """``np.random.randn(2, 3)`` and the other methods of NumPy's global generator:
+    one graph node drawing from it at run time (``graph/numpy_random.py``)."""
+    key = None
+    if all(v.is_python_constant() for v in (*args, *kwargs.values())):
+        key = numpy_random.register(fn, tuple(a.as_python_constant() for a in args),
+                                    {k: v.as_python_constant() for k, v in kwargs.items()})
+    if key is None:
+        unimplemented(
+            gb_type="unsupported numpy function",
+            context=f"call to numpy.random.{getattr(fn, '__name__', fn)}",
+            explanation="Only draws from NumPy's global generator with constant arguments and an array result are "
+            "traced (a scalar result, an array argument or an error runs natively).",
+            hints=("Call it outside the compiled function, or pass a size to get an array.",),
+        )
+    node, example = graph_node(tx, "call_function", numpy_random.draw_op(), [ConstantVariable(key)], {})
+    return NumpyNdarrayVariable(node, example)
 
 
 class NumpyNdarrayVariable(VariableTracker):
