@@ -157,3 +157,12 @@ def test_foreach_lerp_with_tensor_weight():
     xs, ys = [torch.ones(2, 2) * 4.26, torch.rand(3) * 3.14], [torch.ones(2, 2), torch.rand(3)]
     one_graph(lambda xs, ys, w: torch._foreach_lerp(xs, ys, w), xs, ys, torch.tensor(0.7))
     assert one_graph(in_place, xs, ys, torch.tensor(0.5))[0] is True
+
+
+def test_finding_scalar_reads_leaves_version_counters_alone():
+    def f(x, t):
+        x.add_(t)
+        x.add_(x, alpha=t)
+        return x._version
+
+    check_fullgraph(f, torch.ones(3), torch.tensor(2.0))

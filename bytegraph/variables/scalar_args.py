@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import DataDependentOutputException
+from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from bytegraph.variables import tensor
@@ -65,6 +66,9 @@ def _read_examples(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: d
     recorder = _ValueReads()
     ex_args = [a.as_example() for a in args]
     ex_kwargs = {k: v.as_example() for k, v in kwargs.items()}
+    # an in-place call bumps version counters, which answer t._version: put them back after this run
+    tensors = [t for t in pytree.tree_leaves((ex_args, ex_kwargs)) if isinstance(t, torch.Tensor)]
+    versions = [t._version for t in tensors]
     dispatcher = enable_python_dispatcher() if output.shape_env is not None else contextlib.nullcontext()
     try:
         with output.fake_mode, dispatcher, recorder, warnings.catch_warnings():
@@ -79,6 +83,7 @@ def _read_examples(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: d
         return set()
     finally:
         del pending[before:]
+        torch._C._autograd._unsafe_set_version_counter(tensors, versions)
     return recorder.read
 
 

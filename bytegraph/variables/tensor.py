@@ -336,7 +336,8 @@ class TensorVariable(VariableTracker):
             result = handler() if handler is not None else None      # graph path below breaks with that error
             if result is not None:
                 return result
-        scalars = scalar_args.read_as_scalars(tx, "call_method", name, [self, *args], kwargs)
+        scalars = None if name in INPLACE_VIEW_METHODS else (  # (probing one would change the example's sizes)
+            scalar_args.read_as_scalars(tx, "call_method", name, [self, *args], kwargs))
         if scalars is not None:  # x.addcmul_(y, z, value=t): t.item() where eager reads it
             (_, *args), kwargs = scalars
         return graph_calls.graph_call(tx, "call_method", name, [self, *args], kwargs,
