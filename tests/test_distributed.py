@@ -31,6 +31,25 @@ def test_ddp_sgd_matches_eager_one_graph_per_bucket(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("compile_from_step", [0, 1], ids=["compiled_first", "compiled_after_rebuild"])
+def test_ddp_split_buckets_by_dtype_as_ddp_does(tmp_path, compile_from_step):
+    # bias-free Linear(32, 32) x4 (the third float64) + Linear(32, 4); gradients
+    # complete head, layer 3, 2, 1, 0. With a 6000-byte cap DDP buckets each
+    # dtype on its own, so the float64 weight (8192 bytes) is a bucket of its own.
+    # Compiled first, the split computes DDP's buckets; compiled in step 2 (after
+    # the reducer rebuilt its buckets), it reads the reducer's
+    out = str(tmp_path / "result.json")
+    kwargs = {"bias": False, "float64_layer": 2, "compile_from_step": compile_from_step}
+    spawn(functools.partial(ddp_bodies.compare_training, **kwargs), "adamw", {"bucket_cap_mb": 6000 / 2**20}, out)
+    result = _read(out)
+    print(result)
+    buckets = [[int(i) for i in bucket.split()] for bucket in result["ddp_buckets"].split(",")]
+    assert all((2 in bucket) == (bucket == [2]) for bucket in buckets)  # the float64 weight is alone
+    # parameter i is layer i's weight: a bucket completes at its first layer, one graph each
+    assert result["graphs"] == len({min(bucket) for bucket in buckets}) == 3
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("optimizer", ["sgd", "adamw"])
 @pytest.mark.parametrize("wrap", ["outer", "inner", "step"])
 def test_ddp_training_matches_eager(tmp_path, optimizer, wrap):
