@@ -18,8 +18,8 @@ How the split is made (:func:`plan_partitions`):
    *first use* is the position of the first graph node reading it.
 2. Its gradient is complete once backward has passed that first use, so
    parameters complete in decreasing order of first use. The buckets are
-   DDP's own: the reducer's rebuilt buckets when it has rebuilt them (read from
-   ``_get_ddp_logging_data()``: a graph compiled after DDP's first iteration),
+   DDP's own: the reducer's rebuilt buckets when it has rebuilt them (a graph
+   compiled after DDP's first iteration),
    else what DDP's reducer will rebuild them as, computed by DDP's own
    ``torch.distributed._compute_bucket_assignment_by_size`` over the parameters
    in that ready order (greedy by byte size, one open bucket per dtype and
@@ -74,7 +74,7 @@ def ddp_aware(backend: Backend) -> Backend:
     if ddp is None or not config.optimize_ddp:
         return backend
     params = reduced_parameters(ddp)
-    rule = BucketRule(bucket_caps(ddp), sparse_parameters(ddp), reducer_buckets(ddp, params))
+    rule = BucketRule(bucket_caps(ddp), sparse_parameters(ddp), reducer_buckets(ddp))
     return BucketSplitBackend(backend, rule, params)
 
 
@@ -111,20 +111,14 @@ def sparse_parameters(ddp: torch.nn.Module) -> frozenset[int]:
     )
 
 
-def reducer_buckets(ddp: torch.nn.Module, params: dict[int, torch.nn.Parameter]) -> list[list[int]] | None:
+def reducer_buckets(ddp: torch.nn.Module) -> list[list[int]] | None:
     """The reducer's rebuilt buckets as lists of parameter ``id``s, in bucket
-    order, or None before it has rebuilt them (DDP's first iteration).
-
-    Read from DDP's logging data (``rebuilt_per_bucket_param_indices``: buckets
-    separated by ``", "``, the reducer's parameter indices in a bucket by
-    spaces); the reducer's indices count the parameters of ``params`` in
-    module order (DDP's ``_build_params_for_reducer``).
-    """
-    text = ddp._get_ddp_logging_data().get("rebuilt_per_bucket_param_indices", "")
-    if not isinstance(text, str) or not text.strip():
+    order, or None before DDP has rebuilt them (its first iteration; with
+    ``static_graph``, its second). Read from the reducer's own buckets
+    (``GradBucket.parameters()``)."""
+    if not getattr(ddp, "_has_rebuilt_buckets", False):
         return None
-    ids = list(params)
-    return [[ids[int(i)] for i in bucket.split()] for bucket in text.split(",")]
+    return [[id(p) for p in bucket.parameters()] for bucket in ddp.reducer._get_zeros_like_grad_buckets()]
 
 
 @dataclasses.dataclass(frozen=True)
