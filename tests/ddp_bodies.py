@@ -15,6 +15,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import bytegraph
 from bytegraph.backends.builtin import aot_eager
+from bytegraph.report.text import format_report
+from bytegraph.runtime import metrics
 
 STEPS = 3
 
@@ -137,14 +139,22 @@ def compare_training(rank: int, world: int, optimizer: str, ddp_kwargs: dict, ou
             ddp.module = bytegraph.compile(ddp.module, backend=backend)
             return ddp
     ddps: list = []
+    bytegraph.reset()
     compiled = train(rank, compile_fn, optimizer, ddp_kwargs, accumulate=accumulate, bias=bias, ddp_out=ddps,
                      **model)
     assert_same(eager, compiled)
     same_on_all_ranks(compiled[1])
+    if out is not None:
+        report = format_report().splitlines()[0]
+        subgraphs = [g.subgraphs for stats in metrics.FRAMES.values() for g in stats.graphs]
+        with torch.no_grad():  # what explain says of the same DDP module (a fresh compile)
+            explained = bytegraph.explain(ddps[0])(batch(0, rank, 32)[0])
     if rank == 0 and out is not None:
         rebuilt = ddps[0]._get_ddp_logging_data().get("rebuilt_per_bucket_param_indices", "")
         with open(out, "w") as f:
-            json.dump({"graphs": len(backend.graphs), "ddp_buckets": rebuilt}, f)
+            json.dump({"graphs": len(backend.graphs), "ddp_buckets": rebuilt, "subgraphs": subgraphs,
+                       "report": report, "explain_counts": explained.subgraph_counts,
+                       "explain": str(explained)}, f)
 
 
 def bucket_order(rank: int, world: int, optimize_ddp: bool, out: str) -> None:

@@ -28,6 +28,9 @@ def test_ddp_sgd_matches_eager_one_graph_per_bucket(tmp_path):
     print(result)
     assert len(result["ddp_buckets"].split(",")) == 5  # what DDP's reducer made
     assert result["graphs"] == 5
+    # one captured graph, compiled as 5; the run report and explain say so
+    assert result["subgraphs"] == [5] and "1 graph(s) compiled as 5 after the DDP bucket split" in result["report"]
+    assert result["explain_counts"] == [5] and "Graph 1 split into 5 subgraphs at DDP buckets" in result["explain"]
 
 
 @pytest.mark.slow

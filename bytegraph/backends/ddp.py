@@ -222,7 +222,24 @@ class BucketSplitBackend:
             return self.inner(gm, example_inputs)
         split = split_module(gm, None, lambda node: plan.partition[node], keep_original_order=True, tuple_return=True)
         _CompileSubgraphs(split, self.inner).run(*_fake_inputs(example_inputs))
-        return split.forward
+        return SplitGraph(split, plan.count)
+
+
+class SplitGraph:
+    """What :class:`BucketSplitBackend` returns for a split graph: called like
+    the graph, it runs the compiled subgraphs in order.
+
+    Attributes:
+        subgraph_count: how many subgraphs the graph was compiled as (reports
+            count them: ``CompiledGraph.subgraphs``).
+    """
+
+    def __init__(self, split: torch.fx.GraphModule, count: int):
+        self.split = split
+        self.subgraph_count = count
+
+    def __call__(self, *args: Any) -> Any:
+        return self.split.forward(*args)
 
 
 def _fake_inputs(example_inputs: list) -> list:
