@@ -53,6 +53,19 @@ def test_ddp_split_buckets_by_dtype_as_ddp_does(tmp_path, compile_from_step):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("wrap", ["outer", "inner"])
+def test_ddp_module_with_hook_torch_marks_not_to_compile(tmp_path, wrap):
+    # the hook runs natively around the compiled forward; the module's native
+    # call from there (and explain's compile of DDP over an OptimizedModule) runs
+    # the module, never the compiled call again (it recursed without end)
+    out = str(tmp_path / "result.json")
+    kwargs = {"bias": False, "hooked": True, "wrap": wrap}
+    spawn(functools.partial(ddp_bodies.compare_training, **kwargs), "sgd", {"bucket_cap_mb": 512 / 2**20}, out)
+    result = _read(out)
+    assert result["graphs"] == 5 and result["subgraphs"] == [5]  # still split, one graph per bucket
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("optimizer", ["sgd", "adamw"])
 @pytest.mark.parametrize("wrap", ["outer", "inner", "step"])
 def test_ddp_training_matches_eager(tmp_path, optimizer, wrap):

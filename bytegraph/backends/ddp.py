@@ -115,7 +115,8 @@ def reducer_buckets(ddp: torch.nn.Module) -> list[list[int]] | None:
     """The reducer's rebuilt buckets as lists of parameter ``id``s, in bucket
     order, or None before DDP has rebuilt them (its first iteration; with
     ``static_graph``, its second). Read from the reducer's own buckets
-    (``GradBucket.parameters()``)."""
+    (``GradBucket.parameters()``; getting them allocates a zero tensor per
+    bucket, once per compiled graph)."""
     if not getattr(ddp, "_has_rebuilt_buckets", False):
         return None
     return [[id(p) for p in bucket.parameters()] for bucket in ddp.reducer._get_zeros_like_grad_buckets()]

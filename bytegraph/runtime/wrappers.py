@@ -104,8 +104,11 @@ class OptimizedModule(torch.nn.Module):
         compiled (as torch.compile runs a compiled module's hooks), instead of
         tracing up to that hook and breaking there."""
         module = self._orig_mod
-        if is_ddp(module):
-            return run_ddp(module, self._compiled_call, *args, **kwargs)
+        if is_ddp(module):  # DDP's forward runs natively and calls _call for its module
+            return run_ddp(module, self._call, *args, **kwargs)
+        return self._call(module, *args, **kwargs)
+
+    def _call(self, module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
         if forward_hooks_never_traced(module):
             return hooks_for(self._options).route_callee(module)(*args, **kwargs)
         return self._compiled_call(module, *args, **kwargs)
