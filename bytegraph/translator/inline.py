@@ -9,6 +9,7 @@ native run raises it.
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import types
 from typing import Any, Sequence
@@ -225,10 +226,12 @@ def _not_traced(module: str, qualname: str) -> str | None:
 
 
 def never_traced(fn: Any) -> bool:
-    """Whether a call of ``fn`` (a Python function, or a method bound to one)
-    is a graph break wherever it is met, by where ``fn`` is defined (see
-    :func:`check_inlinable`): e.g. FSDP2's module hooks, which torch wraps
-    not to be compiled. Other callables: False."""
+    """Whether a call of ``fn`` (a Python function, a method bound to one, or
+    a ``functools.partial`` of either) is a graph break wherever it is met, by
+    where the function is defined (see :func:`check_inlinable`): e.g. FSDP2's
+    module hooks, which torch wraps not to be compiled. Other callables: False."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
     func = getattr(fn, "__func__", fn)
     if not isinstance(func, types.FunctionType):
         return False
