@@ -6,6 +6,7 @@ group, one after the other) and compares losses and every parameter.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Callable
 
 import torch
@@ -15,6 +16,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import bytegraph
 from bytegraph.backends.builtin import aot_eager
+from bytegraph.report import write_report
 from bytegraph.report.text import format_report
 from bytegraph.runtime import metrics
 
@@ -150,6 +152,9 @@ def compare_training(rank: int, world: int, optimizer: str, ddp_kwargs: dict, ou
     if out is not None:
         graphs = len(backend.graphs)  # (before explain: with wrap="inner" it runs the compiled module again)
         report = format_report().splitlines()[0]
+        page = write_report(os.path.join(os.path.dirname(out), f"report{rank}.html"))
+        with open(page) as f:
+            page_says_split = "compiled as 5 after the DDP bucket split" in f.read()
         subgraphs = [g.subgraphs for stats in metrics.FRAMES.values() for g in stats.graphs]
         with torch.no_grad():  # what explain says of the same DDP module (a fresh compile)
             explained = bytegraph.explain(ddps[0])(batch(0, rank, 32)[0])
@@ -157,7 +162,7 @@ def compare_training(rank: int, world: int, optimizer: str, ddp_kwargs: dict, ou
         rebuilt = ddps[0]._get_ddp_logging_data().get("rebuilt_per_bucket_param_indices", "")
         with open(out, "w") as f:
             json.dump({"graphs": graphs, "ddp_buckets": rebuilt, "subgraphs": subgraphs,
-                       "report": report, "explain_counts": explained.subgraph_counts,
+                       "report": report, "explain_counts": explained.subgraph_counts, "page": page_says_split,
                        "explain": str(explained)}, f)
 
 

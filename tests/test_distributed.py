@@ -30,6 +30,7 @@ def test_ddp_sgd_matches_eager_one_graph_per_bucket(tmp_path):
     assert result["graphs"] == 5
     # one captured graph, compiled as 5; the run report and explain say so
     assert result["subgraphs"] == [5] and "1 graph(s) compiled as 5 after the DDP bucket split" in result["report"]
+    assert result["page"]  # the HTML report's totals
     assert result["explain_counts"] == [5] and "Graph 1 split into 5 subgraphs at DDP buckets" in result["explain"]
 
 
