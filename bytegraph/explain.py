@@ -37,6 +37,8 @@ class ExplainOutput:
             codegen and backend).
         recompile_reasons: why frames were compiled again during the call.
         result: what the call returned.
+        subgraph_counts: for each graph, how many graphs the backend compiled
+            it as (more than 1 when DDP's bucket split cut it, one per bucket group).
     """
 
     graphs: list[torch.fx.GraphModule]
@@ -48,6 +50,7 @@ class ExplainOutput:
     compile_times: list[float]
     recompile_reasons: list[str]
     result: Any = None
+    subgraph_counts: list[int] = dataclasses.field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [
@@ -62,6 +65,9 @@ class ExplainOutput:
                 lines += [f"       {frame}" for frame in br.user_stack]
         for n, ops in enumerate(self.ops_per_graph, 1):
             lines.append(f"Ops in graph {n}: {', '.join(ops) if ops else '(none)'}")
+        for n, count in enumerate(self.subgraph_counts, 1):
+            if count > 1:
+                lines.append(f"Graph {n} split into {count} subgraphs at DDP buckets")
         if self.recompile_reasons:
             lines.append("Recompile reasons:")
             lines += [f"  {r}" for r in self.recompile_reasons]
@@ -86,6 +92,7 @@ def explain(fn: Callable | torch.nn.Module) -> Callable[..., ExplainOutput]:
             result = bytegraph_compile(fn, backend="eager")(*args, **kwargs)
         graphs = [g.graph_module for c in rec.compiles for g in c.graphs]
         breaks = metrics.distinct(rec.breaks)
+        subgraph_counts = [g.subgraphs for c in rec.compiles for g in c.graphs]
         ops = [
             [_target_name(n.target) for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
             for gm in graphs
@@ -100,6 +107,7 @@ def explain(fn: Callable | torch.nn.Module) -> Callable[..., ExplainOutput]:
             compile_times=[c.seconds for c in rec.compiles],
             recompile_reasons=list(rec.recompile_reasons),
             result=result,
+            subgraph_counts=subgraph_counts,
         )
 
     return run

@@ -7,23 +7,25 @@ import torch
 import torch.distributed as dist
 
 import bytegraph
-from bytegraph.backends.ddp import plan_partitions
+from bytegraph.backends.ddp import BucketRule, plan_partitions
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="needs torch.distributed")
 
 
 class Tied(torch.nn.Module):
-    """Linear layers of mixed sizes; the first layer's weight is used again at the end."""
+    """Linear layers of mixed sizes; the first layer's weight is used again at the
+    end. With ``mixed``, the middle layer is float64 (DDP never puts parameters
+    of different dtypes in one bucket)."""
 
-    def __init__(self):
+    def __init__(self, mixed=False):
         super().__init__()
         self.a = torch.nn.Linear(8, 8)
-        self.b = torch.nn.Linear(8, 32)
+        self.b = torch.nn.Linear(8, 32, dtype=torch.float64 if mixed else None)
         self.c = torch.nn.Linear(32, 8)
 
     def forward(self, x):
         h = torch.relu(self.a(x))
-        h = torch.relu(self.b(h))
+        h = torch.relu(self.b(h.to(self.b.weight.dtype))).to(x.dtype)
         return self.c(h) @ self.a.weight
 
 
@@ -38,12 +40,13 @@ def _trace(model, x):
     return seen[0]
 
 
+@pytest.mark.parametrize("mixed", [False, True], ids=["float32", "float32+float64"])
 @pytest.mark.parametrize("caps", [[200, 600], [64], [10**9]])
-def test_plan_matches_ddp_bucketing_and_keeps_uses_after_their_cut(caps):
-    model = Tied()
+def test_plan_matches_ddp_bucketing_and_keeps_uses_after_their_cut(caps, mixed):
+    model = Tied(mixed)
     gm, example_inputs = _trace(model, torch.randn(2, 8))
     params = {id(p): p for p in model.parameters()}
-    plan = plan_partitions(gm, example_inputs, params, caps)
+    plan = plan_partitions(gm, example_inputs, params, BucketRule(caps))
 
     by_name = {n.name: v for n, v in zip([n for n in gm.graph.nodes if n.op == "placeholder"], example_inputs)}
     order = [by_name[name] for bucket in plan.buckets for name in bucket]
@@ -60,11 +63,18 @@ def test_plan_matches_ddp_bucketing_and_keeps_uses_after_their_cut(caps):
     for bucket in plan.buckets:
         uses = [u for name in bucket for u in placeholder[name].users]
         cut_of.append(min(plan.partition[u] for u in uses))  # where its backward completes
-    # buckets complete in order, and none completes before its subgraph has run backward
-    assert cut_of == sorted(cut_of, reverse=True)
+    dtypes = [{by_name[name].dtype for name in bucket} for bucket in plan.buckets]
+    assert all(len(d) == 1 for d in dtypes)  # a bucket holds one dtype
+    # every subgraph but the first starts where a bucket completes (its backward finishes it)
     assert plan.count == len(set(cut_of))
+    index = {n: i for i, n in enumerate(body)}
+    completes_at = {min(index[u] for name in bucket for u in placeholder[name].users) for bucket in plan.buckets}
+    starts = {min(i for i, p in enumerate(parts) if p == k) for k in range(1, plan.count)}
+    assert starts == set(sorted(completes_at)[1:])
+    if not mixed:  # one dtype: buckets fill in gradient-ready order, so they complete in order
+        assert cut_of == sorted(cut_of, reverse=True)
     if caps == [10**9]:
-        assert plan.count == 1
+        assert plan.count == (2 if mixed else 1)  # the float64 bucket completes inside the graph
 
 
 
@@ -74,5 +84,5 @@ def test_parameter_placeholder_used_only_by_the_output_is_left_out_of_the_bucket
     graph.output((graph.call_function(torch.mul, (x, w)), returned))
     gm = torch.fx.GraphModule(torch.nn.Module(), graph)
     params = [torch.nn.Parameter(torch.ones(3)) for _ in range(2)]
-    plan = plan_partitions(gm, [torch.ones(3), *params], {id(p): p for p in params}, [1])
+    plan = plan_partitions(gm, [torch.ones(3), *params], {id(p): p for p in params}, BucketRule([1]))
     assert plan.buckets == [["w"]] and plan.count == 1

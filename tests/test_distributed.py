@@ -28,6 +28,42 @@ def test_ddp_sgd_matches_eager_one_graph_per_bucket(tmp_path):
     print(result)
     assert len(result["ddp_buckets"].split(",")) == 5  # what DDP's reducer made
     assert result["graphs"] == 5
+    # one captured graph, compiled as 5; the run report and explain say so
+    assert result["subgraphs"] == [5] and "1 graph(s) compiled as 5 after the DDP bucket split" in result["report"]
+    assert result["page"]  # the HTML report's totals
+    assert result["explain_counts"] == [5] and "Graph 1 split into 5 subgraphs at DDP buckets" in result["explain"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("compile_from_step", [0, 1], ids=["compiled_first", "compiled_after_rebuild"])
+def test_ddp_split_buckets_by_dtype_as_ddp_does(tmp_path, compile_from_step):
+    # bias-free Linear(32, 32) x4 (the third float64) + Linear(32, 4); gradients
+    # complete head, layer 3, 2, 1, 0. With a 6000-byte cap DDP buckets each
+    # dtype on its own, so the float64 weight (8192 bytes) is a bucket of its own.
+    # Compiled first, the split computes DDP's buckets; compiled in step 2 (after
+    # the reducer rebuilt its buckets), it reads the reducer's
+    out = str(tmp_path / "result.json")
+    kwargs = {"bias": False, "float64_layer": 2, "compile_from_step": compile_from_step}
+    spawn(functools.partial(ddp_bodies.compare_training, **kwargs), "adamw", {"bucket_cap_mb": 6000 / 2**20}, out)
+    result = _read(out)
+    print(result)
+    buckets = [[int(i) for i in bucket.split()] for bucket in result["ddp_buckets"].split(",")]
+    assert all((2 in bucket) == (bucket == [2]) for bucket in buckets)  # the float64 weight is alone
+    # parameter i is layer i's weight: a bucket completes at its first layer, one graph each
+    assert result["graphs"] == len({min(bucket) for bucket in buckets}) == 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrap", ["outer", "inner"])
+def test_ddp_module_with_hook_torch_marks_not_to_compile(tmp_path, wrap):
+    # the hook runs natively around the compiled forward; the module's native
+    # call from there (and explain's compile of DDP over an OptimizedModule) runs
+    # the module, never the compiled call again (it recursed without end)
+    out = str(tmp_path / "result.json")
+    kwargs = {"bias": False, "hooked": True, "wrap": wrap}
+    spawn(functools.partial(ddp_bodies.compare_training, **kwargs), "sgd", {"bucket_cap_mb": 512 / 2**20}, out)
+    result = _read(out)
+    assert result["graphs"] == 5 and result["subgraphs"] == [5]  # still split, one graph per bucket
 
 
 @pytest.mark.slow
@@ -107,11 +143,14 @@ def test_fsdp2_training_matches_eager(tmp_path):
     spawn(fsdp_bodies.compare_all, out, timeout=300)
     found = _read(out)
     print(found)
-    # FSDP's hooks run natively (torch marks them not to be compiled), around
-    # the compiled forward: per layer, one graph per block; root only, one graph.
-    # Compiled at the root over sharded blocks, the blocks' hooks break inside the
-    # root's loop, which then runs natively: one graph
+    # FSDP's hooks run natively (torch marks them not to be compiled): around the
+    # compiled forward of a compiled FSDP module, no graph break (torch.compile:
+    # per layer 2 graphs, root only 1, neither with a break). Compiled at the root
+    # over sharded blocks, each block's hook breaks inside the root's loop: the
+    # block's forward compiles as a frame of its own and the loop resumes in a
+    # resume function, whose last one holds the head (torch.compile breaks at the
+    # first block's hook and skips the root's frame: 2 graphs, its Block.forward)
     for optimizer in ("sgd", "adamw"):
-        assert found[f"per_layer-{optimizer}"] == {"graphs": 3, "breaks": [SKIPPED], "break_count": 3}
-        assert found[f"root_only-{optimizer}"] == {"graphs": 1, "breaks": [SKIPPED], "break_count": 1}
-        assert found[f"root-{optimizer}"] == {"graphs": 1, "breaks": [SKIPPED], "break_count": 2}
+        assert found[f"per_layer-{optimizer}"] == {"graphs": 3, "breaks": [], "break_count": 0}
+        assert found[f"root_only-{optimizer}"] == {"graphs": 1, "breaks": [], "break_count": 0}
+        assert found[f"root-{optimizer}"] == {"graphs": 4, "breaks": [SKIPPED], "break_count": 3}

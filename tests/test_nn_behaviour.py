@@ -2,6 +2,7 @@
 parameter/module listings, hooks (also added after compiling), buffer updates,
 RNNs, training with torch's compiling backends. Compiled vs eager."""
 import copy
+import functools
 
 import pytest
 import torch
@@ -127,6 +128,37 @@ def test_global_module_hook_added_after_compiling_is_seen():
         assert same(compiled(x), model(x)) and float(model(x).abs().sum()) == 0.0
     finally:
         handle.remove()
+
+
+def test_compiled_module_whose_hook_torch_marks_not_to_compile_runs_its_hooks_natively():
+    # FSDP2's hooks are wrapped this way: the module's hooks run natively around
+    # its compiled forward, with no graph break (as under torch.compile)
+    calls = []
+
+    @torch.compiler.disable
+    def add_one(module, args):
+        calls.append("pre")
+        return (args[0] + 1,)
+
+    model = Hooked()
+    model.register_forward_pre_hook(add_one)
+    model.register_forward_hook(lambda m, i, o: o * 2)
+    x = torch.randn(2, 8)
+    _, cnt = run_both(model, x, calls=2)
+    assert cnt.frame_count == 1 and breaks() == []
+    assert calls == ["pre"] * 4  # once per call, compiled (2) and eager (2)
+    assert "forward" not in model.__dict__  # the compiled forward was in place for the call only
+
+
+def test_hook_torch_marks_not_to_compile_registered_after_compiling_is_run():
+    model = Hooked()
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(model, backend=cnt)
+    x = torch.randn(2, 8)
+    assert same(compiled(x), model(x))
+    model.register_forward_hook(functools.partial(torch.compiler.disable(lambda shift, m, i, o: o + shift), 100))
+    assert same(compiled(x), model(x)) and float(compiled(x).min()) >= 100
+    assert breaks() == []
 
 
 def test_tensor_hooks_registered_between_calls_do_not_recompile():

@@ -17,16 +17,22 @@ How the split is made (:func:`plan_partitions`):
    ``parameters_to_ignore``) is found by identity among the example inputs; its
    *first use* is the position of the first graph node reading it.
 2. Its gradient is complete once backward has passed that first use, so
-   parameters complete in decreasing order of first use. They are packed, in
-   that order, into buckets as DDP's reducer packs them after its first
-   iteration (gradients in ready order, greedy by byte size: a bucket closes
-   once it holds at least its cap, ``first_bucket_bytes_cap`` then
-   ``bucket_bytes_cap``, or the caps of ``bucket_cap_mb_list`` in turn).
-3. A bucket is complete at the first use of its last parameter. The graph is
-   cut in front of each such node (the earliest one excepted: nodes before it
-   use no reduced parameter and join the first subgraph). Subgraph ``k`` thus
-   holds every use of the parameters of the buckets completing in it, and its
-   backward (which runs before the backward of subgraphs ``< k``) finishes them.
+   parameters complete in decreasing order of first use. The buckets are
+   DDP's own: the reducer's rebuilt buckets when it has rebuilt them (a graph
+   compiled after DDP's first iteration),
+   else what DDP's reducer will rebuild them as, computed by DDP's own
+   ``torch.distributed._compute_bucket_assignment_by_size`` over the parameters
+   in that ready order (greedy by byte size, one open bucket per dtype and
+   device, so parameters of different dtypes never share a bucket; a bucket
+   closes once it holds at least its cap, ``first_bucket_bytes_cap`` then
+   ``bucket_bytes_cap``, or the caps of ``bucket_cap_mb_list`` in turn; a
+   parameter of a sparse-gradient Embedding gets a bucket of its own).
+3. A bucket is complete at the first use of the parameter of its that
+   completes last (the one used first). The graph is cut in front of each
+   such node (the earliest one excepted: nodes before it use no reduced
+   parameter and join the first subgraph). Subgraph ``k`` thus holds every
+   use of the parameters of the buckets completing in it, and its backward
+   (which runs before the backward of subgraphs ``< k``) finishes them.
 
 ``torch.fx.passes.split_module`` makes the subgraphs; each is compiled by the
 user's backend with FakeTensor example inputs (found by running the split graph
@@ -67,7 +73,9 @@ def ddp_aware(backend: Backend) -> Backend:
     ddp = active_ddp_module()
     if ddp is None or not config.optimize_ddp:
         return backend
-    return BucketSplitBackend(backend, bucket_caps(ddp), reduced_parameters(ddp))
+    params = reduced_parameters(ddp)
+    rule = BucketRule(bucket_caps(ddp), sparse_parameters(ddp), reducer_buckets(ddp))
+    return BucketSplitBackend(backend, rule, params)
 
 
 def bucket_caps(ddp: torch.nn.Module) -> list[int]:
@@ -93,6 +101,55 @@ def reduced_parameters(ddp: torch.nn.Module) -> dict[int, torch.nn.Parameter]:
     }
 
 
+def sparse_parameters(ddp: torch.nn.Module) -> frozenset[int]:
+    """``id``s of the parameters DDP expects sparse gradients for (those of an
+    ``Embedding``/``EmbeddingBag`` with ``sparse=True``, as DDP decides)."""
+    return frozenset(
+        id(p) for m in ddp.module.modules()
+        if isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and m.sparse
+        for p in m.parameters(recurse=False)
+    )
+
+
+def reducer_buckets(ddp: torch.nn.Module) -> list[list[int]] | None:
+    """The reducer's rebuilt buckets as lists of parameter ``id``s, in bucket
+    order, or None before DDP has rebuilt them (its first iteration; with
+    ``static_graph``, its second). Read from the reducer's own buckets
+    (``GradBucket.parameters()``; getting them allocates a zero tensor per
+    bucket, once per compiled graph)."""
+    if not getattr(ddp, "_has_rebuilt_buckets", False):
+        return None
+    return [[id(p) for p in bucket.parameters()] for bucket in ddp.reducer._get_zeros_like_grad_buckets()]
+
+
+@dataclasses.dataclass(frozen=True)
+class BucketRule:
+    """What decides DDP's buckets.
+
+    Attributes:
+        caps: bucket byte caps in bucket order; the last one repeats.
+        sparse: ``id``s of parameters with sparse gradients (a bucket each).
+        rebuilt: the reducer's rebuilt buckets (parameter ``id``s), when known;
+            they are used as they are.
+    """
+
+    caps: list[int]
+    sparse: frozenset[int] = frozenset()
+    rebuilt: list[list[int]] | None = None
+
+    def assign(self, ready: list[torch.Tensor]) -> list[list[int]]:
+        """Buckets of ``ready`` (parameters in the order their gradients
+        complete) as lists of positions in ``ready``, in DDP's bucket order."""
+        if self.rebuilt is not None:
+            position = {id(p): i for i, p in enumerate(ready)}
+            buckets = [[position[i] for i in bucket if i in position] for bucket in self.rebuilt]
+            return [b for b in buckets if b]
+        buckets, _ = torch.distributed._compute_bucket_assignment_by_size(
+            ready, self.caps, [id(p) in self.sparse for p in ready], list(range(len(ready)))
+        )
+        return buckets
+
+
 @dataclasses.dataclass
 class BucketPlan:
     """Where a graph is split.
@@ -113,7 +170,7 @@ class BucketPlan:
 
 
 def plan_partitions(
-    gm: torch.fx.GraphModule, example_inputs: list, params: dict[int, torch.nn.Parameter], caps: list[int]
+    gm: torch.fx.GraphModule, example_inputs: list, params: dict[int, torch.nn.Parameter], rule: BucketRule
 ) -> BucketPlan:
     """The subgraph of every node of ``gm`` (see the module docstring for the rule).
 
@@ -121,7 +178,7 @@ def plan_partitions(
         gm: the captured graph; its placeholders match ``example_inputs``.
         example_inputs: the graph's inputs (parameters are found among them by identity).
         params: the parameters DDP reduces, by ``id``.
-        caps: bucket byte caps in bucket order; the last one repeats.
+        rule: how DDP buckets them.
     """
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     body = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
@@ -132,18 +189,9 @@ def plan_partitions(
         if uses and params.get(id(value)) is value:
             first_use.append((min(uses), node, value))
     first_use.sort(key=lambda item: -item[0])  # the order gradients complete in backward
-    buckets: list[list[str]] = []
-    cut_points: list[int] = []  # for each bucket, the node it completes at
-    size = 0
-    for index, node, value in first_use:
-        if not buckets or size >= caps[min(len(buckets) - 1, len(caps) - 1)]:
-            buckets.append([])
-            cut_points.append(index)
-            size = 0
-        buckets[-1].append(node.name)
-        cut_points[-1] = index
-        size += value.numel() * value.element_size()
-    cuts = sorted(set(cut_points))[1:]  # nodes before the earliest one join the first subgraph
+    groups = [[first_use[i] for i in bucket] for bucket in rule.assign([value for _, _, value in first_use])]
+    buckets = [[node.name for _, node, _ in group] for group in groups]
+    cuts = sorted({min(index for index, _, _ in group) for group in groups})[1:]  # (see step 3)
     partition = {node: sum(1 for c in cuts if c <= i) for i, node in enumerate(body)}
     return BucketPlan(partition, buckets)
 
@@ -156,25 +204,43 @@ class BucketSplitBackend:
     subgraphs in order.
     """
 
-    def __init__(self, inner: Backend, caps: list[int], params: dict[int, torch.nn.Parameter]):
+    def __init__(self, inner: Backend, rule: BucketRule, params: dict[int, torch.nn.Parameter]):
         self.inner = inner
-        self.caps = caps
+        self.rule = rule
         self.params = params
         self.__name__ = f"ddp_split({getattr(inner, '__name__', type(inner).__name__)})"
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
         if any(n.target in _STATE_SWITCHES for n in gm.graph.nodes):
             return self.inner(gm, example_inputs)
-        plan = plan_partitions(gm, example_inputs, self.params, self.caps)
+        plan = plan_partitions(gm, example_inputs, self.params, self.rule)
         if logs.enabled("graph"):
             logs.get("graph").info(
-                "DDP buckets (caps %s bytes): %s -> %d subgraphs", self.caps, plan.buckets, plan.count
+                "DDP buckets (caps %s bytes%s): %s -> %d subgraphs", self.rule.caps,
+                ", the reducer's rebuilt ones" if self.rule.rebuilt is not None else "", plan.buckets, plan.count
             )
         if plan.count < 2:
             return self.inner(gm, example_inputs)
         split = split_module(gm, None, lambda node: plan.partition[node], keep_original_order=True, tuple_return=True)
         _CompileSubgraphs(split, self.inner).run(*_fake_inputs(example_inputs))
-        return split.forward
+        return SplitGraph(split, plan.count)
+
+
+class SplitGraph:
+    """What :class:`BucketSplitBackend` returns for a split graph: called like
+    the graph, it runs the compiled subgraphs in order.
+
+    Attributes:
+        subgraph_count: how many subgraphs the graph was compiled as (reports
+            count them: ``CompiledGraph.subgraphs``).
+    """
+
+    def __init__(self, split: torch.fx.GraphModule, count: int):
+        self.split = split
+        self.subgraph_count = count
+
+    def __call__(self, *args: Any) -> Any:
+        return self.split.forward(*args)
 
 
 def _fake_inputs(example_inputs: list) -> list:

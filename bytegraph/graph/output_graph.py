@@ -571,6 +571,7 @@ class OutputGraph:
                                             f"{type(compiled).__name__} for a graph of {name}, not a callable",
                                             format_graph(gm))
             seconds, import_seconds = time.perf_counter() - start, imports.total() - imports_before
+            subgraphs = getattr(compiled, "subgraph_count", 1)
             watched = tuple(
                 i for i, inp in enumerate(self.inputs)
                 if isinstance(inp.value, torch.Tensor) and not inp.value.is_inference()
@@ -580,7 +581,8 @@ class OutputGraph:
             saved = written if written and may_raise and set(written) <= set(watched) else ()
             compiled = rerun_natively_on_error(compiled, uses_rng(gm), watched, self.unscoped_grad_mode_changes == 0,
                                                saved, numpy_random.draws(gm))
-            self.compiled_graphs.append(CompiledGraph(name, gm, self.op_count(), seconds, compiled, import_seconds))
+            self.compiled_graphs.append(
+                CompiledGraph(name, gm, self.op_count(), seconds, compiled, import_seconds, subgraphs))
             codegen.load_callable(compiled)
             for inp in self.inputs:
                 codegen.load_source(inp.source)
@@ -691,6 +693,9 @@ class CompiledGraph:
         compiled: what the transformed code calls (the backend's callable).
         import_seconds: the part of it spent importing modules on first use
             (see :mod:`bytegraph.imports`).
+        subgraphs: how many graphs the backend compiled it as: 1, or the
+            ``subgraph_count`` of what it returned (the DDP bucket split,
+            :mod:`bytegraph.backends.ddp`, compiles one per bucket group).
     """
 
     frame_name: str
@@ -699,6 +704,7 @@ class CompiledGraph:
     compile_seconds: float
     compiled: Callable | None = None
     import_seconds: float = 0.0
+    subgraphs: int = 1
 
 
 def format_graph(gm: torch.fx.GraphModule) -> str:

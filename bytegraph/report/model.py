@@ -45,6 +45,7 @@ class GraphView:
     outputs: list[str]
     lines: list[NodeLine]
     user_lines: set[int]  # lines of the function its nodes came from
+    subgraphs: int = 1  # graphs the backend compiled it as (the DDP bucket split makes more)
 
 
 @dataclasses.dataclass
@@ -115,6 +116,7 @@ class Report:
     recompiles: int
     trace_ms: float
     backend_ms: float
+    subgraphs: int = 0  # what the backends compiled the graphs as (more after the DDP bucket split)
 
 
 def build(frames: dict[int, FrameStats] | None = None) -> Report:
@@ -146,6 +148,7 @@ def build(frames: dict[int, FrameStats] | None = None) -> Report:
         recompiles=sum(len(f.recompile_reasons) for f in all_frames),
         trace_ms=sum(f.trace_ms for f in all_frames),
         backend_ms=sum(f.backend_ms for f in all_frames),
+        subgraphs=sum(g.subgraphs for f in all_frames for c in f.compiles for g in c.graphs),
     )
 
 
@@ -193,7 +196,7 @@ def _graph(g: Any, number: int, frame: str, fn_anchor: str) -> GraphView:
         number, frame, g.op_count, g.compile_seconds * 1000,
         [f"{n.name}: {_shape(n.meta.get('example_value'))}" for n in placeholders],
         [f"{n.name}: {_shape(n.meta.get('example_value'))}" for n in outs],
-        lines, user_lines,
+        lines, user_lines, g.subgraphs,
     )
 
 

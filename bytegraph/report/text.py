@@ -12,17 +12,25 @@ from bytegraph.report.html import short_path as _short
 from bytegraph.runtime import metrics
 
 
+def _graphs_cell(graphs: list) -> str:
+    """A frame's graph count, with what the DDP bucket split made of them: ``1 (split: 5)``."""
+    split = sum(g.subgraphs for g in graphs)
+    return f"{len(graphs)} (split: {split})" if split != len(graphs) else str(len(graphs))
+
+
 def format_report(frames: dict | None = None) -> str:
     """The text report of every frame compiled so far (from :data:`metrics.FRAMES`)."""
     frames = metrics.FRAMES if frames is None else frames
     stats = list(frames.values())
     n_graphs = sum(len(s.graphs) for s in stats)
+    n_split = sum(g.subgraphs for s in stats for g in s.graphs)  # the DDP bucket split compiles more
     breaks = metrics.distinct_breaks(stats)
     n_breaks = len(breaks)
     n_recompiles = sum(len(s.recompile_reasons) for s in stats)
     lines = [
-        f"bytegraph report: {len(stats)} frame(s), {n_graphs} graph(s), {n_breaks} graph break(s), "
-        f"{n_recompiles} recompile(s)"
+        f"bytegraph report: {len(stats)} frame(s), {n_graphs} graph(s)"
+        + (f" compiled as {n_split} after the DDP bucket split" if n_split != n_graphs else "")
+        + f", {n_breaks} graph break(s), {n_recompiles} recompile(s)"
     ]
     lines.append(format_imports())
     if not stats:
@@ -35,7 +43,7 @@ def format_report(frames: dict | None = None) -> str:
         where = f"{s.name} ({_short(s.filename)}:{s.lineno})"
         rows.append((
             where + (" [native]" if s.ran_natively else ""),
-            str(len(s.graphs)),
+            _graphs_cell(s.graphs),
             str(sum(g.op_count for g in s.graphs)),
             str(len(s.breaks)),
             str(len(s.compiles[-1].guards) if s.compiles else 0),

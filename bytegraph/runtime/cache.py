@@ -30,6 +30,7 @@ from bytegraph.guards.guards import TensorMatch
 from bytegraph.guards.source import LocalSource, Source, is_plain_name
 from bytegraph.runtime import metrics
 from bytegraph.runtime.ddp import is_ddp, run_ddp
+from bytegraph.translator.inline import never_traced
 from bytegraph.variables.nn_module import has_hooks
 
 
@@ -280,6 +281,17 @@ class FrameHooks:
             return run(cache, fn, args, kwargs)
 
         return runner
+
+
+def forward_hooks_never_traced(module: torch.nn.Module) -> bool:
+    """Whether one of the forward (pre-)hooks ``module(...)`` would run,
+    its own or a global one, is a function bytegraph never traces
+    (:func:`~bytegraph.translator.inline.never_traced`), e.g. FSDP2's, which
+    torch wraps not to be compiled."""
+    module_mod = torch.nn.modules.module
+    hook_dicts = (module._forward_pre_hooks, module._forward_hooks, module_mod._global_forward_pre_hooks,
+                  module_mod._global_forward_hooks)
+    return any(never_traced(hook) for hooks in hook_dicts for hook in hooks.values())
 
 
 def _call_with_forward(module: torch.nn.Module, forward: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

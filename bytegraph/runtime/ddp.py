@@ -7,7 +7,6 @@ are split at gradient buckets (``bytegraph/backends/ddp.py``).
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable
 
 import torch
@@ -24,16 +23,31 @@ def run_ddp(ddp: torch.nn.Module, compiled_call: Callable[..., Any], *args: Any,
 
     The replacement goes through ``nn.Module._compiled_call_impl`` (the hook
     ``Module.compile()`` uses), set for the duration of this call only and
-    restored even when the call raises.
+    restored even when the call raises. While ``compiled_call`` runs, the
+    module's own call is back in place: a native call of the module from
+    inside it (a frame that falls back to running natively, hooks run around
+    a compiled ``forward``, an OptimizedModule inside) runs the module, not
+    ``compiled_call`` again.
     """
     inner = ddp.module
     missing = object()
     previous = inner.__dict__.get("_compiled_call_impl", missing)
-    inner._compiled_call_impl = functools.partial(compiled_call, inner)
+
+    def install(call: Any) -> None:
+        if call is missing:
+            inner.__dict__.pop("_compiled_call_impl", None)
+        else:
+            inner._compiled_call_impl = call
+
+    def replacement(*a: Any, **k: Any) -> Any:
+        install(previous)
+        try:
+            return compiled_call(inner, *a, **k)
+        finally:
+            install(replacement)
+
+    install(replacement)
     try:
         return ddp(*args, **kwargs)
     finally:
-        if previous is missing:
-            del inner.__dict__["_compiled_call_impl"]
-        else:
-            inner._compiled_call_impl = previous
+        install(previous)

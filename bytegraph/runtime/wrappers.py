@@ -14,7 +14,7 @@ import torch
 
 from bytegraph.convert import CompileOptions
 from bytegraph.runtime import metrics
-from bytegraph.runtime.cache import cache_for, run
+from bytegraph.runtime.cache import cache_for, forward_hooks_never_traced, hooks_for, run
 from bytegraph.runtime.ddp import is_ddp, run_ddp
 
 
@@ -98,9 +98,20 @@ class OptimizedModule(torch.nn.Module):
             metrics.label(code, name, forward.co_filename, forward.co_firstlineno)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        if is_ddp(self._orig_mod):
-            return run_ddp(self._orig_mod, self._compiled_call, *args, **kwargs)
-        return self._compiled_call(self._orig_mod, *args, **kwargs)
+        """One call of the module. Its hooks are traced with its ``forward``,
+        except when one of them is a function bytegraph never traces (FSDP2's):
+        then the module is called natively, hooks and all, with its ``forward``
+        compiled (as torch.compile runs a compiled module's hooks), instead of
+        tracing up to that hook and breaking there."""
+        module = self._orig_mod
+        if is_ddp(module):  # DDP's forward runs natively and calls _call for its module
+            return run_ddp(module, self._call, *args, **kwargs)
+        return self._call(module, *args, **kwargs)
+
+    def _call(self, module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        if forward_hooks_never_traced(module):
+            return hooks_for(self._options).route_callee(module)(*args, **kwargs)
+        return self._compiled_call(module, *args, **kwargs)
 
     @property  # type: ignore[override]
     def training(self) -> bool:

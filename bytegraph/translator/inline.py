@@ -9,6 +9,7 @@ native run raises it.
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import types
 from typing import Any, Sequence
@@ -213,6 +214,30 @@ def is_skipped_module(module: str) -> bool:
     return any(module == p or module.startswith(p + ".") for p in SKIP_MODULE_PREFIXES)
 
 
+def _not_traced(module: str, qualname: str) -> str | None:
+    """Why a function of ``module`` named ``qualname`` is never traced into:
+    ``"disabled"`` (one of torch's "do not compile" wrappers), ``"skipped"``
+    (a function of a skipped module), or None (it is traced)."""
+    if module.startswith(TORCH_FRONTEND) or module == "torch._compile":
+        return "disabled"
+    if is_skipped_module(module) and module != polyfills.__name__ and (module, qualname) not in INLINED_ANYWAY:
+        return "skipped"
+    return None
+
+
+def never_traced(fn: Any) -> bool:
+    """Whether a call of ``fn`` (a Python function, a method bound to one, or
+    a ``functools.partial`` of either) is a graph break wherever it is met, by
+    where the function is defined (see :func:`check_inlinable`): e.g. FSDP2's
+    module hooks, which torch wraps not to be compiled. Other callables: False."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    func = getattr(fn, "__func__", fn)
+    if not isinstance(func, types.FunctionType):
+        return False
+    return _not_traced(func.__globals__.get("__name__", "") or "", func.__code__.co_qualname) is not None
+
+
 def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
     """Graph-break when ``fn`` must not be traced into."""
     code = fn.get_code()
@@ -225,7 +250,8 @@ def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
             hints=("Call it outside the compiled function.",),
         )
     module = fn.get_globals().get("__name__", "") or ""
-    if module.startswith(TORCH_FRONTEND) or module == "torch._compile":  # torch's "do not compile" wrappers
+    why = _not_traced(module, getattr(code, "co_qualname", name))
+    if why == "disabled":  # torch's "do not compile" wrappers
         wrapped = getattr(getattr(fn, "fn", None), "__wrapped__", None)
         target = getattr(wrapped, "__qualname__", name)
         unimplemented(
@@ -235,9 +261,7 @@ def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
             "(torch.utils.checkpoint.checkpoint and torch.manual_seed are two).",
             hints=("It runs natively, the rest of the frame stays compiled.",),
         )
-    if is_skipped_module(module) and module != polyfills.__name__ and (
-        (module, getattr(code, "co_qualname", name)) not in INLINED_ANYWAY
-    ):
+    if why == "skipped":
         unimplemented(
             gb_type="call to skipped function",
             context=f"call to {module}.{name}",
