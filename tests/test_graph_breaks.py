@@ -117,6 +117,45 @@ def test_break_in_loop_sees_items_appended_during_the_loop():
     assert compiled_items == eager_items
 
 
+@pytest.mark.parametrize("kind", ["list", "set"])
+def test_an_exhausted_iterator_stays_exhausted_when_its_container_grows(kind):
+    def f(x, items):
+        it = iter(items)
+        for v in it:
+            x = x + v
+        items.append(9) if kind == "list" else items.add(9)
+        return x, next(it, None), next(it, "end")
+
+    make = list if kind == "list" else set
+    eager_items, compiled_items = make([1, 2]), make([1, 2])
+    expected = f(torch.zeros(2), eager_items)
+    counter = CompileCounter()
+    compiled = bytegraph.compile(f, backend=counter)
+    assert same(compiled(torch.zeros(2), compiled_items), expected)  # (tensor, None, "end") as in eager
+    assert compiled_items == eager_items and counter.frame_count == 1
+
+
+@pytest.mark.parametrize("break_in_loop", [False, True])
+def test_an_input_iterator_run_to_its_end_stays_exhausted(break_in_loop):
+    def f(x, it, items):
+        for v in it:
+            x = x + v
+            if break_in_loop:
+                print("step")
+        items.append(5)
+        print("after")  # the list is live across this break; the iterator is written back before it
+        items.append(6)
+        return x, next(it, None), items
+
+    eager_items, compiled_items = [1, 2], [1, 2]
+    eager_it, compiled_it = iter(eager_items), iter(compiled_items)
+    expected = f(torch.zeros(2), eager_it, eager_items)
+    assert same(bytegraph.compile(f, backend="eager")(torch.zeros(2), compiled_it, compiled_items), expected)
+    assert compiled_items == eager_items == [1, 2, 5, 6]
+    compiled_items.append(7), eager_items.append(7)
+    assert list(compiled_it) == list(eager_it) == []  # still exhausted when the list grows after the call
+
+
 def test_long_loop_with_a_break_stops_nesting_resume_functions():
     def f(x):
         for i in range(3000):  # three times Python's default recursion limit

@@ -156,7 +156,9 @@ class SideEffects:
             plan.append(("global", (f_globals, name), codegen.store_temp(lambda v=value: codegen.reconstruct(v))))
         plan += [("call", call, "") for call in self._calls]
         plan += [("action", vt, "") for vt in self._actions]
-        return plan
+        # an input iterator's write-back comes last: running it to its end drops its sequence, which
+        # other targets' sources may reach through it (``iterator_state(it)[0]``)
+        return sorted(plan, key=lambda step: step[0] == "contents" and getattr(step[1], "write_back_last", False))
 
     @staticmethod
     def codegen_apply(codegen: PyCodegen, plan: list[tuple[str, Any, str]]) -> None:

@@ -124,45 +124,62 @@ class ListIteratorVariable(IteratorVariable):
     visited, as in eager, and an iterator that outlives the graph is rebuilt
     as a ``list_iterator`` over that list (later appends are seen); others are
     rebuilt as an iterator over a tuple of the remaining items.
+
+    Once a step finds no item the iterator is ``exhausted`` for good, as
+    CPython's are: items appended to the list later are not visited.
     """
+
+    #: see :meth:`SideEffects.codegen_values`
+    write_back_last = True
 
     def __init__(self, items: Sequence[VT], index: int = 0, owner: VT | None = None):
         super().__init__()
         self.owner = owner
         self.items = owner.items if owner is not None else list(items)
         self.index = index
+        self.exhausted = False
 
     def python_type(self) -> type:
         return type(iter([]))
 
     def next_item(self, tx: Tx) -> VT | None:
-        """The next item, or None when exhausted."""
-        if self.index >= len(self.items):
+        """The next item, or None when exhausted (then for good)."""
+        if self.exhausted or self.index >= len(self.items):
+            self._advance(tx, self.index, exhausted=True)
             return None
         item = self.items[self.index]
         self._advance(tx, self.index + 1)
         return item
 
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
-        rest = self.items[self.index :]
-        self._advance(tx, len(self.items))
+        rest = self.remaining()
+        self._advance(tx, len(self.items), exhausted=True)
         return rest
 
-    def _advance(self, tx: Tx, index: int) -> None:
-        if self.source is not None:  # an input iterator: its position is written back after the graph
-            tx.output.side_effects.mutate(self)
-        self.index = index
+    def remaining(self) -> list[VT]:
+        """The items later steps visit (none once exhausted)."""
+        return [] if self.exhausted else self.items[self.index :]
+
+    def position(self) -> int | None:
+        """Where the iterator stands, None once exhausted (the form :func:`iterator_at` and
+        :func:`set_position` take)."""
+        return None if self.exhausted else self.index
+
+    def _advance(self, tx: Tx, index: int, exhausted: bool = False) -> None:
+        if self.source is not None and (index, exhausted) != (self.index, self.exhausted):
+            tx.output.side_effects.mutate(self)  # an input iterator: its position is written back after the graph
+        self.index, self.exhausted = index, exhausted
 
     def reconstruct_contents(self, codegen: PyCodegen) -> None:
         """Side-effect replay, phase 1: the position the trace reached."""
-        codegen.load_const(self.index)
+        codegen.load_const(self.position())
 
     def apply_contents(self, codegen: PyCodegen, temp: str) -> None:
-        """Phase 2: ``source.__setstate__(temp)`` moves the real iterator there."""
+        """Phase 2: :func:`set_position` moves the real iterator there."""
+        codegen.load_callable(set_position)
         codegen.load_source(self.source)
-        codegen.load_method("__setstate__")
         codegen.load_local(temp)
-        codegen.call(1)
+        codegen.call(2)
         codegen.emit("POP_TOP")
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
@@ -177,12 +194,13 @@ class ListIteratorVariable(IteratorVariable):
         if self.owner is not None:
             codegen.load_callable(iterator_at)
             codegen.reconstruct(self.owner)
-            codegen.load_const(self.index)
+            codegen.load_const(self.position())
             codegen.call(2)
             return
-        for item in self.items[self.index :]:
+        rest = self.remaining()
+        for item in rest:
             codegen.reconstruct(item)
-        codegen.emit("BUILD_TUPLE", len(self.items) - self.index)
+        codegen.emit("BUILD_TUPLE", len(rest))
         codegen.emit("GET_ITER")
 
     def __repr__(self) -> str:
@@ -232,7 +250,7 @@ class RangeIteratorVariable(ListIteratorVariable):
             return
         codegen.load_callable(iterator_at)
         codegen.load_const(self.range)
-        codegen.load_const(self.index)
+        codegen.load_const(self.position())
         codegen.call(2)
 
 
@@ -306,11 +324,25 @@ def wrap_resume_enumerate(tx: Tx, value: enumerate, source: Any, wrap: Any) -> V
     return EnumerateVariable(iterator, count) if isinstance(iterator, ListIteratorVariable) else None
 
 
-def iterator_at(items: Any, index: int) -> Any:
-    """``iter(items)`` advanced past ``index`` items (an escaping iterator, rebuilt)."""
-    iterator = iter(items)
-    for _ in range(index):
-        next(iterator)
+def iterator_at(items: Any, index: int | None) -> Any:
+    """``iter(items)`` advanced past ``index`` items, or exhausted for good when
+    ``index`` is None (an escaping iterator, rebuilt)."""
+    return set_position(iter(items), index)
+
+
+def set_position(iterator: Any, index: int | None) -> Any:
+    """Move a fresh or list/tuple/range/set ``iterator`` past ``index`` items
+    (``__setstate__`` where it has one), or, when ``index`` is None, run it to its
+    end, so that it stays exhausted as eager's does even if its list grows later.
+    Returns the iterator."""
+    if index is None:
+        for _ in iterator:
+            pass
+    elif hasattr(iterator, "__setstate__"):
+        iterator.__setstate__(index)
+    else:
+        for _ in range(index):
+            next(iterator)
     return iterator
 
 
@@ -328,7 +360,7 @@ class SetIteratorVariable(ListIteratorVariable):
         return type(iter(set()))
 
     def next_item(self, tx: Tx) -> VT | None:
-        if len(self.set_vt.values) != self.size:
+        if not self.exhausted and len(self.set_vt.values) != self.size:
             user_error(
                 "RuntimeError",
                 context="Set changed size during iteration",
@@ -337,13 +369,13 @@ class SetIteratorVariable(ListIteratorVariable):
         return super().next_item(tx)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
-        if len(self.set_vt.values) != self.size:  # its next step raises, as the real iterator's would
+        if not self.exhausted and len(self.set_vt.values) != self.size:  # its next step raises, as eager's
             codegen.load_callable(ChangedSetIterator)
             codegen.call(0)
             return
         codegen.load_callable(iterator_at)  # the set's own iterator: later changes raise natively too
         codegen.reconstruct(self.set_vt)
-        codegen.load_const(self.index)
+        codegen.load_const(self.position())
         codegen.call(2)
 
 
