@@ -30,3 +30,20 @@ def assert_then_sum(x):
 def assert_several_elements(x):
     assert x > 0
     return x
+
+
+def assert_after_augmented_assignment(x):
+    x += 1  # operator.iadd in the graph: an in-place write the rerun must not repeat
+    assert (x > 0).all(), "not positive"
+    return x * 2
+
+
+class NormThenAssert:
+    """The forward of a module that updates batch-norm running statistics (a
+    write no version counter shows) and then asserts on its input."""
+
+    @staticmethod
+    def forward(module, x):
+        y = module.norm(x)
+        assert x.sum() > 0, "negative input"
+        return y

@@ -7,6 +7,8 @@ where it has a backward) and checks the number of graphs compiled over all
 calls, with the settings off and on. A backend failure fails the test (it
 raises ``BackendCompilerFailed``).
 """
+import copy
+
 import pytest
 import torch
 
@@ -267,6 +269,44 @@ def test_assert_with_grad_keeps_eagers_gradient():
     bytegraph.compile(assert_bodies.assert_then_sum, backend="aot_eager")(x2).backward()
     assert_bodies.assert_then_sum(x).backward()
     assert same(x2.grad, x.grad)
+    assert graphs() == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_failing_assert_after_an_augmented_assignment_writes_the_input_once(backend):
+    compiled = bytegraph.compile(assert_bodies.assert_after_augmented_assignment, backend=backend)
+    eager_x, compiled_x = torch.tensor([-5.0, 2.0]), torch.tensor([-5.0, 2.0])
+    with pytest.raises(AssertionError, match="not positive"):
+        assert_bodies.assert_after_augmented_assignment(eager_x)
+    with pytest.raises(AssertionError, match="not positive"):
+        compiled(compiled_x)
+    assert same(compiled_x, eager_x)  # [-4., 3.]: the rerun does not add 1 again
+
+
+class _NormModule(torch.nn.Module):
+    def __init__(self, norm):
+        super().__init__()
+        self.norm = norm
+
+    forward = assert_bodies.NormThenAssert.forward
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("norm", [torch.nn.BatchNorm1d, torch.nn.InstanceNorm1d])
+def test_failing_assert_after_a_norm_layer_updates_running_stats_once(backend, norm):
+    """Batch/instance norm write their running statistics without moving a
+    version counter; a failing check after them must not update them twice."""
+    eager = _NormModule(norm(3, track_running_stats=True) if norm is torch.nn.InstanceNorm1d else norm(3))
+    module = copy.deepcopy(eager)
+    compiled = bytegraph.compile(module, backend=backend)
+    x = torch.linspace(0, 1, 24).reshape(2, 3, 4)
+    assert same(compiled(x), eager(x))
+    with pytest.raises(AssertionError, match="negative input"):
+        eager(x - 10)
+    with pytest.raises(AssertionError, match="negative input"):
+        compiled(x - 10)
+    for name, buffer in eager.named_buffers():
+        assert same(dict(module.named_buffers())[name], buffer), name
     assert graphs() == 1
 
 

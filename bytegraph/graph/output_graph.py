@@ -393,26 +393,18 @@ class OutputGraph:
         return any(n.target is torch._C._set_grad_enabled for n in self.graph.nodes)
 
     def mutates_inputs(self) -> bool:
-        """Whether an in-place operation in the graph writes to a graph input,
+        """Whether an operation in the graph may write to a graph input,
         directly or through a view of it (any tensor sharing its storage)."""
         input_storages = {storage_id(inp.example) for inp in self.inputs if isinstance(inp.example, torch.Tensor)}
         input_storages.discard(None)
         for node in self.graph.nodes:
-            if node.op == "call_method" and _is_inplace_name(node.target) and node.args:
-                target = node.args[0]
-                if isinstance(target, torch.fx.Node) and isinstance(target.meta.get("example_value"), torch.Tensor) and (
-                    storage_id(target.meta["example_value"]) in input_storages
-                ):
-                    return True
-            if node.op == "call_function" and (
-                _is_inplace_name(getattr(node.target, "__name__", "")) or "out" in node.kwargs
-                or node.meta.get("mutates_args")  # set by the tracer when the FakeTensor run wrote an argument
-            ):
+            targets = _written_args(node)
+            if targets is None or any(storage_id(t.meta["example_value"]) in input_storages for t in targets):
                 return True
         return False
 
     def written_inputs(self) -> tuple[int, ...] | None:
-        """Positions of the graph inputs an in-place operation writes (directly or
+        """Positions of the graph inputs an operation may write (directly or
         through a tensor sharing the storage); None when some write's target is
         unknown (an operation that wrote an argument the FakeTensor run found)."""
         storages: dict[int, list[int]] = {}
@@ -422,18 +414,11 @@ class OutputGraph:
                 storages.setdefault(sid, []).append(i)
         written: set[int] = set()
         for node in self.graph.nodes:
-            if node.op not in ("call_function", "call_method"):
-                continue
-            name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-            if node.meta.get("mutates_args"):
+            targets = _written_args(node)
+            if targets is None:
                 return None
-            targets = [node.args[0]] if _is_inplace_name(name) and node.args else []
-            targets += [node.kwargs["out"]] if "out" in node.kwargs else []
             for target in targets:
-                example = target.meta.get("example_value") if isinstance(target, torch.fx.Node) else None
-                if not isinstance(example, torch.Tensor):
-                    return None
-                written.update(storages.get(storage_id(example), ()))
+                written.update(storages.get(storage_id(target.meta["example_value"]), ()))
         return tuple(sorted(written))
 
     def _keep_dead_tensor_nodes(self, requested: dict[torch.fx.Node, None]) -> list[torch.fx.Node]:
@@ -735,10 +720,55 @@ def storage_id(example: torch.Tensor) -> int | None:
 
 
 def _is_inplace_name(name: Any) -> bool:
+    """Whether an operation of this name writes its first argument: ``add_``, ``__iadd__``,
+    ``setitem``, and the ``operator`` module's in-place functions (``x += 1`` on a tensor
+    is recorded as ``operator.iadd``)."""
     return isinstance(name, str) and (
-        (name.endswith("_") and not name.endswith("__")) or name in ("__setitem__", "setitem", "__iadd__")
-        or name.startswith("__i")
+        (name.endswith("_") and not name.endswith("__")) or name in ("__setitem__", "setitem")
+        or name.startswith("__i") or name in _OPERATOR_INPLACE
     )
+
+
+#: the in-place functions of the ``operator`` module
+_OPERATOR_INPLACE = frozenset({"iadd", "iand", "iconcat", "ifloordiv", "ilshift", "imatmul", "imod", "imul", "ior",
+                               "ipow", "irshift", "isub", "itruediv", "ixor"})
+
+#: operations that write tensor arguments which their schemas do not mark as written (so no
+#: version counter moves): the running statistics of batch/instance norm in training (argument 5,
+#: ``training``/``use_input_stats``, in both the ``torch.`` and the ``F.`` forms), the weight of an
+#: embedding with ``max_norm`` (``F.embedding`` argument 3, renormed in place)
+_WRITES_ARGUMENTS = {"batch_norm": (5, "training"), "instance_norm": (5, "use_input_stats"), "embedding": (3, "max_norm")}
+
+
+def _writes_arguments(node: torch.fx.Node, name: str) -> bool:
+    """Whether ``node`` (named ``name``) is one of :data:`_WRITES_ARGUMENTS` with
+    its writing flag not known to be off; every tensor argument after the
+    first then counts as written."""
+    if name not in _WRITES_ARGUMENTS:
+        return False
+    position, keyword = _WRITES_ARGUMENTS[name]
+    flag = node.args[position] if len(node.args) > position else node.kwargs.get(keyword, name != "embedding")
+    return flag is not None and flag is not False
+
+
+def _written_args(node: torch.fx.Node) -> list[torch.fx.Node] | None:
+    """The argument nodes (with tensor examples) that operation ``node`` may
+    write in place; None when it writes one whose identity is unknown (the
+    FakeTensor run found a written argument, or a write target is no tensor)."""
+    if node.op not in ("call_function", "call_method"):
+        return []
+    if node.meta.get("mutates_args"):
+        return None
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    targets = [node.args[0]] if _is_inplace_name(name) and node.args else []
+    targets += [node.kwargs["out"]] if "out" in node.kwargs else []
+    if _writes_arguments(node, name):
+        targets += [a for a in [*node.args[1:], *node.kwargs.values()] if isinstance(a, torch.fx.Node)
+                    and isinstance(a.meta.get("example_value"), torch.Tensor)]
+    if not all(isinstance(t, torch.fx.Node) and isinstance(t.meta.get("example_value"), torch.Tensor)
+               for t in targets):
+        return None
+    return targets
 
 
 #: constants FX writes into the generated forward as literals that evaluate back to
