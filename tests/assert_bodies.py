@@ -47,3 +47,9 @@ class NormThenAssert:
         y = module.norm(x)
         assert x.sum() > 0, "negative input"
         return y
+
+
+def write_then_assert_negative(x):
+    x.add_(1)
+    assert x.sum() < 0, "not negative"
+    return x

@@ -283,6 +283,20 @@ def test_failing_assert_after_an_augmented_assignment_writes_the_input_once(back
     assert same(compiled_x, eager_x)  # [-4., 3.]: the rerun does not add 1 again
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_failing_assert_after_writing_an_inference_tensor_writes_it_once(backend):
+    """An inference tensor has no version counter to show the write: it is
+    restored from its copy before the frame reruns natively."""
+    compiled = bytegraph.compile(assert_bodies.write_then_assert_negative, backend=backend)
+    with torch.inference_mode():
+        eager_x, compiled_x = torch.ones(2), torch.ones(2)
+        with pytest.raises(AssertionError, match="not negative"):
+            assert_bodies.write_then_assert_negative(eager_x)
+        with pytest.raises(AssertionError, match="not negative"):
+            compiled(compiled_x)
+    assert same(compiled_x, eager_x)  # [2., 2.]
+
+
 class _NormModule(torch.nn.Module):
     def __init__(self, norm):
         super().__init__()

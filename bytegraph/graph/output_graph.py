@@ -557,13 +557,14 @@ class OutputGraph:
                                             format_graph(gm))
             seconds, import_seconds = time.perf_counter() - start, imports.total() - imports_before
             subgraphs = getattr(compiled, "subgraph_count", 1)
+            mutates = self.mutates_inputs()
             watched = tuple(
                 i for i, inp in enumerate(self.inputs)
                 if isinstance(inp.value, torch.Tensor) and not inp.value.is_inference()
-            ) if self.mutates_inputs() else ()
-            written = self.written_inputs() if watched else ()
+            ) if mutates else ()
+            written = self.written_inputs() if mutates else ()
             may_raise = any(n.op in ("call_function", "call_method") and _may_raise_on_data(n) for n in gm.graph.nodes)
-            saved = written if written and may_raise and set(written) <= set(watched) else ()
+            saved = written if written and may_raise else ()  # inference tensors too: they have no version counter
             compiled = rerun_natively_on_error(compiled, uses_rng(gm), watched, self.unscoped_grad_mode_changes == 0,
                                                saved, numpy_random.draws(gm))
             self.compiled_graphs.append(

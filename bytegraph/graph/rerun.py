@@ -28,7 +28,8 @@ def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, .
     A graph that writes inputs and has operations that may raise on the data
     copies the inputs it writes (positions ``saved``) before the call; if it
     raises after writing one, the copies are written back first (the version
-    counters then differ from eager's, the values do not). Otherwise, if an
+    counters then differ from eager's, the values do not; an inference tensor,
+    which has no version counter, is restored the same way). Otherwise, if an
     input was written before the exception (possible with backends that run
     in-place operations in order), rerunning would write it twice: the
     exception propagates as is, after grad mode is restored when every switch of
@@ -48,9 +49,9 @@ def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, .
             return compiled(*args)
         except Exception as e:
             if saved and versions is not None:
-                with torch.no_grad():
-                    for i, copy in zip(saved, copies):
-                        args[i].copy_(copy)
+                for i, copy in zip(saved, copies):
+                    with torch.inference_mode() if args[i].is_inference() else torch.no_grad():
+                        args[i].copy_(copy)  # an inference tensor is written only in inference mode
                 versions = _versions(args, watched)
             if versions is None or _versions(args, watched) != versions:
                 if scoped_grad:
