@@ -3,6 +3,7 @@
 :mod:`bytegraph.variables.iterators`)."""
 from __future__ import annotations
 
+import sys
 import types
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -336,6 +337,8 @@ def set_position(iterator: Any, index: int | None) -> Any:
     end, so that it stays exhausted as eager's does even if its list grows later.
     Returns the iterator."""
     if index is None:
+        if hasattr(iterator, "__setstate__"):
+            iterator.__setstate__(sys.maxsize)  # clamped to the end: the loop below then takes one step
         for _ in iterator:
             pass
     elif hasattr(iterator, "__setstate__"):
