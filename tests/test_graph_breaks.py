@@ -86,6 +86,25 @@ def test_break_inside_enumerate_loop_over_modules_compiles_the_rest():
     assert break_types() == ["print"]
 
 
+@pytest.mark.parametrize("with_print", [False, True])
+def test_break_in_loop_over_a_users_enumerate_leaves_its_count_where_eager_does(with_print):
+    """An ``enumerate`` the caller made reaches the resume function's stack as
+    itself: it is not modelled as one built for the call (its count cannot be
+    written back), so after the call it continues from eager's count."""
+    def f(x, pairs):
+        for i, v in pairs:  # iterating an enumerate object is a break of its own
+            x = x + v
+            if with_print:
+                print("step")
+            if i == 2:
+                break
+        return x
+
+    eager_pairs, compiled_pairs = enumerate([1, 2, 3, 4, 5, 6]), enumerate([1, 2, 3, 4, 5, 6])
+    assert same(bytegraph.compile(f, backend="eager")(torch.zeros(2), compiled_pairs), f(torch.zeros(2), eager_pairs))
+    assert list(compiled_pairs) == list(eager_pairs) == [(3, 4), (4, 5), (5, 6)]
+
+
 def test_break_in_loop_leaves_an_input_iterator_where_eager_does():
     def f(x, it):
         for w in it:

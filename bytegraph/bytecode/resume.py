@@ -120,6 +120,11 @@ class ResumeSpec:
             ``SUPER_ARG``, because zero-argument ``super()`` reads the first
             argument of the frame, and the cell is a free variable in the resume
             function.
+        fresh: indices of stack values the code at the break builds for the call
+            alone (an ``enumerate`` the trace made, held by no local): nothing
+            else can observe them, so the resume function may model them freely
+            (see :data:`RESUME_FRESH`). A different set is a different resume
+            function, so no call passes a user's object where one is expected.
     """
 
     code: types.CodeType
@@ -127,6 +132,7 @@ class ResumeSpec:
     stack: tuple[bool, ...]
     live: tuple[str, ...]
     super_cell: str | None = None
+    fresh: tuple[int, ...] = ()
 
     @property
     def params(self) -> list[str]:
@@ -157,6 +163,9 @@ SUPER_ARG = "___super_arg"
 
 #: code objects of resume functions -> the code of the eager frame they continue
 RESUME_ORIGIN: "weakref.WeakKeyDictionary[types.CodeType, types.CodeType]" = weakref.WeakKeyDictionary()
+
+#: code objects of resume functions -> the parameters holding their ``ResumeSpec.fresh`` stack values
+RESUME_FRESH: "weakref.WeakKeyDictionary[types.CodeType, frozenset[str]]" = weakref.WeakKeyDictionary()
 
 
 @lru_cache(maxsize=1024)
@@ -190,4 +199,5 @@ def resume_code(spec: ResumeSpec) -> types.CodeType:
     bc.flags = (code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)) | inspect.CO_NEWLOCALS
     resumed = to_code(bc, code.co_stacksize + len(spec.stack))
     RESUME_ORIGIN[resumed] = RESUME_ORIGIN.get(code, code)
+    RESUME_FRESH[resumed] = frozenset(stack_name(i) for i in spec.fresh)
     return resumed

@@ -20,6 +20,7 @@ own body is compiled as a frame of its own.
 """
 from __future__ import annotations
 
+import dataclasses
 import types
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
@@ -39,6 +40,7 @@ from bytegraph.bytecode.resume import (
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.guards.source import LocalSource
 from bytegraph.translator.native_stretch import find_stretch
+from bytegraph.variables import iteration
 from bytegraph.variables.misc import NullVariable
 from bytegraph.variables.symbolic import FakeItemVariable
 from bytegraph.variables.torch_state import StateContextVariable
@@ -220,11 +222,12 @@ def _continue_in_resume_functions(
     replace_instruction(body, inst.index, replacement)
 
     bound = {name for name, vt in tx.symbolic_locals.items() if vt is not None}
+    fresh = _fresh_stack_values(tx, below)
     out: list = []
     for label, (target, jump) in zip(labels, paths):
         outputs = stack_outputs(code, inst, jump)
         logical = below_nulls + (list(stripped[1]) if stripped is not None else [False] * outputs)
-        spec = _resume_spec(code, target, tuple(logical), bound)
+        spec = dataclasses.replace(_resume_spec(code, target, tuple(logical), bound), fresh=fresh)
         data = {name for name in spec.live if isinstance(tx.symbolic_locals[name], FakeItemVariable)}
         data |= {stack_name(i) for i, vt in enumerate(below) if isinstance(vt, FakeItemVariable)}
         if data_output:
@@ -236,6 +239,15 @@ def _continue_in_resume_functions(
             out += landing(original.name, lineno)
         out += _call_resume(fn, spec, logical.count(False), lineno)
     return out
+
+
+def _fresh_stack_values(tx: InstructionTranslator, below: list) -> tuple[int, ...]:
+    """Indices of the stack values in ``below`` that the code at the break
+    builds anew and nothing else holds: ``enumerate`` objects the trace made
+    (no source) that no other stack slot or local refers to."""
+    held = [id(vt) for vt in [*below, *tx.symbolic_locals.values()] if vt is not None]
+    return tuple(i for i, vt in enumerate(below) if isinstance(vt, iteration.EnumerateVariable)
+                 and vt.source is None and held.count(id(vt)) == 1)
 
 
 def _uses_super(code: types.CodeType) -> bool:

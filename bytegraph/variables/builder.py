@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from bytegraph.breaks import unimplemented
-from bytegraph.bytecode.resume import RESUME_ORIGIN, STACK_PREFIX
+from bytegraph.bytecode.resume import RESUME_FRESH
 from bytegraph.config import config
 from bytegraph.guards.guards import (
     ConstantMatch,
@@ -263,10 +263,10 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
 
 
 def _is_resume_stack_slot(tx: Tx, source: Source) -> bool:
-    """Whether ``source`` is a stack value a resume function received (built by
-    the generated code at the break, for that call only)."""
-    return (isinstance(source, LocalSource) and source.local_name.startswith(STACK_PREFIX)
-            and tx.code in RESUME_ORIGIN)
+    """Whether ``source`` is a stack value a resume function received that the
+    generated code at the break built for that call only (``ResumeSpec.fresh``;
+    a user's own object, e.g. an ``enumerate`` passed in, is not one)."""
+    return isinstance(source, LocalSource) and source.local_name in RESUME_FRESH.get(tx.code, ())
 
 
 def _identity_is_value(value: Any) -> bool:

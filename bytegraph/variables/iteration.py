@@ -310,9 +310,10 @@ def wrap_sequence_iterator(tx: Tx, value: Any, source: Any, wrap: Any) -> VT | N
 
 def wrap_resume_enumerate(tx: Tx, value: enumerate, source: Any, wrap: Any) -> VT | None:
     """An ``enumerate`` object on the stack of a resume function (a break inside
-    ``for i, x in enumerate(...)``): the code at the break built it from an
-    enumerate the trace made, for this call only, so its count (which cannot
-    be written back) is modelled freely; its inner iterator is wrapped as any
+    ``for i, x in enumerate(...)``) that the code at the break built from an
+    enumerate the trace made, for this call only (``ResumeSpec.fresh``; the
+    builder checks), so its count (which cannot be written back) is modelled
+    freely; its inner iterator is wrapped as any
     input. Rebuilt anew when live after the graph. Returns None when the inner
     iterator is not one bytegraph can read."""
     from bytegraph.guards.guards import ConstantMatch, TypeMatch
