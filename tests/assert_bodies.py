@@ -53,3 +53,14 @@ def write_then_assert_negative(x):
     x.add_(1)
     assert x.sum() < 0, "not negative"
     return x
+
+
+def assert_item_truthy(x):
+    assert x.sum().item(), "zero"
+    return x + 1
+
+
+def assert_item_not_nan(x):
+    value = x.sum().item()
+    assert value == value, "nan"  # False only for NaN, which real-number reasoning cannot see
+    return x + 1

@@ -324,6 +324,24 @@ def test_failing_assert_after_a_norm_layer_updates_running_stats_once(backend, n
     assert graphs() == 1
 
 
+@pytest.mark.parametrize("fn, value", [(assert_bodies.assert_item_truthy, 0.0),
+                                       (assert_bodies.assert_item_not_nan, float("nan"))],
+                         ids=["truth of a float", "nan self-equality"])
+def test_assert_on_a_captured_float_behaves_as_in_eager(fn, value):
+    """``assert n`` on a captured float is its truth (not a bool to check in the
+    graph), and ``n == n`` is not folded to True as for a real number."""
+    with bytegraph.config.patch(**BOTH):
+        compiled = bytegraph.compile(fn, backend="eager")
+        good = torch.ones(2)
+        assert same(compiled(good), fn(good))
+        bad = torch.tensor([value])
+        with pytest.raises(AssertionError) as expected:
+            fn(bad)
+        with pytest.raises(AssertionError) as actual:
+            compiled(bad)
+    assert str(actual.value) == str(expected.value)
+
+
 def test_assert_on_several_elements_raises_as_in_eager():
     with pytest.raises(RuntimeError, match="ambiguous"):
         bytegraph.compile(assert_bodies.assert_several_elements, backend="eager")(torch.ones(3))

@@ -92,10 +92,11 @@ class SymNodeVariable(VariableTracker):
         return self._concrete(bool)
 
     def assert_in_graph(self, tx: Tx, truth: bool) -> bool:
-        """``assert flag`` (``truth`` True) where the flag depends on tensor data (an unbacked
-        symbol): a runtime check in the graph, as :func:`runtime_check` makes for
-        ``torch._check``; a backed one is decided (and guarded) at trace time."""
-        if not truth or not free_unbacked_symbols(self.example):
+        """``assert flag`` (``truth`` True) where the flag is a bool that depends on tensor
+        data (an unbacked symbol): a runtime check in the graph, as :func:`runtime_check`
+        makes for ``torch._check``; a backed one is decided (and guarded) at trace time,
+        and the truth of a data-dependent int or float is a graph break (:meth:`truthy`)."""
+        if not truth or not isinstance(self.example, torch.SymBool) or not free_unbacked_symbols(self.example):
             return False
         runtime_check(tx, torch._check, [self], {})
         return True
@@ -105,10 +106,10 @@ class SymNodeVariable(VariableTracker):
 
     # ---- operators: arithmetic and comparisons stay in the graph ----------------
     def binary_op(self, tx: Tx, op: Any, other: VariableTracker) -> Any:
-        return graph_calls.graph_operator(tx, op, [self, other]) if op in TENSOR_OPERATORS else NotImplemented
+        return _graph_operator(tx, op, [self, other]) if op in TENSOR_OPERATORS else NotImplemented
 
     def reflected_binary_op(self, tx: Tx, op: Any, other: VariableTracker) -> Any:
-        return graph_calls.graph_operator(tx, op, [other, self]) if op in TENSOR_OPERATORS else NotImplemented
+        return _graph_operator(tx, op, [other, self]) if op in TENSOR_OPERATORS else NotImplemented
 
     def unary_op(self, tx: Tx, op: Any) -> Any:
         return graph_calls.graph_operator(tx, op, [self]) if op in TENSOR_OPERATORS else NotImplemented
@@ -152,6 +153,35 @@ class FakeItemVariable(SymNodeVariable):
             explanation="The branch taken depends on tensor data, which is unknown while tracing.",
             hints=(HINT_DYNAMIC_CONTROL_FLOW,),
         )
+
+
+def _graph_operator(tx: Tx, op: Any, operands: list[VariableTracker]) -> VariableTracker:
+    """``op(*operands)`` in the graph, where an operand is symbolic.
+
+    Raises:
+        Unsupported: when a float that depends on tensor data would be folded
+            away: sympy reasons about it as a real number, so ``n == n`` is
+            True and ``n - n`` is 0, which NaN and infinity (``Tensor.item()``
+            of a float tensor may be either) contradict; the operation then
+            runs natively on the value.
+    """
+    examples = [v.as_example() if isinstance(v, SymNodeVariable) else None for v in operands]
+    if any(isinstance(e, torch.SymFloat) and free_unbacked_symbols(e) for e in examples) and all(
+        isinstance(v, SymNodeVariable) or v.is_python_constant() for v in operands
+    ):
+        try:
+            folded = op(*(e if e is not None else v.as_python_constant() for e, v in zip(examples, operands)))
+        except Exception:  # noqa: BLE001 - the graph operation below reports it as for any operator
+            folded = examples[0]
+        if not free_unbacked_symbols(folded):
+            unimplemented(
+                gb_type="data-dependent float folded",
+                context=f"{getattr(op, '__name__', op)} of {', '.join(map(str, operands))} is {folded}",
+                explanation="The value of a float read from tensor data would be decided while tracing as if it were "
+                "a real number, which NaN and infinity are not; the operation runs natively.",
+                hints=(HINT_DATA_DEPENDENT,),
+            )
+    return graph_calls.graph_operator(tx, op, operands)
 
 
 def concrete(kind: type, value: Any, what: str) -> Any:
