@@ -1,6 +1,7 @@
 """Functions with ``assert`` statements on tensor data, for
 tests/test_data_dependent.py: they live outside the test module because pytest
 rewrites the asserts of test modules into plain branches."""
+import torch
 
 LOG: list = []
 
@@ -64,3 +65,10 @@ def assert_item_not_nan(x):
     value = x.sum().item()
     assert value == value, "nan"  # False only for NaN, which real-number reasoning cannot see
     return x + 1
+
+
+def assert_inside_autocast(x):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = x @ x
+        assert y.sum() > 0, "not positive"
+    return y

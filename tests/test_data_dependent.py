@@ -342,6 +342,19 @@ def test_assert_on_a_captured_float_behaves_as_in_eager(fn, value):
     assert str(actual.value) == str(expected.value)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_failing_assert_inside_autocast_leaves_autocast_as_eager_does(backend):
+    """The graph enters autocast and fails before its exit: the state it found
+    is put back (eager's ``__exit__`` runs on the way out of the block)."""
+    compiled = bytegraph.compile(assert_bodies.assert_inside_autocast, backend=backend)
+    assert same(compiled(torch.eye(2)), assert_bodies.assert_inside_autocast(torch.eye(2)))
+    with pytest.raises(AssertionError, match="not positive"):
+        compiled(torch.eye(2) * float("nan"))
+    assert not torch.is_autocast_enabled("cpu")
+    assert torch.get_autocast_dtype("cpu") == torch.bfloat16  # the default, as before the call
+    assert same(compiled(torch.eye(2)), assert_bodies.assert_inside_autocast(torch.eye(2)))
+
+
 def test_assert_on_several_elements_raises_as_in_eager():
     with pytest.raises(RuntimeError, match="ambiguous"):
         bytegraph.compile(assert_bodies.assert_several_elements, backend="eager")(torch.ones(3))

@@ -40,7 +40,7 @@ from bytegraph.breaks import (
 )
 from bytegraph.graph import numpy_random
 from bytegraph.graph.codegen import PyCodegen
-from bytegraph.graph.rerun import rerun_natively_on_error
+from bytegraph.graph.rerun import autocast_devices, rerun_natively_on_error
 from bytegraph.graph.side_effects import SideEffects
 from bytegraph.logs import enabled, get
 from bytegraph.guards.guards import GuardSet
@@ -566,7 +566,7 @@ class OutputGraph:
             may_raise = any(n.op in ("call_function", "call_method") and _may_raise_on_data(n) for n in gm.graph.nodes)
             saved = written if written and may_raise else ()  # inference tensors too: they have no version counter
             compiled = rerun_natively_on_error(compiled, uses_rng(gm), watched, self.unscoped_grad_mode_changes == 0,
-                                               saved, numpy_random.draws(gm))
+                                               saved, numpy_random.draws(gm), autocast_devices(gm))
             self.compiled_graphs.append(
                 CompiledGraph(name, gm, self.op_count(), seconds, compiled, import_seconds, subgraphs))
             codegen.load_callable(compiled)

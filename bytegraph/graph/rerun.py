@@ -12,7 +12,8 @@ from bytegraph.graph import numpy_random
 
 
 def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, ...], scoped_grad: bool,
-                            saved: tuple[int, ...] = (), numpy_rng: bool = False) -> Callable:
+                            saved: tuple[int, ...] = (), numpy_rng: bool = False,
+                            autocast: tuple[str, ...] = ()) -> Callable:
     """``compiled`` that, when it raises an Exception, leaves the frame to run natively.
 
     The graph call is the first thing a transformed frame does, and the side
@@ -35,10 +36,16 @@ def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, .
     exception propagates as is, after grad mode is restored when every switch of
     it in the graph came from a ``with`` block (``scoped_grad``; eager's
     ``__exit__`` restores it).
+
+    A graph that enters ``torch.autocast`` for the device types ``autocast``
+    (see :func:`autocast_devices`) and raises inside the block never runs its
+    exit: the autocast state it found (enabled, dtype, cache, nesting) is put
+    back in either case, as eager's ``__exit__`` would.
     """
 
     def run_graph(*args: Any) -> Any:
         mode = torch.is_grad_enabled()
+        autocast_state = _autocast_state(autocast) if autocast else None
         state = torch.default_generator.get_state() if rng else None
         np_state = numpy_random.saved_state() if numpy_rng else None
         versions = _versions(args, watched)
@@ -48,6 +55,8 @@ def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, .
         try:
             return compiled(*args)
         except Exception as e:
+            if autocast_state is not None:
+                _restore_autocast(autocast_state)
             if saved and versions is not None:
                 for i, copy in zip(saved, copies):
                     with torch.inference_mode() if args[i].is_inference() else torch.no_grad():
@@ -74,3 +83,31 @@ def _versions(args: tuple, watched: tuple[int, ...]) -> list[int] | None:
         return [args[i]._version for i in watched]
     except RuntimeError:
         return None
+
+
+def autocast_devices(gm: torch.fx.GraphModule) -> tuple[str, ...]:
+    """The device types of the ``torch.autocast`` blocks graph ``gm`` enters."""
+    enter = torch.amp.autocast_mode._enter_autocast
+    return tuple(sorted({n.args[0] for n in gm.graph.nodes if n.op == "call_function" and n.target is enter}))
+
+
+def _autocast_state(devices: tuple[str, ...]) -> tuple:
+    """(nesting level, cache enabled, (device, enabled, dtype) for each of ``devices``)."""
+    nesting = torch.autocast_increment_nesting() - 1  # read without a getter: up and back down
+    torch.autocast_decrement_nesting()
+    return nesting, torch.is_autocast_cache_enabled(), tuple(
+        (d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in devices)
+
+
+def _restore_autocast(state: tuple) -> None:
+    """Undo the ``torch.autocast`` blocks a failed graph entered and never left."""
+    nesting, cache_enabled, devices = state
+    for device, was_enabled, dtype in devices:
+        torch.set_autocast_enabled(device, was_enabled)
+        torch.set_autocast_dtype(device, dtype)
+    torch.set_autocast_cache_enabled(cache_enabled)
+    level = torch.autocast_increment_nesting() - 1
+    torch.autocast_decrement_nesting()
+    for _ in range(level - nesting):
+        if torch.autocast_decrement_nesting() == 0:
+            torch.clear_autocast_cache()  # as the outermost autocast's __exit__ does
