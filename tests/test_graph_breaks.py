@@ -105,6 +105,21 @@ def test_break_in_loop_over_a_users_enumerate_leaves_its_count_where_eager_does(
     assert list(compiled_pairs) == list(eager_pairs) == [(3, 4), (4, 5), (5, 6)]
 
 
+def test_break_in_every_iteration_of_an_enumerate_loop_keeps_it_modelled():
+    """The enumerate a resume function modelled is again one the break builds
+    for the next resume function (the parameter that handed it over is no
+    user's reference), so each iteration breaks only at the print."""
+    def f(x, items):
+        for i, v in enumerate(items):
+            x = x * 2 + v
+            print(i)
+        return x, i
+
+    cnt = compile_and_compare(f, torch.ones(2), [1.0, 2.0, 3.0, 4.0])
+    assert break_types() == ["print"] * 4
+    assert cnt.frame_count == 4  # one graph per iteration; the tail after the last print computes nothing
+
+
 def test_break_in_loop_leaves_an_input_iterator_where_eager_does():
     def f(x, it):
         for w in it:

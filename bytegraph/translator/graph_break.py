@@ -35,7 +35,7 @@ from bytegraph.bytecode.analysis import (
 from bytegraph.bytecode.instructions import TERMINATORS, Instruction
 from bytegraph.bytecode.lower import Op, landing, lower, without_null
 from bytegraph.bytecode.resume import (
-    ResumeSpec, copy_body, instruction_at, replace_instruction, resume_code, stack_name,
+    STACK_PREFIX, ResumeSpec, copy_body, instruction_at, replace_instruction, resume_code, stack_name,
 )
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.guards.source import LocalSource
@@ -244,8 +244,11 @@ def _continue_in_resume_functions(
 def _fresh_stack_values(tx: InstructionTranslator, below: list) -> tuple[int, ...]:
     """Indices of the stack values in ``below`` that the code at the break
     builds anew and nothing else holds: ``enumerate`` objects the trace made
-    (no source) that no other stack slot or local refers to."""
-    held = [id(vt) for vt in [*below, *tx.symbolic_locals.values()] if vt is not None]
+    (no source) that no other stack slot or local refers to (the parameters
+    that handed a resume function its stack values do not count: only the
+    generated prologue reads them)."""
+    user_locals = [vt for name, vt in tx.symbolic_locals.items() if not name.startswith(STACK_PREFIX)]
+    held = [id(vt) for vt in [*below, *user_locals] if vt is not None]
     return tuple(i for i, vt in enumerate(below) if isinstance(vt, iteration.EnumerateVariable)
                  and vt.source is None and held.count(id(vt)) == 1)
 
