@@ -38,7 +38,7 @@ from bytegraph import imports
 from bytegraph.breaks import (
     HINT_DATA_DEPENDENT, HINT_DYNAMIC_OUTPUT_SHAPE, BackendCompilerFailed, unimplemented,
 )
-from bytegraph.graph import numpy_random
+from bytegraph.graph import numpy_random, writes
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.rerun import autocast_devices, rerun_natively_on_error
 from bytegraph.graph.side_effects import SideEffects
@@ -289,7 +289,7 @@ class OutputGraph:
     def run_fake(self, kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
         """Run one operation on FakeTensor examples; map failures to graph breaks."""
         name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
-        written = args[0] if args and _is_inplace_name(name) else None
+        written = args[0] if args and writes.is_inplace_name(name) else None
         if isinstance(written, torch.Tensor) and torch._debug_has_internal_overlap(written) == 1:
             unimplemented(  # eager raises; a functionalizing backend (AOTAutograd) would not
                 gb_type="in-place write to overlapping memory",
@@ -398,7 +398,7 @@ class OutputGraph:
         input_storages = {storage_id(inp.example) for inp in self.inputs if isinstance(inp.example, torch.Tensor)}
         input_storages.discard(None)
         for node in self.graph.nodes:
-            targets = _written_args(node)
+            targets = writes.written_args(node)
             if targets is None or any(storage_id(t.meta["example_value"]) in input_storages for t in targets):
                 return True
         return False
@@ -414,7 +414,7 @@ class OutputGraph:
                 storages.setdefault(sid, []).append(i)
         written: set[int] = set()
         for node in self.graph.nodes:
-            targets = _written_args(node)
+            targets = writes.written_args(node)
             if targets is None:
                 return None
             for target in targets:
@@ -429,7 +429,7 @@ class OutputGraph:
         backend that eliminated them as dead code would not. Each is output detached, so a
         backend does not prepare a backward for it (eager never runs one)."""
         calls = [n for n in self.graph.nodes if n.op in ("call_function", "call_method")]
-        roots = [n for n in calls if n in requested or _is_inplace_name(getattr(n.target, "__name__", n.target))
+        roots = [n for n in calls if n in requested or writes.is_inplace_name(getattr(n.target, "__name__", n.target))
                  or not isinstance(n.meta.get("example_value"), torch.Tensor)]
         live: set[torch.fx.Node] = set()
         while roots:
@@ -718,58 +718,6 @@ def storage_id(example: torch.Tensor) -> int | None:
         return example.untyped_storage()._cdata
     except (RuntimeError, NotImplementedError):
         return None
-
-
-def _is_inplace_name(name: Any) -> bool:
-    """Whether an operation of this name writes its first argument: ``add_``, ``__iadd__``,
-    ``setitem``, and the ``operator`` module's in-place functions (``x += 1`` on a tensor
-    is recorded as ``operator.iadd``)."""
-    return isinstance(name, str) and (
-        (name.endswith("_") and not name.endswith("__")) or name in ("__setitem__", "setitem")
-        or name.startswith("__i") or name in _OPERATOR_INPLACE
-    )
-
-
-#: the in-place functions of the ``operator`` module
-_OPERATOR_INPLACE = frozenset({"iadd", "iand", "iconcat", "ifloordiv", "ilshift", "imatmul", "imod", "imul", "ior",
-                               "ipow", "irshift", "isub", "itruediv", "ixor"})
-
-#: operations that write tensor arguments which their schemas do not mark as written (so no
-#: version counter moves): the running statistics of batch/instance norm in training (argument 5,
-#: ``training``/``use_input_stats``, in both the ``torch.`` and the ``F.`` forms), the weight of an
-#: embedding with ``max_norm`` (``F.embedding`` argument 3, renormed in place)
-_WRITES_ARGUMENTS = {"batch_norm": (5, "training"), "instance_norm": (5, "use_input_stats"), "embedding": (3, "max_norm")}
-
-
-def _writes_arguments(node: torch.fx.Node, name: str) -> bool:
-    """Whether ``node`` (named ``name``) is one of :data:`_WRITES_ARGUMENTS` with
-    its writing flag not known to be off; every tensor argument after the
-    first then counts as written."""
-    if name not in _WRITES_ARGUMENTS:
-        return False
-    position, keyword = _WRITES_ARGUMENTS[name]
-    flag = node.args[position] if len(node.args) > position else node.kwargs.get(keyword, name != "embedding")
-    return flag is not None and flag is not False
-
-
-def _written_args(node: torch.fx.Node) -> list[torch.fx.Node] | None:
-    """The argument nodes (with tensor examples) that operation ``node`` may
-    write in place; None when it writes one whose identity is unknown (the
-    FakeTensor run found a written argument, or a write target is no tensor)."""
-    if node.op not in ("call_function", "call_method"):
-        return []
-    if node.meta.get("mutates_args"):
-        return None
-    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-    targets = [node.args[0]] if _is_inplace_name(name) and node.args else []
-    targets += [node.kwargs["out"]] if "out" in node.kwargs else []
-    if _writes_arguments(node, name):
-        targets += [a for a in [*node.args[1:], *node.kwargs.values()] if isinstance(a, torch.fx.Node)
-                    and isinstance(a.meta.get("example_value"), torch.Tensor)]
-    if not all(isinstance(t, torch.fx.Node) and isinstance(t.meta.get("example_value"), torch.Tensor)
-               for t in targets):
-        return None
-    return targets
 
 
 #: constants FX writes into the generated forward as literals that evaluate back to
