@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 import torch
 
 from bytegraph.breaks import unimplemented, user_error
-from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch
-from bytegraph.guards.source import AttrSource, GetItemSource
+from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch, compared_by_value
+from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
 from bytegraph.variables import iteration, sequences
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced
@@ -136,6 +136,11 @@ class DictVariable(DictOperators):
         hkey = self.key_of(tx, key)
         old = self.items.get(hkey)
         self.items[hkey] = (key if old is None else old[0], value)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name == "default_factory" and issubclass(self.dict_cls, collections.defaultdict):
+            return self.default_factory if self.default_factory is not None else ConstantVariable(None)
+        return super().var_getattr(tx, name)
 
     def empty_like(self) -> DictVariable:
         """A new empty dict of this one's class (and default factory)."""
@@ -340,11 +345,15 @@ class LazyDictVariable(DictOperators):
         if self.full is None:
             tx.output.guards.add(DictKeysMatch(self.source, type(self.value), tuple(self.value)))
             items = {}
-            for key, value in self.value.items():
+            for index, (key, value) in enumerate(self.value.items()):
                 vt = self._read.get(key)
                 if vt is None:
                     vt = tx.wrap(value, GetItemSource(self.source, key))
-                items[key] = (tx.wrap_const(key), vt)
+                if compared_by_value(key):
+                    items[key] = (tx.wrap_const(key), vt)
+                else:  # an object key (a tensor, a module): read as ``list(d)[index]``, found by identity
+                    key_vt = tx.wrap(key, GetItemSource(ConvertSource(self.source, list, "list"), index))
+                    items[DictVariable.key_of(tx, key_vt)] = (key_vt, vt)
             factory = None
             if isinstance(self.value, collections.defaultdict):  # its factory, read (and guarded) through the source
                 factory = tx.wrap(self.value.default_factory, AttrSource(self.source, "default_factory"))
@@ -355,7 +364,7 @@ class LazyDictVariable(DictOperators):
         """The value for ``key`` (None when absent), guarding only that key."""
         if self.full is not None:
             return self.full.items.get(DictVariable.key_of(tx, key), (None, None))[1]
-        hkey = key.as_python_constant()
+        hkey = key.as_python_constant() if key.is_python_constant() else None
         if type(hkey) not in (str, int):
             return self.materialize(tx).items.get(DictVariable.key_of(tx, key), (None, None))[1]
         present = hkey in self.value
@@ -396,7 +405,7 @@ class LazyDictVariable(DictOperators):
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
         if name == "default_factory" and isinstance(self.value, collections.defaultdict):
-            return self.materialize(tx).default_factory
+            return self.materialize(tx).var_getattr(tx, name)
         return super().var_getattr(tx, name)
 
     def truthy(self, tx: Tx) -> bool:

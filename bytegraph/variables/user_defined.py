@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 
 VT = VariableTracker
 _MISSING = object()
+#: library classes that list a ``__getattribute__`` of their own which is
+#: ``PyObject_GenericGetAttr`` (their C type slots name it explicitly:
+#: Modules/_collectionsmodule.c, Objects/namespaceobject.c, Modules/_functoolsmodule.c)
+_GENERIC_GETATTR_TYPES = (collections.defaultdict, collections.deque, types.SimpleNamespace, functools.partial)
 _TORCH_TENSOR_CLASSES = (torch.Tensor, torch._C.TensorBase)
 
 
@@ -424,7 +428,7 @@ class UserDefinedObjectVariable(PythonDunderOperators, VariableTracker):
         if isinstance(getattribute, types.FunctionType):
             return UserMethodVariable(getattribute, self).call_function(tx, [ConstantVariable(name)], {})
         generic = isinstance(getattribute, types.WrapperDescriptorType) and (
-            getattribute.__objclass__.__module__ == "builtins"
+            getattribute.__objclass__.__module__ == "builtins" or getattribute.__objclass__ in _GENERIC_GETATTR_TYPES
         )
         if not generic:
             unimplemented(
