@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from typing import Iterator
 
 from bytegraph.config import config
@@ -33,6 +34,15 @@ FRAMES_PER_INLINED_CALL = 12
 #: frames left for what runs at the innermost call (torch's operator
 #: dispatch on FakeTensors, guards, codegen of a graph break)
 HEADROOM = 2000
+
+
+_user = threading.local()  # the limit the user's program runs under, while a trace raised it
+
+
+def user_recursion_limit() -> int:
+    """``sys.getrecursionlimit()`` as the user's program sees it (not the
+    raised limit a trace runs under)."""
+    return getattr(_user, "limit", None) or sys.getrecursionlimit()
 
 
 def stack_depth() -> int:
@@ -56,8 +66,10 @@ def tracing_stack() -> Iterator[int]:
     base = stack_depth()
     max_depth = max(0, min(config.max_inline_depth, limit - base))
     needed = base + max_depth * FRAMES_PER_INLINED_CALL + HEADROOM
+    outer, _user.limit = getattr(_user, "limit", None), user_recursion_limit()
     sys.setrecursionlimit(max(limit, needed))
     try:
         yield max_depth
     finally:
         sys.setrecursionlimit(limit)
+        _user.limit = outer
