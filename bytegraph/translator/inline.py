@@ -49,6 +49,7 @@ INLINED_ANYWAY = frozenset({
     ("torch.jit._script", "_unwrap_optional"),
     ("torch.jit", "annotate"),
     ("torch.distributed.fsdp._flat_param", "_same_storage_size"),
+    ("torch.fx.immutable_collections", "_no_mutation"),  # immutable_list.append...: raises TypeError
 })
 
 _CO_VARARGS = inspect.CO_VARARGS

@@ -48,6 +48,7 @@ from bytegraph.variables.functions import PartialVariable, UserMethodVariable
 from bytegraph.variables.torch import TorchFunctionVariable
 from bytegraph.variables.user_defined import (
     NewObjectVariable,
+    SlotMethodVariable,
     UserDefinedClassVariable,
     UserDefinedObjectVariable,
     class_attribute,
@@ -105,16 +106,17 @@ class PythonSemantics:
             return torch_function.construct(self, cls, args, kwargs)
         if is_modelled_namedtuple(klass):
             field_names = klass._fields
-            values = list(args) + [kwargs[name] for name in field_names[len(args):] if name in kwargs]
             defaults = getattr(klass, "_field_defaults", {})
-            for name in field_names[len(values):]:
-                if name not in defaults:
-                    user_error(
-                        "TypeError",
-                        context=f"{klass.__name__}() missing argument {name!r}",
-                        hint="Pass every field.",
-                    )
-                values.append(self.wrap_const(defaults[name]))
+            unknown = [name for name in kwargs if name not in field_names[len(args):]]
+            if len(args) > len(field_names) or unknown:
+                user_error("TypeError", context=f"{klass.__name__}() got an unexpected argument",
+                           hint="Pass each field once.")
+            values = list(args)
+            for name in field_names[len(args):]:  # by keyword, else the field's default
+                if name not in kwargs and name not in defaults:
+                    user_error("TypeError", context=f"{klass.__name__}() missing argument {name!r}",
+                               hint="Pass every field.")
+                values.append(kwargs[name] if name in kwargs else self.wrap_const(defaults[name]))
             return NamedTupleVariable(values, klass)
         if issubclass(klass, BaseException) and not kwargs and not any(
             isinstance(class_attribute(klass, n), (types.FunctionType, staticmethod)) for n in ("__init__", "__new__")
@@ -132,6 +134,9 @@ class PythonSemantics:
             obj = self.inline_call(UserFunctionVariable(new.__func__), [cls, *args], kwargs)
         elif _builtin_new(klass):
             obj = NewObjectVariable(klass)
+        elif new is tuple.__new__ or new is list.__new__:  # a tuple or list subclass
+            obj = SlotMethodVariable(tuple if new is tuple.__new__ else list, "__new__", None).call_function(
+                self, [cls, *args], kwargs)
         else:
             unimplemented(
                 gb_type="object construction",

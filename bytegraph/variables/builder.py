@@ -170,16 +170,14 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         return TupleVariable([ConstantVariable(v) for v in value], source)
 
     if isinstance(value, (tuple, list)):
+        if type(value) not in (tuple, list) and not _is_namedtuple(value):
+            return _wrap_object(tx, value, source)  # a user subclass: iterating it may run its own __iter__
         guards.add(LenMatch(source, type(value), len(value)))
         items = [wrap(tx, item, GetItemSource(source, i)) for i, item in enumerate(value)]
         if _is_namedtuple(value):
             return NamedTupleVariable(items, type(value), source)
         if isinstance(value, list):
-            if type(value) is not list:
-                return _wrap_object(tx, value, source)
             return side_effects.track(value, ListVariable(items, source))
-        if type(value) is not tuple:
-            return _wrap_object(tx, value, source)
         return TupleVariable(items, source)
 
     if type(value) in iteration.SEQUENCE_ITERATORS:

@@ -81,8 +81,8 @@ class BuiltinVariable(ConstantCallableVariable):
     def var_getattr(self, tx: Tx, name: str) -> VT:
         """``object.__setattr__``, ``dict.__setitem__``...: methods of builtin types
         applied explicitly to an instance; other attributes are read as constants."""
-        if self.fn is object and name == "__new__":
-            return SlotMethodVariable(object, "__new__", None)
+        if self.fn in (object, tuple, list) and name == "__new__":
+            return SlotMethodVariable(self.fn, "__new__", None)
         if isinstance(self.fn, type):
             attr = self.fn.__dict__.get(name)
             if isinstance(attr, (types.WrapperDescriptorType, types.MethodDescriptorType)):

@@ -76,8 +76,8 @@ class SuperVariable(VariableTracker):
             return tx.wrap_const(attr.__func__)
         if isinstance(attr, types.FunctionType):
             return UserFunctionVariable(attr)
-        if attr is object.__new__:
-            return SlotMethodVariable(object, "__new__", None)
+        if attr is object.__new__ or attr is tuple.__new__ or attr is list.__new__:
+            return SlotMethodVariable(attr.__self__, "__new__", None)
         if isinstance(attr, types.BuiltinFunctionType):  # e.g. torch.Tensor.__new__
             return tx.wrap_const(attr)
         unimplemented(

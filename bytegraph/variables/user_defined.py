@@ -20,12 +20,12 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, DictKeysMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource
+from bytegraph.variables import builtin_bases
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.dicts import DictBaseView, DictVariable
 from bytegraph.variables.iteration import PythonIteratorVariable
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import TracedException
-from bytegraph.variables.operators import PythonDunderOperators
 from bytegraph.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.torch import AutogradFunctionApplyVariable
 
@@ -39,6 +39,7 @@ _MISSING = object()
 #: ``PyObject_GenericGetAttr`` (their C type slots name it explicitly:
 #: Modules/_collectionsmodule.c, Objects/namespaceobject.c, Modules/_functoolsmodule.c)
 _GENERIC_GETATTR_TYPES = (collections.defaultdict, collections.deque, types.SimpleNamespace, functools.partial)
+_TUPLEGETTER = type(collections.namedtuple("_Probe", "a").a)  # a namedtuple field: the item at its index
 _TORCH_TENSOR_CLASSES = (torch.Tensor, torch._C.TensorBase)
 
 
@@ -196,8 +197,11 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
     if isinstance(attr, types.MemberDescriptorType) and isinstance(owner, UserDefinedObjectVariable):  # __slots__
         return _slot_value(tx, owner, cls, name, attr)
     objclass = getattr(attr, "__objclass__", None)
-    if isinstance(objclass, type) and issubclass(objclass, dict) and isinstance(owner, UserDefinedObjectVariable):
+    if isinstance(objclass, type) and issubclass(objclass, (dict, tuple, list)) and isinstance(
+            owner, UserDefinedObjectVariable):
         return SlotMethodVariable(objclass, name, owner)
+    if type(attr) is _TUPLEGETTER and isinstance(owner, UserDefinedObjectVariable):
+        return owner.seq_storage(tx).getitem(tx, ConstantVariable(attr.__reduce__()[1][0]))
     builtin_method = isinstance(
         attr,
         (types.MethodDescriptorType, types.WrapperDescriptorType, types.BuiltinFunctionType,
@@ -320,7 +324,7 @@ class UserDefinedClassVariable(VariableTracker):
         return f"UserDefinedClassVariable({self.value.__qualname__})"
 
 
-class UserDefinedObjectVariable(PythonDunderOperators, VariableTracker):
+class UserDefinedObjectVariable(builtin_bases.BaseTypeOperators, VariableTracker):
     """An instance of a user class that existed before the call (read from a source).
 
     Attribute reads follow Python's lookup (see the module docstring); reads of
@@ -418,6 +422,14 @@ class UserDefinedObjectVariable(PythonDunderOperators, VariableTracker):
         # the base dict's own storage, read without the subclass's overrides (also in guards)
         return DictBaseView(dict.copy(self.value), ConvertSource(self.source, dict.copy, "dict.copy"))
 
+    def seq_storage(self, tx: Tx) -> VT:
+        """The plain tuple/list contents of an instance of a tuple or list subclass."""
+        if self.source is None:
+            _unsupported_base(self.python_type(), "sequence storage")
+        if getattr(self, "_seq", None) is None:
+            self._seq = builtin_bases.read_storage(tx, self.value, self.source)
+        return self._seq
+
     def _custom(self, dunder: str) -> bool:
         return isinstance(class_attribute(self.python_type(), dunder), types.FunctionType)
 
@@ -501,12 +513,15 @@ class UserDefinedObjectVariable(PythonDunderOperators, VariableTracker):
             if name == "__delattr__":
                 self.delete_raw(tx, args[0].as_python_constant())
                 return ConstantVariable(None)
-            if name == "__init__" and not args and not kwargs:
-                return ConstantVariable(None)
+            cls = self.python_type()
+            if name == "__init__" and (not (args or kwargs) or cls.__new__ is not object.__new__):
+                return ConstantVariable(None)  # object_init ignores arguments a __new__ of the class took
         if issubclass(base, dict) and issubclass(self.python_type(), dict):
             if name == "__init__":
                 return self.dict_storage(tx).call_method(tx, "update", args, kwargs)
             return self.dict_storage(tx).call_method(tx, name, args, kwargs)
+        if base in (tuple, list) and issubclass(self.python_type(), base):
+            return builtin_bases.call_base_method(tx, self.seq_storage(tx), base, name, args, kwargs)
         return _unsupported_base(base, name)
 
     # ---- protocols -------------------------------------------------------------------------
@@ -570,6 +585,8 @@ class UserDefinedObjectVariable(PythonDunderOperators, VariableTracker):
                     return bool(checked_special_result(dunder, result))
                 if issubclass(cls, dict):
                     return self.dict_storage(tx).truthy(tx)
+                if builtin_bases.leaves_to_base(self, tx, dunder):
+                    return self.seq_storage(tx).truthy(tx)
                 return super().truthy(tx)
         return True
 
@@ -607,6 +624,8 @@ class UserDefinedObjectVariable(PythonDunderOperators, VariableTracker):
             return tx.unpack(iterator)
         if issubclass(self.python_type(), dict):
             return self.dict_storage(tx).unpack_var_sequence(tx)
+        if builtin_bases.leaves_to_base(self, tx, "__iter__"):
+            return self.seq_storage(tx).unpack_var_sequence(tx)
         return super().unpack_var_sequence(tx)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
@@ -634,6 +653,7 @@ class NewObjectVariable(UserDefinedObjectVariable):
         self.cls = cls
         self.attrs = DictVariable({})
         self.dict_items = DictVariable({}) if issubclass(cls, dict) else None
+        self.seq_items = builtin_bases.new_storage(cls)  # a tuple/list subclass's items
 
     def python_type(self) -> type:
         return self.cls
@@ -661,15 +681,23 @@ class NewObjectVariable(UserDefinedObjectVariable):
             _unsupported_base(self.cls, "dict storage")
         return self.dict_items
 
+    def seq_storage(self, tx: Tx) -> VT:
+        return self.seq_items
+
     def reconstruct(self, codegen: PyCodegen) -> None:
         builtin_base = next(k for k in self.cls.__mro__ if k.__module__ == "builtins" or k is collections.OrderedDict)
-        codegen.load_callable(builtin_base.__new__)
-        codegen.load_const(self.cls)
-        codegen.call(1)
+        if self.seq_items is not None:
+            builtin_bases.reconstruct_new(codegen, self.cls, self.seq_items)
+        else:
+            codegen.load_callable(builtin_base.__new__)
+            codegen.load_const(self.cls)
+            codegen.call(1)
+        if builtin_base is list and self.seq_items.items:
+            emit_slot_call(codegen, list.extend, self.seq_items)
         for key, value in self.attrs.items.values():
-            _emit_slot_call(codegen, object.__setattr__, key, value)
+            emit_slot_call(codegen, object.__setattr__, key, value)
         for key, value in (self.dict_items.items.values() if self.dict_items is not None else ()):
-            _emit_slot_call(codegen, builtin_base.__setitem__, key, value)
+            emit_slot_call(codegen, builtin_base.__setitem__, key, value)
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__qualname__})"
@@ -713,13 +741,13 @@ def _no_attribute(cls: type, name: str) -> None:
     raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")
 
 
-def _emit_slot_call(codegen: PyCodegen, slot: Any, key: VT, value: VT) -> None:
-    """With the object on top of the stack: ``slot(obj, key, value)``; the object stays."""
+def emit_slot_call(codegen: PyCodegen, slot: Any, *args: VT) -> None:
+    """With the object on top of the stack: ``slot(obj, *args)``; the object stays."""
     for op, arg in (("COPY", 1), ("PUSH_NULL", None), ("SWAP", 2), ("LOAD_CONST", slot), ("SWAP", 2)):
         codegen.emit(op) if arg is None else codegen.emit(op, arg)
-    codegen.reconstruct(key)
-    codegen.reconstruct(value)
-    codegen.call(3)
+    for arg in args:
+        codegen.reconstruct(arg)
+    codegen.call(1 + len(args))
     codegen.emit("POP_TOP")
 
 
@@ -763,6 +791,8 @@ class SlotMethodVariable(VariableTracker):
             if (rest or kwargs) and (cls.__new__ is not object.__new__ or cls.__init__ is object.__init__):
                 raise_traced(TypeError, "object.__new__() takes exactly one argument (the type to instantiate)")
             return NewObjectVariable(cls)
+        if self.base in (tuple, list) and self.name == "__new__" and obj is not None:
+            return builtin_bases.call_new(tx, self.base, [obj, *rest], kwargs)
         if isinstance(obj, UserDefinedObjectVariable):
             return obj.call_slot(tx, self.base, self.name, rest, kwargs)
         if obj is not None and self.base is not object and issubclass(obj.python_type(), self.base):
