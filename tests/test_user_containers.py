@@ -1,6 +1,7 @@
 """defaultdicts, dicts keyed by objects, and user subclasses of the builtin
 containers, traced whole (``fullgraph=True``) and compared with eager (issue 17)."""
 import collections
+import typing
 
 import pytest
 import torch
@@ -100,3 +101,251 @@ def test_defaultdict_subclass_attributes_are_no_custom_getattribute():
         return x * tally.total(), tally.default_factory
 
     full(fn, t(2))
+
+
+# ---- user subclasses of tuple and list ---------------------------------------------------------
+
+class CheckedTuple(tuple):
+    def doubled_length(self):
+        return len(self) * 2
+
+    def __contains__(self, value):
+        self.checked = True  # the override runs (and its store is replayed on the real object)
+        return super().__contains__(value)
+
+
+class GuardedList(list):
+    def doubled_length(self):
+        return len(self) * 2
+
+    def __contains__(self, value):
+        self.checked = True
+        return super().__contains__(value)
+
+    def __getitem__(self, index):
+        raise RuntimeError("guards and rebuilding must not call an overridden __getitem__")
+
+
+def test_tuple_subclass_input_runs_its_overrides_and_base_methods():
+    def fn(x, tup):
+        y = x.cos() if 3 in tup else x.sin()
+        return y * tup.doubled_length(), len(tup), bool(tup), list(tup)
+
+    eager_tup, compiled_tup = CheckedTuple([1, 2, 3]), CheckedTuple([1, 2, 3])
+    x = t(3)
+    expected = fn(x, eager_tup)
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(fn, backend=cnt, fullgraph=True)(x, compiled_tup), expected)
+    assert cnt.frame_count == 1 and compiled_tup.checked is eager_tup.checked is True
+
+
+def test_list_subclass_input_is_mutated_in_place_without_its_getitem():
+    def fn(x, lst):
+        y = x.cos() if 3 in lst else x.sin()
+        lst.append(4)
+        lst.extend([5])
+        return y * lst.doubled_length(), lst
+
+    eager_lst, compiled_lst = GuardedList([1, 2, 3]), GuardedList([1, 2, 3])
+    x = t(3)
+    expected = fn(x, eager_lst)
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt, fullgraph=True)
+    result = compiled(x, compiled_lst)
+    assert same(result[0], expected[0]) and result[1] is compiled_lst and cnt.frame_count == 1
+    assert type(compiled_lst) is GuardedList and list(compiled_lst) == list(eager_lst) == [1, 2, 3, 4, 5]
+    assert compiled_lst.checked
+    again = GuardedList([1, 2, 3])
+    compiled(x, again)  # the guards read the items through list.copy, not the override
+    assert list(again) == [1, 2, 3, 4, 5] and cnt.frame_count == 1
+
+
+def test_list_subclass_slice_is_a_plain_list():
+    class Numbers(list):
+        pass
+
+    def fn(x, lst):
+        lst.append(4)
+        part = lst[1:3]
+        return x * sum(part), type(part) is list, lst + [0], lst * 2
+
+    x = t(2)
+    expected = fn(x, Numbers([1, 2, 3]))  # eager and compiled each get a fresh list: fn appends to it
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(fn, backend=cnt, fullgraph=True)(x, Numbers([1, 2, 3])), expected)
+    assert cnt.frame_count == 1
+
+
+class Pair(tuple):
+    pass
+
+
+class Fixed(tuple):
+    def __new__(cls, *args, **kwargs):
+        return super().__new__(cls, [1, 2, 3])
+
+
+@pytest.mark.parametrize("make", [lambda: Pair([1, 2, 3]), lambda: Fixed(), lambda: Fixed(7, key=8)],
+                         ids=["plain", "custom_new", "custom_new_with_args"])
+def test_tuple_subclass_made_in_the_trace_is_rebuilt(make):
+    def fn(x):
+        tup = make()
+        y = x.cos() if 3 in tup else x.sin()
+        return y, tup, tup[0] + tup[-1]
+
+    out = full(fn, t(3))
+    assert type(out[1]) is type(make())
+
+
+@pytest.mark.parametrize("base", ["tuple", "list"])
+def test_base_new_of_a_class_argument(base):
+    class Mine(tuple if base == "tuple" else list):
+        pass
+
+    def fn(x, klass):
+        x = x * 2
+        if base == "tuple":
+            made = tuple.__new__(klass, [x, 1])
+        else:
+            made = list.__new__(klass)
+            made.append(x)
+        if isinstance(made, Mine):
+            made.tag = 3
+        return made
+
+    for klass in (Mine, tuple if base == "tuple" else list):
+        out = full(fn, t(2), klass)
+        assert type(out) is klass
+        assert getattr(out, "tag", None) == (3 if klass is Mine else None)
+
+
+def test_tuple_subclass_equality_and_operators_follow_tuple():
+    class Row(tuple):
+        def __new__(cls, items):
+            return super().__new__(cls, items)
+
+    def fn(x, a, b):
+        joined = a + b
+        return (x + 1 if a != b else x - 1, a == b, a == (1, -1), a < Row([2]), type(joined) is tuple,
+                joined, a * 2, 2 * a)
+
+    full(fn, t(1), Row([1, -1]), Row([1, -1]))
+    full(fn, t(1), Row([1, -1]), Row([1, 5]))
+
+
+# ---- namedtuple subclasses -----------------------------------------------------------------
+
+class Fields(typing.NamedTuple):
+    a: torch.Tensor
+    b: torch.Tensor
+
+
+class Summed(Fields):
+    def __new__(cls, a, b):
+        return super().__new__(cls, a, b)
+
+    def __add__(self, other):
+        return Summed(self.a + other.a, self.b + other.b)
+
+
+T = typing.TypeVar("T")
+
+
+class GenericFields(typing.NamedTuple, typing.Generic[T]):
+    first: T
+    second: T
+
+
+class PlainSub(Fields):
+    pass
+
+
+class GenericSub(GenericFields[T]):
+    pass
+
+
+def test_namedtuple_subclass_with_new_and_add_reads_fields_through_tuplegetters():
+    def fn(p, q):
+        return p + q
+
+    out = full(fn, Summed(t(4), t(2, 8)), Summed(t(1), t(2, 1)))
+    assert type(out) is Summed
+
+
+@pytest.mark.parametrize("cls", [PlainSub, GenericSub])
+def test_attributes_on_a_namedtuple_subclass_instance(cls):
+    def fn(a, b):
+        p = cls(a, b)
+        p.x = a
+        p.y = b
+        p.z = b
+        p.z = a
+        return hasattr(p, "x"), hasattr(p, "w"), p.x + p.y, p.z, p
+
+    out = full(fn, t(2), t(2))
+    assert out[4].z is not None and type(out[4]) is cls
+
+
+def test_setting_a_namedtuple_field_raises_as_eager():
+    def fn(a, b):
+        p = PlainSub(a, b)
+        try:
+            p.a = b
+        except AttributeError as e:
+            return a, type(e)
+        return b, None
+
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(fn, backend=cnt)(t(1), t(1))[1], AttributeError)
+
+
+def test_namedtuple_keyword_fields_and_defaults():
+    Triple = collections.namedtuple("Triple", ["x", "y", "xy"], defaults=(None, 1, None))
+
+    def fn(a, b):
+        tmp = Triple(a, xy=b)
+        return Triple(tmp.x, tmp[1], tmp.xy + b), Triple._fields, Triple._field_defaults, Triple(y=2)
+
+    full(fn, t(2), t(2))
+
+
+def test_namedtuple_construction_errors_are_eager_type_errors():
+    Two = collections.namedtuple("Two", "a b")
+
+    def fn(x, which):
+        try:
+            Two(x, c=1) if which else Two(x)
+        except TypeError:
+            return x + 1
+        return x
+
+    for which in (True, False):
+        _ = full(fn, t(1), which)
+
+
+def test_fx_immutable_list_mutation_raises_type_error_in_the_trace():
+    def fn(inputs, x):
+        frozen = torch.fx.immutable_collections.immutable_list(inputs)
+        try:
+            frozen.append(x)
+        except TypeError as e:
+            return [v * 2 for v in frozen], type(frozen), "mutation" in str(e)
+        return None
+
+    full(fn, [t(2), t(2)], t(2))
+
+
+def test_tuple_subclass_with_its_own_iter_unpacks_in_its_order():
+    Pt = collections.namedtuple("Pt", "a b")
+
+    class Swapped(Pt):
+        __slots__ = ()
+
+        def __iter__(self):
+            return iter((self.b, self.a))
+
+    def fn(x, given):
+        first, second = given
+        return first, second * 2, given[0], given.a
+
+    full(fn, t(1), Swapped(t(2), 3))

@@ -108,15 +108,16 @@ class PythonSemantics:
             field_names = klass._fields
             defaults = getattr(klass, "_field_defaults", {})
             unknown = [name for name in kwargs if name not in field_names[len(args):]]
-            if len(args) > len(field_names) or unknown:
-                user_error("TypeError", context=f"{klass.__name__}() got an unexpected argument",
-                           hint="Pass each field once.")
-            values = list(args)
-            for name in field_names[len(args):]:  # by keyword, else the field's default
-                if name not in kwargs and name not in defaults:
-                    user_error("TypeError", context=f"{klass.__name__}() missing argument {name!r}",
-                               hint="Pass every field.")
-                values.append(kwargs[name] if name in kwargs else self.wrap_const(defaults[name]))
+            if len(args) > len(field_names) or unknown:  # Python's messages for the generated __new__
+                raise_traced(TypeError, f"{klass.__name__}.__new__() got an unexpected keyword argument "
+                             f"{unknown[0]!r}" if unknown else f"{klass.__name__}.__new__() takes "
+                             f"{len(field_names) + 1} positional arguments but {len(args) + 1} were given")
+            missing = [n for n in field_names[len(args):] if n not in kwargs and n not in defaults]
+            if missing:
+                raise_traced(TypeError, f"{klass.__name__}.__new__() missing {len(missing)} required positional "
+                             f"argument{'s' if len(missing) > 1 else ''}: {', '.join(map(repr, missing))}")
+            values = list(args) + [kwargs[n] if n in kwargs else self.wrap_const(defaults[n])
+                                   for n in field_names[len(args):]]  # by keyword, else the field's default
             return NamedTupleVariable(values, klass)
         if issubclass(klass, BaseException) and not kwargs and not any(
             isinstance(class_attribute(klass, n), (types.FunctionType, staticmethod)) for n in ("__init__", "__new__")

@@ -62,7 +62,7 @@ class BaseSequenceVariable(VariableTracker):
     def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
         """``a + b`` of sequences, ``a * n``, ``a == b`` item by item."""
         if op is operator.add and isinstance(other, BaseSequenceVariable):
-            if type(other) is type(self):
+            if type(other) is type(self) or self.python_type() is other.python_type() is list:
                 return self.with_items(self.items + other.items)
             if issubclass(self.python_type(), tuple) and issubclass(other.python_type(), tuple):
                 # torch.Size's __add__/__radd__ keep the Size (tuples have no nb_add to go first)
