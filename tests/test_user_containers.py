@@ -1,6 +1,7 @@
 """defaultdicts, dicts keyed by objects, and user subclasses of the builtin
 containers, traced whole (``fullgraph=True``) and compared with eager (issue 17)."""
 import collections
+import operator
 import typing
 
 import pytest
@@ -349,3 +350,56 @@ def test_tuple_subclass_with_its_own_iter_unpacks_in_its_order():
         return first, second * 2, given[0], given.a
 
     full(fn, t(1), Swapped(t(2), 3))
+
+
+# ---- builtins on user objects ----------------------------------------------------------------
+
+def test_str_of_an_object_with_its_own_str():
+    class Named:
+        def __str__(self):
+            return "ok"
+
+    def fn(x):
+        return x + 1, str(Named()), f"{Named()}!"
+
+    full(fn, t(2))
+
+
+class Shadowing(type):
+    @property
+    def __dict__(cls):
+        return {"shadow": 1}
+
+    @property
+    def __mro__(cls):
+        return ("shadow",)
+
+
+class Shadowed(metaclass=Shadowing):
+    marker = 7
+
+
+def test_metaclass_shadowing_mro_and_dict_is_read_as_eager_reads_it():
+    def fn(x):
+        return x + Shadowed.__dict__["shadow"] + len(Shadowed.__mro__) + Shadowed.marker
+
+    full(fn, torch.tensor(1.0))
+
+
+class CGetter:
+    value = property(operator.attrgetter("_value"))  # a getter written in C, like a pybind11 property's
+
+    def __init__(self, v):
+        self._value = v
+
+
+def test_property_with_a_c_getter_is_read_natively_and_guarded():
+    def fn(x, obj):
+        return x.cos() if obj.value else x.sin()
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt, fullgraph=True)
+    x = t(3)
+    for flag in (True, False, True):
+        assert same(compiled(x, CGetter(flag)), fn(x, CGetter(flag)))
+    assert cnt.frame_count == 2  # the value read is guarded: False recompiles

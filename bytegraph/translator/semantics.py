@@ -46,9 +46,9 @@ from bytegraph.variables.ndarray import NumpyNdarrayVariable
 from bytegraph.variables.tensor import TensorVariable
 from bytegraph.variables.functions import PartialVariable, UserMethodVariable
 from bytegraph.variables.torch import TorchFunctionVariable
+from bytegraph.variables.builtin_bases import SlotMethodVariable
 from bytegraph.variables.user_defined import (
     NewObjectVariable,
-    SlotMethodVariable,
     UserDefinedClassVariable,
     UserDefinedObjectVariable,
     class_attribute,

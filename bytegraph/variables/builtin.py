@@ -46,7 +46,7 @@ from bytegraph.variables.operators import CONCAT_TO_BINARY, INPLACE_TO_BINARY, R
 from bytegraph.variables.symbolic import SymNodeVariable
 from bytegraph.variables.tensor import TensorVariable
 from bytegraph.variables.super_calls import SuperVariable
-from bytegraph.variables.user_defined import SlotMethodVariable
+from bytegraph.variables.builtin_bases import SlotMethodVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

@@ -23,6 +23,7 @@ tuple, as eager gives.
 from __future__ import annotations
 
 import operator
+import types
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.guards.guards import LenMatch
@@ -179,3 +180,51 @@ def reconstruct_new(codegen: PyCodegen, cls: type, storage: VT) -> None:
     if base is tuple:
         codegen.reconstruct(storage)
     codegen.call(2 if base is tuple else 1)
+
+
+class SlotMethodVariable(VariableTracker):
+    """A method of a builtin type applied to a user object, bypassing the
+    object's Python overrides: ``super().__setattr__``, ``object.__setattr__(obj, ...)``,
+    ``dict.__setitem__(obj, ...)``. Unbound (``obj`` None) until called with
+    the instance as first argument."""
+
+    def __init__(self, base: type, name: str, obj: VT | None):
+        super().__init__()
+        self.base = base
+        self.name = name
+        self.obj = obj
+
+    def python_type(self) -> type:
+        if self.obj is None:  # the descriptor itself
+            return type(getattr(self.base, self.name))
+        return super().python_type()
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        from bytegraph.variables.user_defined import (  # user_defined imports this module
+            NewObjectVariable, UserDefinedClassVariable, UserDefinedObjectVariable, unsupported_base)
+
+        obj, rest = (self.obj, list(args)) if self.obj is not None else (args[0] if args else None, list(args[1:]))
+        if self.base is object and self.name == "__init__" and not rest and not kwargs:
+            return ConstantVariable(None)
+        if self.base is object and self.name == "__new__" and isinstance(obj, UserDefinedClassVariable):
+            cls = obj.value
+            if (rest or kwargs) and (cls.__new__ is not object.__new__ or cls.__init__ is object.__init__):
+                raise_traced(TypeError, "object.__new__() takes exactly one argument (the type to instantiate)")
+            return NewObjectVariable(cls)
+        if self.base in (tuple, list) and self.name == "__new__" and obj is not None:
+            return call_new(tx, self.base, [obj, *rest], kwargs)
+        if isinstance(obj, UserDefinedObjectVariable):
+            return obj.call_slot(tx, self.base, self.name, rest, kwargs)
+        if obj is not None and self.base is not object and issubclass(obj.python_type(), self.base):
+            return obj.call_method(tx, self.name, rest, kwargs)  # ``str.count(s, "x")``: s's own VT models it
+        return unsupported_base(self.base, self.name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        method = getattr(self.base, self.name)
+        if self.obj is None:
+            codegen.load_const(method)
+            return
+        codegen.load_callable(types.MethodType)
+        codegen.load_const(method)
+        codegen.reconstruct(self.obj)
+        codegen.call(2)

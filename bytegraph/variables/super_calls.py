@@ -11,10 +11,10 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import raise_traced
 from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
+from bytegraph.variables.builtin_bases import SlotMethodVariable
 from bytegraph.variables.user_defined import (
     _MISSING,
     _TORCH_TENSOR_CLASSES,
-    SlotMethodVariable,
     UserDefinedClassVariable,
     UserDefinedObjectVariable,
     bind_class_attribute,

@@ -40,6 +40,9 @@ _MISSING = object()
 #: Modules/_collectionsmodule.c, Objects/namespaceobject.c, Modules/_functoolsmodule.c)
 _GENERIC_GETATTR_TYPES = (collections.defaultdict, collections.deque, types.SimpleNamespace, functools.partial)
 _TUPLEGETTER = type(collections.namedtuple("_Probe", "a").a)  # a namedtuple field: the item at its index
+#: methods of C types, and the type flag of classes made by a class statement
+_C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+_HEAPTYPE = 1 << 9
 _TORCH_TENSOR_CLASSES = (torch.Tensor, torch._C.TensorBase)
 
 
@@ -53,12 +56,14 @@ def python_iterator(tx: Tx, iterator: VT) -> PythonIteratorVariable | None:
     return PythonIteratorVariable(iterator, UserMethodVariable(next_fn, iterator))
 
 
+_TYPE_MRO, _TYPE_DICT = type.__dict__["__mro__"], type.__dict__["__dict__"]
+
+
 def class_attribute(cls: type, name: str) -> Any:
-    """``name`` looked up on ``cls``'s MRO without invoking descriptors, or _MISSING."""
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            return klass.__dict__[name]
-    return _MISSING
+    """``name`` on ``cls``'s MRO, no descriptor invoked, or _MISSING (type's own
+    ``__mro__``/``__dict__``: a metaclass may shadow them with properties)."""
+    namespace = next((ns for k in _TYPE_MRO.__get__(cls) if name in (ns := _TYPE_DICT.__get__(k))), None)
+    return _MISSING if namespace is None else namespace[name]
 
 
 def guard_not_in_instance_dict(tx: Tx, owner: VT, name: str) -> None:
@@ -188,6 +193,10 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
             )
         if isinstance(attr.fget, types.FunctionType):
             return tx.wrap_const(attr.fget).call_function(tx, [owner], {})
+        if owner.source is not None and not isinstance(attr.fget, functools.partial) and not isinstance(
+                class_attribute(type(attr.fget), "__call__"), types.FunctionType):
+            # a getter in C (a pybind11 property's instancemethod): read natively, its value guarded
+            return tx.wrap(getattr_or_raise(owner_value(owner), name), AttrSource(owner.source, name))
         # a partial or a callable object as getter: read through the property, so it is traced like any callable
         fget = tx.wrap(attr.fget, AttrSource(ConstSource(attr, f"{cls.__qualname__}.{name}"), "fget"))
         return fget.call_function(tx, [owner], {})
@@ -199,7 +208,7 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
     objclass = getattr(attr, "__objclass__", None)
     if isinstance(objclass, type) and issubclass(objclass, (dict, tuple, list)) and isinstance(
             owner, UserDefinedObjectVariable):
-        return SlotMethodVariable(objclass, name, owner)
+        return builtin_bases.SlotMethodVariable(objclass, name, owner)
     if type(attr) is _TUPLEGETTER and isinstance(owner, UserDefinedObjectVariable):
         return owner.seq_storage(tx).getitem(tx, ConstantVariable(attr.__reduce__()[1][0]))
     builtin_method = isinstance(
@@ -418,14 +427,14 @@ class UserDefinedObjectVariable(builtin_bases.BaseTypeOperators, VariableTracker
     def dict_storage(self, tx: Tx) -> VT:
         """The plain-dict contents of an instance of a dict subclass."""
         if self.source is None:
-            _unsupported_base(self.python_type(), "dict storage")
+            unsupported_base(self.python_type(), "dict storage")
         # the base dict's own storage, read without the subclass's overrides (also in guards)
         return DictBaseView(dict.copy(self.value), ConvertSource(self.source, dict.copy, "dict.copy"))
 
     def seq_storage(self, tx: Tx) -> VT:
         """The plain tuple/list contents of an instance of a tuple or list subclass."""
         if self.source is None:
-            _unsupported_base(self.python_type(), "sequence storage")
+            unsupported_base(self.python_type(), "sequence storage")
         if getattr(self, "_seq", None) is None:
             self._seq = builtin_bases.read_storage(tx, self.value, self.source)
         return self._seq
@@ -522,7 +531,7 @@ class UserDefinedObjectVariable(builtin_bases.BaseTypeOperators, VariableTracker
             return self.dict_storage(tx).call_method(tx, name, args, kwargs)
         if base in (tuple, list) and issubclass(self.python_type(), base):
             return builtin_bases.call_base_method(tx, self.seq_storage(tx), base, name, args, kwargs)
-        return _unsupported_base(base, name)
+        return unsupported_base(base, name)
 
     # ---- protocols -------------------------------------------------------------------------
     def special_method(self, tx: Tx, name: str) -> Any:
@@ -678,7 +687,7 @@ class NewObjectVariable(UserDefinedObjectVariable):
 
     def dict_storage(self, tx: Tx) -> VT:
         if self.dict_items is None:
-            _unsupported_base(self.cls, "dict storage")
+            unsupported_base(self.cls, "dict storage")
         return self.dict_items
 
     def seq_storage(self, tx: Tx) -> VT:
@@ -751,60 +760,10 @@ def emit_slot_call(codegen: PyCodegen, slot: Any, *args: VT) -> None:
     codegen.emit("POP_TOP")
 
 
-def _unsupported_base(base: type, name: str) -> VT:
+def unsupported_base(base: type, name: str) -> VT:
     unimplemented(
         gb_type="unsupported builtin base method",
         context=f"{base.__qualname__}.{name} on a user object",
         explanation="bytegraph does not model this method of a builtin base class on user objects.",
         hints=("Move this code out of the compiled function.",),
     )
-
-
-#: methods of C types, and the type flag of classes made by a class statement
-_C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
-_HEAPTYPE = 1 << 9
-
-
-class SlotMethodVariable(VariableTracker):
-    """A method of a builtin type applied to a user object, bypassing the
-    object's Python overrides: ``super().__setattr__``, ``object.__setattr__(obj, ...)``,
-    ``dict.__setitem__(obj, ...)``. Unbound (``obj`` None) until called with
-    the instance as first argument."""
-
-    def __init__(self, base: type, name: str, obj: VT | None):
-        super().__init__()
-        self.base = base
-        self.name = name
-        self.obj = obj
-
-    def python_type(self) -> type:
-        if self.obj is None:  # the descriptor itself
-            return type(getattr(self.base, self.name))
-        return super().python_type()
-
-    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        obj, rest = (self.obj, list(args)) if self.obj is not None else (args[0] if args else None, list(args[1:]))
-        if self.base is object and self.name == "__init__" and not rest and not kwargs:
-            return ConstantVariable(None)
-        if self.base is object and self.name == "__new__" and isinstance(obj, UserDefinedClassVariable):
-            cls = obj.value
-            if (rest or kwargs) and (cls.__new__ is not object.__new__ or cls.__init__ is object.__init__):
-                raise_traced(TypeError, "object.__new__() takes exactly one argument (the type to instantiate)")
-            return NewObjectVariable(cls)
-        if self.base in (tuple, list) and self.name == "__new__" and obj is not None:
-            return builtin_bases.call_new(tx, self.base, [obj, *rest], kwargs)
-        if isinstance(obj, UserDefinedObjectVariable):
-            return obj.call_slot(tx, self.base, self.name, rest, kwargs)
-        if obj is not None and self.base is not object and issubclass(obj.python_type(), self.base):
-            return obj.call_method(tx, self.name, rest, kwargs)  # ``str.count(s, "x")``: s's own VT models it
-        return _unsupported_base(self.base, self.name)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        method = getattr(self.base, self.name)
-        if self.obj is None:
-            codegen.load_const(method)
-            return
-        codegen.load_callable(types.MethodType)
-        codegen.load_const(method)
-        codegen.reconstruct(self.obj)
-        codegen.call(2)
