@@ -343,10 +343,8 @@ class NamedTupleVariable(TupleVariable):
         self.reconstruct_items(codegen)
         codegen.emit("BUILD_TUPLE", len(self.items))
         codegen.call(1)
-        from bytegraph.variables.user_defined import emit_slot_call  # user_defined imports this module
-
         for name, value in self.attrs.items():
-            emit_slot_call(codegen, object.__setattr__, ConstantVariable(name), value)
+            codegen.call_on_top(object.__setattr__, ConstantVariable(name), value)
 
 
 class ListVariable(BaseSequenceVariable):

@@ -702,11 +702,11 @@ class NewObjectVariable(UserDefinedObjectVariable):
             codegen.load_const(self.cls)
             codegen.call(1)
         if builtin_base is list and self.seq_items.items:
-            emit_slot_call(codegen, list.extend, self.seq_items)
+            codegen.call_on_top(list.extend, self.seq_items)
         for key, value in self.attrs.items.values():
-            emit_slot_call(codegen, object.__setattr__, key, value)
+            codegen.call_on_top(object.__setattr__, key, value)
         for key, value in (self.dict_items.items.values() if self.dict_items is not None else ()):
-            emit_slot_call(codegen, builtin_base.__setitem__, key, value)
+            codegen.call_on_top(builtin_base.__setitem__, key, value)
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__qualname__})"
@@ -748,16 +748,6 @@ _SLOTTED_STORE_SUFFIX = _slotted_store_suffix()
 def _no_attribute(cls: type, name: str) -> None:
     """Raise eager's AttributeError for a missing instance attribute."""
     raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")
-
-
-def emit_slot_call(codegen: PyCodegen, slot: Any, *args: VT) -> None:
-    """With the object on top of the stack: ``slot(obj, *args)``; the object stays."""
-    for op, arg in (("COPY", 1), ("PUSH_NULL", None), ("SWAP", 2), ("LOAD_CONST", slot), ("SWAP", 2)):
-        codegen.emit(op) if arg is None else codegen.emit(op, arg)
-    for arg in args:
-        codegen.reconstruct(arg)
-    codegen.call(1 + len(args))
-    codegen.emit("POP_TOP")
 
 
 def unsupported_base(base: type, name: str) -> VT:
