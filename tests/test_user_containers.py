@@ -403,3 +403,43 @@ def test_property_with_a_c_getter_is_read_natively_and_guarded():
     for flag in (True, False, True):
         assert same(compiled(x, CGetter(flag)), fn(x, CGetter(flag)))
     assert cnt.frame_count == 2  # the value read is guarded: False recompiles
+
+
+# ---- dict subclasses -----------------------------------------------------------------------------
+
+class CountingDict(dict):
+    def total(self):
+        return sum(self.values())
+
+    def __setitem__(self, key, value):
+        self.stores = getattr(self, "stores", 0) + 1  # replaying the items must not run this again
+        super().__setitem__(key, value)
+
+
+def test_dict_subclass_input_is_mutated_through_its_override_once():
+    def fn(x, d):
+        d["z"] = 5
+        dict.__setitem__(d, "w", 1)
+        return x * d.total(), "z" in d, d == {"a": 1, "z": 5, "w": 1}, d != {}, len(d), sorted(d.items())
+
+    x = t(2)
+    eager_d, compiled_d = CountingDict(a=1), CountingDict(a=1)
+    expected = fn(x, eager_d)
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(fn, backend=cnt, fullgraph=True)(x, compiled_d), expected)
+    assert cnt.frame_count == 1
+    assert dict(compiled_d) == dict(eager_d) and compiled_d.stores == eager_d.stores == 1
+
+
+def test_dict_subclass_made_in_the_trace_compares_as_a_dict():
+    class Totals(dict):
+        def total(self):
+            return sum(self.values())
+
+    def fn(x):
+        d = Totals(a=1, b=2)
+        d["c"] = 3
+        return x * d.total(), "a" in d, d == {"a": 1, "b": 2, "c": 3}, len(d), list(d), d
+
+    out = full(fn, t(2))
+    assert type(out[-1]) is Totals

@@ -1,4 +1,5 @@
-"""The builtin part of instances of user subclasses of ``tuple`` and ``list``.
+"""The builtin part of instances of user subclasses of ``tuple`` and ``list``
+(and the operators of ``dict`` subclasses, whose storage is in ``dicts.py``).
 
 An instance of ``class MyList(list)`` is a user object (its class's Python
 methods are inlined, its attributes live in its ``__dict__``) whose items are
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.guards.guards import LenMatch
 from bytegraph.guards.source import ConvertSource, GetItemSource
+from bytegraph.variables import dicts
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.operators import BINARY_DUNDERS, PythonDunderOperators
@@ -127,16 +129,26 @@ def call_base_method(tx: Tx, storage: VT, base: type, name: str, args: Sequence[
     return storage.call_method(tx, name, args, kwargs)
 
 
+def container_base(cls: type) -> type | None:
+    """``tuple``, ``list`` or ``dict`` when ``cls`` derives from it, else None."""
+    return sequence_base(cls) or (dict if issubclass(cls, dict) else None)
+
+
 def leaves_to_base(obj: Any, tx: Tx, name: str) -> bool:
-    """Whether ``type(obj).name`` is the sequence base's own method (the class does not override it)."""
-    base = sequence_base(obj.python_type())
+    """Whether ``type(obj).name`` is its container base's own method (the class does not override it)."""
+    base = container_base(obj.python_type())
     return base is not None and name in vars(base) and obj.special_method(tx, name) is vars(base)[name]
 
 
+def storage(tx: Tx, obj: Any) -> VT:
+    """The plain tuple, list or dict contents of an instance of a container subclass."""
+    return obj.dict_storage(tx) if issubclass(obj.python_type(), dict) else obj.seq_storage(tx)
+
+
 def operand(tx: Tx, vt: VT) -> VT:
-    """``vt`` as its base type's method sees it: the storage of a user sequence, else itself."""
-    storage = getattr(vt, "seq_storage", None)
-    return storage(tx) if storage is not None and sequence_base(vt.python_type()) is not None else vt
+    """``vt`` as its base type's method sees it: the storage of a user container, else itself."""
+    has_storage = hasattr(vt, "seq_storage") and container_base(vt.python_type()) is not None
+    return storage(tx, vt) if has_storage else vt
 
 
 def binary_op(tx: Tx, op: Any, obj: Any, other: VT, reflected: bool) -> Any:
@@ -145,10 +157,10 @@ def binary_op(tx: Tx, op: Any, obj: Any, other: VT, reflected: bool) -> Any:
     names = BINARY_DUNDERS.get(op)
     if names is None or not leaves_to_base(obj, tx, names[1 if reflected else 0]):
         return NotImplemented
-    mine, theirs = obj.seq_storage(tx), operand(tx, other)
+    mine, theirs = (dicts.as_dict(tx, vt) or vt for vt in (storage(tx, obj), operand(tx, other)))
     if op in (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge) and (
-            not issubclass(theirs.python_type(), sequence_base(obj.python_type()))):
-        return NotImplemented  # tuples compare with tuples only, lists with lists
+            not issubclass(theirs.python_type(), container_base(obj.python_type()))):
+        return NotImplemented  # tuples compare with tuples only, lists with lists, dicts with dicts
     return tx.call_builtin(op, [theirs, mine] if reflected else [mine, theirs])
 
 
@@ -167,7 +179,7 @@ class BaseTypeOperators(PythonDunderOperators):
 
     def contains_op(self, tx: Tx, item: VT) -> Any:
         if leaves_to_base(self, tx, "__contains__"):
-            return tx.call_builtin(operator.contains, [self.seq_storage(tx), item])
+            return tx.call_builtin(operator.contains, [storage(tx, self), item])
         return super().contains_op(tx, item)
 
 

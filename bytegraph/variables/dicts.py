@@ -357,8 +357,12 @@ class LazyDictVariable(DictOperators):
             factory = None
             if isinstance(self.value, collections.defaultdict):  # its factory, read (and guarded) through the source
                 factory = tx.wrap(self.value.default_factory, AttrSource(self.source, "default_factory"))
-            self.full = DictVariable(items, type(self.value), self.source, default_factory=factory)
+            self.full = self.holding(items, factory)
         return self.full
+
+    def holding(self, items: dict, factory: VT | None) -> DictVariable:
+        """The materialized dict of ``items``."""
+        return DictVariable(items, type(self.value), self.source, default_factory=factory)
 
     def _lookup(self, tx: Tx, key: VT) -> VT | None:
         """The value for ``key`` (None when absent), guarding only that key."""
@@ -428,21 +432,36 @@ class LazyDictVariable(DictOperators):
 
 
 class DictBaseView(LazyDictVariable):
-    """The plain-``dict`` behaviour of an instance of a dict subclass, for
-    ``super().get(...)`` and friends inside the subclass's methods. Read-only:
-    mutating through it is a graph break."""
+    """The plain-``dict`` items of a pre-existing instance of a dict subclass
+    (read through ``dict.copy``, its ``source``), for ``super().get(...)``,
+    ``dict.__setitem__(obj, ...)`` and the operators the subclass leaves to
+    dict. Mutations are replayed on the instance itself (``owner_source``)
+    with ``dict.clear`` and ``dict.update``, never its overrides."""
 
-    READS = frozenset({"get", "__getitem__", "__contains__", "keys", "values", "items", "__len__", "__iter__", "copy"})
+    def __init__(self, value: dict, source: Any, owner_source: Any):
+        super().__init__(value, source)
+        self.owner_source = owner_source
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name not in self.READS:
-            unimplemented(
-                gb_type="unsupported container method",
-                context=f"dict.{name} on an instance of {type(self.value).__qualname__}",
-                explanation="Mutating a dict subclass through its dict base methods is not traced yet.",
-                hints=("Move the mutation out of the compiled function.",),
-            )
-        return super().call_method(tx, name, args, kwargs)
+    def holding(self, items: dict, factory: VT | None) -> DictVariable:
+        return BaseDictItems(items, self.owner_source, self.source)
+
+
+class BaseDictItems(DictVariable):
+    """A :class:`DictBaseView` once materialized."""
+
+    def __init__(self, items: dict, owner_source: Any, source: Any):
+        super().__init__(items, dict, source)
+        self.owner_source = owner_source
+
+    def apply_contents(self, codegen: PyCodegen, temp: str) -> None:
+        """``dict.clear(obj); dict.update(obj, temp)`` (side-effect replay, phase 2)."""
+        for method, args in ((dict.clear, ()), (dict.update, (temp,))):
+            codegen.load_callable(method)
+            codegen.load_source(self.owner_source)
+            for arg in args:
+                codegen.load_local(arg)
+            codegen.call(1 + len(args))
+            codegen.emit("POP_TOP")
 
 
 def as_dict(tx: Tx, vt: VT) -> DictVariable | None:

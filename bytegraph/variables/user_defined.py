@@ -429,7 +429,10 @@ class UserDefinedObjectVariable(builtin_bases.BaseTypeOperators, VariableTracker
         if self.source is None:
             unsupported_base(self.python_type(), "dict storage")
         # the base dict's own storage, read without the subclass's overrides (also in guards)
-        return DictBaseView(dict.copy(self.value), ConvertSource(self.source, dict.copy, "dict.copy"))
+        if getattr(self, "_dict", None) is None:  # one view per object: its mutations are seen by later reads
+            self._dict = DictBaseView(dict.copy(self.value), ConvertSource(self.source, dict.copy, "dict.copy"),
+                                      self.source)
+        return self._dict
 
     def seq_storage(self, tx: Tx) -> VT:
         """The plain tuple/list contents of an instance of a tuple or list subclass."""
