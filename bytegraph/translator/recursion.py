@@ -36,13 +36,20 @@ FRAMES_PER_INLINED_CALL = 12
 HEADROOM = 2000
 
 
-_user = threading.local()  # the limit the user's program runs under, while a trace raised it
+class _Raised:
+    """The traces running now (threads share the interpreter's limit): the
+    first to start saves the user's limit, the last to finish restores it."""
+
+    lock = threading.Lock()
+    active = 0
+    user_limit = 0
 
 
 def user_recursion_limit() -> int:
     """``sys.getrecursionlimit()`` as the user's program sees it (not the
     raised limit a trace runs under)."""
-    return getattr(_user, "limit", None) or sys.getrecursionlimit()
+    with _Raised.lock:
+        return _Raised.user_limit if _Raised.active else sys.getrecursionlimit()
 
 
 def stack_depth() -> int:
@@ -62,14 +69,18 @@ def tracing_stack() -> Iterator[int]:
         calls eager could still make below the current stack depth under the
         user's recursion limit, at most ``config.max_inline_depth``.
     """
-    limit = sys.getrecursionlimit()
-    base = stack_depth()
-    max_depth = max(0, min(config.max_inline_depth, limit - base))
-    needed = base + max_depth * FRAMES_PER_INLINED_CALL + HEADROOM
-    outer, _user.limit = getattr(_user, "limit", None), user_recursion_limit()
-    sys.setrecursionlimit(max(limit, needed))
+    with _Raised.lock:
+        if not _Raised.active:
+            _Raised.user_limit = sys.getrecursionlimit()
+        _Raised.active += 1
+        limit = _Raised.user_limit
+        base = stack_depth()
+        max_depth = max(0, min(config.max_inline_depth, limit - base))
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), base + max_depth * FRAMES_PER_INLINED_CALL + HEADROOM))
     try:
         yield max_depth
     finally:
-        sys.setrecursionlimit(limit)
-        _user.limit = outer
+        with _Raised.lock:
+            _Raised.active -= 1
+            if not _Raised.active:
+                sys.setrecursionlimit(_Raised.user_limit)
