@@ -443,3 +443,20 @@ def test_dict_subclass_made_in_the_trace_compares_as_a_dict():
 
     out = full(fn, t(2))
     assert type(out[-1]) is Totals
+
+
+class Window(collections.deque):
+    def last(self):
+        return self[-1]
+
+
+def test_library_objects_with_a_generic_c_getattribute_are_traced():
+    import types
+
+    settings = types.SimpleNamespace(scale=2, name="n")
+    window = Window([1, 2, 3], maxlen=5)
+
+    def fn(x):
+        return x * settings.scale, settings.name, window.maxlen, hasattr(settings, "missing")
+
+    full(fn, t(2))

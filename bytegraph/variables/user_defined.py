@@ -211,10 +211,10 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
         return builtin_bases.SlotMethodVariable(objclass, name, owner)
     if type(attr) is _TUPLEGETTER and isinstance(owner, UserDefinedObjectVariable):
         return owner.seq_storage(tx).getitem(tx, ConstantVariable(attr.__reduce__()[1][0]))
-    builtin_method = isinstance(
+    builtin_method = isinstance(  # or a C type's getset (``deque.maxlen``): read natively, value guarded
         attr,
         (types.MethodDescriptorType, types.WrapperDescriptorType, types.BuiltinFunctionType,
-         types.ClassMethodDescriptorType),
+         types.ClassMethodDescriptorType, types.GetSetDescriptorType),
     )
     if builtin_method and owner.source is not None:
         return tx.wrap(getattr(owner_value(owner), name), AttrSource(owner.source, name))
