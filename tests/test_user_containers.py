@@ -386,6 +386,15 @@ def test_metaclass_shadowing_mro_and_dict_is_read_as_eager_reads_it():
     full(fn, torch.tensor(1.0))
 
 
+def test_type_descriptors_called_directly_bypass_a_metaclass_shadow():
+    def fn(x):
+        namespace = type.__dict__["__dict__"].__get__(Shadowed)
+        mro = type.__dict__["__mro__"].__get__(Shadowed)
+        return x + namespace["marker"] + len(mro)
+
+    full(fn, torch.tensor(1.0))
+
+
 class CGetter:
     value = property(operator.attrgetter("_value"))  # a getter written in C, like a pybind11 property's
 

@@ -5,11 +5,12 @@ import functools
 import inspect
 import logging
 import os
+import types
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
-from bytegraph.guards.source import AttrSource, WeakRefCallSource
+from bytegraph.guards.source import AttrSource, ConvertSource, WeakRefCallSource
 from bytegraph.graph import deferred
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
@@ -64,6 +65,18 @@ class OpaqueConstantVariable(VariableTracker):
         if self.source is not None:
             return tx.wrap(value, AttrSource(self.source, name))
         return tx.wrap_const(value)
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        """``type.__dict__["__mro__"].__get__(cls)``: a descriptor of ``type`` read
+        on a class with a source is read natively, its value guarded through
+        ``getter(cls)`` (what a metaclass shadowing ``cls.__mro__`` cannot change)."""
+        desc = getattr(self.value, "__self__", None)
+        if (getattr(self.value, "__name__", None) == "__get__"
+                and type(desc) in (types.GetSetDescriptorType, types.MemberDescriptorType)
+                and desc.__objclass__ is type and len(args) == 1 and not kwargs and args[0].source is not None
+                and isinstance(cls := args[0].as_python_constant() if args[0].is_python_constant() else None, type)):
+            return tx.wrap(self.value(cls), ConvertSource(args[0].source, self.value, f"type.{desc.__name__}"))
+        return super().call_function(tx, args, kwargs)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:
