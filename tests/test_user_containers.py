@@ -365,6 +365,29 @@ def test_str_of_an_object_with_its_own_str():
     full(fn, t(2))
 
 
+class Plain:
+    pass
+
+
+def test_str_of_an_object_with_the_default_repr_names_its_address():
+    def fn(x):
+        made = Plain()
+        return x + 1, made, str(made)
+
+    cnt = CompileCounter()
+    _, made, text = bytegraph.compile(fn, backend=cnt, fullgraph=True)(t(2))
+    assert text == object.__repr__(made) and cnt.frame_count == 1  # eager's string for that very object
+
+
+def test_reading_a_default_repr_string_in_the_trace_breaks_instead_of_guessing():
+    def fn(x):
+        a = Plain()
+        return x + 1, str(a) == str(a), str(a).startswith("<")
+
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(fn, backend=cnt)(t(2))[1:], (True, True))
+
+
 class Shadowing(type):
     @property
     def __dict__(cls):

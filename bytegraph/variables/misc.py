@@ -88,6 +88,28 @@ class OpaqueConstantVariable(VariableTracker):
         return f"OpaqueConstantVariable({type(self.value).__name__})"
 
 
+class RuntimeStrVariable(VariableTracker):
+    """``str(obj)`` of an object whose string is object's default repr
+    (``<module.Class object at 0x...>``: its address, known only once the
+    object exists): made after the graph by ``str`` of the rebuilt object.
+    The trace cannot read it (reading it is a graph break)."""
+
+    def __init__(self, obj: VT):
+        super().__init__()
+        self.obj = obj
+
+    def python_type(self) -> type:
+        return str
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_callable(str)
+        codegen.reconstruct(self.obj)
+        codegen.call(1)
+
+    def __repr__(self) -> str:
+        return f"RuntimeStrVariable({self.obj})"
+
+
 class DeferredCallVariable(VariableTracker):
     """``warnings.warn`` or a logger's level method (``logger.info``, ``.log``
     ...): the call only affects the world outside the program's values, so with

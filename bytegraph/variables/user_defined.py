@@ -20,7 +20,7 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, DictKeysMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource
-from bytegraph.variables import builtin_bases
+from bytegraph.variables import builtin_bases, misc
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.dicts import DictBaseView, DictVariable
 from bytegraph.variables.iteration import PythonIteratorVariable
@@ -619,10 +619,12 @@ class UserDefinedObjectVariable(builtin_bases.BaseTypeOperators, VariableTracker
     def str_text(self, tx: Tx) -> VT | None:
         """``str(self)`` when the class answers it in Python: its ``__str__``, or, with
         object's ``__str__``, its ``__repr__`` (``Objects/object.c``: ``PyObject_Str``);
-        None when C code would answer (the default repr holds an address)."""
+        object's repr (it holds the address) is made after the graph; None when other C code would answer."""
         method = self.python_method(tx, "__str__")
         if method is None and self.special_method(tx, "__str__") is object.__str__:
             method = self.python_method(tx, "__repr__")
+            if self.special_method(tx, "__repr__") is object.__repr__:
+                return misc.RuntimeStrVariable(self)
         if method is None:
             return None
         result = method.call_function(tx, [], {})
