@@ -492,3 +492,47 @@ def test_library_objects_with_a_generic_c_getattribute_are_traced():
         return x * settings.scale, settings.name, window.maxlen, hasattr(settings, "missing")
 
     full(fn, t(2))
+
+
+class Bag(list):
+    pass
+
+
+class Accumulator:
+    def __init__(self):
+        self.v = 0
+
+    def __iadd__(self, other):
+        self.v += other
+        return self
+
+
+class Plus:
+    def __init__(self, v):
+        self.v = v
+
+    def __add__(self, other):
+        return Plus(self.v + other)
+
+
+def test_augmented_assignment_on_user_objects_and_container_subclasses():
+    def fn(x, bag, row, table):
+        bag += [x]
+        bag *= 2
+        row += (1,)  # a tuple subclass has no __iadd__: a plain tuple, as eager gives
+        table |= {"k": 1}
+        acc = Accumulator()
+        acc += 3
+        plus = Plus(1)
+        plus += 2  # no __iadd__: __add__ makes a new object
+        return x + 1, row, type(row) is tuple, acc.v, plus.v
+
+    x = t(1)
+    eager_args = (x, Bag([1]), Pair((0,)), CountingDict(a=1))
+    compiled_args = (x, Bag([1]), Pair((0,)), CountingDict(a=1))
+    expected = fn(*eager_args)
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(fn, backend=cnt, fullgraph=True)(*compiled_args), expected)
+    assert cnt.frame_count == 1
+    assert same(list(compiled_args[1]), list(eager_args[1])) and type(compiled_args[1]) is Bag
+    assert dict(compiled_args[3]) == dict(eager_args[3]) == {"a": 1, "k": 1}

@@ -32,7 +32,7 @@ from bytegraph.guards.source import ConvertSource, GetItemSource
 from bytegraph.variables import dicts
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.operators import BINARY_DUNDERS, PythonDunderOperators
+from bytegraph.variables.operators import BINARY_DUNDERS, INPLACE_TO_BINARY, PythonDunderOperators
 from bytegraph.variables.sequences import ListVariable, TupleVariable
 
 if TYPE_CHECKING:
@@ -176,6 +176,23 @@ class BaseTypeOperators(PythonDunderOperators):
     def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
         result = super().reflected_binary_op(tx, op, other)
         return binary_op(tx, op, self, other, True) if result is NotImplemented else result
+
+    def inplace_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        """``self op= other``: the class's Python ``__iadd__``...; the base's
+        (``list.__iadd__`` extends the storage and gives back the object);
+        without one, Python's fallback to the binary operator (NotImplemented)."""
+        name = "__i" + BINARY_DUNDERS[INPLACE_TO_BINARY[op]][0][2:] if op in INPLACE_TO_BINARY else None
+        if name is None:
+            return super().inplace_op(tx, op, other)
+        if leaves_to_base(self, tx, name):
+            items = storage(tx, self)
+            done = (dicts.as_dict(tx, items) or items).inplace_op(tx, op, operand(tx, other))
+            return None if done is None or done is NotImplemented else self  # None: a graph break
+        if not any(name in vars(klass) for klass in self.python_type().__mro__):
+            return NotImplemented
+        result = self._call_dunder(tx, name, [other])
+        return super().inplace_op(tx, op, other) if result is NotImplemented and self.python_method(
+            tx, name) is None else result
 
     def contains_op(self, tx: Tx, item: VT) -> Any:
         if leaves_to_base(self, tx, "__contains__"):
