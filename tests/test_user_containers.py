@@ -273,6 +273,15 @@ def test_namedtuple_subclass_with_new_and_add_reads_fields_through_tuplegetters(
     assert type(out) is Summed
 
 
+def test_namedtuple_helpers_on_a_subclass_with_its_own_new():
+    def fn(x, p):
+        return (p._replace(b=x), p._asdict(), p._fields, len(p), p[0] * 2, Summed._make([x, x]), Summed(x, x),
+                p.a + p.b)
+
+    out = full(fn, t(1), Summed(t(2), t(2)))
+    assert type(out[0]) is type(out[5]) is Summed
+
+
 @pytest.mark.parametrize("cls", [PlainSub, GenericSub])
 def test_attributes_on_a_namedtuple_subclass_instance(cls):
     def fn(a, b):
