@@ -291,7 +291,7 @@ class UserDefinedClassVariable(VariableTracker):
             src = AttrSource(self.source, name) if self.source else None
             return UserFunctionVariable(attr, src)
         if isinstance(attr, _C_METHODS) and attr.__objclass__ is self.value and not self.value.__flags__ & _HEAPTYPE:
-            return SlotMethodVariable(self.value, name, None)  # ``list_iterator.__length_hint__(it)``
+            return builtin_bases.SlotMethodVariable(self.value, name, None)  # ``list_iterator.__length_hint__(it)``
         src = AttrSource(self.source, name) if self.source else None
         value = getattr_or_raise(self.value, name)
         return tx.wrap(value, src) if src else tx.wrap_const(value)
