@@ -49,7 +49,10 @@ class Config:
         max_trace_instructions: bytecode instructions one frame may execute
             symbolically (counting unrolled loop iterations and inlined calls)
             before tracing gives up with a graph break.
-        max_inline_depth: nesting depth of inlined user calls.
+        max_inline_depth: nesting depth of inlined user calls; tracing also
+            stops where Python's recursion limit would stop eager
+            (``bytegraph/translator/recursion.py``). Deeper calls are a graph
+            break and run natively.
         optimize_ddp: compile a graph traced while DistributedDataParallel runs its
             module as one subgraph per gradient bucket, so bucket all-reduces
             overlap backward (``bytegraph/backends/ddp.py``; mirrors torch.compile's
@@ -72,7 +75,7 @@ class Config:
     specialize_float: bool = True
     automatic_dynamic_shapes: bool = True
     max_trace_instructions: int = 200_000
-    max_inline_depth: int = 64
+    max_inline_depth: int = 1000  # CPython's default recursion limit
     optimize_ddp: bool = True
     raise_on_internal_error: bool = False
     raise_on_backend_error: bool = False

@@ -33,6 +33,7 @@ from bytegraph.guards.guards import Guard, IdMatch, NoAliasing, TensorMatch
 from bytegraph.guards.shape_guards import settle_tensor_guards, shape_env_guards
 from bytegraph.guards.source import ConvertSource
 from bytegraph.translator.graph_break import FrameRuntime
+from bytegraph.translator.recursion import tracing_stack
 from bytegraph.translator.root import InstructionTranslator
 
 
@@ -201,7 +202,8 @@ def _trace(
         tracer = InstructionTranslator(
             code, f_globals, f_locals, closure, output, ddp_aware(options.backend), break_points, runtime
         )
-        tracer.run()
+        with tracing_stack() as output.max_inline_depth:
+            tracer.run()
         return assemble(code, tracer.instructions_out, tracer.extra_stack), output
     except Unsupported as exc:
         if exc.root_index is None:  # else the break chose where the frame must break

@@ -1,12 +1,16 @@
 """Calls of Python functions are inlined into one graph: compiled vs eager."""
 import collections.abc
 import functools
+import sys
+from unittest import mock
 
 import pytest
 import torch
 
 import bytegraph
 from bytegraph.runtime import metrics
+from bytegraph.translator import recursion
+from bytegraph.translator.inline import InliningTranslator
 import inline_helpers
 from bytegraph.testing import CompileCounter, same
 from helpers import break_types, check_compiled, t
@@ -367,6 +371,65 @@ def test_inline_depth_limit_is_a_graph_break_not_an_error():
         assert same(bytegraph.compile(f, backend=cnt)(x), f(x))
     breaks = {b.gb_type for stats in metrics.FRAMES.values() for b in stats.breaks}
     assert "inline depth exceeded" in breaks
+
+
+def _count_down(x, n):
+    return x if n == 0 else _count_down(x + 1, n - 1)
+
+
+def test_recursion_cpython_runs_at_the_default_limit_is_one_graph():
+    # 200 nested calls: CPython's default limit (1000) runs them; tracing them must fit too
+    assert sys.getrecursionlimit() >= 1000
+    _, cnt = check_compiled(_count_down, t(3), 200)
+    assert break_types() == [] and cnt.op_count == 200
+    x = t(3)
+    assert same(bytegraph.compile(_count_down, backend=CompileCounter(), fullgraph=True)(x, 200), x + 200)
+
+
+def _deepest_eager_recursion() -> int:
+    """The largest n for which ``_count_down(x, n)`` runs eagerly from the caller's frame."""
+    low, high = 0, sys.getrecursionlimit()
+    while low + 1 < high:
+        mid = (low + high) // 2
+        try:
+            _count_down(t(1), mid)
+            low = mid
+        except RecursionError:
+            high = mid
+    return low
+
+
+def test_recursion_depth_traced_reaches_what_eager_reaches():
+    """Recursion nearly as deep as eager runs from here is traced whole (the
+    compiled wrapper and convert_frame sit between this frame and the trace);
+    deeper than eager can go raises eager's RecursionError from the compiled
+    function too."""
+    limit = sys.getrecursionlimit()
+    eager_max = _deepest_eager_recursion()
+    traced = eager_max - 40
+    _, cnt = check_compiled(_count_down, t(1), traced)
+    assert break_types() == [] and cnt.op_count == traced
+    too_deep = eager_max + 5
+    with pytest.raises(RecursionError):
+        _count_down(t(1), too_deep)
+    compiled = bytegraph.compile(_count_down, backend=CompileCounter())
+    with pytest.raises(RecursionError):
+        compiled(t(1), too_deep)
+    assert sys.getrecursionlimit() == limit  # the raised limit is the trace's only
+
+
+def test_frames_per_inlined_call_stay_within_the_budget():
+    depths = []
+    real_run = InliningTranslator.run
+
+    def run(self):
+        depths.append(recursion.stack_depth())
+        return real_run(self)
+
+    with mock.patch.object(InliningTranslator, "run", run):
+        check_compiled(_count_down, t(3), 20)
+    steps = {b - a for a, b in zip(depths, depths[1:])}
+    assert len(steps) == 1 and steps.pop() + 1 <= recursion.FRAMES_PER_INLINED_CALL  # +1: the patched run
 
 
 @pytest.mark.parametrize("bad_call", ["missing", "extra", "unknown_kw"])

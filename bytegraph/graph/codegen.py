@@ -84,6 +84,16 @@ class PyCodegen:
         self.emit("PRECALL", nargs)
         self.emit("CALL", nargs)
 
+    def call_on_top(self, fn: Any, *args: Any) -> None:
+        """With an object on top of the stack: ``fn(obj, *args)`` (``args``
+        are VTs, rebuilt here), its result dropped; the object stays on top."""
+        for op, arg in (("COPY", 1), ("PUSH_NULL", None), ("SWAP", 2), ("LOAD_CONST", fn), ("SWAP", 2)):
+            self.emit(op) if arg is None else self.emit(op, arg)
+        for arg in args:
+            self.reconstruct(arg)
+        self.call(1 + len(args))
+        self.emit("POP_TOP")
+
     def set_grad_enabled(self, mode: bool) -> None:
         """Emit the statement ``torch._C._set_grad_enabled(mode)``."""
         self.load_callable(torch._C._set_grad_enabled)

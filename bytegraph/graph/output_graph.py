@@ -167,6 +167,8 @@ class OutputGraph:
         self._last_placeholder: torch.fx.Node | None = None
         self.instruction_count = 0
         self.max_instructions = max_instructions
+        #: the deepest nesting of inlined calls this trace may reach (translator/recursion.py)
+        self.max_inline_depth = 0
         self.compiled_graphs: list[CompiledGraph] = []
         #: the translator running the current instruction: graph nodes record its
         #: user stack as ``meta["user_stack"]`` (the HTML report links nodes to lines)

@@ -200,15 +200,32 @@ class DictKeysMatch(Guard):
         return self.expected_type
 
     def check(self, names: Names, value: str) -> str:
-        return (
-            f"type({value}) is {names.const(self.expected_type)} and len({value}) == {len(self.keys)}"
-            f" and list({value}) == {names.const(list(self.keys))}"
-        )
+        head = f"type({value}) is {names.const(self.expected_type)} and len({value}) == {len(self.keys)}"
+        if all(compared_by_value(k) for k in self.keys):
+            return f"{head} and list({value}) == {names.const(list(self.keys))}"
+        return f"{head} and {names.const(same_keys)}({value}, {names.const(self.keys)})"
 
     def explain(self, actual: Any) -> str:
         if type(actual) is not self.expected_type:
             return f"{describe_source(self.source)} type mismatch: expected {self.expected_type.__qualname__}"
         return f"{describe_source(self.source)} keys changed: expected {list(self.keys)!r}, got {list(actual)!r}"
+
+
+def compared_by_value(key: Any) -> bool:
+    """Whether a dict key is compared by value in guards (a scalar, or a tuple
+    of them); any other key (a tensor, a module, an object hashed by identity)
+    must be the very same object."""
+    if type(key) is tuple:
+        return all(compared_by_value(k) for k in key)
+    return type(key) in (str, int, float, bool, bytes, type(None))
+
+
+def same_keys(mapping: Any, keys: tuple) -> bool:
+    """Whether ``mapping``'s keys are ``keys`` in order: keys compared by value
+    equal and of the same type, other keys identical (never calling their
+    ``__eq__``, which for a tensor is elementwise)."""
+    return all(a is b or (type(a) is type(b) and compared_by_value(a) and compared_by_value(b) and a == b)
+               for a, b in zip(mapping, keys))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -16,7 +16,6 @@ from typing import Any, Sequence
 
 from bytegraph.breaks import BreakSite, unimplemented, user_error
 from bytegraph.bytecode.analysis import closing_runs_code
-from bytegraph.config import config
 from bytegraph.guards.guards import IdMatch
 from bytegraph.guards.source import AttrSource
 from bytegraph.translator.base import InstructionTranslatorBase
@@ -51,11 +50,39 @@ INLINED_ANYWAY = frozenset({
     ("torch.jit._script", "_unwrap_optional"),
     ("torch.jit", "annotate"),
     ("torch.distributed.fsdp._flat_param", "_same_storage_size"),
+    ("torch.fx.immutable_collections", "_no_mutation"),  # immutable_list.append...: raises TypeError
 })
 
 _CO_VARARGS = inspect.CO_VARARGS
 _CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
 _UNTRACEABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+
+
+def inline_call(tx: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """Trace ``fn(*args, **kwargs)`` for a user function VT; returns the result VT.
+
+    Args:
+        fn: a UserFunctionVariable / UserMethodVariable / NestedUserFunctionVariable
+            (methods receive ``self`` already prepended in ``args``).
+
+    Raises:
+        Unsupported: when the callee cannot be traced; the user stack then
+            includes the callee's frames.
+    """
+    model = MODELED_FUNCTIONS.get(getattr(fn, "fn", None))
+    if model is not None:  # a torch function whose effect bytegraph models (handle_torch_function...)
+        return model(tx, list(args), kwargs)
+    check_inlinable(tx, fn)
+    if fn.source is not None and type(fn) is UserFunctionVariable:  # a function's __code__ may be swapped
+        tx.output.guards.add(IdMatch.of(AttrSource(fn.source, "__code__"), fn.get_code()))
+    bound = bind_arguments(tx, fn, args, kwargs)
+    child = InliningTranslator(fn.get_code(), fn.get_globals(), bound, tx, fn)
+    if child.code.co_flags & inspect.CO_GENERATOR:
+        child.birth = generator_birth(tx)
+        tx.root().generators.append(child)
+        return GeneratorVariable(child)  # runs lazily, one yield per next()
+    child.run()
+    return child.return_value
 
 
 class InliningTranslator(InstructionTranslatorBase):
@@ -192,8 +219,7 @@ class InliningTranslator(InstructionTranslatorBase):
     def _global_value(self, name: str) -> Any:
         return self.f_globals[name] if name in self.f_globals else getattr(builtins, name, None)
 
-    def inline_call(self, fn: VT, args: list[VT], kwargs: dict[str, VT]) -> VT:
-        return inline_call(self, fn, args, kwargs)
+    inline_call = inline_call  # the module function itself: one Python frame less per nested call
 
 
 def generator_birth(tx: InstructionTranslatorBase) -> BreakSite:
@@ -269,12 +295,14 @@ def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
             "introspection or compilation).",
             hints=("Call it outside the compiled function, or accept the graph break.",),
         )
-    if tx.depth >= config.max_inline_depth:
+    if tx.depth >= tx.output.max_inline_depth:
         unimplemented(
             gb_type="inline depth exceeded",
             context=f"call to {name} at depth {tx.depth}",
-            explanation="The chain of nested calls is too deep to inline (recursion?).",
-            hints=("Raise bytegraph.config.max_inline_depth, or avoid recursion in the compiled region.",),
+            explanation="The chain of nested calls is deeper than Python's recursion limit leaves room for "
+            "(or than bytegraph.config.max_inline_depth); the outermost call runs natively, as eager runs it.",
+            hints=("Raise bytegraph.config.max_inline_depth (or sys.setrecursionlimit), or avoid recursion "
+                   "this deep in the compiled region.",),
         )
 
 
@@ -336,30 +364,3 @@ def _type_error(fn: VT, message: str) -> None:
         context=f"{fn.get_name()}() {message}",
         hint="Fix the call's arguments.",
     )
-
-
-def inline_call(tx: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-    """Trace ``fn(*args, **kwargs)`` for a user function VT; returns the result VT.
-
-    Args:
-        fn: a UserFunctionVariable / UserMethodVariable / NestedUserFunctionVariable
-            (methods receive ``self`` already prepended in ``args``).
-
-    Raises:
-        Unsupported: when the callee cannot be traced; the user stack then
-            includes the callee's frames.
-    """
-    model = MODELED_FUNCTIONS.get(getattr(fn, "fn", None))
-    if model is not None:  # a torch function whose effect bytegraph models (handle_torch_function...)
-        return model(tx, list(args), kwargs)
-    check_inlinable(tx, fn)
-    if fn.source is not None and type(fn) is UserFunctionVariable:  # a function's __code__ may be swapped
-        tx.output.guards.add(IdMatch.of(AttrSource(fn.source, "__code__"), fn.get_code()))
-    bound = bind_arguments(tx, fn, args, kwargs)
-    child = InliningTranslator(fn.get_code(), fn.get_globals(), bound, tx, fn)
-    if child.code.co_flags & inspect.CO_GENERATOR:
-        child.birth = generator_birth(tx)
-        tx.root().generators.append(child)
-        return GeneratorVariable(child)  # runs lazily, one yield per next()
-    child.run()
-    return child.return_value

@@ -140,8 +140,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.load_freevar(name)
         return CellVariable(self.symbolic_locals, name, self.code)
 
-    def inline_call(self, fn: VT, args: list[VT], kwargs: dict[str, VT]) -> VT:
-        return inline_call(self, fn, args, kwargs)
+    inline_call = inline_call  # the module function itself: one Python frame less per nested call
 
     def yield_value(self, value: VT) -> None:
         unimplemented(

@@ -46,6 +46,7 @@ from bytegraph.variables.ndarray import NumpyNdarrayVariable
 from bytegraph.variables.tensor import TensorVariable
 from bytegraph.variables.functions import PartialVariable, UserMethodVariable
 from bytegraph.variables.torch import TorchFunctionVariable
+from bytegraph.variables.builtin_bases import SlotMethodVariable
 from bytegraph.variables.user_defined import (
     NewObjectVariable,
     UserDefinedClassVariable,
@@ -105,16 +106,18 @@ class PythonSemantics:
             return torch_function.construct(self, cls, args, kwargs)
         if is_modelled_namedtuple(klass):
             field_names = klass._fields
-            values = list(args) + [kwargs[name] for name in field_names[len(args):] if name in kwargs]
             defaults = getattr(klass, "_field_defaults", {})
-            for name in field_names[len(values):]:
-                if name not in defaults:
-                    user_error(
-                        "TypeError",
-                        context=f"{klass.__name__}() missing argument {name!r}",
-                        hint="Pass every field.",
-                    )
-                values.append(self.wrap_const(defaults[name]))
+            unknown = [name for name in kwargs if name not in field_names[len(args):]]
+            if len(args) > len(field_names) or unknown:  # Python's messages for the generated __new__
+                raise_traced(TypeError, f"{klass.__name__}.__new__() got an unexpected keyword argument "
+                             f"{unknown[0]!r}" if unknown else f"{klass.__name__}.__new__() takes "
+                             f"{len(field_names) + 1} positional arguments but {len(args) + 1} were given")
+            missing = [n for n in field_names[len(args):] if n not in kwargs and n not in defaults]
+            if missing:
+                raise_traced(TypeError, f"{klass.__name__}.__new__() missing {len(missing)} required positional "
+                             f"argument{'s' if len(missing) > 1 else ''}: {', '.join(map(repr, missing))}")
+            values = list(args) + [kwargs[n] if n in kwargs else self.wrap_const(defaults[n])
+                                   for n in field_names[len(args):]]  # by keyword, else the field's default
             return NamedTupleVariable(values, klass)
         if issubclass(klass, BaseException) and not kwargs and not any(
             isinstance(class_attribute(klass, n), (types.FunctionType, staticmethod)) for n in ("__init__", "__new__")
@@ -132,6 +135,9 @@ class PythonSemantics:
             obj = self.inline_call(UserFunctionVariable(new.__func__), [cls, *args], kwargs)
         elif _builtin_new(klass):
             obj = NewObjectVariable(klass)
+        elif new is tuple.__new__ or new is list.__new__:  # a tuple or list subclass
+            obj = SlotMethodVariable(tuple if new is tuple.__new__ else list, "__new__", None).call_function(
+                self, [cls, *args], kwargs)
         else:
             unimplemented(
                 gb_type="object construction",

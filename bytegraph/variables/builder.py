@@ -39,6 +39,7 @@ from bytegraph.guards.guards import (
     SameObject,
     TensorMatch,
     TypeMatch,
+    compared_by_value,
 )
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource, LocalSource, Source
 from bytegraph.variables import iteration
@@ -169,16 +170,14 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         return TupleVariable([ConstantVariable(v) for v in value], source)
 
     if isinstance(value, (tuple, list)):
+        if type(value) not in (tuple, list) and not _is_namedtuple(value):
+            return _wrap_object(tx, value, source)  # a user subclass: iterating it may run its own __iter__
         guards.add(LenMatch(source, type(value), len(value)))
         items = [wrap(tx, item, GetItemSource(source, i)) for i, item in enumerate(value)]
         if _is_namedtuple(value):
             return NamedTupleVariable(items, type(value), source)
         if isinstance(value, list):
-            if type(value) is not list:
-                return _wrap_object(tx, value, source)
             return side_effects.track(value, ListVariable(items, source))
-        if type(value) is not tuple:
-            return _wrap_object(tx, value, source)
         return TupleVariable(items, source)
 
     if type(value) in iteration.SEQUENCE_ITERATORS:
@@ -191,7 +190,7 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
             return iterator
 
     if type(value) in (dict, collections.OrderedDict, collections.defaultdict):
-        if not all(type(k) in (str, int) for k in value):
+        if not all(compared_by_value(k) or _identity_key(k) for k in value):
             return _wrap_object(tx, value, source)
         guards.add(TypeMatch(source, type(value)))
         return side_effects.track(value, LazyDictVariable(value, source))
@@ -349,6 +348,14 @@ def _probing_runs_user_code(value: Any) -> bool:
         return False
     return any(isinstance(vars(klass).get(name), types.FunctionType)
                for klass in type(value).__mro__[:-1] for name in _PROBED_DUNDERS)
+
+
+def _identity_key(key: Any) -> bool:
+    """Whether a dict key is found by identity alone: a tensor, a module, or an
+    object whose class keeps object's ``__hash__`` and ``__eq__``."""
+    cls = type(key)
+    return isinstance(key, (torch.Tensor, torch.nn.Module)) or (
+        cls.__hash__ is object.__hash__ and cls.__eq__ is object.__eq__)
 
 
 def _wrap_object(tx: Tx, value: Any, source: Source) -> VT:

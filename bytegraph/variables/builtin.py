@@ -46,7 +46,7 @@ from bytegraph.variables.operators import CONCAT_TO_BINARY, INPLACE_TO_BINARY, R
 from bytegraph.variables.symbolic import SymNodeVariable
 from bytegraph.variables.tensor import TensorVariable
 from bytegraph.variables.super_calls import SuperVariable
-from bytegraph.variables.user_defined import SlotMethodVariable
+from bytegraph.variables.builtin_bases import SlotMethodVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -81,8 +81,8 @@ class BuiltinVariable(ConstantCallableVariable):
     def var_getattr(self, tx: Tx, name: str) -> VT:
         """``object.__setattr__``, ``dict.__setitem__``...: methods of builtin types
         applied explicitly to an instance; other attributes are read as constants."""
-        if self.fn is object and name == "__new__":
-            return SlotMethodVariable(object, "__new__", None)
+        if self.fn in (object, tuple, list) and name == "__new__":
+            return SlotMethodVariable(self.fn, "__new__", None)
         if isinstance(self.fn, type):
             attr = self.fn.__dict__.get(name)
             if isinstance(attr, (types.WrapperDescriptorType, types.MethodDescriptorType)):

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 import torch
 
 from bytegraph.breaks import unimplemented, user_error
-from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch
-from bytegraph.guards.source import AttrSource, GetItemSource
+from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch, compared_by_value
+from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
 from bytegraph.variables import iteration, sequences
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced
@@ -136,6 +136,11 @@ class DictVariable(DictOperators):
         hkey = self.key_of(tx, key)
         old = self.items.get(hkey)
         self.items[hkey] = (key if old is None else old[0], value)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name == "default_factory" and issubclass(self.dict_cls, collections.defaultdict):
+            return self.default_factory if self.default_factory is not None else ConstantVariable(None)
+        return super().var_getattr(tx, name)
 
     def empty_like(self) -> DictVariable:
         """A new empty dict of this one's class (and default factory)."""
@@ -340,22 +345,30 @@ class LazyDictVariable(DictOperators):
         if self.full is None:
             tx.output.guards.add(DictKeysMatch(self.source, type(self.value), tuple(self.value)))
             items = {}
-            for key, value in self.value.items():
+            for index, (key, value) in enumerate(self.value.items()):
                 vt = self._read.get(key)
                 if vt is None:
                     vt = tx.wrap(value, GetItemSource(self.source, key))
-                items[key] = (tx.wrap_const(key), vt)
+                if compared_by_value(key):
+                    items[key] = (tx.wrap_const(key), vt)
+                else:  # an object key (a tensor, a module): read as ``list(d)[index]``, found by identity
+                    key_vt = tx.wrap(key, GetItemSource(ConvertSource(self.source, list, "list"), index))
+                    items[DictVariable.key_of(tx, key_vt)] = (key_vt, vt)
             factory = None
             if isinstance(self.value, collections.defaultdict):  # its factory, read (and guarded) through the source
                 factory = tx.wrap(self.value.default_factory, AttrSource(self.source, "default_factory"))
-            self.full = DictVariable(items, type(self.value), self.source, default_factory=factory)
+            self.full = self.holding(items, factory)
         return self.full
+
+    def holding(self, items: dict, factory: VT | None) -> DictVariable:
+        """The materialized dict of ``items``."""
+        return DictVariable(items, type(self.value), self.source, default_factory=factory)
 
     def _lookup(self, tx: Tx, key: VT) -> VT | None:
         """The value for ``key`` (None when absent), guarding only that key."""
         if self.full is not None:
             return self.full.items.get(DictVariable.key_of(tx, key), (None, None))[1]
-        hkey = key.as_python_constant()
+        hkey = key.as_python_constant() if key.is_python_constant() else None
         if type(hkey) not in (str, int):
             return self.materialize(tx).items.get(DictVariable.key_of(tx, key), (None, None))[1]
         present = hkey in self.value
@@ -396,7 +409,7 @@ class LazyDictVariable(DictOperators):
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
         if name == "default_factory" and isinstance(self.value, collections.defaultdict):
-            return self.materialize(tx).default_factory
+            return self.materialize(tx).var_getattr(tx, name)
         return super().var_getattr(tx, name)
 
     def truthy(self, tx: Tx) -> bool:
@@ -419,21 +432,36 @@ class LazyDictVariable(DictOperators):
 
 
 class DictBaseView(LazyDictVariable):
-    """The plain-``dict`` behaviour of an instance of a dict subclass, for
-    ``super().get(...)`` and friends inside the subclass's methods. Read-only:
-    mutating through it is a graph break."""
+    """The plain-``dict`` items of a pre-existing instance of a dict subclass
+    (read through ``dict.copy``, its ``source``), for ``super().get(...)``,
+    ``dict.__setitem__(obj, ...)`` and the operators the subclass leaves to
+    dict. Mutations are replayed on the instance itself (``owner_source``)
+    with ``dict.clear`` and ``dict.update``, never its overrides."""
 
-    READS = frozenset({"get", "__getitem__", "__contains__", "keys", "values", "items", "__len__", "__iter__", "copy"})
+    def __init__(self, value: dict, source: Any, owner_source: Any):
+        super().__init__(value, source)
+        self.owner_source = owner_source
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name not in self.READS:
-            unimplemented(
-                gb_type="unsupported container method",
-                context=f"dict.{name} on an instance of {type(self.value).__qualname__}",
-                explanation="Mutating a dict subclass through its dict base methods is not traced yet.",
-                hints=("Move the mutation out of the compiled function.",),
-            )
-        return super().call_method(tx, name, args, kwargs)
+    def holding(self, items: dict, factory: VT | None) -> DictVariable:
+        return BaseDictItems(items, self.owner_source, self.source)
+
+
+class BaseDictItems(DictVariable):
+    """A :class:`DictBaseView` once materialized."""
+
+    def __init__(self, items: dict, owner_source: Any, source: Any):
+        super().__init__(items, dict, source)
+        self.owner_source = owner_source
+
+    def apply_contents(self, codegen: PyCodegen, temp: str) -> None:
+        """``dict.clear(obj); dict.update(obj, temp)`` (side-effect replay, phase 2)."""
+        for method, args in ((dict.clear, ()), (dict.update, (temp,))):
+            codegen.load_callable(method)
+            codegen.load_source(self.owner_source)
+            for arg in args:
+                codegen.load_local(arg)
+            codegen.call(1 + len(args))
+            codegen.emit("POP_TOP")
 
 
 def as_dict(tx: Tx, vt: VT) -> DictVariable | None:

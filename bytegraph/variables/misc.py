@@ -5,11 +5,12 @@ import functools
 import inspect
 import logging
 import os
+import types
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
-from bytegraph.guards.source import AttrSource, WeakRefCallSource
+from bytegraph.guards.source import AttrSource, ConvertSource, WeakRefCallSource
 from bytegraph.graph import deferred
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
@@ -65,6 +66,18 @@ class OpaqueConstantVariable(VariableTracker):
             return tx.wrap(value, AttrSource(self.source, name))
         return tx.wrap_const(value)
 
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        """``type.__dict__["__mro__"].__get__(cls)``: a descriptor of ``type`` read
+        on a class with a source is read natively, its value guarded through
+        ``getter(cls)`` (what a metaclass shadowing ``cls.__mro__`` cannot change)."""
+        desc = getattr(self.value, "__self__", None)
+        if (getattr(self.value, "__name__", None) == "__get__"
+                and type(desc) in (types.GetSetDescriptorType, types.MemberDescriptorType)
+                and desc.__objclass__ is type and len(args) == 1 and not kwargs and args[0].source is not None
+                and isinstance(cls := args[0].as_python_constant() if args[0].is_python_constant() else None, type)):
+            return tx.wrap(self.value(cls), ConvertSource(args[0].source, self.value, f"type.{desc.__name__}"))
+        return super().call_function(tx, args, kwargs)
+
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:
             codegen.load_source(self.source)
@@ -73,6 +86,28 @@ class OpaqueConstantVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"OpaqueConstantVariable({type(self.value).__name__})"
+
+
+class RuntimeStrVariable(VariableTracker):
+    """``str(obj)`` of an object whose string is object's default repr
+    (``<module.Class object at 0x...>``: its address, known only once the
+    object exists): made after the graph by ``str`` of the rebuilt object.
+    The trace cannot read it (reading it is a graph break)."""
+
+    def __init__(self, obj: VT):
+        super().__init__()
+        self.obj = obj
+
+    def python_type(self) -> type:
+        return str
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_callable(str)
+        codegen.reconstruct(self.obj)
+        codegen.call(1)
+
+    def __repr__(self) -> str:
+        return f"RuntimeStrVariable({self.obj})"
 
 
 class DeferredCallVariable(VariableTracker):

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
+from bytegraph.translator import recursion
 from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import raise_traced_from
@@ -151,6 +152,10 @@ EVALUATED_ON_CONSTANTS: dict[Callable, str | None] = {
 }
 
 
+#: what answers for the user's program while a trace runs (the trace raised the recursion limit)
+_AT_TRACE_TIME: dict[Callable, Callable] = {sys.getrecursionlimit: recursion.user_recursion_limit}
+
+
 class EvaluatedCallVariable(ConstantCallableVariable):
     """A function of :data:`EVALUATED_ON_CONSTANTS`."""
 
@@ -165,7 +170,7 @@ class EvaluatedCallVariable(ConstantCallableVariable):
         values = [a.as_python_constant() for a in args]
         keywords = {k: v.as_python_constant() for k, v in kwargs.items()}
         try:
-            result = self.fn(*values, **keywords)
+            result = _AT_TRACE_TIME.get(self.fn, self.fn)(*values, **keywords)
         except Exception as e:  # noqa: BLE001 - eager's own error, raised in the traced program
             raise_traced_from(e)
         state = EVALUATED_ON_CONSTANTS[self.fn]

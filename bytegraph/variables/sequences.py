@@ -62,7 +62,7 @@ class BaseSequenceVariable(VariableTracker):
     def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
         """``a + b`` of sequences, ``a * n``, ``a == b`` item by item."""
         if op is operator.add and isinstance(other, BaseSequenceVariable):
-            if type(other) is type(self):
+            if type(other) is type(self) or self.python_type() is other.python_type() is list:
                 return self.with_items(self.items + other.items)
             if issubclass(self.python_type(), tuple) and issubclass(other.python_type(), tuple):
                 # torch.Size's __add__/__radd__ keep the Size (tuples have no nb_add to go first)
@@ -247,6 +247,8 @@ class NamedTupleVariable(TupleVariable):
     def __init__(self, items: Sequence[VT], tuple_cls: type, source=None):
         super().__init__(items, source)
         self.tuple_cls = tuple_cls
+        #: attributes stored in the trace on an instance of a subclass (which has a ``__dict__``)
+        self.attrs: dict[str, VT] = {}
 
     def python_type(self) -> type:
         return self.tuple_cls
@@ -275,12 +277,32 @@ class NamedTupleVariable(TupleVariable):
         fields = self.fields()
         if name in fields:
             return self.items[fields.index(name)]
+        if name in self.attrs:
+            return self.attrs[name]
         if name == "_fields" and hasattr(self.tuple_cls, "_fields"):
             return ConstantVariable(self.tuple_cls._fields)
         method = self._user_method(tx, name)
         if method is not None:
             return method
         return super().var_getattr(tx, name)
+
+    def has_attr(self, tx: Tx, name: str) -> bool:
+        return name in self.attrs or super().has_attr(tx, name)
+
+    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
+        """``obj.name = value``: fields are read-only (``_tuplegetter``); other
+        names go to the instance ``__dict__`` that a subclass's instances have."""
+        cls = self.tuple_cls
+        if name in self.fields() or cls.__dictoffset__ == 0 or any(name in vars(k) for k in cls.__mro__):
+            unimplemented(
+                gb_type="unsupported attribute store",
+                context=f"setting {name!r} on a {cls.__qualname__} (a field, a class attribute, or no __dict__)",
+                explanation="bytegraph stores attributes only in the __dict__ of a namedtuple subclass's instance.",
+                hints=("Move the assignment out of the compiled function.",),
+            )
+        if self.source is not None:
+            tx.output.side_effects.store_attr(self, name, value)
+        self.attrs[name] = value
 
     def _user_method(self, tx: Tx, name: str) -> VT | None:
         """A method the namedtuple's class body defines in Python (``def add(self)``, a
@@ -321,6 +343,8 @@ class NamedTupleVariable(TupleVariable):
         self.reconstruct_items(codegen)
         codegen.emit("BUILD_TUPLE", len(self.items))
         codegen.call(1)
+        for name, value in self.attrs.items():
+            codegen.call_on_top(object.__setattr__, ConstantVariable(name), value)
 
 
 class ListVariable(BaseSequenceVariable):

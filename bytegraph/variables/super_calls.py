@@ -11,10 +11,10 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import raise_traced
 from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
+from bytegraph.variables.builtin_bases import SlotMethodVariable
 from bytegraph.variables.user_defined import (
     _MISSING,
     _TORCH_TENSOR_CLASSES,
-    SlotMethodVariable,
     UserDefinedClassVariable,
     UserDefinedObjectVariable,
     bind_class_attribute,
@@ -76,8 +76,8 @@ class SuperVariable(VariableTracker):
             return tx.wrap_const(attr.__func__)
         if isinstance(attr, types.FunctionType):
             return UserFunctionVariable(attr)
-        if attr is object.__new__:
-            return SlotMethodVariable(object, "__new__", None)
+        if attr is object.__new__ or attr is tuple.__new__ or attr is list.__new__:
+            return SlotMethodVariable(attr.__self__, "__new__", None)
         if isinstance(attr, types.BuiltinFunctionType):  # e.g. torch.Tensor.__new__
             return tx.wrap_const(attr)
         unimplemented(

@@ -35,12 +35,13 @@ import torch
 import torch.fx
 
 from bytegraph.breaks import HINT_DATA_DEPENDENT, unimplemented, user_error
+from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains
 from bytegraph.guards.source import AttrSource, CallMethodSource
 from bytegraph.graph import tensor_hooks
 from bytegraph.variables import graph_calls, scalar_args, symbolic, tensor_handles
 from bytegraph.variables.base import VariableTracker, handler_name, method_handler
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.operators import TENSOR_OPERATORS
 from bytegraph.variables.sequences import SizeVariable, SliceVariable, TupleVariable
 from bytegraph.variables.tensor_surface import (
@@ -84,6 +85,8 @@ class TensorVariable(VariableTracker):
         self.node = node
         self.example = example
         self.class_type = class_type
+        #: Python attributes stored on a tensor the graph computes (``y.note = 3``), set on it when rebuilt
+        self.py_attrs: dict[str, VT] = {}
 
     def python_type(self) -> type:
         return self.class_type
@@ -101,6 +104,8 @@ class TensorVariable(VariableTracker):
             codegen.load_source(self.source)
         else:
             codegen.load_graph_output(self.node)
+            for name, value in self.py_attrs.items():
+                codegen.call_on_top(setattr, ConstantVariable(name), value)
 
     def truthy(self, tx: Tx) -> bool:
         symbolic.branch_on_data(f"a tensor ({self.node.name})")
@@ -149,8 +154,12 @@ class TensorVariable(VariableTracker):
         return self.call_method(tx, "__contains__", [item], {})
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
-        if not self.class_has(name) and self.has_instance_attr(tx, name):
-            return tx.wrap(self._real(tx).__dict__[name], AttrSource(self.source, name))
+        if not self.class_has(name):  # the instance __dict__ answers, else a __getattr__ of a subclass
+            found = self.instance_attr(tx, name)
+            if found is not None:
+                return found
+            if not self.class_has("__getattr__"):
+                raise_traced(AttributeError, f"{self.python_type().__name__!r} object has no attribute {name!r}")
         route = attribute_route(name)
         if route == "static":
             return ConstantVariable(getattr(self.example, name))
@@ -179,17 +188,21 @@ class TensorVariable(VariableTracker):
     def has_attr(self, tx: Tx, name: str) -> bool:
         """``hasattr(t, name)``: the FakeTensor answers for the class, the
         instance dict (guarded) for anything else."""
-        return hasattr(self.example, name) if self.class_has(name) else self.has_instance_attr(tx, name)
+        return hasattr(self.example, name) if self.class_has(name) else self.instance_attr(tx, name) is not None
 
-    def has_instance_attr(self, tx: Tx, name: str) -> bool:
-        """Whether ``name`` is in the instance dict (``t.tag = 5`` made before
-        the call, or natively at a graph break): read from an input, guarded;
-        a tensor made in the graph has none (storing one is a graph break)."""
+    def instance_attr(self, tx: Tx, name: str) -> VT | None:
+        """``t.name`` from the instance dict (``t.tag = 5``), or None: a value
+        stored in this trace (on an input: replayed after the graph; on a
+        tensor the graph makes: set when it is rebuilt), else an input's own
+        entry, read through its source with its presence guarded."""
         if self.source is None:
-            return False
+            return self.py_attrs.get(name)
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is not None:
+            return None if pending is DELETED else pending
         present = name in self._real(tx).__dict__
         tx.output.guards.add(DictContains(AttrSource(self.source, "__dict__"), name, present))
-        return present
+        return tx.wrap(self._real(tx).__dict__[name], AttrSource(self.source, name)) if present else None
 
     def attr_shape(self, tx: Tx) -> VT:
         """``t.shape``: a torch.Size of constants (SymInts for dynamic dims)."""
@@ -283,11 +296,18 @@ class TensorVariable(VariableTracker):
         if name == "grad" and self.source is not None and self._is_leaf(tx) and _fits_as_grad(self.example, value):
             tx.output.side_effects.store_attr(self, "grad", value)
             return
+        if not self.class_has(name):  # a Python attribute, in the instance __dict__
+            if self.source is not None:
+                tx.output.side_effects.store_attr(self, name, value)
+            else:
+                self.py_attrs[name] = value
+            return
         unimplemented(
             gb_type="tensor attribute store",
             context=f"setting Tensor.{name} on {self.node.name} to {value}",
             explanation="Only .grad of an input leaf (to None or a tensor of its shape, dtype and device), .real, "
-            ".imag, and .requires_grad to its current value are assigned in the trace.",
+            ".imag, .requires_grad to its current value, and names the tensor's class does not define are "
+            "assigned in the trace.",
             hints=("Move the assignment out of the compiled function.",),
         )
 

@@ -20,12 +20,12 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, DictKeysMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource
+from bytegraph.variables import builtin_bases, misc
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.dicts import DictBaseView, DictVariable
 from bytegraph.variables.iteration import PythonIteratorVariable
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import TracedException
-from bytegraph.variables.operators import PythonDunderOperators
 from bytegraph.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.torch import AutogradFunctionApplyVariable
 
@@ -35,6 +35,14 @@ if TYPE_CHECKING:
 
 VT = VariableTracker
 _MISSING = object()
+#: library classes that list a ``__getattribute__`` of their own which is
+#: ``PyObject_GenericGetAttr`` (their C type slots name it explicitly:
+#: Modules/_collectionsmodule.c, Objects/namespaceobject.c, Modules/_functoolsmodule.c)
+_GENERIC_GETATTR_TYPES = (collections.defaultdict, collections.deque, types.SimpleNamespace, functools.partial)
+_TUPLEGETTER = type(collections.namedtuple("_Probe", "a").a)  # a namedtuple field: the item at its index
+#: methods of C types, and the type flag of classes made by a class statement
+_C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+_HEAPTYPE = 1 << 9
 _TORCH_TENSOR_CLASSES = (torch.Tensor, torch._C.TensorBase)
 
 
@@ -48,12 +56,14 @@ def python_iterator(tx: Tx, iterator: VT) -> PythonIteratorVariable | None:
     return PythonIteratorVariable(iterator, UserMethodVariable(next_fn, iterator))
 
 
+_TYPE_MRO, _TYPE_DICT = type.__dict__["__mro__"], type.__dict__["__dict__"]
+
+
 def class_attribute(cls: type, name: str) -> Any:
-    """``name`` looked up on ``cls``'s MRO without invoking descriptors, or _MISSING."""
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            return klass.__dict__[name]
-    return _MISSING
+    """``name`` on ``cls``'s MRO, no descriptor invoked, or _MISSING (type's own
+    ``__mro__``/``__dict__``: a metaclass may shadow them with properties)."""
+    namespace = next((ns for k in _TYPE_MRO.__get__(cls) if name in (ns := _TYPE_DICT.__get__(k))), None)
+    return _MISSING if namespace is None else namespace[name]
 
 
 def guard_not_in_instance_dict(tx: Tx, owner: VT, name: str) -> None:
@@ -183,6 +193,10 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
             )
         if isinstance(attr.fget, types.FunctionType):
             return tx.wrap_const(attr.fget).call_function(tx, [owner], {})
+        if owner.source is not None and not isinstance(attr.fget, functools.partial) and not isinstance(
+                class_attribute(type(attr.fget), "__call__"), types.FunctionType):
+            # a getter in C (a pybind11 property's instancemethod): read natively, its value guarded
+            return tx.wrap(getattr_or_raise(owner_value(owner), name), AttrSource(owner.source, name))
         # a partial or a callable object as getter: read through the property, so it is traced like any callable
         fget = tx.wrap(attr.fget, AttrSource(ConstSource(attr, f"{cls.__qualname__}.{name}"), "fget"))
         return fget.call_function(tx, [owner], {})
@@ -192,12 +206,15 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
     if isinstance(attr, types.MemberDescriptorType) and isinstance(owner, UserDefinedObjectVariable):  # __slots__
         return _slot_value(tx, owner, cls, name, attr)
     objclass = getattr(attr, "__objclass__", None)
-    if isinstance(objclass, type) and issubclass(objclass, dict) and isinstance(owner, UserDefinedObjectVariable):
-        return SlotMethodVariable(objclass, name, owner)
-    builtin_method = isinstance(
+    if isinstance(objclass, type) and issubclass(objclass, (dict, tuple, list)) and isinstance(
+            owner, UserDefinedObjectVariable):
+        return builtin_bases.SlotMethodVariable(objclass, name, owner)
+    if type(attr) is _TUPLEGETTER and isinstance(owner, UserDefinedObjectVariable):
+        return owner.seq_storage(tx).getitem(tx, ConstantVariable(attr.__reduce__()[1][0]))
+    builtin_method = isinstance(  # or a C type's getset (``deque.maxlen``): read natively, value guarded
         attr,
         (types.MethodDescriptorType, types.WrapperDescriptorType, types.BuiltinFunctionType,
-         types.ClassMethodDescriptorType),
+         types.ClassMethodDescriptorType, types.GetSetDescriptorType),
     )
     if builtin_method and owner.source is not None:
         return tx.wrap(getattr(owner_value(owner), name), AttrSource(owner.source, name))
@@ -274,7 +291,7 @@ class UserDefinedClassVariable(VariableTracker):
             src = AttrSource(self.source, name) if self.source else None
             return UserFunctionVariable(attr, src)
         if isinstance(attr, _C_METHODS) and attr.__objclass__ is self.value and not self.value.__flags__ & _HEAPTYPE:
-            return SlotMethodVariable(self.value, name, None)  # ``list_iterator.__length_hint__(it)``
+            return builtin_bases.SlotMethodVariable(self.value, name, None)  # ``list_iterator.__length_hint__(it)``
         src = AttrSource(self.source, name) if self.source else None
         value = getattr_or_raise(self.value, name)
         return tx.wrap(value, src) if src else tx.wrap_const(value)
@@ -316,7 +333,7 @@ class UserDefinedClassVariable(VariableTracker):
         return f"UserDefinedClassVariable({self.value.__qualname__})"
 
 
-class UserDefinedObjectVariable(PythonDunderOperators, VariableTracker):
+class UserDefinedObjectVariable(builtin_bases.BaseTypeOperators, VariableTracker):
     """An instance of a user class that existed before the call (read from a source).
 
     Attribute reads follow Python's lookup (see the module docstring); reads of
@@ -410,9 +427,20 @@ class UserDefinedObjectVariable(PythonDunderOperators, VariableTracker):
     def dict_storage(self, tx: Tx) -> VT:
         """The plain-dict contents of an instance of a dict subclass."""
         if self.source is None:
-            _unsupported_base(self.python_type(), "dict storage")
+            unsupported_base(self.python_type(), "dict storage")
         # the base dict's own storage, read without the subclass's overrides (also in guards)
-        return DictBaseView(dict.copy(self.value), ConvertSource(self.source, dict.copy, "dict.copy"))
+        if getattr(self, "_dict", None) is None:  # one view per object: its mutations are seen by later reads
+            self._dict = DictBaseView(dict.copy(self.value), ConvertSource(self.source, dict.copy, "dict.copy"),
+                                      self.source)
+        return self._dict
+
+    def seq_storage(self, tx: Tx) -> VT:
+        """The plain tuple/list contents of an instance of a tuple or list subclass."""
+        if self.source is None:
+            unsupported_base(self.python_type(), "sequence storage")
+        if getattr(self, "_seq", None) is None:
+            self._seq = builtin_bases.read_storage(tx, self.value, self.source)
+        return self._seq
 
     def _custom(self, dunder: str) -> bool:
         return isinstance(class_attribute(self.python_type(), dunder), types.FunctionType)
@@ -424,7 +452,7 @@ class UserDefinedObjectVariable(PythonDunderOperators, VariableTracker):
         if isinstance(getattribute, types.FunctionType):
             return UserMethodVariable(getattribute, self).call_function(tx, [ConstantVariable(name)], {})
         generic = isinstance(getattribute, types.WrapperDescriptorType) and (
-            getattribute.__objclass__.__module__ == "builtins"
+            getattribute.__objclass__.__module__ == "builtins" or getattribute.__objclass__ in _GENERIC_GETATTR_TYPES
         )
         if not generic:
             unimplemented(
@@ -497,13 +525,16 @@ class UserDefinedObjectVariable(PythonDunderOperators, VariableTracker):
             if name == "__delattr__":
                 self.delete_raw(tx, args[0].as_python_constant())
                 return ConstantVariable(None)
-            if name == "__init__" and not args and not kwargs:
-                return ConstantVariable(None)
+            cls = self.python_type()
+            if name == "__init__" and (not (args or kwargs) or cls.__new__ is not object.__new__):
+                return ConstantVariable(None)  # object_init ignores arguments a __new__ of the class took
         if issubclass(base, dict) and issubclass(self.python_type(), dict):
             if name == "__init__":
                 return self.dict_storage(tx).call_method(tx, "update", args, kwargs)
             return self.dict_storage(tx).call_method(tx, name, args, kwargs)
-        return _unsupported_base(base, name)
+        if base in (tuple, list) and issubclass(self.python_type(), base):
+            return builtin_bases.call_base_method(tx, self.seq_storage(tx), base, name, args, kwargs)
+        return unsupported_base(base, name)
 
     # ---- protocols -------------------------------------------------------------------------
     def special_method(self, tx: Tx, name: str) -> Any:
@@ -566,6 +597,8 @@ class UserDefinedObjectVariable(PythonDunderOperators, VariableTracker):
                     return bool(checked_special_result(dunder, result))
                 if issubclass(cls, dict):
                     return self.dict_storage(tx).truthy(tx)
+                if builtin_bases.leaves_to_base(self, tx, dunder):
+                    return self.seq_storage(tx).truthy(tx)
                 return super().truthy(tx)
         return True
 
@@ -586,10 +619,12 @@ class UserDefinedObjectVariable(PythonDunderOperators, VariableTracker):
     def str_text(self, tx: Tx) -> VT | None:
         """``str(self)`` when the class answers it in Python: its ``__str__``, or, with
         object's ``__str__``, its ``__repr__`` (``Objects/object.c``: ``PyObject_Str``);
-        None when C code would answer (the default repr holds an address)."""
+        object's repr (it holds the address) is made after the graph; None when other C code would answer."""
         method = self.python_method(tx, "__str__")
         if method is None and self.special_method(tx, "__str__") is object.__str__:
             method = self.python_method(tx, "__repr__")
+            if self.special_method(tx, "__repr__") is object.__repr__:
+                return misc.RuntimeStrVariable(self)
         if method is None:
             return None
         result = method.call_function(tx, [], {})
@@ -603,6 +638,8 @@ class UserDefinedObjectVariable(PythonDunderOperators, VariableTracker):
             return tx.unpack(iterator)
         if issubclass(self.python_type(), dict):
             return self.dict_storage(tx).unpack_var_sequence(tx)
+        if builtin_bases.leaves_to_base(self, tx, "__iter__"):
+            return self.seq_storage(tx).unpack_var_sequence(tx)
         return super().unpack_var_sequence(tx)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
@@ -630,6 +667,7 @@ class NewObjectVariable(UserDefinedObjectVariable):
         self.cls = cls
         self.attrs = DictVariable({})
         self.dict_items = DictVariable({}) if issubclass(cls, dict) else None
+        self.seq_items = builtin_bases.new_storage(cls)  # a tuple/list subclass's items
 
     def python_type(self) -> type:
         return self.cls
@@ -654,18 +692,26 @@ class NewObjectVariable(UserDefinedObjectVariable):
 
     def dict_storage(self, tx: Tx) -> VT:
         if self.dict_items is None:
-            _unsupported_base(self.cls, "dict storage")
+            unsupported_base(self.cls, "dict storage")
         return self.dict_items
+
+    def seq_storage(self, tx: Tx) -> VT:
+        return self.seq_items
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         builtin_base = next(k for k in self.cls.__mro__ if k.__module__ == "builtins" or k is collections.OrderedDict)
-        codegen.load_callable(builtin_base.__new__)
-        codegen.load_const(self.cls)
-        codegen.call(1)
+        if self.seq_items is not None:
+            builtin_bases.reconstruct_new(codegen, self.cls, self.seq_items)
+        else:
+            codegen.load_callable(builtin_base.__new__)
+            codegen.load_const(self.cls)
+            codegen.call(1)
+        if builtin_base is list and self.seq_items.items:
+            codegen.call_on_top(list.extend, self.seq_items)
         for key, value in self.attrs.items.values():
-            _emit_slot_call(codegen, object.__setattr__, key, value)
+            codegen.call_on_top(object.__setattr__, key, value)
         for key, value in (self.dict_items.items.values() if self.dict_items is not None else ()):
-            _emit_slot_call(codegen, builtin_base.__setitem__, key, value)
+            codegen.call_on_top(builtin_base.__setitem__, key, value)
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__qualname__})"
@@ -709,68 +755,10 @@ def _no_attribute(cls: type, name: str) -> None:
     raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")
 
 
-def _emit_slot_call(codegen: PyCodegen, slot: Any, key: VT, value: VT) -> None:
-    """With the object on top of the stack: ``slot(obj, key, value)``; the object stays."""
-    for op, arg in (("COPY", 1), ("PUSH_NULL", None), ("SWAP", 2), ("LOAD_CONST", slot), ("SWAP", 2)):
-        codegen.emit(op) if arg is None else codegen.emit(op, arg)
-    codegen.reconstruct(key)
-    codegen.reconstruct(value)
-    codegen.call(3)
-    codegen.emit("POP_TOP")
-
-
-def _unsupported_base(base: type, name: str) -> VT:
+def unsupported_base(base: type, name: str) -> VT:
     unimplemented(
         gb_type="unsupported builtin base method",
         context=f"{base.__qualname__}.{name} on a user object",
         explanation="bytegraph does not model this method of a builtin base class on user objects.",
         hints=("Move this code out of the compiled function.",),
     )
-
-
-#: methods of C types, and the type flag of classes made by a class statement
-_C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
-_HEAPTYPE = 1 << 9
-
-
-class SlotMethodVariable(VariableTracker):
-    """A method of a builtin type applied to a user object, bypassing the
-    object's Python overrides: ``super().__setattr__``, ``object.__setattr__(obj, ...)``,
-    ``dict.__setitem__(obj, ...)``. Unbound (``obj`` None) until called with
-    the instance as first argument."""
-
-    def __init__(self, base: type, name: str, obj: VT | None):
-        super().__init__()
-        self.base = base
-        self.name = name
-        self.obj = obj
-
-    def python_type(self) -> type:
-        if self.obj is None:  # the descriptor itself
-            return type(getattr(self.base, self.name))
-        return super().python_type()
-
-    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        obj, rest = (self.obj, list(args)) if self.obj is not None else (args[0] if args else None, list(args[1:]))
-        if self.base is object and self.name == "__init__" and not rest and not kwargs:
-            return ConstantVariable(None)
-        if self.base is object and self.name == "__new__" and isinstance(obj, UserDefinedClassVariable):
-            cls = obj.value
-            if (rest or kwargs) and (cls.__new__ is not object.__new__ or cls.__init__ is object.__init__):
-                raise_traced(TypeError, "object.__new__() takes exactly one argument (the type to instantiate)")
-            return NewObjectVariable(cls)
-        if isinstance(obj, UserDefinedObjectVariable):
-            return obj.call_slot(tx, self.base, self.name, rest, kwargs)
-        if obj is not None and self.base is not object and issubclass(obj.python_type(), self.base):
-            return obj.call_method(tx, self.name, rest, kwargs)  # ``str.count(s, "x")``: s's own VT models it
-        return _unsupported_base(self.base, self.name)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        method = getattr(self.base, self.name)
-        if self.obj is None:
-            codegen.load_const(method)
-            return
-        codegen.load_callable(types.MethodType)
-        codegen.load_const(method)
-        codegen.reconstruct(self.obj)
-        codegen.call(2)

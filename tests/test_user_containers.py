@@ -1,0 +1,547 @@
+"""defaultdicts, dicts keyed by objects, and user subclasses of the builtin
+containers, traced whole (``fullgraph=True``) and compared with eager (issue 17)."""
+import collections
+import operator
+import typing
+
+import pytest
+import torch
+
+import bytegraph
+from bytegraph.testing import CompileCounter, same
+from helpers import t
+
+
+def full(fn, *args, graphs=1):
+    """Run ``fn`` eagerly, then compiled whole on the same arguments; assert the
+    same result and the number of graphs; return the compiled result."""
+    expected = fn(*args)
+    cnt = CompileCounter()
+    actual = bytegraph.compile(fn, backend=cnt, fullgraph=True)(*args)
+    assert same(actual, expected), f"compiled {actual!r} != eager {expected!r}"
+    assert cnt.frame_count == graphs, f"expected {graphs} graph(s), got {cnt.frame_count}"
+    return actual
+
+
+# ---- defaultdict ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("factory", [list, set, dict, tuple, lambda: [0]], ids=["list", "set", "dict", "tuple", "lambda"])
+def test_defaultdict_keyed_by_a_parameter_is_mutated_in_place(factory):
+    weight = torch.nn.Parameter(torch.ones(2))
+
+    def make():
+        d = collections.defaultdict(factory)
+        d["a"], d[weight] = 1, 2
+        return d
+
+    def fn(d, x):
+        d["a"] = x + 1
+        d[weight] = d[weight] + 1
+        return x * 2, d["missing"]
+
+    eager_d, compiled_d = make(), make()
+    x = t(3)
+    expected = fn(eager_d, x)
+    cnt = CompileCounter()
+    actual = bytegraph.compile(fn, backend=cnt, fullgraph=True)(compiled_d, x)
+    assert same(actual, expected) and cnt.frame_count == 1
+    assert list(compiled_d) == list(eager_d) == ["a", weight, "missing"]
+    assert same(compiled_d["a"], eager_d["a"]) and compiled_d[weight] == eager_d[weight] == 3
+
+
+def test_dict_keyed_by_a_tensor_guards_the_key_by_identity():
+    def fn(d, x):
+        return sum(k.sum() * v for k, v in d.items() if isinstance(k, torch.Tensor)) + x * d["s"]
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt)
+    keys = [t(2), t(2)]
+    x = t(1)
+    d = {keys[0]: 2, "s": 0}
+    assert same(compiled(d, x), fn(d, x))
+    other = {keys[1]: 2, "s": 0}  # an equal-shaped but different tensor key: a recompile, not a stale answer
+    assert same(compiled(other, x), fn(other, x))
+    assert cnt.frame_count == 2
+
+
+def test_defaultdict_made_in_the_trace_and_filled_through_a_closure():
+    def fn(x):
+        groups = collections.defaultdict(list)
+
+        def add(key, value):
+            groups[key].append(value)
+
+        add("a", x)
+        add("a", x + 1)
+        add("b", 3)
+        return groups, groups.default_factory, len(groups["a"])
+
+    full(fn, t(2))
+
+
+def test_default_factory_of_a_captured_defaultdict():
+    table = collections.defaultdict(lambda: 5, z=1)
+
+    def fn(x):
+        factory = table.default_factory
+        return x + table["q"] + factory()
+
+    full(fn, t(2))
+    assert dict(table) == {"z": 1, "q": 5}
+
+
+class Tally(collections.defaultdict):
+    def total(self):
+        return sum(self.values())
+
+
+def test_defaultdict_subclass_attributes_are_no_custom_getattribute():
+    tally = Tally(int, a=1, b=2)
+
+    def fn(x):
+        return x * tally.total(), tally.default_factory
+
+    full(fn, t(2))
+
+
+# ---- user subclasses of tuple and list ---------------------------------------------------------
+
+class CheckedTuple(tuple):
+    def doubled_length(self):
+        return len(self) * 2
+
+    def __contains__(self, value):
+        self.checked = True  # the override runs (and its store is replayed on the real object)
+        return super().__contains__(value)
+
+
+class GuardedList(list):
+    def doubled_length(self):
+        return len(self) * 2
+
+    def __contains__(self, value):
+        self.checked = True
+        return super().__contains__(value)
+
+    def __getitem__(self, index):
+        raise RuntimeError("guards and rebuilding must not call an overridden __getitem__")
+
+
+def test_tuple_subclass_input_runs_its_overrides_and_base_methods():
+    def fn(x, tup):
+        y = x.cos() if 3 in tup else x.sin()
+        return y * tup.doubled_length(), len(tup), bool(tup), list(tup)
+
+    eager_tup, compiled_tup = CheckedTuple([1, 2, 3]), CheckedTuple([1, 2, 3])
+    x = t(3)
+    expected = fn(x, eager_tup)
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(fn, backend=cnt, fullgraph=True)(x, compiled_tup), expected)
+    assert cnt.frame_count == 1 and compiled_tup.checked is eager_tup.checked is True
+
+
+def test_list_subclass_input_is_mutated_in_place_without_its_getitem():
+    def fn(x, lst):
+        y = x.cos() if 3 in lst else x.sin()
+        lst.append(4)
+        lst.extend([5])
+        return y * lst.doubled_length(), lst
+
+    eager_lst, compiled_lst = GuardedList([1, 2, 3]), GuardedList([1, 2, 3])
+    x = t(3)
+    expected = fn(x, eager_lst)
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt, fullgraph=True)
+    result = compiled(x, compiled_lst)
+    assert same(result[0], expected[0]) and result[1] is compiled_lst and cnt.frame_count == 1
+    assert type(compiled_lst) is GuardedList and list(compiled_lst) == list(eager_lst) == [1, 2, 3, 4, 5]
+    assert compiled_lst.checked
+    again = GuardedList([1, 2, 3])
+    compiled(x, again)  # the guards read the items through list.copy, not the override
+    assert list(again) == [1, 2, 3, 4, 5] and cnt.frame_count == 1
+
+
+def test_list_subclass_slice_is_a_plain_list():
+    class Numbers(list):
+        pass
+
+    def fn(x, lst):
+        lst.append(4)
+        part = lst[1:3]
+        return x * sum(part), type(part) is list, lst + [0], lst * 2
+
+    x = t(2)
+    expected = fn(x, Numbers([1, 2, 3]))  # eager and compiled each get a fresh list: fn appends to it
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(fn, backend=cnt, fullgraph=True)(x, Numbers([1, 2, 3])), expected)
+    assert cnt.frame_count == 1
+
+
+class Pair(tuple):
+    pass
+
+
+class Fixed(tuple):
+    def __new__(cls, *args, **kwargs):
+        return super().__new__(cls, [1, 2, 3])
+
+
+@pytest.mark.parametrize("make", [lambda: Pair([1, 2, 3]), lambda: Fixed(), lambda: Fixed(7, key=8)],
+                         ids=["plain", "custom_new", "custom_new_with_args"])
+def test_tuple_subclass_made_in_the_trace_is_rebuilt(make):
+    def fn(x):
+        tup = make()
+        y = x.cos() if 3 in tup else x.sin()
+        return y, tup, tup[0] + tup[-1]
+
+    out = full(fn, t(3))
+    assert type(out[1]) is type(make())
+
+
+@pytest.mark.parametrize("base", ["tuple", "list"])
+def test_base_new_of_a_class_argument(base):
+    class Mine(tuple if base == "tuple" else list):
+        pass
+
+    def fn(x, klass):
+        x = x * 2
+        if base == "tuple":
+            made = tuple.__new__(klass, [x, 1])
+        else:
+            made = list.__new__(klass)
+            made.append(x)
+        if isinstance(made, Mine):
+            made.tag = 3
+        return made
+
+    for klass in (Mine, tuple if base == "tuple" else list):
+        out = full(fn, t(2), klass)
+        assert type(out) is klass
+        assert getattr(out, "tag", None) == (3 if klass is Mine else None)
+
+
+def test_tuple_subclass_equality_and_operators_follow_tuple():
+    class Row(tuple):
+        def __new__(cls, items):
+            return super().__new__(cls, items)
+
+    def fn(x, a, b):
+        joined = a + b
+        return (x + 1 if a != b else x - 1, a == b, a == (1, -1), a < Row([2]), type(joined) is tuple,
+                joined, a * 2, 2 * a)
+
+    full(fn, t(1), Row([1, -1]), Row([1, -1]))
+    full(fn, t(1), Row([1, -1]), Row([1, 5]))
+
+
+# ---- namedtuple subclasses -----------------------------------------------------------------
+
+class Fields(typing.NamedTuple):
+    a: torch.Tensor
+    b: torch.Tensor
+
+
+class Summed(Fields):
+    def __new__(cls, a, b):
+        return super().__new__(cls, a, b)
+
+    def __add__(self, other):
+        return Summed(self.a + other.a, self.b + other.b)
+
+
+T = typing.TypeVar("T")
+
+
+class GenericFields(typing.NamedTuple, typing.Generic[T]):
+    first: T
+    second: T
+
+
+class PlainSub(Fields):
+    pass
+
+
+class GenericSub(GenericFields[T]):
+    pass
+
+
+def test_namedtuple_subclass_with_new_and_add_reads_fields_through_tuplegetters():
+    def fn(p, q):
+        return p + q
+
+    out = full(fn, Summed(t(4), t(2, 8)), Summed(t(1), t(2, 1)))
+    assert type(out) is Summed
+
+
+def test_namedtuple_helpers_on_a_subclass_with_its_own_new():
+    def fn(x, p):
+        return (p._replace(b=x), p._asdict(), p._fields, len(p), p[0] * 2, Summed._make([x, x]), Summed(x, x),
+                p.a + p.b)
+
+    out = full(fn, t(1), Summed(t(2), t(2)))
+    assert type(out[0]) is type(out[5]) is Summed
+
+
+@pytest.mark.parametrize("cls", [PlainSub, GenericSub])
+def test_attributes_on_a_namedtuple_subclass_instance(cls):
+    def fn(a, b):
+        p = cls(a, b)
+        p.x = a
+        p.y = b
+        p.z = b
+        p.z = a
+        return hasattr(p, "x"), hasattr(p, "w"), p.x + p.y, p.z, p
+
+    out = full(fn, t(2), t(2))
+    assert out[4].z is not None and type(out[4]) is cls
+
+
+def test_setting_a_namedtuple_field_raises_as_eager():
+    def fn(a, b):
+        p = PlainSub(a, b)
+        try:
+            p.a = b
+        except AttributeError as e:
+            return a, type(e)
+        return b, None
+
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(fn, backend=cnt)(t(1), t(1))[1], AttributeError)
+
+
+def test_namedtuple_keyword_fields_and_defaults():
+    Triple = collections.namedtuple("Triple", ["x", "y", "xy"], defaults=(None, 1, None))
+
+    def fn(a, b):
+        tmp = Triple(a, xy=b)
+        return Triple(tmp.x, tmp[1], tmp.xy + b), Triple._fields, Triple._field_defaults, Triple(y=2)
+
+    full(fn, t(2), t(2))
+
+
+def test_namedtuple_construction_errors_are_eager_type_errors():
+    Two = collections.namedtuple("Two", "a b")
+
+    def fn(x, which):
+        try:
+            Two(x, c=1) if which else Two(x)
+        except TypeError:
+            return x + 1
+        return x
+
+    for which in (True, False):
+        _ = full(fn, t(1), which)
+
+
+def test_fx_immutable_list_mutation_raises_type_error_in_the_trace():
+    def fn(inputs, x):
+        frozen = torch.fx.immutable_collections.immutable_list(inputs)
+        try:
+            frozen.append(x)
+        except TypeError as e:
+            return [v * 2 for v in frozen], type(frozen), "mutation" in str(e)
+        return None
+
+    full(fn, [t(2), t(2)], t(2))
+
+
+def test_tuple_subclass_with_its_own_iter_unpacks_in_its_order():
+    Pt = collections.namedtuple("Pt", "a b")
+
+    class Swapped(Pt):
+        __slots__ = ()
+
+        def __iter__(self):
+            return iter((self.b, self.a))
+
+    def fn(x, given):
+        first, second = given
+        return first, second * 2, given[0], given.a
+
+    full(fn, t(1), Swapped(t(2), 3))
+
+
+# ---- builtins on user objects ----------------------------------------------------------------
+
+def test_str_of_an_object_with_its_own_str():
+    class Named:
+        def __str__(self):
+            return "ok"
+
+    def fn(x):
+        return x + 1, str(Named()), f"{Named()}!"
+
+    full(fn, t(2))
+
+
+class Plain:
+    pass
+
+
+def test_str_of_an_object_with_the_default_repr_names_its_address():
+    def fn(x):
+        made = Plain()
+        return x + 1, made, str(made)
+
+    cnt = CompileCounter()
+    _, made, text = bytegraph.compile(fn, backend=cnt, fullgraph=True)(t(2))
+    assert text == object.__repr__(made) and cnt.frame_count == 1  # eager's string for that very object
+
+
+def test_reading_a_default_repr_string_in_the_trace_breaks_instead_of_guessing():
+    def fn(x):
+        a = Plain()
+        return x + 1, str(a) == str(a), str(a).startswith("<")
+
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(fn, backend=cnt)(t(2))[1:], (True, True))
+
+
+class Shadowing(type):
+    @property
+    def __dict__(cls):
+        return {"shadow": 1}
+
+    @property
+    def __mro__(cls):
+        return ("shadow",)
+
+
+class Shadowed(metaclass=Shadowing):
+    marker = 7
+
+
+def test_metaclass_shadowing_mro_and_dict_is_read_as_eager_reads_it():
+    def fn(x):
+        return x + Shadowed.__dict__["shadow"] + len(Shadowed.__mro__) + Shadowed.marker
+
+    full(fn, torch.tensor(1.0))
+
+
+def test_type_descriptors_called_directly_bypass_a_metaclass_shadow():
+    def fn(x):
+        namespace = type.__dict__["__dict__"].__get__(Shadowed)
+        mro = type.__dict__["__mro__"].__get__(Shadowed)
+        return x + namespace["marker"] + len(mro)
+
+    full(fn, torch.tensor(1.0))
+
+
+class CGetter:
+    value = property(operator.attrgetter("_value"))  # a getter written in C, like a pybind11 property's
+
+    def __init__(self, v):
+        self._value = v
+
+
+def test_property_with_a_c_getter_is_read_natively_and_guarded():
+    def fn(x, obj):
+        return x.cos() if obj.value else x.sin()
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt, fullgraph=True)
+    x = t(3)
+    for flag in (True, False, True):
+        assert same(compiled(x, CGetter(flag)), fn(x, CGetter(flag)))
+    assert cnt.frame_count == 2  # the value read is guarded: False recompiles
+
+
+# ---- dict subclasses -----------------------------------------------------------------------------
+
+class CountingDict(dict):
+    def total(self):
+        return sum(self.values())
+
+    def __setitem__(self, key, value):
+        self.stores = getattr(self, "stores", 0) + 1  # replaying the items must not run this again
+        super().__setitem__(key, value)
+
+
+def test_dict_subclass_input_is_mutated_through_its_override_once():
+    def fn(x, d):
+        d["z"] = 5
+        dict.__setitem__(d, "w", 1)
+        return x * d.total(), "z" in d, d == {"a": 1, "z": 5, "w": 1}, d != {}, len(d), sorted(d.items())
+
+    x = t(2)
+    eager_d, compiled_d = CountingDict(a=1), CountingDict(a=1)
+    expected = fn(x, eager_d)
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(fn, backend=cnt, fullgraph=True)(x, compiled_d), expected)
+    assert cnt.frame_count == 1
+    assert dict(compiled_d) == dict(eager_d) and compiled_d.stores == eager_d.stores == 1
+
+
+def test_dict_subclass_made_in_the_trace_compares_as_a_dict():
+    class Totals(dict):
+        def total(self):
+            return sum(self.values())
+
+    def fn(x):
+        d = Totals(a=1, b=2)
+        d["c"] = 3
+        return x * d.total(), "a" in d, d == {"a": 1, "b": 2, "c": 3}, len(d), list(d), d
+
+    out = full(fn, t(2))
+    assert type(out[-1]) is Totals
+
+
+class Window(collections.deque):
+    def last(self):
+        return self[-1]
+
+
+def test_library_objects_with_a_generic_c_getattribute_are_traced():
+    import types
+
+    settings = types.SimpleNamespace(scale=2, name="n")
+    window = Window([1, 2, 3], maxlen=5)
+
+    def fn(x):
+        return x * settings.scale, settings.name, window.maxlen, hasattr(settings, "missing")
+
+    full(fn, t(2))
+
+
+class Bag(list):
+    pass
+
+
+class Accumulator:
+    def __init__(self):
+        self.v = 0
+
+    def __iadd__(self, other):
+        self.v += other
+        return self
+
+
+class Plus:
+    def __init__(self, v):
+        self.v = v
+
+    def __add__(self, other):
+        return Plus(self.v + other)
+
+
+def test_augmented_assignment_on_user_objects_and_container_subclasses():
+    def fn(x, bag, row, table):
+        bag += [x]
+        bag *= 2
+        row += (1,)  # a tuple subclass has no __iadd__: a plain tuple, as eager gives
+        table |= {"k": 1}
+        acc = Accumulator()
+        acc += 3
+        plus = Plus(1)
+        plus += 2  # no __iadd__: __add__ makes a new object
+        return x + 1, row, type(row) is tuple, acc.v, plus.v
+
+    x = t(1)
+    eager_args = (x, Bag([1]), Pair((0,)), CountingDict(a=1))
+    compiled_args = (x, Bag([1]), Pair((0,)), CountingDict(a=1))
+    expected = fn(*eager_args)
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(fn, backend=cnt, fullgraph=True)(*compiled_args), expected)
+    assert cnt.frame_count == 1
+    assert same(list(compiled_args[1]), list(eager_args[1])) and type(compiled_args[1]) is Bag
+    assert dict(compiled_args[3]) == dict(eager_args[3]) == {"a": 1, "k": 1}
