@@ -16,18 +16,9 @@ import torch
 
 import bytegraph
 from bytegraph.testing import CompileCounter, same
+from helpers import check_fullgraph
 
-
-def full(fn, *args, graphs=1):
-    """Compile ``fn`` whole (``fullgraph=True``), run it and eager on the same
-    arguments, assert equal results and the number of graphs; return the result."""
-    expected = fn(*args)
-    cnt = CompileCounter()
-    actual = bytegraph.compile(fn, backend=cnt, fullgraph=True)(*args)
-    assert same(actual, expected), f"compiled {actual!r} != eager {expected!r}"
-    if graphs is not None:
-        assert cnt.frame_count == graphs, f"expected {graphs} graph(s), got {cnt.frame_count}"
-    return actual
+full = functools.partial(check_fullgraph, clone=False)  # eager and compiled share the arguments
 
 
 # --- torch functions that answer about process state ----------------------------

@@ -1,6 +1,7 @@
 """defaultdicts, dicts keyed by objects, and user subclasses of the builtin
 containers, traced whole (``fullgraph=True``) and compared with eager (issue 17)."""
 import collections
+import functools
 import operator
 import typing
 
@@ -9,18 +10,9 @@ import torch
 
 import bytegraph
 from bytegraph.testing import CompileCounter, same
-from helpers import t
+from helpers import check_fullgraph, t
 
-
-def full(fn, *args, graphs=1):
-    """Run ``fn`` eagerly, then compiled whole on the same arguments; assert the
-    same result and the number of graphs; return the compiled result."""
-    expected = fn(*args)
-    cnt = CompileCounter()
-    actual = bytegraph.compile(fn, backend=cnt, fullgraph=True)(*args)
-    assert same(actual, expected), f"compiled {actual!r} != eager {expected!r}"
-    assert cnt.frame_count == graphs, f"expected {graphs} graph(s), got {cnt.frame_count}"
-    return actual
+full = functools.partial(check_fullgraph, clone=False)  # eager and compiled share the arguments
 
 
 # ---- defaultdict ---------------------------------------------------------------------------
@@ -545,3 +537,46 @@ def test_augmented_assignment_on_user_objects_and_container_subclasses():
     assert cnt.frame_count == 1
     assert same(list(compiled_args[1]), list(eager_args[1])) and type(compiled_args[1]) is Bag
     assert dict(compiled_args[3]) == dict(eager_args[3]) == {"a": 1, "k": 1}
+
+
+# ---- torch.fx.node.map_aggregate (a C function with a traced twin) ----------------------------------
+
+FieldPair = collections.namedtuple("FieldPair", "left right")
+
+
+def _double(leaf):
+    return leaf if leaf is None else leaf * 2
+
+
+def _map_aggregate(aggregate):
+    return torch.fx.node.map_aggregate(aggregate, _double)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: [t(3), [t(3), t(3)]],
+    lambda: {"a": t(3), "b": [t(3), (t(2), 4)]},
+    lambda: (t(2), FieldPair(t(2), 3), slice(1, 5, None)),
+], ids=["list", "dict", "tuple-namedtuple-slice"])
+def test_map_aggregate_keeps_eagers_values_and_container_types(make):
+    def types(value):
+        if isinstance(value, (list, tuple)):
+            return (type(value), [types(v) for v in value])
+        if isinstance(value, dict):
+            return (type(value), {k: types(v) for k, v in value.items()})
+        return type(value)
+
+    aggregate = make()
+    result = full(_map_aggregate, aggregate)
+    assert types(result) == types(_map_aggregate(aggregate))
+
+
+def test_immutable_list_refuses_append_and_maps_in_one_graph():
+    def f(items, x):
+        frozen = torch.fx.immutable_collections.immutable_list(items)
+        try:
+            frozen.append(x)
+        except TypeError:
+            pass
+        return torch.fx.node.map_aggregate(frozen, _double), len(frozen)
+
+    full(f, [t(3), [t(3), t(3)]], t(3))

@@ -9,7 +9,7 @@
   (``Modules/_functoolsmodule.c``: ``functools_reduce``;
   ``Objects/abstract.c``: ``PyObject_LengthHint``;
   ``Modules/itertoolsmodule.c``: ``filterfalse_next``; ``Objects/dictobject.c``:
-  ``_PyDict_FromKeys``).
+  ``_PyDict_FromKeys``; torch's ``torch/csrc/fx/node.cpp``: ``map_aggregate``).
 - **Evaluated on constants** (:data:`EVALUATED_ON_CONSTANTS`): functions that only
   compute from their arguments (``collections.namedtuple`` makes a class,
   ``typing.get_args`` reads an annotation) or read process state
@@ -25,6 +25,8 @@ import operator
 import sys
 import typing
 from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import torch.fx
 
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
@@ -114,11 +116,48 @@ def _ssize_t(value: int) -> int:
     return 1 * value
 
 
+def fx_map_aggregate(a: Any, fn: Callable) -> Any:
+    """``torch.fx.node.map_aggregate(a, fn)`` (C++ ``map_aggregate`` in
+    ``torch/csrc/fx/node.cpp``): ``fn`` applied to every leaf of nested tuples,
+    lists, dicts and slices, in order. Tuples stay tuples (a subclass with
+    ``_fields`` is rebuilt as ``type(a)(*items)``), lists become
+    ``immutable_list`` and dicts ``immutable_dict`` (filled with the base
+    types' methods, as the C code does); an empty exact tuple or empty
+    immutable container is returned itself. Items are read with the base
+    types' methods, never a subclass's overrides."""
+    from torch.fx.immutable_collections import immutable_dict, immutable_list
+
+    if isinstance(a, tuple):
+        if tuple.__len__(a) == 0 and type(a) is tuple:
+            return a
+        items = tuple([fx_map_aggregate(item, fn) for item in tuple.__iter__(a)])
+        return type(a)(*items) if type(a) is not tuple and hasattr(a, "_fields") else items
+    if isinstance(a, list):
+        if list.__len__(a) == 0 and type(a) is immutable_list:
+            return a
+        mapped = immutable_list()
+        for item in list.__iter__(a):
+            list.append(mapped, fx_map_aggregate(item, fn))
+        return mapped
+    if isinstance(a, dict):
+        if dict.__len__(a) == 0 and type(a) is immutable_dict:
+            return a
+        mapped_dict = immutable_dict()
+        for key, value in dict.items(a):
+            dict.__setitem__(mapped_dict, key, fx_map_aggregate(value, fn))
+        return mapped_dict
+    if isinstance(a, slice):
+        return slice(fx_map_aggregate(a.start, fn), fx_map_aggregate(a.stop, fn), fx_map_aggregate(a.step, fn))
+    return fn(a)
+
+
 #: real function -> its traced twin
 POLYFILLS: dict[Callable, Callable] = {
     functools.reduce: reduce,
     itertools.filterfalse: filterfalse,
     operator.length_hint: length_hint,
+    torch.fx.node.map_aggregate: fx_map_aggregate,
+    torch._C._fx_map_aggregate: fx_map_aggregate,
 }
 
 
