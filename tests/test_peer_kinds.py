@@ -764,3 +764,20 @@ def test_if_not_condition_raise_stays_in_one_graph():
         with pytest.raises(error) as eager:
             f(bad)
         assert str(ours.value) == str(eager.value)
+
+
+def test_list_indexed_by_a_tensor_built_from_a_constant():
+    def f(a, b):
+        items = [a, b, a + 1, b + 1]
+        return items[torch.as_tensor(2)], (a, b)[torch.tensor(1)]
+
+    full(f, torch.randn(3), torch.randn(3))
+
+
+def test_list_indexed_by_a_tensor_of_data_breaks_with_eagers_value():
+    def f(a, i):
+        return [a, a + 1, a + 2][i] * 2
+
+    a, i = torch.randn(3), torch.tensor(2)
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(f, backend=cnt)(a, i), f(a, i))

@@ -43,7 +43,7 @@ from bytegraph.variables import graph_calls, scalar_args, symbolic, tensor_handl
 from bytegraph.variables.base import VariableTracker, handler_name, method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.operators import TENSOR_OPERATORS
-from bytegraph.variables.sequences import SizeVariable, SliceVariable, TupleVariable
+from bytegraph.variables.sequences import BaseSequenceVariable, SizeVariable, SliceVariable, TupleVariable
 from bytegraph.variables.tensor_surface import (
     BREAKING_ATTRS,
     BREAKING_METHODS,
@@ -138,8 +138,14 @@ class TensorVariable(VariableTracker):
         return graph_calls.graph_operator(tx, op, [self, other]) if op in TENSOR_OPERATORS else NotImplemented
 
     def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
-        """``other op t``; a subscript has no reflected form (``d[t]`` is ``d``'s lookup)."""
-        if op is operator.getitem or op not in TENSOR_OPERATORS:
+        """``other op t``. ``seq[t]`` on a list or tuple is a graph op (the
+        tensor's ``__index__`` runs when the graph runs; a tensor whose value
+        the trace cannot know breaks when the op is traced); a subscript of
+        anything else is that object's own lookup (``d[t]`` on a dict)."""
+        if op is operator.getitem:
+            return graph_calls.graph_operator(tx, op, [other, self]) if isinstance(
+                other, BaseSequenceVariable) else NotImplemented
+        if op not in TENSOR_OPERATORS:
             return NotImplemented
         return graph_calls.graph_operator(tx, op, [other, self])
 
