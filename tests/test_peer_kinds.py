@@ -6,6 +6,7 @@ import collections
 import collections.abc
 import dataclasses
 import functools
+import inspect
 import itertools
 import math
 import operator
@@ -781,3 +782,28 @@ def test_list_indexed_by_a_tensor_of_data_breaks_with_eagers_value():
     a, i = torch.randn(3), torch.tensor(2)
     cnt = CompileCounter()
     assert same(bytegraph.compile(f, backend=cnt)(a, i), f(a, i))
+
+
+class _Processor:
+    def __call__(self, attn, hidden, encoder_hidden=None, *, scale=1.0):
+        return hidden * scale
+
+
+class _Attention(torch.nn.Module):
+    """Reads its processor's signature on every forward, as diffusers' Attention does."""
+
+    def __init__(self):
+        super().__init__()
+        self.processor = _Processor()
+
+    def forward(self, hidden, **kwargs):
+        params = inspect.signature(self.processor.__call__).parameters
+        accepted = set(params.keys())
+        kwargs = {k: v for k, v in kwargs.items() if k in accepted}
+        defaults = [name for name, p in params.items() if p.default is not inspect.Parameter.empty]
+        return self.processor(self, hidden, **kwargs), defaults, list(params.values())[0].kind
+
+
+def test_signature_parameters_of_a_method_are_read_in_the_graph():
+    model = _Attention()
+    full(lambda x: model(x, scale=2.0, unused=1), torch.randn(3))

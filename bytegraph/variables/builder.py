@@ -105,6 +105,9 @@ _BUILTIN_MODULES = (operator, math)
 
 #: dict view types -> the dict method that makes them
 _DICT_VIEWS = {type({}.keys()): "keys", type({}.values()): "values", type({}.items()): "items"}
+#: views of dicts and OrderedDicts (a mapping proxy's ``keys()`` is its dict's view)
+_CONSTANT_VIEWS = {**_DICT_VIEWS, type(collections.OrderedDict().keys()): "keys",
+                   type(collections.OrderedDict().values()): "values", type(collections.OrderedDict().items()): "items"}
 
 
 def _in(value: Any, table: Any) -> bool:
@@ -490,6 +493,9 @@ def wrap_const(tx: Tx, value: Any) -> VT:
         return DictVariable({k: (ConstantVariable(k), wrap_const(tx, v)) for k, v in value.items()}, type(value))
     if type(value) in (set, frozenset) and all(is_constant_value(v) for v in value):
         return SetVariable([ConstantVariable(v) for v in value], type(value))
+    if type(value) in _CONSTANT_VIEWS and all(is_constant_value(k) for k in value.mapping):
+        # a view of a constant's dict (inspect.signature(f).parameters.keys()): read over a snapshot
+        return DictViewVariable(wrap_const(tx, dict(value.mapping)), _CONSTANT_VIEWS[type(value)])
     if isinstance(value, torch.Tensor) or (npops.np is not None and isinstance(value, npops.np.ndarray)):
         unimplemented(
             gb_type="tensor without source",

@@ -37,6 +37,10 @@ class NullVariable(VariableTracker):
         return "NULL"
 
 
+#: methods of ``types.MappingProxyType`` that only read
+_PROXY_READERS = frozenset({"items", "keys", "values", "get", "copy", "__getitem__", "__contains__", "__len__"})
+
+
 class OpaqueConstantVariable(VariableTracker):
     """A library object used only by identity and for its attributes (e.g. a
     logger, a ``typing`` alias): read, compared and passed around, never traced
@@ -76,6 +80,12 @@ class OpaqueConstantVariable(VariableTracker):
                 and desc.__objclass__ is type and len(args) == 1 and not kwargs and args[0].source is not None
                 and isinstance(cls := args[0].as_python_constant() if args[0].is_python_constant() else None, type)):
             return tx.wrap(self.value(cls), ConvertSource(args[0].source, self.value, f"type.{desc.__name__}"))
+        if (type(desc) is types.MappingProxyType and getattr(self.value, "__name__", None) in _PROXY_READERS
+                and all(a.is_python_constant() for a in (*args, *kwargs.values()))):
+            # a read of a constant mapping proxy (inspect.Signature.parameters.items()): nothing can write
+            # through a proxy, so the answer is the constant the real call gives now
+            return tx.wrap_const(self.value(*[a.as_python_constant() for a in args],
+                                            **{k: v.as_python_constant() for k, v in kwargs.items()}))
         return super().call_function(tx, args, kwargs)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
