@@ -198,11 +198,15 @@ own CPU time (steadier on a loaded machine; it leaves out inductor's compile wor
 def readme_block(rows: list[dict[str, Any]], meta: dict[str, Any], chart: str | None) -> str:
     """The README block: run line, machine, the table, the legend and the chart."""
     env = meta["env"]
-    header = (f"Run {meta['date']}, `{meta['command']}` ({meta['seconds']:.0f} s).\n"
-              f"Machine: {env['cpu']}, {env['cores']} cores; Python {env['python']}, torch {env['torch']}.")
+    took = f" ({meta['seconds']:.0f} s)" if meta.get("seconds") is not None else ""
+    header = (f"Run {meta['date']}, `{meta['command']}`{took}.\n"
+              f"Machine: {env['cpu']}, {env['cores']} cores; Python {env['python']}, torch {env['torch']}"
+              f"{'; load average ' + format(meta['load'], '.1f') + ' during the run' if meta.get('load') else ''}.")
     parts = [README_BEGIN, header, table(rows), LEGEND]
     if chart:
         parts.append(f"![time to first output with inductor]({chart})")
+    parts.append("Every run's seconds, split and counters: "
+                 "[benchmarks/results/readme/first_output.json](benchmarks/results/readme/first_output.json).")
     return "\n\n".join([*parts, README_END])
 
 
@@ -216,7 +220,7 @@ def write_chart(rows: list[dict[str, Any]], path: str) -> None:
     programs = list(dict.fromkeys(r["program"] for r in rows))
     by_key = {(r["program"], r["frontend"]): r for r in rows}
     series = [(f"{frontend} {run}", frontend, run) for frontend in FRONTENDS for run in ("cold", "warm")]
-    fig, ax = plt.subplots(figsize=(1.8 + 1.6 * len(programs), 3.6))
+    fig, ax = plt.subplots(figsize=(2.4 + 1.8 * len(programs), 3.6))
     width = 0.8 / len(series)
     for i, (label, frontend, run) in enumerate(series):
         values = []
@@ -227,7 +231,7 @@ def write_chart(rows: list[dict[str, Any]], path: str) -> None:
                color=("#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78")[i])
     ax.set_xticks(range(len(programs)), programs)
     ax.set_ylabel("seconds to first output")
-    ax.set_title("inductor: cold and warm process, one fresh process per run")
+    ax.set_title("inductor, time to first output", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
@@ -236,12 +240,14 @@ def write_chart(rows: list[dict[str, Any]], path: str) -> None:
 
 
 def update_readme(rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
-    """Rewrite README.md's inductor block and benchmarks/results/readme/first_output.png."""
+    """Rewrite README.md's inductor block and benchmarks/results/readme/first_output.{png,json}."""
     from benchmarks import report
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     assets = os.path.join("benchmarks", "results", "readme")
     os.makedirs(os.path.join(root, assets), exist_ok=True)
+    with open(os.path.join(root, assets, "first_output.json"), "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
     chart: str | None = f"{assets}/first_output.png"
     try:
         write_chart(rows, os.path.join(root, chart))
@@ -280,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         rows = measure(ns.programs, ns.warm_runs)
         meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": command.strip(),
-                "seconds": time.perf_counter() - start, "env": environment()}
+                "seconds": time.perf_counter() - start, "env": environment(), "load": os.getloadavg()[1]}
     if ns.json:
         with open(ns.json, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)
