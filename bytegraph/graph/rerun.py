@@ -46,7 +46,7 @@ def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, .
     and enters no autocast block (the common case) gets a wrapper that only
     saves grad mode: this runs on every call.
     """
-    if not (rng or numpy_rng or watched or autocast):
+    if not (rng or numpy_rng or watched or saved or autocast):
         def run_pure_graph(*args: Any) -> Any:
             mode = torch.is_grad_enabled()
             try:
