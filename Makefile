@@ -43,10 +43,11 @@ bench: $(BENCH_STAMP)
 
 # Time to first output with inductor, cold and warm process, both frontends (one fresh process per
 # run, one compile-cache folder per model and frontend): the issue-19 table plus corpus models that
-# inductor compiles in reasonable time on 2 cores (about 20 min); prints a table.
+# inductor compiles in reasonable time on 2 cores (about 20 min); prints a table and rewrites README.md's
+# inductor block and its chart (benchmarks/results/readme/first_output.png).
 bench-inductor: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.first_output --programs transformer_encoder mlp_train mlp resnet gpt2 \
-		--json benchmarks/results/first_output.json
+		--json benchmarks/results/first_output.json --readme
 
 # The quick subset (about 1-2 min); results in benchmarks/results/ only.
 bench-quick: $(BENCH_STAMP)

@@ -1,6 +1,7 @@
 """Time to first output with inductor, cold and warm process, both frontends.
 
-``python -m benchmarks.first_output [--programs NAME ...] [--warm-runs N] [--json OUT]``
+``python -m benchmarks.first_output [--programs NAME ...] [--warm-runs N] [--json OUT] [--readme]``
+(``--rows OUT`` renders a saved run instead of measuring)
 
 For each program and frontend (bytegraph, torch.compile), with one empty
 ``TORCHINDUCTOR_CACHE_DIR`` per program and frontend:
@@ -20,13 +21,16 @@ compile-cache counters (``fxgraph_cache_hit``/``_miss``/``_bypass``,
 clock stops. For bytegraph the span is split from bytegraph's own records
 into import (``import bytegraph``, and torch's modules imported on first use
 during the first trace and backend call), trace (the frontend: tracing,
-guards, code generation) and backend seconds (imports excluded).
+guards, code generation), backend seconds (imports excluded) and run (the
+rest: the first call of the compiled code, and for training programs the loss
+and ``backward()``).
 
 Any corpus entry (``benchmarks.models.MODELS``) can be given with
 ``--programs``; ``make bench-inductor`` runs the ones inductor compiles in
 reasonable time on 2 cores.
 
-Times are wall seconds, and the process's own CPU seconds in the same span
+bytegraph's bytecode cache (``__pycache__``) is written before the first
+process, as installing a package does. Times are wall seconds, and the process's own CPU seconds in the same span
 (``time.process_time``: steadier on a loaded machine, but it leaves out
 inductor's compile workers, so it undercounts cold runs); read them as a
 table, not as a test. Programs: ``transformer_encoder`` (corpus entry: nn.TransformerEncoder,
@@ -37,6 +41,7 @@ compare).
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import statistics
@@ -44,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 FRONTENDS = ("bytegraph", "torch.compile")
@@ -102,8 +108,9 @@ def child(program: str, frontend: str) -> dict[str, Any]:
         later_imports = sum(s.import_seconds for s in frames)  # first use, inside trace and backend
         backend = sum(g.compile_seconds - g.import_seconds for s in frames for g in s.graphs)
         trace = sum(s.trace_seconds for s in frames) - backend - later_imports
-        row.update(import_seconds=imported - start + later_imports, trace_seconds=trace, backend_seconds=backend,
-                   graphs=sum(len(s.graphs) for s in frames))
+        imports = imported - start + later_imports
+        row.update(import_seconds=imports, trace_seconds=trace, backend_seconds=backend,
+                   run_seconds=seconds - imports - trace - backend, graphs=sum(len(s.graphs) for s in frames))
     return row
 
 
@@ -119,6 +126,10 @@ def run_process(program: str, frontend: str, cache_dir: str) -> dict[str, Any]:
 
 
 def measure(programs: list[str], warm_runs: int) -> list[dict[str, Any]]:
+    # bytegraph's modules get their bytecode cache first, as `pip install` writes it (torch's came with
+    # its install): with PYTHONDONTWRITEBYTECODE set, every process would compile ~100 modules from source
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    compileall.compile_dir(os.path.join(root, "bytegraph"), quiet=1)
     rows = []
     for program in programs:
         for frontend in FRONTENDS:
@@ -153,7 +164,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     ratio, and the cache counters (h/m/b: hits, misses, bypasses)."""
     by_key = {(r["program"], r["frontend"]): r for r in rows}
     lines = ["| program | run | bytegraph s | torch.compile s | ratio | CPU s: bytegraph / torch.compile (ratio) "
-             "| bytegraph import / trace / backend s | bytegraph caches | torch.compile caches |",
+             "| bytegraph import / trace / backend / run s | bytegraph caches | torch.compile caches |",
              "|---|---|---|---|---|---|---|---|---|"]
     for program in dict.fromkeys(r["program"] for r in rows):
         ours, theirs = by_key[(program, "bytegraph")], by_key[(program, "torch.compile")]
@@ -164,12 +175,87 @@ def table(rows: list[dict[str, Any]]) -> str:
             ca, cb = _median(a, "cpu_seconds"), _median(b, "cpu_seconds")
             cpu = f"{ca:.2f} / {cb:.2f} ({ca / cb:.2f}x)" if ca and cb else "-"
             parts = [f"{_median(a, k):.2f}" if _median(a, k) is not None else "-"
-                     for k in ("import_seconds", "trace_seconds", "backend_seconds")]
+                     for k in ("import_seconds", "trace_seconds", "backend_seconds", "run_seconds")]
             lines.append(
                 f"| {program} | {run}{'' if run == 'cold' else f' (median of {len(a)})'} | "
                 f"{'error' if sa is None else f'{sa:.2f}'} | {'error' if sb is None else f'{sb:.2f}'} | "
                 f"{f'{sa / sb:.2f}x' if sa and sb else '-'} | {cpu} | {' / '.join(parts)} | {_hits(a[-1])} | {_hits(b[-1])} |")
     return "\n".join(lines)
+
+
+README_BEGIN = "<!-- bench-inductor:begin (generated by `make bench-inductor`; do not edit by hand) -->"
+README_END = "<!-- bench-inductor:end -->"
+LEGEND = """Seconds from the `compile()` call to the first output (training programs: after `backward()`), backend
+`inductor`, one fresh process per run. **cold**: an empty `TORCHINDUCTOR_CACHE_DIR` (one per program and
+frontend); **warm**: later processes on that folder (median), where inductor's FX graph cache and
+AOTAutograd's cache hit (**caches**: hits/misses/bypasses by torch's counters, last run). Each frontend pays
+its own imports in the span. **import / trace / backend / run**: bytegraph's split of its span (imports of
+bytegraph and of torch modules on first use; the frontend's trace, guards and code generation; the
+backend's compile, imports excluded; the rest: the first call, loss and backward). **CPU s**: the process's
+own CPU time (steadier on a loaded machine; it leaves out inductor's compile workers)."""
+
+
+def readme_block(rows: list[dict[str, Any]], meta: dict[str, Any], chart: str | None) -> str:
+    """The README block: run line, machine, the table, the legend and the chart."""
+    env = meta["env"]
+    took = f" ({meta['seconds']:.0f} s)" if meta.get("seconds") is not None else ""
+    header = (f"Run {meta['date']}, `{meta['command']}`{took}.\n"
+              f"Machine: {env['cpu']}, {env['cores']} cores; Python {env['python']}, torch {env['torch']}"
+              f"{'; load average ' + format(meta['load'], '.1f') + ' during the run' if meta.get('load') else ''}.")
+    parts = [README_BEGIN, header, table(rows), LEGEND]
+    if chart:
+        parts.append(f"![time to first output with inductor]({chart})")
+    parts.append("Every run's seconds, split and counters: "
+                 "[benchmarks/results/readme/first_output.json](benchmarks/results/readme/first_output.json).")
+    return "\n\n".join([*parts, README_END])
+
+
+def write_chart(rows: list[dict[str, Any]], path: str) -> None:
+    """Bars per program: cold and warm seconds of each frontend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    programs = list(dict.fromkeys(r["program"] for r in rows))
+    by_key = {(r["program"], r["frontend"]): r for r in rows}
+    series = [(f"{frontend} {run}", frontend, run) for frontend in FRONTENDS for run in ("cold", "warm")]
+    fig, ax = plt.subplots(figsize=(2.4 + 1.8 * len(programs), 3.6))
+    width = 0.8 / len(series)
+    for i, (label, frontend, run) in enumerate(series):
+        values = []
+        for program in programs:
+            row = by_key[(program, frontend)]
+            values.append(_median([row["cold"]] if run == "cold" else row["warm"], "seconds") or 0.0)
+        ax.bar([p + (i - (len(series) - 1) / 2) * width for p in range(len(programs))], values, width, label=label,
+               color=("#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78")[i])
+    ax.set_xticks(range(len(programs)), programs)
+    ax.set_ylabel("seconds to first output")
+    ax.set_title("inductor, time to first output", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def update_readme(rows: list[dict[str, Any]], meta: dict[str, Any]) -> None:
+    """Rewrite README.md's inductor block and benchmarks/results/readme/first_output.{png,json}."""
+    from benchmarks import report
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    assets = os.path.join("benchmarks", "results", "readme")
+    os.makedirs(os.path.join(root, assets), exist_ok=True)
+    with open(os.path.join(root, assets, "first_output.json"), "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    chart: str | None = f"{assets}/first_output.png"
+    try:
+        write_chart(rows, os.path.join(root, chart))
+    except ImportError as exc:
+        print(f"no chart: {exc} (pip install -e '.[bench]')", file=sys.stderr)
+        chart = None
+    report.replace_block(Path(root) / "README.md", readme_block(rows, meta, chart), README_BEGIN, README_END,
+                         "Time to first output with inductor")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,7 +264,10 @@ def main(argv: list[str] | None = None) -> int:
 
     parser.add_argument("--programs", nargs="+", default=list(PROGRAMS), choices=sorted({*PROGRAMS, *MODELS}))
     parser.add_argument("--warm-runs", type=int, default=2, help="warm processes per program and frontend")
-    parser.add_argument("--json", help="also write the raw rows to this file")
+    parser.add_argument("--json", help="also write the raw rows (and the run's metadata) to this file")
+    parser.add_argument("--rows", help="render a saved --json file instead of measuring")
+    parser.add_argument("--readme", action="store_true",
+                        help="also rewrite README.md's inductor block and benchmarks/results/readme/first_output.png")
     parser.add_argument("--child", nargs=2, metavar=("PROGRAM", "FRONTEND"), help=argparse.SUPPRESS)
     ns = parser.parse_args(argv)
     if ns.child:
@@ -186,11 +275,25 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if ns.warm_runs < 1:
         parser.error("--warm-runs must be at least 1")
-    rows = measure(ns.programs, ns.warm_runs)
+    if ns.rows:
+        with open(ns.rows) as f:
+            saved = json.load(f)
+        rows, meta = saved["rows"], saved["meta"]
+    else:
+        from benchmarks.worker import environment
+
+        command = "python -m benchmarks.first_output " + " ".join(argv if argv is not None else sys.argv[1:])
+        start = time.perf_counter()
+        rows = measure(ns.programs, ns.warm_runs)
+        meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": command.strip(),
+                "seconds": time.perf_counter() - start, "env": environment(), "load": os.getloadavg()[1]}
     if ns.json:
         with open(ns.json, "w") as f:
-            json.dump(rows, f, indent=1)
+            json.dump({"meta": meta, "rows": rows}, f, indent=1)
     print(table(rows))
+    if ns.readme:
+        update_readme(rows, meta)
+        print("updated README.md's inductor block", file=sys.stderr)
     errors = [r for row in rows for r in [row["cold"], *row["warm"]] if "error" in r]
     for r in errors:
         print(f"\n{r['program']} / {r['frontend']} failed:\n{r['error']}", file=sys.stderr)

@@ -333,14 +333,21 @@ def readme_block(results: list[dict], meta: dict, assets: Path) -> str:
 def update_readme(readme: Path, results: list[dict], meta: dict, assets: Path) -> None:
     """Replace the text between the bench markers (appending the block with a
     heading when the markers are missing)."""
+    replace_block(readme, readme_block(results, meta, assets), README_BEGIN, README_END,
+                  "Benchmarks: bytegraph vs torch.compile")
+
+
+def replace_block(readme: Path, block: str, begin: str, end: str, heading: str) -> None:
+    """Put ``block`` (which starts with ``begin`` and ends with ``end``) in place
+    of the text between those markers of ``readme``, or append it under a new
+    ``heading`` when the markers are missing."""
     text = readme.read_text()
-    block = readme_block(results, meta, assets)
-    if README_BEGIN in text and README_END in text:
-        head, rest = text.split(README_BEGIN, 1)
-        _, tail = rest.split(README_END, 1)
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
         text = head + block + tail
     else:
-        text = text.rstrip() + "\n\n## Benchmarks: bytegraph vs torch.compile\n\n" + block + "\n"
+        text = text.rstrip() + f"\n\n## {heading}\n\n" + block + "\n"
     readme.write_text(text)
 
 

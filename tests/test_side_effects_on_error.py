@@ -200,3 +200,37 @@ def test_random_stream_after_a_raising_graph_is_eagers(backend):
     torch.manual_seed(1)
     eager_outcome(bytegraph.compile(random_then_raise, backend=backend), torch.ones(3), torch.tensor([9]))
     assert same(torch.rand(4), expected)
+
+
+def dropout_then_raise(x, idx, training):
+    return torch.nn.functional.dropout(x, 0.5, training).index_select(0, idx)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_dropout_then_raise_leaves_eagers_random_stream(training):
+    # eval dropout draws nothing (its graph skips saving the generator); training dropout draws,
+    # and a graph that raised after drawing puts the generator back before the native rerun
+    args = (torch.ones(3), torch.tensor([9]), training)
+    torch.manual_seed(1)
+    expected_outcome = eager_outcome(dropout_then_raise, *args)
+    expected = torch.rand(4)
+    torch.manual_seed(1)
+    cnt = CompileCounter()
+    assert eager_outcome(bytegraph.compile(dropout_then_raise, backend=cnt), *args) == expected_outcome
+    assert same(torch.rand(4), expected)
+    assert cnt.frame_count == 1
+
+
+def test_eval_dropout_is_not_kept_as_a_graph_output():
+    # dropout with training=False neither draws nor raises: nothing keeps it alive once unused
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5)).eval()
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    x = torch.randn(2, 4)
+    assert same(bytegraph.compile(model, backend=backend)(x), model(x))
+    outputs = [n for n in graphs[0].graph.nodes if n.op == "output"][0].args[0]
+    assert len(graphs) == 1 and len(outputs) == 1

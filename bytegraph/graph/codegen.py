@@ -19,6 +19,10 @@ from bytecode import CellVar, FreeVar, Instr, Label
 
 from bytegraph.breaks import InternalError
 from bytegraph.bytecode.lower import NO_ARG, Op, lower
+from bytegraph.guards.source import AttrSource, GetItemSource
+
+#: sources whose value :meth:`PyCodegen.load_sources` may read once for several inputs (plain paths)
+_SHARED_KINDS = (AttrSource, GetItemSource)
 
 
 class PyCodegen:
@@ -40,6 +44,9 @@ class PyCodegen:
         self.requested_outputs: dict[torch.fx.Node, None] = {}
         self.output_temps: dict[torch.fx.Node, str] = {}
         self._vt_temps: dict[int, str] = {}
+        #: during :meth:`load_sources`: the paths read once, and their temporaries
+        self._shared_sources: frozenset | set = frozenset()
+        self._source_temps: dict[Any, str] = {}
         self._temp_count = 0
         self.temps: list[str] = []
         self.closed_over: dict[str, None] = {}  # cells of the frame put in closures (LOAD_CLOSURE)
@@ -161,7 +168,34 @@ class PyCodegen:
         self.emit("BINARY_SUBSCR")
 
     def load_source(self, source: Any) -> None:
+        temp = self._source_temps.get(source)
+        if temp is not None:
+            self.emit("LOAD_FAST", temp)
+            return
         source.reconstruct(self)
+        if source in self._shared_sources:
+            temp = self.new_temp("src")
+            self.emit("COPY", 1)
+            self.emit("STORE_FAST", temp)
+            self._source_temps[source] = temp
+
+    def load_sources(self, sources: list[Any]) -> None:
+        """Push the value of each of ``sources`` in order (a graph's inputs). An
+        attribute or item path that several of them go through is read once
+        and kept in a temporary for the rest of the list (parameters of one
+        submodule share ``self._modules['layer']``): fewer reads on every call."""
+        uses: dict[Any, set] = {}  # a path -> the paths read from it next (and itself, when it is an input)
+        for source in sources:
+            uses.setdefault(source, set()).add(source)
+            while source.base is not None:
+                uses.setdefault(source.base, set()).add(source)
+                source = source.base
+        self._shared_sources = {s for s, after in uses.items() if len(after) > 1 and isinstance(s, _SHARED_KINDS)}
+        try:
+            for source in sources:
+                self.load_source(source)
+        finally:
+            self._shared_sources, self._source_temps = frozenset(), {}
 
     def load_callable_source(self, source: Any) -> None:
         """Push NULL and the value of ``source``, ready for ``call(n)``."""

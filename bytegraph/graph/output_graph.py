@@ -572,8 +572,7 @@ class OutputGraph:
             self.compiled_graphs.append(
                 CompiledGraph(name, gm, self.op_count(), seconds, compiled, import_seconds, subgraphs))
             codegen.load_callable(compiled)
-            for inp in self.inputs:
-                codegen.load_source(inp.source)
+            codegen.load_sources([inp.source for inp in self.inputs])
             codegen.call(len(self.inputs))
             if outputs:
                 codegen.emit("UNPACK_SEQUENCE", len(outputs))
@@ -659,9 +658,17 @@ _RANDOM_NAME = re.compile(r"rand|dropout|bernoulli|normal|multinomial|uniform|ex
 
 def _draws_random(node: torch.fx.Node) -> bool:
     """Whether operation ``node`` may draw from the random number generator (by
-    the op's name, erring towards yes)."""
+    the op's name, erring towards yes). A dropout function called with its
+    training flag the constant False (an ``nn.Dropout`` in eval mode) draws
+    nothing: every dropout function of ``torch`` and ``torch.nn.functional``
+    takes that flag third (``training=``, or ``train=`` for the ``torch.*`` ones)."""
     name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-    return node.op in ("call_function", "call_method") and bool(_RANDOM_NAME.search(str(name)))
+    if node.op not in ("call_function", "call_method") or not _RANDOM_NAME.search(str(name)):
+        return False
+    if node.op == "call_function" and "dropout" in str(name):
+        flag = node.args[2] if len(node.args) > 2 else node.kwargs.get("training", node.kwargs.get("train"))
+        return flag is not False
+    return True
 
 
 def uses_rng(gm: torch.fx.GraphModule) -> bool:

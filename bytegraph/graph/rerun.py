@@ -41,7 +41,21 @@ def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, .
     (see :func:`autocast_devices`) and raises inside the block never runs its
     exit: the autocast state it found (enabled, dtype, cache, nesting) is put
     back in either case, as eager's ``__exit__`` would.
+
+    A graph that draws no random numbers (torch's or NumPy's), writes no input
+    and enters no autocast block (the common case) gets a wrapper that only
+    saves grad mode: this runs on every call.
     """
+    if not (rng or numpy_rng or watched or saved or autocast):
+        def run_pure_graph(*args: Any) -> Any:
+            mode = torch.is_grad_enabled()
+            try:
+                return compiled(*args)
+            except Exception as e:
+                torch._C._set_grad_enabled(mode)
+                raise GraphRaised() from e
+
+        return run_pure_graph
 
     def run_graph(*args: Any) -> Any:
         mode = torch.is_grad_enabled()

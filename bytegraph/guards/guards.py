@@ -8,6 +8,7 @@ function per cache entry.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 import weakref
@@ -201,6 +202,8 @@ class DictKeysMatch(Guard):
 
     def check(self, names: Names, value: str) -> str:
         head = f"type({value}) is {names.const(self.expected_type)} and len({value}) == {len(self.keys)}"
+        if not self.keys and self.expected_type in (dict, collections.OrderedDict):
+            return head  # an empty dict has no keys (e.g. a module's hook dicts, checked on every call)
         if all(compared_by_value(k) for k in self.keys):
             return f"{head} and list({value}) == {names.const(list(self.keys))}"
         return f"{head} and {names.const(same_keys)}({value}, {names.const(self.keys)})"

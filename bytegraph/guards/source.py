@@ -60,6 +60,8 @@ class Codegen(Protocol):
 
     def subscr(self) -> None: ...
 
+    def load_source(self, source: "Source") -> None: ...
+
     def load_callable_source(self, source: "Source") -> None: ...
     def load_callable(self, value: Any) -> None: ...
     def load_method(self, name: str) -> None: ...
@@ -181,7 +183,7 @@ class AttrSource(Source):
         return attr_expr(names, names.expr(self.base_source), self.attr)
 
     def reconstruct(self, codegen: Codegen) -> None:
-        self.base_source.reconstruct(codegen)
+        codegen.load_source(self.base_source)
         codegen.load_attr(self.attr)
 
 
@@ -205,7 +207,7 @@ class GetItemSource(Source):
         return f"{names.expr(self.base_source)}[{literal}]"
 
     def reconstruct(self, codegen: Codegen) -> None:
-        self.base_source.reconstruct(codegen)
+        codegen.load_source(self.base_source)
         codegen.load_const(self.key)
         codegen.subscr()
 
@@ -251,7 +253,7 @@ class CallMethodSource(Source):
         return attr_expr(names, names.expr(self.base_source), self.method) + "()"
 
     def reconstruct(self, codegen: Codegen) -> None:
-        self.base_source.reconstruct(codegen)
+        codegen.load_source(self.base_source)
         codegen.load_method(self.method)
         codegen.call(0)
 
@@ -307,7 +309,7 @@ class ConvertSource(Source):
 
     def reconstruct(self, codegen: Codegen) -> None:
         codegen.load_callable(self.convert)
-        self.base_source.reconstruct(codegen)
+        codegen.load_source(self.base_source)
         codegen.call(1)
 
 

@@ -291,6 +291,8 @@ def forward_hooks_never_traced(module: torch.nn.Module) -> bool:
     module_mod = torch.nn.modules.module
     hook_dicts = (module._forward_pre_hooks, module._forward_hooks, module_mod._global_forward_pre_hooks,
                   module_mod._global_forward_hooks)
+    if not any(hook_dicts):  # no hook at all: the common case, asked on every call of a compiled module
+        return False
     return any(never_traced(hook) for hooks in hook_dicts for hook in hooks.values())
 
 

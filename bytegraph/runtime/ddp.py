@@ -12,9 +12,14 @@ from typing import Any, Callable
 import torch
 
 
+#: the DDP class, or None where torch is built without distributed support
+_DDP: type | None = torch.nn.parallel.DistributedDataParallel if torch.distributed.is_available() else None
+
+
 def is_ddp(module: torch.nn.Module) -> bool:
-    """Whether ``module`` is a ``torch.nn.parallel.DistributedDataParallel``."""
-    return torch.distributed.is_available() and isinstance(module, torch.nn.parallel.DistributedDataParallel)
+    """Whether ``module`` is a ``torch.nn.parallel.DistributedDataParallel``
+    (called on every compiled module call: one ``isinstance``)."""
+    return _DDP is not None and isinstance(module, _DDP)
 
 
 def run_ddp(ddp: torch.nn.Module, compiled_call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -103,7 +103,7 @@ class OptimizedModule(torch.nn.Module):
         then the module is called natively, hooks and all, with its ``forward``
         compiled (as torch.compile runs a compiled module's hooks), instead of
         tracing up to that hook and breaking there."""
-        module = self._orig_mod
+        module = self._modules["_orig_mod"]  # (self._orig_mod would go through two __getattr__ calls)
         if is_ddp(module):  # DDP's forward runs natively and calls _call for its module
             return run_ddp(module, self._call, *args, **kwargs)
         return self._call(module, *args, **kwargs)

@@ -41,16 +41,15 @@ if TYPE_CHECKING:
 
 VT = VariableTracker
 
-_GLOBAL_HOOK_DICTS = (
-    "_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
-    "_global_backward_pre_hooks", "_global_forward_hooks_always_called",
-)
+_MODULE_GLOBALS = vars(torch.nn.modules.module)
 
 
 def global_module_hooks() -> bool:
-    """Whether any global module hook (``register_module_forward_hook``...) is registered."""
-    module_mod = torch.nn.modules.module
-    return any(getattr(module_mod, name, None) for name in _GLOBAL_HOOK_DICTS)
+    """Whether any global module hook (``register_module_forward_hook``...) is
+    registered (a guard checked on every call of a compiled module: no generator)."""
+    get = _MODULE_GLOBALS.get
+    return bool(get("_global_forward_hooks") or get("_global_forward_pre_hooks") or get("_global_backward_hooks")
+                or get("_global_backward_pre_hooks") or get("_global_forward_hooks_always_called"))
 
 
 def _has_backward_hooks(module: torch.nn.Module) -> bool:
