@@ -245,6 +245,22 @@ class RangeIteratorVariable(ListIteratorVariable):
     def python_type(self) -> type:
         return type(iter(self.range))
 
+    def reconstruct_contents(self, codegen: PyCodegen) -> None:
+        """Side-effect replay, phase 1, for an input range iterator (read as the
+        range it has left, see :func:`iterator_state`): how many steps the trace
+        took (None: to its end)."""
+        codegen.load_const(self.position())
+
+    def apply_contents(self, codegen: PyCodegen, temp: str) -> None:
+        """Phase 2: :func:`advance` steps the real iterator as far (a range
+        iterator's ``__setstate__`` counts from where it stands on some Python
+        versions and from its start on others; stepping means the same on all)."""
+        codegen.load_callable(advance)
+        codegen.load_source(self.source)
+        codegen.load_local(temp)
+        codegen.call(2)
+        codegen.emit("POP_TOP")
+
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:
             super().reconstruct(codegen)
@@ -261,14 +277,20 @@ SEQUENCE_ITERATORS = (type(iter([])), type(iter(())), type(iter(range(0))))
 
 
 def iterator_state(iterator: Any) -> tuple | None:
-    """``(sequence, position)`` of a list/tuple/range iterator with items left
-    (None once exhausted), or ``(inner iterator, count)`` of an ``enumerate``:
+    """``(sequence, position)`` of a list/tuple iterator with items left (None
+    once exhausted), ``(range left to visit, 0)`` of a range iterator, or
+    ``(inner iterator, count)`` of an ``enumerate``:
     read through ``__reduce__`` here, not in guard code (a sequence iterator's
     ``__reduce__`` looks up the builtin ``iter`` in its caller's builtins)."""
     reduced = iterator.__reduce__()
     if type(iterator) is enumerate:
         return reduced[1]
-    return (reduced[1][0], reduced[2]) if len(reduced) == 3 else None
+    if len(reduced) != 3:
+        return None
+    sequence, position = reduced[1][0], reduced[2]
+    if type(sequence) is range:  # as the range left to visit (some Python versions reduce to that already)
+        return sequence[position or 0:], 0
+    return sequence, position
 
 
 def _state_sources(source: Any) -> tuple[Any, Any]:
@@ -330,6 +352,16 @@ def iterator_at(items: Any, index: int | None) -> Any:
     """``iter(items)`` advanced past ``index`` items, or exhausted for good when
     ``index`` is None (an escaping iterator, rebuilt)."""
     return set_position(iter(items), index)
+
+
+def advance(iterator: Any, steps: int | None) -> Any:
+    """Step ``iterator`` ``steps`` times (to its end when None, where it then
+    stays, as eager's does). Returns the iterator."""
+    if steps is None:
+        return set_position(iterator, None)
+    for _ in range(steps):
+        next(iterator)
+    return iterator
 
 
 def set_position(iterator: Any, index: int | None) -> Any:
