@@ -42,15 +42,16 @@ DELIBERATE = {
 }
 
 
+_PEP523 = ("expects a third graph that torch.compile makes from the callee that natively run code calls "
+           "(a PEP 523 frame hook; bytegraph has none)")
+
 #: tests whose failure message is generic (a count assertion): reach and reason by test name
 BY_TEST = {
     "test_pydantic_dataclass_construction": ("out of reach", "reads TorchDynamo's graph-break counters and expects "
                                              "its skip rule for pydantic's constructor"),
     "test_lru_cache_warning_issued_during_tracing": ("out of reach", "expects TorchDynamo's own warning text"),
-    "test_map_with_graph_break": ("out of reach", "expects a third graph that torch.compile makes from the callee "
-                                  "that natively run code calls (a PEP 523 frame hook; bytegraph has none)"),
-    "test_filter_with_graph_break": ("out of reach", "expects a third graph that torch.compile makes from the "
-                                     "callee that natively run code calls (a PEP 523 frame hook)"),
+    "test_map_with_graph_break": ("out of reach", _PEP523),
+    "test_filter_with_graph_break": ("out of reach", _PEP523),
     "test_cast_tensor_single_elem": ("out of reach", "expects TorchDynamo's TorchRuntimeError class under fullgraph"),
     "test_numpy_size": ("deliberate", "a.size is answered at trace time and the graph would be empty; "
                                       "torch.compile keeps a dead conversion node and counts one graph"),
