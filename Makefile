@@ -68,6 +68,9 @@ PYTHON313 ?= $(or $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.13.*/bin
 
 # .venv312, .venv313: the dev set-up on $(PYTHON312), $(PYTHON313). (Pattern rules:
 # test-py312, test-all-py312, demo-py312 and their 3.13 twins are not .PHONY, which would disable them.)
+# The stamps are kept: make would otherwise delete them as intermediate files after each run.
+.PRECIOUS: .venv3%/.installed .venv3%/.bench-installed
+
 .venv3%/.installed: requirements-dev.txt pyproject.toml
 	test -x .venv3$*/bin/python || $(PYTHON3$*) -m venv .venv3$*
 	.venv3$*/bin/pip install --quiet -r requirements-dev.txt
