@@ -42,7 +42,7 @@ from bytegraph.guards.guards import (
     compared_by_value,
 )
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource, LocalSource, Source
-from bytegraph.variables import iteration
+from bytegraph.variables import func_transforms, iteration
 from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.builtin import BuiltinVariable, bound_to_constant
@@ -302,6 +302,8 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         return TorchFunctionVariable(value, source)
     if value is torch.vmap:
         return VmapVariable(value, source)
+    if value is torch.func.grad or value is torch.func.grad_and_value:
+        return func_transforms.FuncTransformVariable(value, source)
     if _probing_runs_user_code(value):  # a user object: classifying it would run its Python dunders
         return _wrap_object(tx, value, source) if source is not None else OpaqueConstantVariable(value)
     if isinstance(value, STATE_CONTEXTS) and source is not None:

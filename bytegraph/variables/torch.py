@@ -26,7 +26,8 @@ classifies the callable once:
   under torch.compile; one without a fake kernel is a graph break;
 - ``torch.vmap``/``torch.func.vmap`` of a torch C function (``torch.sin``,
   ``torch.Tensor.acos_``, an operator): the vmapped call is one graph node
-  (:class:`VmapVariable`); of Python code, a graph break;
+  (:class:`VmapVariable`); of a Python function, see
+  :mod:`bytegraph.variables.func_transforms`;
 - anything else from torch written in Python is inlined like user code; the
   remaining C functions are graph breaks.
 """
@@ -42,7 +43,7 @@ import torch
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, GlobalStateMatch
 from bytegraph.guards.source import AttrSource
-from bytegraph.variables import scalar_args
+from bytegraph.variables import func_transforms, functions, scalar_args
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced_from
 from bytegraph.variables.sequences import SizeVariable
@@ -501,11 +502,13 @@ _C_CALLABLES = (types.BuiltinFunctionType, types.MethodDescriptorType, types.Wra
 class VmapVariable(ConstantCallableVariable):
     """``torch.vmap`` (also ``torch.func.vmap``). ``torch.vmap(fn, in_dims,
     out_dims, randomness, chunk_size=...)`` with constant arguments and ``fn`` a
-    torch C function gives a :class:`VmappedVariable`; anything else (a Python
-    ``fn``, whose body would have to be traced under the transform) is a
-    graph break."""
+    torch C function gives a :class:`VmappedVariable`; a Python function is
+    :mod:`~bytegraph.variables.func_transforms`'s; anything else is a graph
+    break."""
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if args and isinstance(args[0], (functions.UserFunctionVariable, functions.NestedUserFunctionVariable)):
+            return func_transforms.FuncTransformVariable(self.fn).call_function(tx, args, kwargs)
         values = [*args, *kwargs.values()]
         fn = args[0].as_python_constant() if args and args[0].is_python_constant() else None
         if not (isinstance(fn, _C_CALLABLES) and is_torch_callable(fn)) or not all(

@@ -1,0 +1,196 @@
+"""``torch.func.grad``/``grad_and_value``/``vmap`` of Python code called inside compiled code.
+
+``torch.func.grad(f)(x)`` with ``f`` a Python function (a ``def`` or a
+``lambda``, made in the trace or read from a source) becomes one graph node
+whose target rebuilds ``f`` and calls the real transform on it, so the values
+are eager's own (the transform runs ``f`` natively when the graph runs); the
+node's output comes from running the same target on FakeTensors. Running
+``f`` outside the trace is sound only when ``f`` does nothing but compute
+from its arguments, so before the node is made ``f``'s body is traced once
+speculatively (its nodes removed after), with stand-ins for what the transform passes
+(``x`` itself for ``grad``, ``x`` selected at its ``in_dims`` entry for
+``vmap``). The transformed call is a graph break unless that trace:
+
+- takes no graph break and raises nothing;
+- records no side effect (no write to a global, an attribute, a container or a
+  closure cell that outlives the call; no print or log) and finds none pending
+  from before (``f`` would read the real objects, not their traced state);
+- draws nothing from the random number generator and sets no grad mode;
+- reads no tensor other than its arguments and closure cells.
+
+``f``'s closure cells must hold tensors or constants: tensors become node
+arguments (so the graph reads their current value), constants are guarded (as
+the speculative trace reads them) and baked into the rebuilt function; its
+defaults must be constants. The guards the speculative trace installs (on
+``f.__code__``, on the globals it reads) are kept. Where ``f`` branches on
+what only the transform's wrapper tensors answer (``torch.is_grad_enabled()``
+under ``no_grad``, functorch's own queries) the speculative trace may take
+the other branch; such branches are rare in transformed code and remain a
+known limit.
+"""
+from __future__ import annotations
+
+import re
+import types
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import torch
+
+from bytegraph.breaks import unimplemented
+from bytegraph.graph import output_graph
+from bytegraph.graph.side_effects import SideEffects
+from bytegraph.variables import functions
+from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
+from bytegraph.variables.graph_calls import graph_call
+from bytegraph.variables.tensor import TensorVariable
+
+if TYPE_CHECKING:
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+VT = VariableTracker
+
+#: the transforms traced here; vmap of a torch C function stays :class:`~bytegraph.variables.torch.VmapVariable`'s
+TRANSFORMS = (torch.func.grad, torch.func.grad_and_value, torch.func.vmap)
+
+#: closure constants baked into the rebuilt function (immutable; guarded by the trace reading them)
+_CONSTANT_TYPES = (int, float, bool, complex, str, bytes, type(None), torch.dtype, torch.device,
+                   types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type)
+
+HINT = "Call the transform outside the compiled function, or make the transformed function compute only from " \
+       "its arguments and tensors it closes over."
+
+
+def _break(context: str, explanation: str) -> None:
+    unimplemented(gb_type="unsupported torch.func transform", context=context,
+                  explanation=explanation + " The transformed call runs natively.", hints=(HINT,))
+
+
+def _constant_value(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(_constant_value(v) for v in value)
+    return isinstance(value, _CONSTANT_TYPES)
+
+
+class FuncTransformVariable(ConstantCallableVariable):
+    """``torch.func.grad``/``grad_and_value``/``vmap`` (``torch.vmap``) given a
+    Python function and constant options: a :class:`TransformedFunctionVariable`.
+    A function that is not Python code, or options that are not constants, is
+    a graph break."""
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        fn = args[0] if args else None
+        options = [*args[1:], *kwargs.values()]
+        if not isinstance(fn, (functions.UserFunctionVariable, functions.NestedUserFunctionVariable)) or isinstance(
+                fn, functions.UserMethodVariable) or not all(v.is_python_constant() for v in options):
+            _break(f"{self.fn.__name__} of {fn}", "Only a Python function (def or lambda) with constant options is "
+                   "traced under a torch.func transform.")
+        return TransformedFunctionVariable(self.fn, fn, [a.as_python_constant() for a in args[1:]],
+                                           {k: v.as_python_constant() for k, v in kwargs.items()})
+
+
+class TransformedFunctionVariable(VariableTracker):
+    """What ``transform(f, *options)`` returned for a Python function ``f``: a
+    call is one graph node (see the module docstring). Not rebuilt after the
+    graph (eager makes a new wrapper per transform call): a graph break if live
+    there."""
+
+    def __init__(self, transform: Callable, fn: VT, options: list, kw_options: dict):
+        super().__init__()
+        self.transform, self.wrapped, self.options, self.kw_options = transform, fn, options, kw_options
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        name = f"{self.transform.__name__}({self.wrapped.get_name()})"
+        cells = self._closure(tx, name)
+        defaults, kwdefaults = self.wrapped.get_defaults(tx)
+        if not all(v.is_python_constant() and _constant_value(v.as_python_constant())
+                   for v in (*defaults, *kwdefaults.values())):
+            _break(name, "The transformed function's defaults are not constants.")
+        if not all(isinstance(a, TensorVariable) or a.is_python_constant() for a in (*args, *kwargs.values())):
+            _break(name, "The transformed function is called with values that are neither tensors nor constants.")
+        self._check_pure(tx, name, args, kwargs)
+        tensors = [c for c in cells if isinstance(c, TensorVariable)]
+        target = _target(self.transform, self.options, self.kw_options, self.wrapped.get_code(),
+                         self.wrapped.get_globals(), tuple(d.as_python_constant() for d in defaults),
+                         {k: v.as_python_constant() for k, v in kwdefaults.items()},
+                         [c if isinstance(c, TensorVariable) else c.as_python_constant() for c in cells], name)
+        return graph_call(tx, "call_function", target, [*tensors, *args], kwargs)
+
+    def _closure(self, tx: Tx, name: str) -> list[VT]:
+        """The closure cells' current values (tensors or guarded constants)."""
+        cells = [self.wrapped.get_closure_cell(tx, i) for i in range(len(self.wrapped.get_code().co_freevars))]
+        for cell in cells:
+            if not (isinstance(cell, TensorVariable) or cell.is_python_constant()
+                    and _constant_value(cell.as_python_constant())):
+                _break(name, f"The transformed function closes over {cell}, neither a tensor nor a constant.")
+        return cells
+
+    def _stand_ins(self, tx: Tx, args: Sequence[VT]) -> list[VT]:
+        """What ``f`` receives under the transform, per argument (vmap: the
+        argument selected at its in_dims entry)."""
+        if self.transform is not torch.func.vmap:
+            return list(args)
+        in_dims = self.kw_options.get("in_dims", self.options[0] if self.options else 0)
+        dims = in_dims if isinstance(in_dims, tuple) else (in_dims,) * len(args)
+        if len(dims) != len(args) or not all(d is None or isinstance(d, int) for d in dims):
+            _break("vmap", "Only in_dims of ints and None, one per argument, are traced.")
+        return [a if d is None or not isinstance(a, TensorVariable)
+                else a.call_method(tx, "select", [tx.wrap_const(d), tx.wrap_const(0)], {})
+                for a, d in zip(args, dims)]
+
+    def _check_pure(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> None:
+        """Trace ``f`` once on a scratch graph; a graph break unless it is pure
+        (see the module docstring). Its guards are kept."""
+        output = tx.output
+        if not output.side_effects.is_empty():
+            _break(name, "Writes to Python objects are pending in the trace; the transformed function would read "
+                   "the objects as they were before them.")
+        graph = output.graph
+        saved = set(graph.nodes), list(output.inputs), list(output.dropped_inputs), output.operations, \
+            output.side_effects
+        scratch = output.side_effects = SideEffects()
+        reason = None
+        try:
+            tx.inline_call(self.wrapped, self._stand_ins(tx, args), dict(kwargs))
+            added = [n for n in graph.nodes if n not in saved[0]]
+            if not scratch.is_empty():
+                reason = "It has side effects (writes to objects, globals or cells, print or logging)."
+            elif len(output.inputs) != len(saved[1]):
+                reason = "It reads tensors other than its arguments and the tensors it closes over."
+            elif any(output_graph._draws_random(n) or n.target is torch._C._set_grad_enabled for n in added):
+                reason = "It draws random numbers or sets the grad mode."
+        except Exception as e:  # noqa: BLE001 - any failure of the speculative trace: run natively
+            reason = f"Tracing its body failed: {e}"
+        finally:  # the speculative nodes (and inputs) go; its guards stay
+            for node in reversed([n for n in graph.nodes if n not in saved[0]]):
+                graph.erase_node(node)
+            output.inputs, output.dropped_inputs, output.operations, output.side_effects = saved[1:]
+        if reason is not None:
+            _break(name, reason)
+
+    def __repr__(self) -> str:
+        return f"TransformedFunctionVariable({self.transform.__name__}, {self.wrapped})"
+
+
+def _target(transform: Callable, options: list, kw_options: dict, code: types.CodeType, f_globals: dict,
+            defaults: tuple, kwdefaults: dict, cell_values: list, name: str) -> Callable:
+    """The graph node's target (``cell_values``: constants, and the closure
+    tensors' VTs where they go): ``target(*closure_tensors, *args, **kwargs)``
+    rebuilds the function (closure tensors in their cells) and returns
+    ``transform(f, *options, **kw_options)(*args, **kwargs)``."""
+    slots = [i for i, v in enumerate(cell_values) if isinstance(v, TensorVariable)]
+    cell_values = [None if i in slots else v for i, v in enumerate(cell_values)]
+
+    def target(*args: Any, **kwargs: Any) -> Any:
+        values = list(cell_values)
+        for slot, tensor in zip(slots, args):
+            values[slot] = tensor
+        fn = types.FunctionType(code, f_globals, code.co_name, defaults or None,
+                                tuple(types.CellType(v) for v in values) or None)
+        fn.__kwdefaults__ = kwdefaults or None
+        return transform(fn, *options, **kw_options)(*args[len(slots):], **kwargs)
+
+    target.__name__ = target.__qualname__ = re.sub(r"\W", "_", name)
+    return target
