@@ -18,8 +18,8 @@ speculatively (its nodes removed after), with stand-ins for what the transform p
 - draws nothing from the random number generator and sets no grad mode;
 - reads no tensor other than its arguments and closure cells.
 
-``f``'s closure cells must hold tensors or constants: tensors become node
-arguments (so the graph reads their current value), constants are guarded (as
+``f``'s closure cells must hold tensors, symbolic numbers or constants:
+the first two become node arguments (so the graph reads their current value), constants are guarded (as
 the speculative trace reads them) and baked into the rebuilt function; its
 defaults must be constants. The guards the speculative trace installs (on
 ``f.__code__``, on the globals it reads) are kept. Where ``f`` branches on
@@ -42,9 +42,11 @@ from bytegraph.graph.side_effects import SideEffects
 from bytegraph.variables import functions
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.graph_calls import graph_call
+from bytegraph.variables.symbolic import SymNodeVariable
 from bytegraph.variables.tensor import TensorVariable
 
 if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
 
 VT = VariableTracker
@@ -55,6 +57,9 @@ TRANSFORMS = (torch.func.grad, torch.func.grad_and_value, torch.func.vmap)
 #: closure constants baked into the rebuilt function (immutable; guarded by the trace reading them)
 _CONSTANT_TYPES = (int, float, bool, complex, str, bytes, type(None), torch.dtype, torch.device,
                    types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type)
+
+#: closure values passed to the node as arguments: tensors and symbolic numbers
+_GRAPH_VALUES = (TensorVariable, SymNodeVariable)
 
 HINT = "Call the transform outside the compiled function, or make the transformed function compute only from " \
        "its arguments and tensors it closes over."
@@ -90,9 +95,8 @@ class FuncTransformVariable(ConstantCallableVariable):
 
 class TransformedFunctionVariable(VariableTracker):
     """What ``transform(f, *options)`` returned for a Python function ``f``: a
-    call is one graph node (see the module docstring). Not rebuilt after the
-    graph (eager makes a new wrapper per transform call): a graph break if live
-    there."""
+    call is one graph node (see the module docstring). Rebuilt by calling the
+    transform again where a graph break needs it."""
 
     def __init__(self, transform: Callable, fn: VT, options: list, kw_options: dict):
         super().__init__()
@@ -111,20 +115,20 @@ class TransformedFunctionVariable(VariableTracker):
         if not all(isinstance(a, TensorVariable) or a.is_python_constant() for a in (*args, *kwargs.values())):
             _break(name, "The transformed function is called with values that are neither tensors nor constants.")
         self._check_pure(tx, name, args, kwargs)
-        tensors = [c for c in cells if isinstance(c, TensorVariable)]
+        tensors = [c for c in cells if isinstance(c, _GRAPH_VALUES)]
         target = _target(self.transform, self.options, self.kw_options, self.wrapped.get_code(),
                          self.wrapped.get_globals(), tuple(d.as_python_constant() for d in defaults),
                          {k: v.as_python_constant() for k, v in kwdefaults.items()},
-                         [c if isinstance(c, TensorVariable) else c.as_python_constant() for c in cells], name)
+                         [c if isinstance(c, _GRAPH_VALUES) else c.as_python_constant() for c in cells], name)
         return graph_call(tx, "call_function", target, [*tensors, *args], kwargs)
 
     def _closure(self, tx: Tx, name: str) -> list[VT]:
-        """The closure cells' current values (tensors or guarded constants)."""
+        """The closure cells' current values (tensors, symbolic numbers or guarded constants)."""
         cells = [self.wrapped.get_closure_cell(tx, i) for i in range(len(self.wrapped.get_code().co_freevars))]
         for cell in cells:
-            if not (isinstance(cell, TensorVariable) or cell.is_python_constant()
+            if not (isinstance(cell, _GRAPH_VALUES) or cell.is_python_constant()
                     and _constant_value(cell.as_python_constant())):
-                _break(name, f"The transformed function closes over {cell}, neither a tensor nor a constant.")
+                _break(name, f"The transformed function closes over {cell}, neither a tensor, a number nor a constant.")
         return cells
 
     def _stand_ins(self, tx: Tx, args: Sequence[VT]) -> list[VT]:
@@ -170,17 +174,30 @@ class TransformedFunctionVariable(VariableTracker):
         if reason is not None:
             _break(name, reason)
 
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_callable(_transformed)
+        codegen.load_const(self.transform)
+        codegen.reconstruct(self.wrapped)
+        codegen.load_const(tuple(self.options))
+        codegen.load_const(tuple(self.kw_options.items()))
+        codegen.call(4)
+
     def __repr__(self) -> str:
         return f"TransformedFunctionVariable({self.transform.__name__}, {self.wrapped})"
+
+
+def _transformed(transform: Callable, fn: Callable, options: tuple, kw_options: tuple) -> Callable:
+    """``transform(fn, *options, **dict(kw_options))``: what a graph break rebuilds."""
+    return transform(fn, *options, **dict(kw_options))
 
 
 def _target(transform: Callable, options: list, kw_options: dict, code: types.CodeType, f_globals: dict,
             defaults: tuple, kwdefaults: dict, cell_values: list, name: str) -> Callable:
     """The graph node's target (``cell_values``: constants, and the closure
-    tensors' VTs where they go): ``target(*closure_tensors, *args, **kwargs)``
+    tensors' and numbers' VTs where they go): ``target(*closure_values, *args, **kwargs)``
     rebuilds the function (closure tensors in their cells) and returns
     ``transform(f, *options, **kw_options)(*args, **kwargs)``."""
-    slots = [i for i, v in enumerate(cell_values) if isinstance(v, TensorVariable)]
+    slots = [i for i, v in enumerate(cell_values) if isinstance(v, _GRAPH_VALUES)]
     cell_values = [None if i in slots else v for i, v in enumerate(cell_values)]
 
     def target(*args: Any, **kwargs: Any) -> Any:

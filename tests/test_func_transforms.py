@@ -1,0 +1,146 @@
+"""``torch.func.grad``/``grad_and_value``/``vmap`` of Python functions inside
+compiled code: one graph node when the function is pure (its closure tensors
+graph inputs), a graph break otherwise."""
+import pytest
+import torch
+
+import bytegraph
+from tests.helpers import check_compiled, check_fullgraph
+
+BACKENDS = [None, "aot_eager", "inductor"]
+
+
+def _make_loss(w):
+    def loss(y):
+        return (y.sin() * w).sum()
+
+    return loss
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_grad_of_a_lambda_closing_over_a_tensor(backend):
+    def f(x, w):
+        return torch.func.grad(lambda y: (y.sin() * w).sum())(x) + 1
+
+    check_fullgraph(f, torch.randn(3), torch.randn(3), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_grad_and_value_with_argnums(backend):
+    def f(x, w):
+        g, v = torch.func.grad_and_value(lambda a, b: (a * b.cos()).sum(), argnums=(0, 1))(x, w)
+        return g[0] * 2, g[1], v
+
+    check_fullgraph(f, torch.randn(4), torch.randn(4), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_vmap_of_a_lambda_and_in_dims(backend):
+    def f(xs, ys, y):
+        return torch.func.vmap(lambda a, b: a @ b)(xs, ys), torch.vmap(lambda a, b: (a * b).sum(),
+                                                                         in_dims=(0, None))(xs.sum(-1), y)
+
+    check_fullgraph(f, torch.randn(4, 2, 3), torch.randn(4, 3, 5), torch.randn(2), backend=backend)
+
+
+def test_a_closure_tensor_is_a_graph_input_not_a_constant():
+    loss = _make_loss(torch.randn(3))
+
+    def f(x):
+        return torch.func.grad(loss)(x) * 2
+
+    x = torch.randn(3)
+    compiled = bytegraph.compile(f, backend="eager", fullgraph=True)
+    assert torch.allclose(compiled(x), f(x))
+    loss.__closure__[0].cell_contents = torch.randn(3)  # a new tensor in the cell: the graph reads it
+    assert torch.allclose(compiled(x), f(x))
+    loss.__closure__[0].cell_contents.mul_(3)  # new values in place
+    assert torch.allclose(compiled(x), f(x))
+
+
+@pytest.mark.parametrize("backend", [None, "aot_eager"])
+def test_backward_through_a_grad_of_a_function(backend):
+    def f(x, w):
+        return (torch.func.grad(lambda y: (y.sin() * w).sum())(x) ** 2).sum()
+
+    x, w = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    expected = torch.autograd.grad(f(x, w), (x, w))
+    compiled = bytegraph.compile(f, backend=backend or "eager", fullgraph=True)
+    actual = torch.autograd.grad(compiled(x, w), (x, w))
+    assert all(torch.allclose(a, e) for a, e in zip(actual, expected))
+
+
+def test_constant_closure_values_are_guarded():
+    scale = [2.0]
+
+    def f(x):
+        k = scale[0]
+        return torch.func.grad(lambda y: (y * y * k).sum())(x)
+
+    x = torch.randn(3)
+    compiled = bytegraph.compile(f, backend="eager", fullgraph=True)
+    assert torch.allclose(compiled(x), f(x))
+    scale[0] = 5.0
+    assert torch.allclose(compiled(x), f(x))
+
+
+def _breaks(fn, *args):
+    return [b.gb_type for b in bytegraph.explain(fn)(*args).break_reasons]
+
+
+def test_a_side_effect_in_the_function_breaks_and_happens_once_per_call():
+    calls = []
+
+    def body(t):
+        calls.append(1)
+        return (t * 2).sum()
+
+    def f(x):
+        return torch.func.grad(body)(x) + 1
+
+    x = torch.randn(3)
+    check_compiled(f, x, graphs=None)
+    assert len(calls) == 2  # eager once, compiled once
+    assert _breaks(f, x)[0] == "unsupported torch.func transform"
+
+
+def test_reading_a_global_tensor_breaks():
+    def f(x):
+        return torch.func.grad(lambda y: (y * GLOBAL_W).sum())(x)
+
+    x = torch.randn(3)
+    check_compiled(f, x, graphs=None)
+    assert _breaks(f, x)[0] == "unsupported torch.func transform"
+
+
+GLOBAL_W = torch.randn(3)
+
+
+def test_random_draw_breaks():
+    def f(x):
+        return torch.func.grad(lambda y: (y * torch.rand(3)).sum())(x)
+
+    assert _breaks(f, torch.randn(3))[0] == "unsupported torch.func transform"
+
+
+def test_print_breaks():
+    def f(x):
+        def body(y):
+            print("in body")
+            return y.sum()
+
+        return torch.func.grad(body)(x)
+
+    x = torch.randn(3)
+    check_compiled(f, x, graphs=None)
+    assert "unsupported torch.func transform" in _breaks(f, x)
+
+
+def test_a_list_closure_breaks():
+    def f(x):
+        acc = [x]
+        return torch.func.vmap(lambda a: a * acc[0].sum())(x)
+
+    x = torch.randn(2, 3)
+    check_compiled(f, x, graphs=None)
+    assert _breaks(f, x)[0] == "unsupported torch.func transform"
