@@ -144,3 +144,37 @@ def test_a_list_closure_breaks():
     x = torch.randn(2, 3)
     check_compiled(f, x, graphs=None)
     assert _breaks(f, x)[0] == "unsupported torch.func transform"
+
+
+def test_assigning_a_closed_over_variable_breaks():
+    def f(x):
+        n = 0
+
+        def body(y):
+            nonlocal n
+            n += 1
+            return y.sum()
+
+        return torch.func.grad(body)(x), n
+
+    x = torch.randn(3)
+    check_compiled(f, x, graphs=None)
+    assert "unsupported torch.func transform" in _breaks(f, x)
+
+
+def test_writing_an_argument_in_place_breaks_but_writing_its_own_tensors_traces():
+    def writes_input(x):
+        return torch.func.vmap(lambda a: a.mul_(2))(x)
+
+    def writes_own(x):
+        def body(a):
+            b = a * 2
+            b.add_(1)
+            return b.sum()
+
+        return torch.func.grad(body)(x)
+
+    x = torch.randn(2, 3)
+    check_compiled(writes_input, x, graphs=None)
+    assert "unsupported torch.func transform" in _breaks(writes_input, x)
+    check_fullgraph(writes_own, x)

@@ -12,10 +12,12 @@ speculatively (its nodes removed after), with stand-ins for what the transform p
 ``vmap``). The transformed call is a graph break unless that trace:
 
 - takes no graph break and raises nothing;
-- records no side effect (no write to a global, an attribute, a container or a
-  closure cell that outlives the call; no print or log) and finds none pending
+- records no side effect (no write to a global, an attribute or a container
+  that outlives the call; no print or log; ``f`` is no generator and assigns
+  none of its free variables, checked on its bytecode) and finds none pending
   from before (``f`` would read the real objects, not their traced state);
-- draws nothing from the random number generator and sets no grad mode;
+- draws nothing from the random number generator, sets no grad mode and
+  writes in place to no tensor it did not create;
 - reads no tensor other than its arguments and closure cells.
 
 ``f``'s closure cells must hold tensors, symbolic numbers or constants:
@@ -30,6 +32,8 @@ known limit.
 """
 from __future__ import annotations
 
+import dis
+import inspect
 import re
 import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -37,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 
 from bytegraph.breaks import unimplemented
-from bytegraph.graph import output_graph
+from bytegraph.graph import output_graph, writes
 from bytegraph.graph.side_effects import SideEffects
 from bytegraph.variables import functions
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
@@ -151,13 +155,20 @@ class TransformedFunctionVariable(VariableTracker):
         if not output.side_effects.is_empty():
             _break(name, "Writes to Python objects are pending in the trace; the transformed function would read "
                    "the objects as they were before them.")
+        code = self.wrapped.get_code()
+        if code.co_flags & _NOT_PLAIN or _writes_freevars(code, frozenset(code.co_freevars)):
+            _break(name, "The transformed function is a generator or coroutine, or assigns a variable it closes "
+                   "over (nonlocal).")
         graph = output.graph
         saved = set(graph.nodes), list(output.inputs), list(output.dropped_inputs), output.operations, \
             output.side_effects
         scratch = output.side_effects = SideEffects()
         reason = None
         try:
-            tx.inline_call(self.wrapped, self._stand_ins(tx, args), dict(kwargs))
+            stand_ins = self._stand_ins(tx, args)
+            outside = [n for n in graph.nodes if isinstance(n.meta.get("example_value"), torch.Tensor)]
+            given = {output_graph.storage_id(n.meta["example_value"]) for n in outside}
+            tx.inline_call(self.wrapped, stand_ins, dict(kwargs))
             added = [n for n in graph.nodes if n not in saved[0]]
             if not scratch.is_empty():
                 reason = "It has side effects (writes to objects, globals or cells, print or logging)."
@@ -165,6 +176,8 @@ class TransformedFunctionVariable(VariableTracker):
                 reason = "It reads tensors other than its arguments and the tensors it closes over."
             elif any(output_graph._draws_random(n) or n.target is torch._C._set_grad_enabled for n in added):
                 reason = "It draws random numbers or sets the grad mode."
+            elif any(_writes_given(n, given) for n in added):
+                reason = "It writes in place to a tensor it did not create (an argument or a closure tensor)."
         except Exception as e:  # noqa: BLE001 - any failure of the speculative trace: run natively
             reason = f"Tracing its body failed: {e}"
         finally:  # the speculative nodes (and inputs) go; its guards stay
@@ -184,6 +197,27 @@ class TransformedFunctionVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"TransformedFunctionVariable({self.transform.__name__}, {self.wrapped})"
+
+
+#: code flags of functions that do not simply run and return
+_NOT_PLAIN = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+
+
+def _writes_freevars(code: types.CodeType, names: frozenset[str]) -> bool:
+    """Whether ``code`` or a function defined in it assigns or deletes one of
+    ``names`` (the transformed function's free variables) through its cell."""
+    for inst in dis.get_instructions(code):
+        if inst.opname in ("STORE_DEREF", "DELETE_DEREF") and inst.argval in names:
+            return True
+    inner = (c for c in code.co_consts if isinstance(c, types.CodeType))
+    return any(_writes_freevars(c, names & frozenset(c.co_freevars)) for c in inner)
+
+
+def _writes_given(node: torch.fx.Node, given: set) -> bool:
+    """Whether ``node`` may write a tensor sharing storage with one in ``given``
+    (storage ids of the tensors that exist before the function runs)."""
+    targets = writes.written_args(node)
+    return targets is None or any(output_graph.storage_id(t.meta["example_value"]) in given for t in targets)
 
 
 def _transformed(transform: Callable, fn: Callable, options: tuple, kw_options: tuple) -> Callable:
