@@ -65,13 +65,15 @@ _CONSTANT_TYPES = (int, float, bool, complex, str, bytes, type(None), torch.dtyp
 #: closure values passed to the node as arguments: tensors and symbolic numbers
 _GRAPH_VALUES = (TensorVariable, SymNodeVariable)
 
-HINT = "Call the transform outside the compiled function, or make the transformed function compute only from " \
-       "its arguments and tensors it closes over."
-
-
 def _break(context: str, explanation: str) -> None:
-    unimplemented(gb_type="unsupported torch.func transform", context=context,
-                  explanation=explanation + " The transformed call runs natively.", hints=(HINT,))
+    """A graph break at a transformed call: ``explanation`` (in the context)
+    says what in the function makes running it in the graph unsound."""
+    unimplemented(gb_type="unsupported torch.func transform", context=f"{context}: {explanation}",
+                  explanation="Only a Python function proven to compute from its arguments alone (no side effect, "
+                  "no random draw, no graph break) runs under a torch.func transform inside the graph; the "
+                  "transformed call runs natively.",
+                  hints=("Call the transform outside the compiled function, or make the transformed function "
+                         "compute only from its arguments and the tensors and constants it closes over.",))
 
 
 def _constant_value(value: Any) -> bool:
