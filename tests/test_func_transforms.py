@@ -178,3 +178,26 @@ def test_writing_an_argument_in_place_breaks_but_writing_its_own_tensors_traces(
     check_compiled(writes_input, x, graphs=None)
     assert "unsupported torch.func transform" in _breaks(writes_input, x)
     check_fullgraph(writes_own, x)
+
+
+def test_reading_autograd_state_breaks():
+    seen = []
+
+    def body(y):
+        if y.requires_grad:  # True under grad whatever the input: the trace cannot tell
+            seen.append(1)
+        return y.sum()
+
+    def helper(y):
+        if torch.is_grad_enabled():
+            return y.sum()
+        return y.sum() * 0
+
+    def f(x):
+        return torch.func.grad(body)(x), torch.func.grad(lambda y: helper(y))(x)
+
+    x = torch.randn(3)
+    with torch.no_grad():  # grad mode is on inside the transform, off in the trace
+        check_compiled(f, x, graphs=None)
+        assert _breaks(f, x) == ["unsupported torch.func transform"] * 2
+    assert len(seen) == 3  # eager, compiled and explained: once each, none at trace time

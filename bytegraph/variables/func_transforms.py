@@ -20,15 +20,21 @@ speculatively (its nodes removed after), with stand-ins for what the transform p
   writes in place to no tensor it did not create;
 - reads no tensor other than its arguments and closure cells.
 
-``f``'s closure cells must hold tensors, symbolic numbers or constants:
-the first two become node arguments (so the graph reads their current value), constants are guarded (as
-the speculative trace reads them) and baked into the rebuilt function; its
-defaults must be constants. The guards the speculative trace installs (on
-``f.__code__``, on the globals it reads) are kept. Where ``f`` branches on
-what only the transform's wrapper tensors answer (``torch.is_grad_enabled()``
-under ``no_grad``, functorch's own queries) the speculative trace may take
-the other branch; such branches are rare in transformed code and remain a
-known limit.
+What ``f`` itself reads is checked on its bytecode: names of autograd and
+transform state (``requires_grad``, ``grad_fn``, ``is_grad_enabled``...),
+which the transform answers otherwise than the speculative trace does, are a
+graph break; in functions it calls, a read of such process-wide state (a
+folded state query) is one too.
+
+``f``'s closure cells must hold tensors, symbolic numbers or constants: the
+first two become node arguments (so the graph reads their current value),
+constants are guarded (as the speculative trace reads them) and baked into the
+rebuilt function; its defaults must be constants. The guards the speculative
+trace installs (on ``f.__code__``, on the globals it reads) are kept. Known
+limit: a function ``f`` calls that reads a tensor's ``requires_grad``,
+``grad_fn`` or ``is_leaf`` and branches on it is checked on the branch the
+speculative trace takes, which may differ from the one taken under the
+transform.
 """
 from __future__ import annotations
 
@@ -161,10 +167,16 @@ class TransformedFunctionVariable(VariableTracker):
         if code.co_flags & _NOT_PLAIN or _writes_freevars(code, frozenset(code.co_freevars)):
             _break(name, "The transformed function is a generator or coroutine, or assigns a variable it closes "
                    "over (nonlocal).")
+        if _names(code) & TRANSFORM_DEPENDENT:
+            _break(name, "The transformed function reads autograd or transform state (requires_grad, grad_fn, "
+                   "is_grad_enabled...), which the transform answers differently from the trace.")
         graph = output.graph
         saved = set(graph.nodes), list(output.inputs), list(output.dropped_inputs), output.operations, \
             output.side_effects
         scratch = output.side_effects = SideEffects()
+        queried: list[str] = []
+        add_guard = output.guards.add
+        output.guards.add = lambda guard: (queried.append(getattr(guard, "label", "")), add_guard(guard))[1]
         reason = None
         try:
             stand_ins = self._stand_ins(tx, args)
@@ -172,7 +184,9 @@ class TransformedFunctionVariable(VariableTracker):
             given = {output_graph.storage_id(n.meta["example_value"]) for n in outside}
             tx.inline_call(self.wrapped, stand_ins, dict(kwargs))
             added = [n for n in graph.nodes if n not in saved[0]]
-            if not scratch.is_empty():
+            if TRANSFORM_STATE.intersection(queried):
+                reason = "It reads state the transform changes (grad mode, functorch transforms)."
+            elif not scratch.is_empty():
                 reason = "It has side effects (writes to objects, globals or cells, print or logging)."
             elif len(output.inputs) != len(saved[1]):
                 reason = "It reads tensors other than its arguments and the tensors it closes over."
@@ -183,6 +197,7 @@ class TransformedFunctionVariable(VariableTracker):
         except Exception as e:  # noqa: BLE001 - any failure of the speculative trace: run natively
             reason = f"Tracing its body failed: {e}"
         finally:  # the speculative nodes (and inputs) go; its guards stay
+            del output.guards.add
             for node in reversed([n for n in graph.nodes if n not in saved[0]]):
                 graph.erase_node(node)
             output.inputs, output.dropped_inputs, output.operations, output.side_effects = saved[1:]
@@ -213,6 +228,21 @@ def _writes_freevars(code: types.CodeType, names: frozenset[str]) -> bool:
             return True
     inner = (c for c in code.co_consts if isinstance(c, types.CodeType))
     return any(_writes_freevars(c, names & frozenset(c.co_freevars)) for c in inner)
+
+
+#: names whose reads under a transform answer otherwise than in the speculative trace (a grad
+#: transform's inputs require grad, have no grad_fn, and grad mode is on inside it)
+TRANSFORM_DEPENDENT = frozenset({"requires_grad", "is_leaf", "grad_fn", "_version", "is_grad_enabled",
+                                 "_are_functorch_transforms_active", "is_inference_mode_enabled",
+                                 "is_inference", "_is_functorch_wrapped_tensor", "is_batchedtensor"})
+#: labels of the process-wide state queries (GlobalStateMatch) the transform changes
+TRANSFORM_STATE = frozenset({"grad mode", "functorch transforms", "inference mode"})
+
+
+def _names(code: types.CodeType) -> frozenset[str]:
+    """The global and attribute names ``code`` and the functions defined in it read."""
+    inner = (_names(c) for c in code.co_consts if isinstance(c, types.CodeType))
+    return frozenset(code.co_names).union(*inner)
 
 
 def _writes_given(node: torch.fx.Node, given: set) -> bool:
