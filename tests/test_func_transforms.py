@@ -201,3 +201,21 @@ def test_reading_autograd_state_breaks():
         check_compiled(f, x, graphs=None)
         assert _breaks(f, x) == ["unsupported torch.func transform"] * 2
     assert len(seen) == 3  # eager, compiled and explained: once each, none at trace time
+
+
+@pytest.mark.parametrize("backend", [None, "aot_eager"])
+def test_grad_of_a_function_taking_a_grad(backend):
+    def f(x):
+        return torch.func.grad(lambda y: torch.func.grad(lambda z: (z.sin() * z).sum())(y).sum())(x)
+
+    check_fullgraph(f, torch.randn(4), backend=backend)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_transforms_with_dynamic_shapes(dynamic):
+    def f(x, w):
+        n = x.shape[0]
+        return torch.func.grad(lambda y: (y.sin() * w).sum())(x), torch.vmap(lambda a: a * n)(x.unsqueeze(0))
+
+    for size in (3, 5, 7):
+        check_fullgraph(f, torch.randn(size), torch.randn(size), dynamic=dynamic, graphs=None)

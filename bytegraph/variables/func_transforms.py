@@ -175,7 +175,7 @@ class TransformedFunctionVariable(VariableTracker):
             output.side_effects
         scratch = output.side_effects = SideEffects()
         queried: list[str] = []
-        add_guard = output.guards.add
+        add_guard, patched = output.guards.add, vars(output.guards).get("add")  # patched: by an outer transform
         output.guards.add = lambda guard: (queried.append(getattr(guard, "label", "")), add_guard(guard))[1]
         reason = None
         try:
@@ -197,7 +197,10 @@ class TransformedFunctionVariable(VariableTracker):
         except Exception as e:  # noqa: BLE001 - any failure of the speculative trace: run natively
             reason = f"Tracing its body failed: {e}"
         finally:  # the speculative nodes (and inputs) go; its guards stay
-            del output.guards.add
+            if patched is None:
+                del output.guards.add
+            else:
+                output.guards.add = patched
             for node in reversed([n for n in graph.nodes if n not in saved[0]]):
                 graph.erase_node(node)
             output.inputs, output.dropped_inputs, output.operations, output.side_effects = saved[1:]
