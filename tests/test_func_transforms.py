@@ -219,3 +219,33 @@ def test_transforms_with_dynamic_shapes(dynamic):
 
     for size in (3, 5, 7):
         check_fullgraph(f, torch.randn(size), torch.randn(size), dynamic=dynamic, graphs=None)
+
+
+def test_sizes_read_in_the_function_leave_the_graph_whole():
+    # the speculative trace reads x's symbolic size (a cached sym_size node): the graph must not
+    # keep using the node it took back
+    compiled_graphs = []
+
+    def linting_backend(gm, example_inputs):
+        gm.graph.lint()  # every argument defined before its use
+        compiled_graphs.append(gm)
+        return gm.forward
+
+    def f(x):
+        g = torch.func.grad(lambda y: (y * y.shape[0]).sum())(x)
+        return g + x.shape[0]
+
+    compiled = bytegraph.compile(f, backend=linting_backend, dynamic=True, fullgraph=True)
+    for size in (3, 5, 7):
+        x = torch.randn(size)
+        assert torch.allclose(compiled(x), f(x))
+    assert len(compiled_graphs) == 1
+
+
+def test_reading_a_value_breaks():
+    def f(x):
+        return torch.func.grad(lambda y: y.sum() * y.max().item())(x)
+
+    x = torch.randn(3)
+    check_compiled(f, x, graphs=None)
+    assert "unsupported torch.func transform" in _breaks(f, x)

@@ -8,6 +8,7 @@ when run under :attr:`OutputGraph.fake_mode`.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import itertools
 import re
@@ -370,16 +371,22 @@ class OutputGraph:
         nodes = list(itertools.islice(calls, count))
         return len(nodes) < count or any(_may_raise_on_data(n) or not _torch_kernel(n.target) for n in nodes)
 
+    def trace_state(self) -> dict[str, Any]:
+        """Copies of the bookkeeping of inputs and nodes, for a trace that is
+        taken back (:meth:`look_ahead`, a speculative trace) to restore."""
+        return {name: copy.copy(getattr(self, name)) for name in _TAKEN_BACK}
+
     @contextlib.contextmanager
     def look_ahead(self):
         """Trace on without changing the graph (a scratch one meanwhile), its
         inputs, the operation count or the guards, all put back after."""
-        saved = self.graph, list(self.inputs), list(self.dropped_inputs), self.operations, self.guards.snapshot()
+        saved, graph, guards = self.trace_state(), self.graph, self.guards.snapshot()
         self.graph = torch.fx.Graph()
         try:
             yield
         finally:
-            self.graph, self.inputs, self.dropped_inputs, self.operations, guards = saved
+            self.__dict__.update(saved)
+            self.graph = graph
             self.guards.restore(guards)
 
     def remove_node(self, node: torch.fx.Node) -> None:
@@ -652,6 +659,10 @@ def _torch_kernel(target: Any) -> bool:
         return target.namespace == "aten"
     return isinstance(target, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType))
 
+
+#: what :meth:`OutputGraph.trace_state` copies: the inputs, the operation count and the per-node caches
+_TAKEN_BACK = ("inputs", "dropped_inputs", "operations", "_sym_sizes", "_input_index", "_last_placeholder",
+               "identity_key_sources")
 
 _RANDOM_NAME = re.compile(r"rand|dropout|bernoulli|normal|multinomial|uniform|exponential|geometric|cauchy|poisson|rrelu")
 

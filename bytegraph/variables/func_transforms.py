@@ -170,9 +170,10 @@ class TransformedFunctionVariable(VariableTracker):
         if _names(code) & TRANSFORM_DEPENDENT:
             _break(name, "The transformed function reads autograd or transform state (requires_grad, grad_fn, "
                    "is_grad_enabled...), which the transform answers differently from the trace.")
-        graph = output.graph
-        saved = set(graph.nodes), list(output.inputs), list(output.dropped_inputs), output.operations, \
-            output.side_effects
+        graph, saved, effects = output.graph, output.trace_state(), output.side_effects
+        existing = set(graph.nodes)
+        pending = output.shape_env.pending_fresh_unbacked_symbols if output.shape_env is not None else []
+        unbacked = len(pending)
         scratch = output.side_effects = SideEffects()
         queried: list[str] = []
         add_guard, patched = output.guards.add, vars(output.guards).get("add")  # patched: by an outer transform
@@ -183,27 +184,31 @@ class TransformedFunctionVariable(VariableTracker):
             outside = [n for n in graph.nodes if isinstance(n.meta.get("example_value"), torch.Tensor)]
             given = {output_graph.storage_id(n.meta["example_value"]) for n in outside}
             tx.inline_call(self.wrapped, stand_ins, dict(kwargs))
-            added = [n for n in graph.nodes if n not in saved[0]]
+            added = [n for n in graph.nodes if n not in existing]
             if TRANSFORM_STATE.intersection(queried):
                 reason = "It reads state the transform changes (grad mode, functorch transforms)."
             elif not scratch.is_empty():
                 reason = "It has side effects (writes to objects, globals or cells, print or logging)."
-            elif len(output.inputs) != len(saved[1]):
+            elif len(output.inputs) != len(saved["inputs"]):
                 reason = "It reads tensors other than its arguments and the tensors it closes over."
+            elif len(pending) != unbacked:
+                reason = "It reads a tensor's value (item(), a data-dependent size)."
             elif any(output_graph._draws_random(n) or n.target is torch._C._set_grad_enabled for n in added):
                 reason = "It draws random numbers or sets the grad mode."
             elif any(_writes_given(n, given) for n in added):
                 reason = "It writes in place to a tensor it did not create (an argument or a closure tensor)."
         except Exception as e:  # noqa: BLE001 - any failure of the speculative trace: run natively
             reason = f"Tracing its body failed: {e}"
-        finally:  # the speculative nodes (and inputs) go; its guards stay
+        finally:  # the speculative nodes, inputs and data-dependent symbols go; its guards stay
             if patched is None:
                 del output.guards.add
             else:
                 output.guards.add = patched
-            for node in reversed([n for n in graph.nodes if n not in saved[0]]):
+            for node in reversed([n for n in graph.nodes if n not in existing]):
                 graph.erase_node(node)
-            output.inputs, output.dropped_inputs, output.operations, output.side_effects = saved[1:]
+            del pending[unbacked:]
+            output.__dict__.update(saved)
+            output.side_effects = effects
         if reason is not None:
             _break(name, reason)
 
