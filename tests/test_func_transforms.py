@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import bytegraph
+from bytegraph.breaks import Unsupported
 from tests.helpers import check_compiled, check_fullgraph
 
 BACKENDS = [None, "aot_eager", "inductor"]
@@ -162,9 +163,10 @@ def test_assigning_a_closed_over_variable_breaks():
     assert "unsupported torch.func transform" in _breaks(f, x)
 
 
-def test_writing_an_argument_in_place_breaks_but_writing_its_own_tensors_traces():
+def test_writing_a_closure_tensor_in_place_breaks_but_writing_its_own_tensors_traces():
     def writes_input(x):
-        return torch.func.vmap(lambda a: a.mul_(2))(x)
+        w = x.clone()
+        return torch.vmap(lambda a: a * w.mul_(2).sum())(x), w
 
     def writes_own(x):
         def body(a):
@@ -249,3 +251,30 @@ def test_reading_a_value_breaks():
     x = torch.randn(3)
     check_compiled(f, x, graphs=None)
     assert "unsupported torch.func transform" in _breaks(f, x)
+
+
+@pytest.mark.parametrize("backend", [None, "aot_eager"])
+def test_vmap_writing_its_batched_arguments_in_place(backend):
+    def f(y, z):
+        a, b = y.clone(), z.clone()
+
+        def g(p, q):
+            return p.acos_(), q.mul_(2)
+
+        c, d = torch.vmap(g)(a, b)
+        return a is c, b is d, a is b, a + 1, b * 1
+
+    check_fullgraph(f, torch.rand(4, 2), torch.rand(4, 3), backend=backend)
+
+
+def test_vmap_writing_an_unbatched_argument_breaks():
+    def f(x, w):
+        return torch.vmap(lambda a, b: b.add_(a.sum()), in_dims=(0, None))(x, w)
+
+    x, w = torch.randn(2, 3), torch.randn(3)
+    with pytest.raises(RuntimeError):
+        f(x, w.clone())
+    with pytest.raises(RuntimeError):
+        bytegraph.compile(f, backend="eager")(x, w.clone())
+    with pytest.raises(Unsupported, match="unsupported torch.func transform"):
+        bytegraph.compile(f, backend="eager", fullgraph=True)(x, w.clone())

@@ -17,7 +17,9 @@ speculatively (its nodes removed after), with stand-ins for what the transform p
   none of its free variables, checked on its bytecode) and finds none pending
   from before (``f`` would read the real objects, not their traced state);
 - draws nothing from the random number generator, sets no grad mode and
-  writes in place to no tensor it did not create;
+  writes in place to no tensor it did not create, but for ``vmap``'s batched
+  arguments (written by the node as eager's vmap writes them; the node then
+  counts as writing its arguments, for the aliasing guard);
 - reads no tensor other than its arguments and closure cells.
 
 What ``f`` itself reads is checked on its bytecode: names of autograd and
@@ -126,13 +128,13 @@ class TransformedFunctionVariable(VariableTracker):
             _break(name, "The transformed function's defaults are not constants.")
         if not all(isinstance(a, TensorVariable) or a.is_python_constant() for a in (*args, *kwargs.values())):
             _break(name, "The transformed function is called with values that are neither tensors nor constants.")
-        self._check_pure(tx, name, args, kwargs)
+        writes_args = self._check_pure(tx, name, args, kwargs)
         tensors = [c for c in cells if isinstance(c, _GRAPH_VALUES)]
         target = _target(self.transform, self.options, self.kw_options, self.wrapped.get_code(),
                          self.wrapped.get_globals(), tuple(d.as_python_constant() for d in defaults),
                          {k: v.as_python_constant() for k, v in kwdefaults.items()},
                          [c if isinstance(c, _GRAPH_VALUES) else c.as_python_constant() for c in cells], name)
-        return graph_call(tx, "call_function", target, [*tensors, *args], kwargs)
+        return graph_call(tx, "call_function", target, [*tensors, *args], kwargs, mutates_args=writes_args)
 
     def _closure(self, tx: Tx, name: str) -> list[VT]:
         """The closure cells' current values (tensors, symbolic numbers or guarded constants)."""
@@ -156,9 +158,11 @@ class TransformedFunctionVariable(VariableTracker):
                 else a.call_method(tx, "select", [tx.wrap_const(d), tx.wrap_const(0)], {})
                 for a, d in zip(args, dims)]
 
-    def _check_pure(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> None:
-        """Trace ``f`` once on a scratch graph; a graph break unless it is pure
-        (see the module docstring). Its guards are kept."""
+    def _check_pure(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> bool:
+        """Trace ``f`` once speculatively; a graph break unless it is pure
+        (see the module docstring). Its guards are kept. Returns whether ``f``
+        writes its batched arguments in place (allowed under ``vmap`` only: the
+        node then counts as writing its arguments)."""
         output = tx.output
         if not output.side_effects.is_empty():
             _break(name, "Writes to Python objects are pending in the trace; the transformed function would read "
@@ -178,13 +182,16 @@ class TransformedFunctionVariable(VariableTracker):
         queried: list[str] = []
         add_guard, patched = output.guards.add, vars(output.guards).get("add")  # patched: by an outer transform
         output.guards.add = lambda guard: (queried.append(getattr(guard, "label", "")), add_guard(guard))[1]
-        reason = None
+        reason, writes_args = None, False
         try:
             stand_ins = self._stand_ins(tx, args)
             outside = [n for n in graph.nodes if isinstance(n.meta.get("example_value"), torch.Tensor)]
             given = {output_graph.storage_id(n.meta["example_value"]) for n in outside}
+            batched = {output_graph.storage_id(a.example) for a, b in zip(args, stand_ins)
+                       if a is not b and isinstance(a, TensorVariable)}  # vmap's arguments with an in_dim
             tx.inline_call(self.wrapped, stand_ins, dict(kwargs))
             added = [n for n in graph.nodes if n not in existing]
+            writes_args = any(_writes_given(n, batched) for n in added)
             if TRANSFORM_STATE.intersection(queried):
                 reason = "It reads state the transform changes (grad mode, functorch transforms)."
             elif not scratch.is_empty():
@@ -195,8 +202,9 @@ class TransformedFunctionVariable(VariableTracker):
                 reason = "It reads a tensor's value (item(), a data-dependent size)."
             elif any(output_graph._draws_random(n) or n.target is torch._C._set_grad_enabled for n in added):
                 reason = "It draws random numbers or sets the grad mode."
-            elif any(_writes_given(n, given) for n in added):
-                reason = "It writes in place to a tensor it did not create (an argument or a closure tensor)."
+            elif any(_writes_given(n, given - batched) for n in added):
+                reason = "It writes in place to a tensor it did not create (a closure tensor, or an argument of " \
+                         "grad or one vmap does not batch)."
         except Exception as e:  # noqa: BLE001 - any failure of the speculative trace: run natively
             reason = f"Tracing its body failed: {e}"
         finally:  # the speculative nodes, inputs and data-dependent symbols go; its guards stay
@@ -211,6 +219,7 @@ class TransformedFunctionVariable(VariableTracker):
             output.side_effects = effects
         if reason is not None:
             _break(name, reason)
+        return writes_args
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_callable(_transformed)
