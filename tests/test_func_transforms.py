@@ -59,7 +59,7 @@ def test_a_closure_tensor_is_a_graph_input_not_a_constant():
     assert torch.allclose(compiled(x), f(x))
 
 
-@pytest.mark.parametrize("backend", [None, "aot_eager"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_backward_through_a_grad_of_a_function(backend):
     def f(x, w):
         return (torch.func.grad(lambda y: (y.sin() * w).sum())(x) ** 2).sum()
@@ -278,3 +278,15 @@ def test_vmap_writing_an_unbatched_argument_breaks():
         bytegraph.compile(f, backend="eager")(x, w.clone())
     with pytest.raises(Unsupported, match="unsupported torch.func transform"):
         bytegraph.compile(f, backend="eager", fullgraph=True)(x, w.clone())
+
+
+def test_a_transformed_function_live_across_a_graph_break_is_rebuilt(capsys):
+    def f(x, w):
+        g = torch.vmap(lambda a: a * w, in_dims=1)
+        print("untraceable")  # a graph break while g is live
+        return g(x) + 1
+
+    x, w = torch.randn(2, 3), torch.randn(2)
+    check_compiled(f, x, w, graphs=1)  # nothing to compute before the break; the resume function one graph
+    # rebuilt, g is torch's own wrapper function, which the resume function calls natively
+    assert _breaks(f, x, w) == ["print", "call to skipped function"]
