@@ -63,15 +63,13 @@ if TYPE_CHECKING:
 
 VT = VariableTracker
 
-#: the transforms traced here; vmap of a torch C function stays :class:`~bytegraph.variables.torch.VmapVariable`'s
-TRANSFORMS = (torch.func.grad, torch.func.grad_and_value, torch.func.vmap)
-
 #: closure constants baked into the rebuilt function (immutable; guarded by the trace reading them)
 _CONSTANT_TYPES = (int, float, bool, complex, str, bytes, type(None), torch.dtype, torch.device,
                    types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type)
 
 #: closure values passed to the node as arguments: tensors and symbolic numbers
 _GRAPH_VALUES = (TensorVariable, SymNodeVariable)
+
 
 def _break(context: str, explanation: str) -> None:
     """A graph break at a transformed call: ``explanation`` (in the context)
@@ -85,6 +83,7 @@ def _break(context: str, explanation: str) -> None:
 
 
 def _constant_value(value: Any) -> bool:
+    """Whether ``value`` may be baked into the rebuilt function (an immutable constant, or a tuple of them)."""
     if isinstance(value, tuple):
         return all(_constant_value(v) for v in value)
     return isinstance(value, _CONSTANT_TYPES)
