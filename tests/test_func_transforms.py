@@ -205,6 +205,23 @@ def test_reading_autograd_state_breaks():
     assert len(seen) == 3  # eager, compiled and explained: once each, none at trace time
 
 
+def test_a_callee_reading_requires_grad_breaks_and_its_side_effect_happens_once_per_call():
+    seen = []
+
+    def log_if_tracked(y):  # not the transformed function itself: a function it calls
+        if y.requires_grad:  # True under grad, False on the trace's stand-in
+            seen.append(1)
+        return y.sin()
+
+    def f(x):
+        return torch.func.grad(lambda y: log_if_tracked(y).sum())(x)
+
+    x = torch.randn(3)
+    check_compiled(f, x, graphs=None)
+    assert _breaks(f, x) == ["unsupported torch.func transform"]
+    assert len(seen) == 3  # eager, compiled and explained: once each, none while compiling
+
+
 @pytest.mark.parametrize("backend", [None, "aot_eager"])
 def test_grad_of_a_function_taking_a_grad(backend):
     def f(x):

@@ -140,7 +140,11 @@ class OutputGraph:
         subclass_dispatch_disabled: depth of ``DisableTorchFunctionSubclass``
             blocks entered in the trace; while positive, tensor-subclass
             operations do not call ``__torch_function__``.
+        forbidden_tensor_attrs: tensor attributes whose read is a graph break
+            (while a torch.func transform's function is traced speculatively).
     """
+
+    forbidden_tensor_attrs: frozenset[str] = frozenset()
 
     def __init__(self, max_instructions: int, policy: DynamicPolicy = DynamicPolicy(),
                  capture_scalar_outputs: bool = False, capture_dynamic_output_shape_ops: bool = False):

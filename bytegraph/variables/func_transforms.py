@@ -26,17 +26,14 @@ What ``f`` itself reads is checked on its bytecode: names of autograd and
 transform state (``requires_grad``, ``grad_fn``, ``is_grad_enabled``...),
 which the transform answers otherwise than the speculative trace does, are a
 graph break; in functions it calls, a read of such process-wide state (a
-folded state query) is one too.
+folded state query) or of such a tensor attribute is one too
+(``OutputGraph.forbidden_tensor_attrs`` while ``f`` is traced speculatively).
 
 ``f``'s closure cells must hold tensors, symbolic numbers or constants: the
 first two become node arguments (so the graph reads their current value),
 constants are guarded (as the speculative trace reads them) and baked into the
 rebuilt function; its defaults must be constants. The guards the speculative
-trace installs (on ``f.__code__``, on the globals it reads) are kept. Known
-limit: a function ``f`` calls that reads a tensor's ``requires_grad``,
-``grad_fn`` or ``is_leaf`` and branches on it is checked on the branch the
-speculative trace takes, which may differ from the one taken under the
-transform.
+trace installs (on ``f.__code__``, on the globals it reads) are kept.
 """
 from __future__ import annotations
 
@@ -182,6 +179,7 @@ class TransformedFunctionVariable(VariableTracker):
         add_guard, patched = output.guards.add, vars(output.guards).get("add")  # patched: by an outer transform
         output.guards.add = lambda guard: (queried.append(getattr(guard, "label", "")), add_guard(guard))[1]
         reason, writes_args = None, False
+        forbidden, output.forbidden_tensor_attrs = output.forbidden_tensor_attrs, TRANSFORM_DEPENDENT
         try:
             stand_ins = self._stand_ins(tx, args)
             outside = [n for n in graph.nodes if isinstance(n.meta.get("example_value"), torch.Tensor)]
@@ -207,6 +205,7 @@ class TransformedFunctionVariable(VariableTracker):
         except Exception as e:  # noqa: BLE001 - any failure of the speculative trace: run natively
             reason = f"Tracing its body failed: {e}"
         finally:  # the speculative nodes, inputs and data-dependent symbols go; its guards stay
+            output.forbidden_tensor_attrs = forbidden
             if patched is None:
                 del output.guards.add
             else:

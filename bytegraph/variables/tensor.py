@@ -160,6 +160,9 @@ class TensorVariable(VariableTracker):
         return self.call_method(tx, "__contains__", [item], {})
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name in tx.output.forbidden_tensor_attrs:  # a torch.func transform answers it otherwise
+            unimplemented(gb_type="unsupported torch.func transform", context=f"reading Tensor.{name} in its function",
+                          explanation="Under the transform this attribute has another value than in the trace.")
         if not self.class_has(name):  # the instance __dict__ answers, else a __getattr__ of a subclass
             found = self.instance_attr(tx, name)
             if found is not None:
