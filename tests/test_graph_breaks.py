@@ -7,6 +7,7 @@ import torch
 
 import bytegraph
 from bytegraph.runtime import metrics
+from bytegraph.translator.graph_break import LOOP_RESUME_DEPTH
 from bytegraph.testing import CompileCounter, same
 from helpers import break_types
 
@@ -200,7 +201,9 @@ def test_long_loop_with_a_break_stops_nesting_resume_functions():
         return x
 
     cnt = compile_and_compare(f, torch.zeros(2))
-    assert 1 < cnt.frame_count <= 20  # resumes nest up to a fixed depth, then the rest runs natively
+    # the prefix's graph, then one per resume function up to the nesting cap; the rest runs natively
+    assert cnt.frame_count == LOOP_RESUME_DEPTH + 1
+    assert break_types() == ["print"] * (LOOP_RESUME_DEPTH + 1)
 
 
 def level3(x):
