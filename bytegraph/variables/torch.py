@@ -90,10 +90,22 @@ STATE_QUERIES: dict[Callable, str] = {
     torch._C._get_privateuse1_backend_name: "privateuse1 backend name",
     torch.autograd._is_checkpoint_valid: "checkpoint validity",
     torch.fx._symbolic_trace.is_fx_tracing: "fx tracing",
-    torch.onnx.is_in_onnx_export: "ONNX export",
     torch.distributed.is_available: "distributed build",
     **({torch.distributed.is_initialized: "distributed process group"} if torch.distributed.is_available() else {}),
 }
+
+#: state queries in packages torch imports on first use (``torch.onnx``: 0.15 s), keyed by
+#: ``(__module__, __name__)`` so that importing bytegraph does not import them.
+LAZY_STATE_QUERIES: dict[tuple[str, str], str] = {("torch.onnx", "is_in_onnx_export"): "ONNX export"}
+
+
+def state_query(fn: Any) -> str | None:
+    """What process-wide state ``fn`` reads (``"grad mode"``), or None when it is no state query."""
+    label = STATE_QUERIES.get(fn)
+    if label is None and isinstance(fn, types.FunctionType):
+        label = LAZY_STATE_QUERIES.get((fn.__module__, fn.__name__))
+    return label
+
 
 #: calls with no effect on the traced program (usage logging): answered None, not recorded.
 NO_OP_CALLS = frozenset({torch._C._log_api_usage_once})
@@ -203,7 +215,7 @@ def is_torch_callable(fn: Any) -> bool:
         hash(fn)
     except TypeError:
         return False
-    if fn in STATE_QUERIES or is_torch_op(fn) or fn in PURE_HELPERS or fn in RUNTIME_CHECKS or is_compiling_query(fn) or (
+    if state_query(fn) is not None or is_torch_op(fn) or fn in PURE_HELPERS or fn in RUNTIME_CHECKS or is_compiling_query(fn) or (
         fn in HAS_TORCH_FUNCTION or fn in NO_OP_CALLS
     ):
         return True
@@ -236,10 +248,11 @@ class TorchFunctionVariable(ConstantCallableVariable):
         fn = self.fn
         if fn in NO_OP_CALLS:
             return ConstantVariable(None)
-        if fn in STATE_QUERIES and not kwargs and all(a.is_python_constant() for a in args):
+        state = state_query(fn)
+        if state is not None and not kwargs and all(a.is_python_constant() for a in args):
             getter = functools.partial(fn, *(a.as_python_constant() for a in args)) if args else fn
             value = getter()
-            tx.output.guards.add(GlobalStateMatch(None, getter, value, STATE_QUERIES[fn]))
+            tx.output.guards.add(GlobalStateMatch(None, getter, value, state))
             if fn is torch._C._is_torch_function_enabled and tx.output.subclass_dispatch_disabled:
                 return ConstantVariable(False)  # inside DisableTorchFunctionSubclass in the trace
             return tx.wrap_const(value)
