@@ -25,6 +25,15 @@ guards, code generation), backend seconds (imports excluded) and run (the
 rest: the first call of the compiled code, and for training programs the loss
 and ``backward()``).
 
+**floor** (warm runs): a third fresh process per warm run builds the same
+model and reference, then only imports, in order, the torch modules the
+bytegraph warm process had imported by its first output (bytegraph's own
+modules and the compiled kernels inductor loads from its cache left out).
+That is the import bill any frontend pays to run inductor's cached code in
+that process (torch's ``FakeTensorMode`` imports ``torch._dynamo``; the cached
+wrapper imports inductor's runtime); ``floor / torch.compile`` bounds what a
+frontend that still traces and runs inductor's cached code can reach.
+
 Any corpus entry (``benchmarks.models.MODELS``) can be given with
 ``--programs``; ``make bench-inductor`` runs the ones inductor compiles in
 reasonable time on 2 cores.
@@ -85,7 +94,10 @@ def child(program: str, frontend: str) -> dict[str, Any]:
     reference_case = build(program)
     expected = run_step(reference_case, reference_case.model, reference_case.inputs)
     case = build(program)
+    before = set(sys.modules)
     start, cpu_start = time.perf_counter(), time.process_time()
+    if frontend == "floor":
+        return floor_child(program, start, cpu_start)
     if frontend == "bytegraph":
         import bytegraph
 
@@ -110,12 +122,38 @@ def child(program: str, frontend: str) -> dict[str, Any]:
         trace = sum(s.trace_seconds for s in frames) - backend - later_imports
         imports = imported - start + later_imports
         row.update(import_seconds=imports, trace_seconds=trace, backend_seconds=backend,
-                   run_seconds=seconds - imports - trace - backend, graphs=sum(len(s.graphs) for s in frames))
+                   run_seconds=seconds - imports - trace - backend, graphs=sum(len(s.graphs) for s in frames),
+                   torch_modules=[m for m in sys.modules if m not in before and _is_torch_import(m)])
     return row
 
 
-def run_process(program: str, frontend: str, cache_dir: str) -> dict[str, Any]:
+#: modules of the frontend itself, and inductor's compiled kernels (loaded from its cache by path)
+NOT_FLOOR = ("bytegraph", "bytecode", "torch._inductor.runtime.compile_tasks.")
+
+
+def _is_torch_import(name: str) -> bool:
+    return not name.startswith(NOT_FLOOR)
+
+
+def floor_child(program: str, start: float, cpu_start: float) -> dict[str, Any]:
+    """Import the modules listed in ``$FIRST_OUTPUT_FLOOR`` (a JSON list), timed from ``start``."""
+    import importlib
+
+    names = json.loads(os.environ["FIRST_OUTPUT_FLOOR"])
+    for name in names:
+        if name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # a module made at run time (no file): not an import anyone pays
+                pass
+    return {"program": program, "frontend": "floor", "seconds": time.perf_counter() - start,
+            "cpu_seconds": time.process_time() - cpu_start, "modules": len(names)}
+
+
+def run_process(program: str, frontend: str, cache_dir: str, floor: list[str] | None = None) -> dict[str, Any]:
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache_dir)
+    if floor is not None:
+        env["FIRST_OUTPUT_FLOOR"] = json.dumps(floor)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     proc = subprocess.run([sys.executable, "-m", "benchmarks.first_output", "--child", program, frontend],
@@ -132,13 +170,27 @@ def measure(programs: list[str], warm_runs: int) -> list[dict[str, Any]]:
     compileall.compile_dir(os.path.join(root, "bytegraph"), quiet=1)
     rows = []
     for program in programs:
+        # the frontends alternate run by run, so a change in the machine's load hits both alike
+        with tempfile.TemporaryDirectory(prefix="first-output-") as ours_dir, \
+                tempfile.TemporaryDirectory(prefix="first-output-") as theirs_dir:
+            dirs = dict(zip(FRONTENDS, (ours_dir, theirs_dir)))
+            found = {f: {"program": program, "frontend": f, "cold": run_process(program, f, dirs[f]), "warm": []}
+                     for f in FRONTENDS}
+            found["bytegraph"]["cold"].pop("torch_modules", None)
+            floors = []
+            for _ in range(warm_runs):
+                for frontend in FRONTENDS:
+                    found[frontend]["warm"].append(run_process(program, frontend, dirs[frontend]))
+                modules = found["bytegraph"]["warm"][-1].pop("torch_modules", None)
+                if modules is not None:
+                    floors.append(run_process(program, "floor", ours_dir, modules))
         for frontend in FRONTENDS:
-            with tempfile.TemporaryDirectory(prefix="first-output-") as cache_dir:
-                cold = run_process(program, frontend, cache_dir)
-                warm = [run_process(program, frontend, cache_dir) for _ in range(warm_runs)]
-            rows.append({"program": program, "frontend": frontend, "cold": cold, "warm": warm})
-            print(f"  {program} {frontend}: cold {_seconds(cold)}, warm {[_seconds(w) for w in warm]}",
+            row = found[frontend]
+            rows.append(row)
+            print(f"  {program} {frontend}: cold {_seconds(row['cold'])}, warm {[_seconds(w) for w in row['warm']]}",
                   file=sys.stderr, flush=True)
+        rows.append({"program": program, "frontend": "floor", "cold": {}, "warm": floors})
+        print(f"  {program} floor: warm {[_seconds(w) for w in floors]}", file=sys.stderr, flush=True)
     return rows
 
 
@@ -164,14 +216,18 @@ def table(rows: list[dict[str, Any]]) -> str:
     ratio, and the cache counters (h/m/b: hits, misses, bypasses)."""
     by_key = {(r["program"], r["frontend"]): r for r in rows}
     lines = ["| program | run | bytegraph s | torch.compile s | ratio | CPU s: bytegraph / torch.compile (ratio) "
-             "| bytegraph import / trace / backend / run s | bytegraph caches | torch.compile caches |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| bytegraph import / trace / backend / run s | floor s (÷ torch.compile) | bytegraph caches "
+             "| torch.compile caches |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for program in dict.fromkeys(r["program"] for r in rows):
         ours, theirs = by_key[(program, "bytegraph")], by_key[(program, "torch.compile")]
+        floors = by_key.get((program, "floor"), {}).get("warm", [])
         for run in ("cold", "warm"):
             a = [ours[run]] if run == "cold" else ours[run]
             b = [theirs[run]] if run == "cold" else theirs[run]
             sa, sb = _median(a, "seconds"), _median(b, "seconds")
+            sf = _median(floors, "seconds") if run == "warm" else None
+            floor = f"{sf:.2f} ({sf / sb:.2f}x)" if sf and sb else "-"
             ca, cb = _median(a, "cpu_seconds"), _median(b, "cpu_seconds")
             cpu = f"{ca:.2f} / {cb:.2f} ({ca / cb:.2f}x)" if ca and cb else "-"
             parts = [f"{_median(a, k):.2f}" if _median(a, k) is not None else "-"
@@ -179,7 +235,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             lines.append(
                 f"| {program} | {run}{'' if run == 'cold' else f' (median of {len(a)})'} | "
                 f"{'error' if sa is None else f'{sa:.2f}'} | {'error' if sb is None else f'{sb:.2f}'} | "
-                f"{f'{sa / sb:.2f}x' if sa and sb else '-'} | {cpu} | {' / '.join(parts)} | {_hits(a[-1])} | {_hits(b[-1])} |")
+                f"{f'{sa / sb:.2f}x' if sa and sb else '-'} | {cpu} | {' / '.join(parts)} | {floor} | {_hits(a[-1])} | {_hits(b[-1])} |")
     return "\n".join(lines)
 
 
@@ -191,8 +247,11 @@ frontend); **warm**: later processes on that folder (median), where inductor's F
 AOTAutograd's cache hit (**caches**: hits/misses/bypasses by torch's counters, last run). Each frontend pays
 its own imports in the span. **import / trace / backend / run**: bytegraph's split of its span (imports of
 bytegraph and of torch modules on first use; the frontend's trace, guards and code generation; the
-backend's compile, imports excluded; the rest: the first call, loss and backward). **CPU s**: the process's
-own CPU time (steadier on a loaded machine; it leaves out inductor's compile workers)."""
+backend's compile, imports excluded; the rest: the first call, loss and backward). **floor**: a process
+that only imports the torch modules bytegraph's warm process had imported by its first output (median):
+what any frontend that traces with FakeTensors and runs inductor's cached code pays before its first
+output. **CPU s**: the process's own CPU time (steadier on a loaded machine; it leaves out inductor's
+compile workers)."""
 
 
 def readme_block(rows: list[dict[str, Any]], meta: dict[str, Any], chart: str | None) -> str:
