@@ -1,13 +1,14 @@
 """Time to first output with inductor, cold and warm process, both frontends.
 
-``python -m benchmarks.first_output [--programs NAME ...] [--warm-runs N] [--json OUT] [--readme]``
+``python -m benchmarks.first_output [--programs NAME ...] [--cold-runs N] [--warm-runs N] [--json OUT] [--readme]``
 (``--rows OUT`` renders a saved run instead of measuring)
 
 For each program and frontend (bytegraph, torch.compile), with one empty
 ``TORCHINDUCTOR_CACHE_DIR`` per program and frontend:
 
-- **cold**: a fresh process on the empty cache folder;
-- **warm**: then ``--warm-runs`` more fresh processes on the same folder
+- **cold**: a fresh process on an empty cache folder (``--cold-runs`` of
+  them, each on its own folder; median reported);
+- **warm**: then ``--warm-runs`` more fresh processes on the first cold run's folder
   (median reported): what a second run of the same program pays once
   inductor's FX graph cache and AOTAutograd's cache are filled.
 
@@ -163,7 +164,7 @@ def run_process(program: str, frontend: str, cache_dir: str, floor: list[str] | 
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def measure(programs: list[str], warm_runs: int) -> list[dict[str, Any]]:
+def measure(programs: list[str], warm_runs: int, cold_runs: int = 1) -> list[dict[str, Any]]:
     # bytegraph's modules get their bytecode cache first, as `pip install` writes it (torch's came with
     # its install): with PYTHONDONTWRITEBYTECODE set, every process would compile ~100 modules from source
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -171,27 +172,34 @@ def measure(programs: list[str], warm_runs: int) -> list[dict[str, Any]]:
     rows = []
     for program in programs:
         # the frontends alternate run by run, so a change in the machine's load hits both alike
-        with tempfile.TemporaryDirectory(prefix="first-output-") as ours_dir, \
-                tempfile.TemporaryDirectory(prefix="first-output-") as theirs_dir:
-            dirs = dict(zip(FRONTENDS, (ours_dir, theirs_dir)))
-            found = {f: {"program": program, "frontend": f, "cold": run_process(program, f, dirs[f]), "warm": []}
-                     for f in FRONTENDS}
-            found["bytegraph"]["cold"].pop("torch_modules", None)
-            floors = []
+        found = {f: {"program": program, "frontend": f, "cold": [], "warm": []} for f in FRONTENDS}
+        floors: list[dict[str, Any]] = []
+        with tempfile.TemporaryDirectory(prefix="first-output-") as scratch:
+            for i in range(cold_runs):  # each on its own empty folder; the warm runs reuse the first
+                for frontend in FRONTENDS:
+                    cache_dir = os.path.join(scratch, f"{frontend}-{i}")
+                    found[frontend]["cold"].append(run_process(program, frontend, cache_dir))
+                found["bytegraph"]["cold"][-1].pop("torch_modules", None)
             for _ in range(warm_runs):
                 for frontend in FRONTENDS:
-                    found[frontend]["warm"].append(run_process(program, frontend, dirs[frontend]))
+                    found[frontend]["warm"].append(run_process(program, frontend, os.path.join(scratch, f"{frontend}-0")))
                 modules = found["bytegraph"]["warm"][-1].pop("torch_modules", None)
                 if modules is not None:
-                    floors.append(run_process(program, "floor", ours_dir, modules))
+                    floors.append(run_process(program, "floor", os.path.join(scratch, "bytegraph-0"), modules))
         for frontend in FRONTENDS:
             row = found[frontend]
             rows.append(row)
-            print(f"  {program} {frontend}: cold {_seconds(row['cold'])}, warm {[_seconds(w) for w in row['warm']]}",
-                  file=sys.stderr, flush=True)
-        rows.append({"program": program, "frontend": "floor", "cold": {}, "warm": floors})
+            print(f"  {program} {frontend}: cold {[_seconds(c) for c in row['cold']]}, "
+                  f"warm {[_seconds(w) for w in row['warm']]}", file=sys.stderr, flush=True)
+        rows.append({"program": program, "frontend": "floor", "cold": [], "warm": floors})
         print(f"  {program} floor: warm {[_seconds(w) for w in floors]}", file=sys.stderr, flush=True)
     return rows
+
+
+def _runs(row: dict[str, Any], run: str) -> list[dict[str, Any]]:
+    """The rows of ``run`` ("cold" or "warm"); files written before ``--cold-runs`` hold one cold row."""
+    found = row[run]
+    return found if isinstance(found, list) else [found]
 
 
 def _seconds(row: dict[str, Any]) -> str:
@@ -223,8 +231,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         ours, theirs = by_key[(program, "bytegraph")], by_key[(program, "torch.compile")]
         floors = by_key.get((program, "floor"), {}).get("warm", [])
         for run in ("cold", "warm"):
-            a = [ours[run]] if run == "cold" else ours[run]
-            b = [theirs[run]] if run == "cold" else theirs[run]
+            a, b = _runs(ours, run), _runs(theirs, run)
             sa, sb = _median(a, "seconds"), _median(b, "seconds")
             sf = _median(floors, "seconds") if run == "warm" else None
             floor = f"{sf:.2f} ({sf / sb:.2f}x)" if sf and sb else "-"
@@ -233,7 +240,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             parts = [f"{_median(a, k):.2f}" if _median(a, k) is not None else "-"
                      for k in ("import_seconds", "trace_seconds", "backend_seconds", "run_seconds")]
             lines.append(
-                f"| {program} | {run}{'' if run == 'cold' else f' (median of {len(a)})'} | "
+                f"| {program} | {run}{'' if len(a) == 1 else f' (median of {len(a)})'} | "
                 f"{'error' if sa is None else f'{sa:.2f}'} | {'error' if sb is None else f'{sb:.2f}'} | "
                 f"{f'{sa / sb:.2f}x' if sa and sb else '-'} | {cpu} | {' / '.join(parts)} | {floor} | {_hits(a[-1])} | {_hits(b[-1])} |")
     return "\n".join(lines)
@@ -285,7 +292,7 @@ def write_chart(rows: list[dict[str, Any]], path: str) -> None:
         values = []
         for program in programs:
             row = by_key[(program, frontend)]
-            values.append(_median([row["cold"]] if run == "cold" else row["warm"], "seconds") or 0.0)
+            values.append(_median(_runs(row, run), "seconds") or 0.0)
         ax.bar([p + (i - (len(series) - 1) / 2) * width for p in range(len(programs))], values, width, label=label,
                color=("#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78")[i])
     ax.set_xticks(range(len(programs)), programs)
@@ -323,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser.add_argument("--programs", nargs="+", default=list(PROGRAMS), choices=sorted({*PROGRAMS, *MODELS}))
     parser.add_argument("--warm-runs", type=int, default=2, help="warm processes per program and frontend")
+    parser.add_argument("--cold-runs", type=int, default=1,
+                        help="cold processes per program and frontend, each on its own empty cache folder (median)")
     parser.add_argument("--json", help="also write the raw rows (and the run's metadata) to this file")
     parser.add_argument("--rows", help="render a saved --json file instead of measuring")
     parser.add_argument("--readme", action="store_true",
@@ -332,8 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     if ns.child:
         print(json.dumps(child(*ns.child)))
         return 0
-    if ns.warm_runs < 1:
-        parser.error("--warm-runs must be at least 1")
+    if ns.warm_runs < 1 or ns.cold_runs < 1:
+        parser.error("--warm-runs and --cold-runs must be at least 1")
     if ns.rows:
         with open(ns.rows) as f:
             saved = json.load(f)
@@ -343,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
 
         command = "python -m benchmarks.first_output " + " ".join(argv if argv is not None else sys.argv[1:])
         start = time.perf_counter()
-        rows = measure(ns.programs, ns.warm_runs)
+        rows = measure(ns.programs, ns.warm_runs, ns.cold_runs)
         meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "command": command.strip(),
                 "seconds": time.perf_counter() - start, "env": environment(), "load": os.getloadavg()[1]}
     if ns.json:
@@ -353,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     if ns.readme:
         update_readme(rows, meta)
         print("updated README.md's inductor block", file=sys.stderr)
-    errors = [r for row in rows for r in [row["cold"], *row["warm"]] if "error" in r]
+    errors = [r for row in rows for r in [*_runs(row, "cold"), *row["warm"]] if "error" in r]
     for r in errors:
         print(f"\n{r['program']} / {r['frontend']} failed:\n{r['error']}", file=sys.stderr)
     return 1 if errors else 0
