@@ -74,11 +74,6 @@ class TypeMatch(Guard):
         )
 
 
-def float_key(value: float) -> tuple:
-    """What tells two floats apart for a trace: NaN equals NaN, -0.0 differs from 0.0."""
-    return (value != value, math.copysign(1.0, value), value if value == value else 0.0)
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class ConstantMatch(Guard):
     """``type(value) is type(expected) and value == expected`` for scalars,
@@ -93,8 +88,12 @@ class ConstantMatch(Guard):
             return f"{value} is {names.const(exp)}"
         if type(exp) is int:
             return f"type({value}) is int and {value} == {exp}"
-        if type(exp) is float and (exp != exp or exp == 0.0):  # NaN never equals itself; -0.0 == 0.0
-            return f"type({value}) is float and {names.const(float_key)}({value}) == {names.const(float_key(exp))}"
+        if type(exp) is float and (exp != exp or exp == 0.0):
+            # what tells such floats apart for a trace: NaN equals NaN (it never equals itself), -0.0
+            # differs from 0.0 (they are ==): the sign, read by C code rather than a Python helper
+            test = f"{value} != {value}" if exp != exp else f"{value} == 0.0"
+            sign = names.const(math.copysign(1.0, exp))
+            return f"type({value}) is float and {test} and math.copysign(1.0, {value}) == {sign}"
         return f"type({value}) is {names.const(type(exp))} and {value} == {names.const(exp)}"
 
     def explain(self, actual: Any) -> str:
@@ -142,6 +141,11 @@ class IdMatch(Guard):
         return ("IdMatch", self.source, self.expected_id)
 
     def check(self, names: Names, value: str) -> str:
+        if isinstance(self.ref, weakref.ref):
+            # calling the weak reference and comparing with ``is`` is cheaper than ``id()``, which
+            # makes a new int on every call; a dead referent gives None, but its death has already
+            # invalidated the entry (CacheEntry's on_death), so the guard never runs again
+            return f"{value} is {names.const(self.ref)}()"
         return f"id({value}) == {self.expected_id}"
 
     def explain(self, actual: Any) -> str:
@@ -291,6 +295,10 @@ class GlobalStateMatch(Guard):
         return f"{self.label} changed: expected {self.expected!r}, got {self.getter()!r}"
 
 
+#: tensor types whose ``requires_grad`` is torch's own getter, which returns a bool
+_BOOL_REQUIRES_GRAD = (torch.Tensor, torch.nn.Parameter)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class TensorMatch(Guard):
     """Tensor metadata the trace specialised on.
@@ -335,11 +343,15 @@ class TensorMatch(Guard):
         v = value
         # (each tensor attribute read costs ~0.1 µs from Python: the cheapest reads that decide)
         device = f"{v}.is_cpu" if self.device.type == "cpu" else f"{v}.device == {names.const(self.device)}"
+        if self.tensor_type in _BOOL_REQUIRES_GRAD:  # their requires_grad is a bool: its truth decides
+            requires_grad = f"{v}.requires_grad" if self.requires_grad else f"not {v}.requires_grad"
+        else:
+            requires_grad = f"{v}.requires_grad is {self.requires_grad}"
         parts = [
             f"type({v}) is {names.const(self.tensor_type)}",
             f"{v}.dtype is {names.const(self.dtype)}",
             device,
-            f"{v}.requires_grad is {self.requires_grad}",
+            requires_grad,
         ]
         if None not in self.sizes:
             parts.append(f"{v}.shape == {names.const(torch.Size(self.sizes))}")
