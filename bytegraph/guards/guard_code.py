@@ -38,6 +38,7 @@ import torch
 from bytegraph.guards.guards import (
     ConstantMatch,
     Guard,
+    IdMatch,
     NoAliasing,
     SameObject,
     SameStorage,
@@ -46,7 +47,15 @@ from bytegraph.guards.guards import (
 )
 from bytegraph.guards.shape_guards import ShapeGuard
 from bytegraph.breaks import InternalError
-from bytegraph.guards.source import ClosureSource, GlobalSource, LocalSource, Source, is_plain_name
+from bytegraph.guards.source import (
+    AttrSource,
+    ClosureSource,
+    GlobalSource,
+    LocalSource,
+    Source,
+    attr_expr,
+    is_plain_name,
+)
 
 
 @dataclasses.dataclass
@@ -89,6 +98,9 @@ class _Builder:
         self._const_names: dict[int, str] = {}
         self.temps: dict[Source, str] = {}
         self.uses: dict[Source, int] = {}
+        #: (attribute, expected id) -> the expression of the first class whose
+        #: attribute an identity guard checked (see :meth:`class_attr_check`)
+        self.class_attrs: dict[tuple[str, int], str] = {}
 
     # names protocol used by sources and guards
     def const(self, value: Any) -> str:
@@ -159,8 +171,35 @@ class _Builder:
             return guard.render(lambda src: self.materialize(src, out)), "None"
         if guard.source is None:
             return guard.check(self, "None"), "None"
+        if isinstance(guard, IdMatch):
+            shared = self.class_attr_check(guard, out)
+            if shared is not None:
+                return shared
         value = self.materialize(guard.source, out)
         return guard.check(self, value), value
+
+
+    def class_attr_check(self, guard: IdMatch, out: list[str]) -> tuple[str, str] | None:
+        """The identity check of a method read from an object's class
+        (``m.__class__.forward``), done once per distinct class.
+
+        Modules of one class each guard the same class attribute; a later one
+        whose class is the very class an earlier guard already checked passes
+        with one ``is``: the class's attribute, read again in the same guard
+        call, is the object just checked. Only where the attribute's value is
+        used by no other guard (so it need not be read into a temporary).
+        """
+        source = guard.source
+        base = source.base
+        if not (isinstance(source, AttrSource) and isinstance(base, AttrSource) and base.attr == "__class__"):
+            return None
+        if self.uses.get(source, 0) != 1 or source in self.temps:
+            return None
+        cls = self.materialize(base, out)
+        value = attr_expr(self, cls, source.attr)
+        check = guard.check(self, value)
+        first = self.class_attrs.setdefault((source.attr, guard.expected_id), cls)
+        return (check if first == cls else f"{cls} is {first} or {check}"), value
 
 
 def _sources_of(guard: Guard) -> tuple:

@@ -1,0 +1,215 @@
+"""The cheaper forms the guard function uses check exactly what the plain forms
+did: identity through a weak reference, a class's method checked once per
+distinct class, float zero/NaN constants by their sign, a parameter's
+requires_grad by its truth, and each of a module's constant attributes. Every
+change recompiles, with a reason naming what changed; nothing else does."""
+import math
+
+import pytest
+import torch
+from torch import nn
+
+import bytegraph
+from bytegraph.runtime import metrics
+from bytegraph.testing import CompileCounter, same
+
+
+def all_reasons():
+    return [r for stats in metrics.FRAMES.values() for r in stats.recompile_reasons]
+
+
+class Compiled:
+    """A module compiled, each call compared with eager."""
+
+    def __init__(self, module):
+        self.module = module
+        self.cnt = CompileCounter()
+        self.compiled = bytegraph.compile(module, backend=self.cnt)
+
+    def __call__(self, *args):
+        actual = self.compiled(*args)
+        expected = self.module(*args)
+        assert same(actual, expected), f"{actual!r} != {expected!r}"
+        return actual
+
+    @property
+    def graphs(self):
+        return self.cnt.frame_count
+
+
+class Configured(nn.Module):
+    """A module whose forward reads constant attributes of several types, as
+    a convolution reads padding_mode/stride/padding/dilation/groups."""
+
+    def __init__(self):
+        super().__init__()
+        self.mode = "zeros"
+        self.stride = (1, 2)
+        self.groups = 1
+        self.eps = 1e-5
+        self.flag = False
+
+    def forward(self, x):
+        y = x * self.groups + self.eps
+        y = y + len(self.mode) + self.stride[1]
+        return -y if self.flag else y
+
+
+@pytest.mark.parametrize("attr, value", [
+    ("mode", "reflect"),       # value change, first attribute
+    ("stride", (1, 3)),        # value change inside a tuple
+    ("stride", [1, 2]),        # type change, equal items
+    ("groups", 1.0),           # int -> equal float
+    ("groups", True),          # int -> equal bool
+    ("groups", 2),             # value change
+    ("eps", 1e-3),             # value change, float
+    ("flag", True),            # bool flip, last attribute
+    ("flag", 0),               # bool -> falsy int
+])
+def test_each_constant_attribute_recompiles_when_it_alone_changes(attr, value):
+    module = Configured()
+    run = Compiled(module)
+    x = torch.randn(3)
+    run(x)
+    run(x)
+    assert run.graphs == 1
+    setattr(module, attr, value)
+    run(x)
+    assert run.graphs == 2
+    (reason,) = all_reasons()
+    assert reason.startswith(f"'module.{attr}' "), reason
+    run(x)
+    assert run.graphs == 2
+
+
+class Scale(nn.Module):
+    def __init__(self, factor):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor
+
+
+class Scaled2x(Scale):
+    def forward(self, x):
+        return x * self.factor * 2
+
+
+class Chain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = Scale(2.0)
+        self.b = Scale(3.0)
+        self.c = Scale(5.0)
+
+    def forward(self, x):
+        return self.c(self.b(self.a(x)))
+
+
+@pytest.mark.parametrize("which", ["a", "b", "c"])
+def test_module_of_a_shared_class_given_another_class_recompiles(which):
+    """The modules share one class, whose forward is checked once; one of them
+    getting another class (any position) is still seen."""
+    model = Chain()
+    run = Compiled(model)
+    x = torch.randn(3)
+    run(x)
+    run(x)
+    assert run.graphs == 1
+    getattr(model, which).__class__ = Scaled2x
+    run(x)
+    assert run.graphs == 2
+    (reason,) = all_reasons()
+    assert reason.startswith(f"'module.{which}.__class__.forward' is no longer the same object"), reason
+
+
+def test_method_of_a_shared_class_replaced_recompiles():
+    model = Chain()
+    run = Compiled(model)
+    x = torch.randn(3)
+    run(x)
+    saved = Scale.forward
+    try:
+        Scale.forward = lambda self, x: x - self.factor
+        run(x)
+    finally:
+        Scale.forward = saved
+    assert run.graphs == 2
+    assert "forward" in all_reasons()[0]
+    run(x)
+    assert run.graphs == 2  # the first entry matches again
+
+
+@pytest.mark.parametrize("first, second, recompiles", [
+    (0.0, -0.0, True),
+    (-0.0, 0.0, True),
+    (0.0, float("0"), False),     # another zero object
+    (math.nan, float("nan"), False),   # another NaN object: still NaN
+    (math.nan, -math.nan, True),        # the sign of a NaN tells it apart, as for zero
+    (math.nan, 0.0, True),
+    (0.0, math.nan, True),
+    (0.0, 0, True),                     # int zero: another type
+])
+def test_float_zero_and_nan_constants(first, second, recompiles):
+    module = Scale(first)
+    run = Compiled(module)
+    x = torch.randn(3)
+    run(x)
+    module.factor = second
+    run(x)
+    assert run.graphs == (2 if recompiles else 1)
+    if recompiles:
+        (reason,) = all_reasons()
+        assert reason.startswith("'module.factor' value mismatch"), reason
+
+
+def test_parameter_requires_grad_change_recompiles():
+    module = nn.Linear(3, 2)
+    run = Compiled(module)
+    x = torch.randn(4, 3)
+    assert run(x).requires_grad
+    module.weight.requires_grad_(False)
+    module.bias.requires_grad_(False)
+    assert not run(x).requires_grad
+    assert run.graphs == 2
+    (reason,) = all_reasons()
+    assert "requires_grad" in reason and "weight" in reason, reason
+    module.weight.requires_grad_(True)
+    module.bias.requires_grad_(True)
+    assert run(x).requires_grad
+    assert run.graphs == 2
+
+
+def _double(x):
+    return x * 2
+
+
+helper = _double
+
+
+def test_identity_guard_on_a_dead_function_does_not_match_none():
+    """A function guarded by identity dies (the global now holds None): the
+    entry is dropped, so the call raises eager's TypeError rather than
+    matching the dead reference's None."""
+    global helper
+
+    def f(x):
+        return helper(x)
+
+    def make():
+        def double(x):
+            return x * 2
+        return double
+
+    helper = make()
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    x = torch.randn(3)
+    assert same(compiled(x), x * 2)
+    helper = None  # the only strong reference to the inner function goes
+    with pytest.raises(TypeError):
+        f(x)
+    with pytest.raises(TypeError):
+        compiled(x)
+    helper = _double
