@@ -213,3 +213,39 @@ def test_identity_guard_on_a_dead_function_does_not_match_none():
     with pytest.raises(TypeError):
         compiled(x)
     helper = _double
+
+
+@pytest.mark.parametrize("empty, filled, why", [
+    ([], [1], "length mismatch: expected 0, got 1"),
+    ({}, {"a": 1}, "length mismatch: expected 0, got 1"),
+    ((), (1,), "value mismatch: expected (), got (1,)"),  # a tuple of constants is a constant
+])
+def test_empty_container_argument_guarded_by_length(empty, filled, why):
+    """An empty list/dict is checked by its truth; gaining an item recompiles."""
+    def f(x, items):
+        return x + len(items)
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    x = torch.randn(3)
+    for items in (empty, type(empty)(), filled, empty, filled):
+        assert same(compiled(x, items), f(x, items))
+    assert cnt.frame_count == 2
+    (reason,) = all_reasons()
+    assert reason == f"'items' {why}", reason
+
+
+def test_empty_container_of_a_subclass_keeps_len():
+    """A subclass's own __len__ decides, as eager's len() does."""
+    class Counted(list):
+        def __len__(self):
+            return 5
+
+    def f(x, items):
+        return x + len(items)
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    x = torch.randn(3)
+    for items in ([], Counted(), Counted([1])):
+        assert same(compiled(x, items), f(x, items))

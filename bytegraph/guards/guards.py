@@ -152,6 +152,19 @@ class IdMatch(Guard):
         return f"{describe_source(self.source)} is no longer the same object (expected {self.label}, got {_label(actual)})"
 
 
+#: containers whose truth is their length (no ``__bool__`` or ``__len__`` of a subclass)
+_BUILTIN_CONTAINERS = (tuple, list, dict, collections.OrderedDict)
+
+
+def _length_is(value: str, exact_type: type, length: int) -> str:
+    """``len(value) == length`` for a value whose type is already checked to be
+    ``exact_type``; ``not value`` when that says the same more cheaply (an empty
+    builtin container: no call)."""
+    if length == 0 and exact_type in _BUILTIN_CONTAINERS:
+        return f"not {value}"
+    return f"len({value}) == {length}"
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class LenMatch(Guard):
     """``type(value) is expected_type and len(value) == length`` for containers."""
@@ -164,7 +177,8 @@ class LenMatch(Guard):
         return self.expected_type
 
     def check(self, names: Names, value: str) -> str:
-        return f"type({value}) is {names.const(self.expected_type)} and len({value}) == {self.length}"
+        length = _length_is(value, self.expected_type, self.length)
+        return f"type({value}) is {names.const(self.expected_type)} and {length}"
 
     def explain(self, actual: Any) -> str:
         if type(actual) is not self.expected_type:
@@ -205,7 +219,8 @@ class DictKeysMatch(Guard):
         return self.expected_type
 
     def check(self, names: Names, value: str) -> str:
-        head = f"type({value}) is {names.const(self.expected_type)} and len({value}) == {len(self.keys)}"
+        length = _length_is(value, self.expected_type, len(self.keys))
+        head = f"type({value}) is {names.const(self.expected_type)} and {length}"
         if not self.keys and self.expected_type in (dict, collections.OrderedDict):
             return head  # an empty dict has no keys (e.g. a module's hook dicts, checked on every call)
         if all(compared_by_value(k) for k in self.keys):
