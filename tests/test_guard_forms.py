@@ -249,3 +249,43 @@ def test_empty_container_of_a_subclass_keeps_len():
     x = torch.randn(3)
     for items in ([], Counted(), Counted([1])):
         assert same(compiled(x, items), f(x, items))
+
+
+def scale_by_first(x, t):
+    return x * t[0][0] if type(t[0]) is tuple else x * t[0]
+
+
+@pytest.mark.parametrize("first, second", [
+    ((2, 3), (2.0, 3)),            # an item equal but a float: an int tensor times 2.0 is a float tensor
+    ((1, 3), (True, 3)),           # an item equal but a bool
+    ((2, 3), (2, 3.0)),            # the last item
+    ((2, None), (2, 0)),
+    (((2, 5), 3), ((2.0, 5), 3)),  # an item of a nested tuple
+    (((0.0,), 3), ((-0.0,), 3)),   # the sign of a nested float zero
+])
+def test_tuple_constant_items_are_checked_by_type(first, second):
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(scale_by_first, backend=cnt)
+    x = torch.arange(3)
+    for t in (first, second, first):
+        actual, expected = compiled(x, t), scale_by_first(x, t)
+        assert same(actual, expected) and actual.dtype == expected.dtype
+        assert torch.equal(torch.signbit(actual), torch.signbit(expected))
+    assert cnt.frame_count == 2
+    (reason,) = all_reasons()
+    assert reason == f"'t' value mismatch: expected {first!r}, got {second!r}", reason
+
+
+def test_constant_attribute_assigned_an_equal_object_does_not_recompile():
+    """A new object equal to the constant, of the same types, still matches
+    (the same object passes with one `is`; an equal one by value)."""
+    module = Configured()
+    run = Compiled(module)
+    x = torch.randn(3)
+    run(x)
+    module.mode = "".join(["ze", "ros"])
+    module.stride = tuple([1, 2])
+    module.eps = float("1e-5")
+    run(x)
+    assert run.graphs == 1
+    assert all_reasons() == []

@@ -77,7 +77,13 @@ class TypeMatch(Guard):
 @dataclasses.dataclass(frozen=True, eq=False)
 class ConstantMatch(Guard):
     """``type(value) is type(expected) and value == expected`` for scalars,
-    strings and other immutable constants (``is`` for None/bool/Ellipsis)."""
+    strings and other immutable constants (``is`` for None/bool/Ellipsis).
+
+    The items of a tuple are checked by type too (``(2.0, 3) == (2, 3)``, but a
+    graph traced with the int 2 is wrong for the float), and a float 0.0 or NaN
+    by its sign. The very object the trace saw (what an attribute still holds
+    unless it was assigned) passes with one ``is``: it is the same constant.
+    """
 
     expected: Any = None
     order: ClassVar[int] = 1
@@ -86,15 +92,47 @@ class ConstantMatch(Guard):
         exp = self.expected
         if exp is None or exp is Ellipsis or exp is NotImplemented or type(exp) is bool:
             return f"{value} is {names.const(exp)}"
-        if type(exp) is int:
-            return f"type({value}) is int and {value} == {exp}"
-        if type(exp) is float and (exp != exp or exp == 0.0):
-            # what tells such floats apart for a trace: NaN equals NaN (it never equals itself), -0.0
-            # differs from 0.0 (they are ==): the sign, read by C code rather than a Python helper
-            test = f"{value} != {value}" if exp != exp else f"{value} == 0.0"
-            sign = names.const(math.copysign(1.0, exp))
-            return f"type({value}) is float and {test} and math.copysign(1.0, {value}) == {sign}"
-        return f"type({value}) is {names.const(type(exp))} and {value} == {names.const(exp)}"
+        return f"{value} is {names.const(exp)} or ({_same_constant(names, value, exp)})"
+
+    def explain(self, actual: Any) -> str:
+        return f"{describe_source(self.source)} value mismatch: expected {self.expected!r}, got {actual!r}"
+
+
+def _same_constant(names: Names, value: str, exp: Any) -> str:
+    """Guard source: ``value`` equals the constant ``exp`` and is of its exact
+    type, as are its items (by position) if it is a tuple."""
+    if type(exp) is int:
+        return f"type({value}) is int and {value} == {exp}"
+    if type(exp) is float and (exp != exp or exp == 0.0):
+        # what tells such floats apart for a trace: NaN equals NaN (it never equals itself), -0.0
+        # differs from 0.0 (they are ==): the sign, read by C code rather than a Python helper
+        test = f"{value} != {value}" if exp != exp else f"{value} == 0.0"
+        return f"type({value}) is float and {test} and {_same_sign(names, value, exp)}"
+    parts = [f"type({value}) is {names.const(type(exp))}", f"{value} == {names.const(exp)}"]
+    if type(exp) is tuple:
+        parts += _item_checks(names, value, exp)
+    return " and ".join(parts)
+
+
+def _item_checks(names: Names, value: str, items: tuple) -> list[str]:
+    """Checks that, with ``value == items`` already true, make each item of
+    ``value`` the same constant as in ``items``: its exact type, a nested
+    tuple's items, the sign of a float zero (a NaN item is equal only when it
+    is the very object)."""
+    checks = []
+    for i, item in enumerate(items):
+        expr = f"{value}[{i}]"
+        checks.append(f"type({expr}) is {names.const(type(item))}")
+        if type(item) is tuple:
+            checks += _item_checks(names, expr, item)
+        elif type(item) is float and item == 0.0:
+            checks.append(_same_sign(names, expr, item))
+    return checks
+
+
+def _same_sign(names: Names, value: str, exp: float) -> str:
+    return f"math.copysign(1.0, {value}) == {names.const(math.copysign(1.0, exp))}"
+
 
     def explain(self, actual: Any) -> str:
         return f"{describe_source(self.source)} value mismatch: expected {self.expected!r}, got {actual!r}"
