@@ -289,3 +289,71 @@ def test_constant_attribute_assigned_an_equal_object_does_not_recompile():
     run(x)
     assert run.graphs == 1
     assert all_reasons() == []
+
+
+def multiply_by_each(x, items):
+    out = x
+    for item in items:
+        out = out * (item[0] if type(item) is tuple else item)
+    return out
+
+
+@pytest.mark.parametrize("first, second", [
+    ({2: "a"}, {2.0: "a"}),                  # dict keys: equal, another type
+    ({(2,): "a"}, {(2.0,): "a"}),            # an item of a tuple key
+    ({0.0: "a"}, {-0.0: "a"}),               # the sign of a float zero key
+    ({2}, {2.0}),                            # set items
+    ({(2, 1)}, {(2.0, 1)}),
+    ({-0.0}, {0.0}),
+    (frozenset({2}), frozenset({2.0})),      # a frozenset is a constant
+    (frozenset({(2,)}), frozenset({(2.0,)})),
+    (frozenset({0.0}), frozenset({-0.0})),
+])
+def test_keys_and_set_items_are_checked_by_type(first, second):
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(multiply_by_each, backend=cnt)
+    x = torch.arange(3)
+    for items in (first, second, first, second):
+        actual, expected = compiled(x, items), multiply_by_each(x, items)
+        assert same(actual, expected) and actual.dtype == expected.dtype
+        assert torch.equal(torch.signbit(actual), torch.signbit(expected))
+    assert cnt.frame_count == 2
+
+
+def test_equal_keys_of_the_same_types_do_not_recompile():
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(multiply_by_each, backend=cnt)
+    x = torch.arange(3)
+    for items in ({2: "a", 1000: 1}, {2: "a", int("1000"): 1}, {(2, 1)}, {tuple([2, 1])}):  # equal new objects
+        assert same(compiled(x, items), multiply_by_each(x, items))
+    assert cnt.frame_count == 2  # one per container type
+
+
+def index_with(x, s):
+    return x[s]
+
+
+def test_slice_constant_items_are_checked_by_type():
+    """slice(1, 3) == slice(1.0, 3), but eager indexing raises for the float."""
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(index_with, backend=cnt)
+    x = torch.arange(5)
+    assert same(compiled(x, slice(1, 3)), index_with(x, slice(1, 3)))
+    with pytest.raises(TypeError):
+        index_with(x, slice(1.0, 3))
+    with pytest.raises(TypeError):
+        compiled(x, slice(1.0, 3))
+    assert same(compiled(x, slice(1, 3)), index_with(x, slice(1, 3)))
+
+
+def test_recompile_reason_names_the_guard_whose_read_raised():
+    """A value read from the arguments raises on the new ones (a set has no
+    items by key): the reason names that read, not the guard before it."""
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(multiply_by_each, backend=cnt)
+    x = torch.arange(3)
+    for items in ({2: "a"}, {2}):
+        assert same(compiled(x, items), multiply_by_each(x, items))
+    assert cnt.frame_count == 2
+    (reason,) = all_reasons()
+    assert reason == "'items[2]' could not be read: TypeError: 'set' object is not subscriptable", reason

@@ -44,6 +44,7 @@ from bytegraph.guards.guards import (
     SameStorage,
     TensorMatch,
     TypeMatch,
+    describe_source,
 )
 from bytegraph.guards.shape_guards import ShapeGuard
 from bytegraph.breaks import InternalError
@@ -84,10 +85,13 @@ class GuardFunction:
 
     def first_failure(self, cells: Any, args: tuple, kwargs: dict) -> str | None:
         """Words for the first guard that fails on these arguments, or None."""
-        index, value = self.first_failure_fn(cells, *args, **kwargs)
+        index, value, raised = self.first_failure_fn(cells, *args, **kwargs)
         if index < 0:
             return None
-        return self.guards[index].explain(value)
+        guard = self.guards[index]
+        if raised and guard.source is not None:  # reading the guarded value raised ``value``
+            return f"{describe_source(guard.source)} could not be read: {type(value).__name__}: {value}"
+        return guard.explain(None if raised else value)
 
 
 class _Builder:
@@ -294,12 +298,11 @@ def build_guard_function(
     for index, guard in enumerate(ordered_guards):
         pre: list[str] = []
         cond, value = builder.check_text(guard, pre)
-        for line in pre:
-            check_lines.append(line)
-            fail_lines.append(line)
+        check_lines += pre
         check_lines.append(f"if not ({cond}): return False")
-        fail_lines.append(f"{prefix}i = {index}")
-        fail_lines.append(f"if not ({cond}): return ({index}, {value})")
+        fail_lines.append(f"{prefix}i = {index}")  # before reading its sources: a read that raises fails this guard
+        fail_lines += pre
+        fail_lines.append(f"if not ({cond}): return ({index}, {value}, False)")
 
     observed = [g for g in ordered_guards if _observable(g)]
     plain = _Builder(code, prefix)  # no temporaries: each value read on its own
@@ -330,9 +333,9 @@ def build_guard_function(
         f"    def {p}first_failure({sig}):\n"
         f"        {p}i = -1\n"
         f"        try:\n{fail_body}\n"
-        f"        except Exception:\n"
-        f"            return ({p}i, None)\n"
-        f"        return (-1, None)\n"
+        f"        except Exception as {p}e:\n"
+        f"            return ({p}i, {p}e, True)\n"
+        f"        return (-1, None, False)\n"
         f"    def {p}observe({sig}):\n"
         f"        {p}values = []\n"
         f"{observe_body}\n"

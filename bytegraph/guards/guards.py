@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
+import operator
 import weakref
 from typing import Any, Callable, ClassVar, Protocol
 
@@ -111,7 +112,22 @@ def _same_constant(names: Names, value: str, exp: Any) -> str:
     parts = [f"type({value}) is {names.const(type(exp))}", f"{value} == {names.const(exp)}"]
     if type(exp) is tuple:
         parts += _item_checks(names, value, exp)
+    elif type(exp) is frozenset:
+        parts.append(_set_items_check(names, value, exp))
+    elif type(exp) is slice:  # slice(2, 3) == slice(2.0, 3)
+        parts.append(f"{names.const(same_constant)}({value}, {names.const(exp)})")
     return " and ".join(parts)
+
+
+def _set_items_check(names: Names, value: str, items: frozenset) -> str:
+    """Guard source: each item of the set ``value`` (already equal to
+    ``items``) is of the type of its equal in ``items`` ({2} == {2.0}), as
+    (type, item) pairs; item by item where a nested tuple's items or a float
+    zero's sign tell equal items apart."""
+    if all(type(item) is not tuple and not (type(item) is float and item == 0.0) for item in items):
+        pairs = frozenset((type(item), item) for item in items)
+        return f"frozenset(zip(map(type, {value}), {value})) == {names.const(pairs)}"
+    return f"{names.const(same_items)}({value}, {names.const({item: item for item in items})})"
 
 
 def _item_checks(names: Names, value: str, items: tuple) -> list[str]:
@@ -147,7 +163,9 @@ class EqualsMatch(Guard):
     order: ClassVar[int] = 2
 
     def check(self, names: Names, value: str) -> str:
-        return f"{value} == {names.const(self.expected)}"
+        exp = self.expected
+        equal = f"{value} == {names.const(exp)}"
+        return f"{equal} and {_set_items_check(names, value, exp)}" if type(exp) is frozenset else equal
 
     def explain(self, actual: Any) -> str:
         return f"{describe_source(self.source)} value mismatch: expected {self.expected!r}, got {actual!r}"
@@ -261,9 +279,11 @@ class DictKeysMatch(Guard):
         head = f"type({value}) is {names.const(self.expected_type)} and {length}"
         if not self.keys and self.expected_type in (dict, collections.OrderedDict):
             return head  # an empty dict has no keys (e.g. a module's hook dicts, checked on every call)
+        same = f"{names.const(same_keys)}({value}, {names.const(self.keys)})"
         if all(compared_by_value(k) for k in self.keys):
-            return f"{head} and list({value}) == {names.const(list(self.keys))}"
-        return f"{head} and {names.const(same_keys)}({value}, {names.const(self.keys)})"
+            # the very key objects the trace saw (a dict keeps its keys) are the same keys: no call
+            return f"{head} and (all(map({names.const(operator.is_)}, {value}, {names.const(self.keys)})) or {same})"
+        return f"{head} and {same}"
 
     def explain(self, actual: Any) -> str:
         if type(actual) is not self.expected_type:
@@ -281,11 +301,35 @@ def compared_by_value(key: Any) -> bool:
 
 
 def same_keys(mapping: Any, keys: tuple) -> bool:
-    """Whether ``mapping``'s keys are ``keys`` in order: keys compared by value
-    equal and of the same type, other keys identical (never calling their
+    """Whether ``mapping``'s keys are ``keys`` in order (its length already
+    checked): keys compared by value the same constants
+    (:func:`same_constant`), other keys identical (never calling their
     ``__eq__``, which for a tensor is elementwise)."""
-    return all(a is b or (type(a) is type(b) and compared_by_value(a) and compared_by_value(b) and a == b)
-               for a, b in zip(mapping, keys))
+    return all(a is b or (compared_by_value(b) and same_constant(a, b)) for a, b in zip(mapping, keys))
+
+
+def same_items(items: Any, expected: dict) -> bool:
+    """Whether each of ``items`` (a set already equal to ``expected``'s keys)
+    is the same constant as its equal in ``expected`` (a dict from each
+    expected item to itself)."""
+    return all(same_constant(a, expected[a]) for a in items)
+
+
+def same_constant(a: Any, b: Any) -> bool:
+    """Whether ``a`` is the constant ``b`` for a trace: equal and of the same
+    exact type, the items of a tuple, frozenset or slice too, a float's sign too
+    (-0.0 is not 0.0) and NaN equal to NaN."""
+    if type(a) is not type(b):
+        return False
+    if type(b) is tuple:
+        return len(a) == len(b) and all(x is y or same_constant(x, y) for x, y in zip(a, b))
+    if type(b) is float:
+        return math.copysign(1.0, a) == math.copysign(1.0, b) and (a == b or (a != a and b != b))
+    if type(b) is frozenset:
+        return a == b and same_items(a, {item: item for item in b})
+    if type(b) is slice:
+        return same_constant((a.start, a.stop, a.step), (b.start, b.stop, b.step))
+    return bool(a == b)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
