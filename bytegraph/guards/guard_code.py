@@ -18,8 +18,8 @@ CPython binds the call's arguments natively. Constants (types, dtypes, dicts of
 globals...) reach the code through the factory's closure, never through
 ``repr`` (invariant 3). Sub-paths used more than once are computed once into
 temporaries. A twin function, ``first_failure``, returns the index of the first
-failing guard and the value it saw; it runs only on a cache miss, to explain the
-recompile in words.
+failing guard, the value it saw (or the exception reading it raised) and whether
+it raised; it runs only on a cache miss, to explain the recompile in words.
 """
 from __future__ import annotations
 
