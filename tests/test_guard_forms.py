@@ -68,18 +68,24 @@ class Configured(nn.Module):
 ])
 def test_each_constant_attribute_recompiles_when_it_alone_changes(attr, value):
     module = Configured()
+    reason = recompile_reason(module, lambda: setattr(module, attr, value))
+    assert reason.startswith(f"'module.{attr}' "), reason
+
+
+def recompile_reason(module, change):
+    """Compile ``module``, call it, ``change()`` it: one recompile, whose
+    reason is returned; the changed module then stays compiled."""
     run = Compiled(module)
     x = torch.randn(3)
     run(x)
     run(x)
     assert run.graphs == 1
-    setattr(module, attr, value)
+    change()
+    run(x)
     run(x)
     assert run.graphs == 2
     (reason,) = all_reasons()
-    assert reason.startswith(f"'module.{attr}' "), reason
-    run(x)
-    assert run.graphs == 2
+    return reason
 
 
 class Scale(nn.Module):
@@ -112,15 +118,7 @@ def test_module_of_a_shared_class_given_another_class_recompiles(which):
     """The modules share one class, whose forward is checked once; one of them
     getting another class (any position) is still seen."""
     model = Chain()
-    run = Compiled(model)
-    x = torch.randn(3)
-    run(x)
-    run(x)
-    assert run.graphs == 1
-    getattr(model, which).__class__ = Scaled2x
-    run(x)
-    assert run.graphs == 2
-    (reason,) = all_reasons()
+    reason = recompile_reason(model, lambda: setattr(getattr(model, which), "__class__", Scaled2x))
     assert reason.startswith(f"'module.{which}.__class__.forward' is no longer the same object"), reason
 
 
