@@ -182,7 +182,6 @@ class _Builder:
         value = self.materialize(guard.source, out)
         return guard.check(self, value), value
 
-
     def class_attr_check(self, guard: IdMatch, out: list[str]) -> tuple[str, str] | None:
         """The identity check of a method read from an object's class
         (``m.__class__.forward``), done once per distinct class.

@@ -150,10 +150,6 @@ def _same_sign(names: Names, value: str, exp: float) -> str:
     return f"math.copysign(1.0, {value}) == {names.const(math.copysign(1.0, exp))}"
 
 
-    def explain(self, actual: Any) -> str:
-        return f"{describe_source(self.source)} value mismatch: expected {self.expected!r}, got {actual!r}"
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class EqualsMatch(Guard):
     """``value == expected`` where ``expected`` is an immutable snapshot (e.g. a
