@@ -4,6 +4,7 @@ distinct class, float zero/NaN constants by their sign, a parameter's
 requires_grad by its truth, and each of a module's constant attributes. Every
 change recompiles, with a reason naming what changed; nothing else does."""
 import math
+import weakref
 
 import pytest
 import torch
@@ -179,38 +180,28 @@ def test_parameter_requires_grad_change_recompiles():
     assert run.graphs == 2
 
 
-def _double(x):
-    return x * 2
+class Box:
+    pass
 
 
-helper = _double
+def test_identity_guard_on_a_dead_object_does_not_match_none():
+    """An argument guarded by identity dies, so the weak reference the guard
+    compares with gives None, and None is passed next: the call answers
+    id(None) as eager does (the entry died with the object, and its type
+    guard would refuse None too)."""
+    def f(x, box):
+        return x + 1, id(box)
 
-
-def test_identity_guard_on_a_dead_function_does_not_match_none():
-    """A function guarded by identity dies (the global now holds None): the
-    entry is dropped, so the call raises eager's TypeError rather than
-    matching the dead reference's None."""
-    global helper
-
-    def f(x):
-        return helper(x)
-
-    def make():
-        def double(x):
-            return x * 2
-        return double
-
-    helper = make()
     cnt = CompileCounter()
     compiled = bytegraph.compile(f, backend=cnt)
     x = torch.randn(3)
-    assert same(compiled(x), x * 2)
-    helper = None  # the only strong reference to the inner function goes
-    with pytest.raises(TypeError):
-        f(x)
-    with pytest.raises(TypeError):
-        compiled(x)
-    helper = _double
+    box = Box()
+    assert same(compiled(x, box), f(x, box))
+    alive = weakref.ref(box)
+    del box
+    assert alive() is None  # nothing bytegraph keeps holds it
+    for arg in (None, None):
+        assert same(compiled(x, arg), f(x, arg))
 
 
 @pytest.mark.parametrize("empty, filled, why", [
