@@ -1,8 +1,11 @@
 """The cheaper forms the guard function uses check exactly what the plain forms
 did: identity through a weak reference, a class's method checked once per
 distinct class, float zero/NaN constants by their sign, a parameter's
-requires_grad by its truth, and each of a module's constant attributes. Every
-change recompiles, with a reason naming what changed; nothing else does."""
+requires_grad by its truth, an empty container by its truth, a constant that is
+still the traced object by identity. Constants, dict keys, set items and slice
+bounds are checked by exact type, items too ((2.0, 3) == (2, 3) but is another
+constant for a trace). Every change recompiles, with a reason naming what
+changed (or the read that raised); nothing else does."""
 import math
 import weakref
 
