@@ -6,6 +6,8 @@ still the traced object by identity. Constants, dict keys, set items and slice
 bounds are checked by exact type, items too ((2.0, 3) == (2, 3) but is another
 constant for a trace). Every change recompiles, with a reason naming what
 changed (or the read that raised); nothing else does."""
+import cmath
+import gc
 import math
 import weakref
 
@@ -349,3 +351,184 @@ def test_recompile_reason_names_the_guard_whose_read_raised():
     assert cnt.frame_count == 2
     (reason,) = all_reasons()
     assert reason == "'items[2]' could not be read: TypeError: 'set' object is not subscriptable", reason
+
+
+# --- objects that die while guards run; weak references as guarded objects -----------------
+
+class CollectOnceWhenArmed(torch.overrides.TorchFunctionMode):
+    """Runs one cycle collection at the first native tensor-attribute read after
+    arming: an automatic collection, which any allocation in a guard can start."""
+
+    armed = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if CollectOnceWhenArmed.armed and not torch.compiler.is_compiling():
+            CollectOnceWhenArmed.armed = False
+            gc.collect()
+        return func(*args, **(kwargs or {}))
+
+
+marker = None
+
+
+def uses_marker(x):
+    if marker is None:
+        return x + 100
+    return x * 3 if isinstance(x, marker) else x * 2
+
+
+def test_object_dying_while_an_earlier_entry_is_checked_never_matches_none():
+    """The guarded class dies inside the first entry's guard (a collection),
+    after the cache loop has already listed the second entry: that entry's
+    weak identity check must not take the None at the source for the dead
+    class."""
+    global marker
+
+    class Marker:  # a class sits in reference cycles: only the collector frees it
+        pass
+
+    marker = Marker
+    del Marker
+    died = weakref.ref(marker)
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(uses_marker, backend=cnt)
+    f32, f64 = torch.ones(4), torch.ones(4, dtype=torch.float64)
+    enabled = gc.isenabled()
+    gc.disable()  # the class dies where the test says
+    try:
+        with CollectOnceWhenArmed():
+            assert same(compiled(f32), uses_marker(f32))  # entry: marker is the class
+            marker = None
+            assert same(compiled(f64), uses_marker(f64))  # entry: marker is None (checked first)
+            CollectOnceWhenArmed.armed = True
+            actual = compiled(f32)
+        expected = uses_marker(f32)
+    finally:
+        marker = None
+        if enabled:
+            gc.enable()
+    assert died() is None
+    assert same(actual, expected), f"{actual} != {expected}"
+    assert cnt.frame_count == 3
+
+
+class Root:
+    scale = 3.0
+
+
+class Node:
+    parent = weakref.ref(Root)  # a class attribute that is itself a weak reference
+
+
+class Holder:
+    ref = weakref.ref(Root)
+
+
+def reads_weakref_attribute(x):
+    return x * Node().parent().scale
+
+
+def has_ref(x):
+    return x + 1 if hasattr(Holder, "ref") else x - 1
+
+
+def test_a_weak_reference_guarded_by_identity_matches_itself_only():
+    """A weakref.ref cannot itself be weakly referenced, so it is guarded by its
+    id: the same reference passes (one compile), and the object it points to
+    in its place does not."""
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(reads_weakref_attribute, backend=cnt)
+    x = torch.ones(2)
+    for _ in range(3):
+        assert same(compiled(x), reads_weakref_attribute(x))
+    assert cnt.frame_count == 1, all_reasons()
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(has_ref, backend=cnt)
+    saved = Holder.ref
+    try:
+        assert same(compiled(x), has_ref(x))
+        Holder.ref = Root  # the referent where the reference was
+        assert same(compiled(x), has_ref(x))
+        assert cnt.frame_count == 2
+    finally:
+        Holder.ref = saved
+
+
+# --- parameters named like what the guards call ---------------------------------------------
+
+class NotMath:
+    @staticmethod
+    def copysign(a, b):
+        return 1.0
+
+
+def add_sign(x, v, math=None):
+    import math as real_math
+    return x + real_math.copysign(1.0, v)
+
+
+def add_all(x, items, len=lambda v: 1):
+    return x + sum(items)
+
+
+def scaled(q, scale, math=False):
+    return q * 2 + scale
+
+
+def test_parameters_named_like_builtins_or_math_do_not_change_the_guards():
+    x = torch.zeros(2)
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(add_sign, backend=cnt)
+    for v in (0.0, -0.0):  # the float zero's sign guard calls math.copysign, not the argument
+        assert same(compiled(x, v, NotMath()), add_sign(x, v, NotMath()))
+    assert cnt.frame_count == 2
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(add_all, backend=cnt)
+    for items in ([1], [1, 5]):  # the list's length guard calls len, not the argument
+        assert same(compiled(x, items), add_all(x, items))
+    assert cnt.frame_count == 2
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(scaled, backend=cnt)
+    for _ in range(3):  # a flag named math: a new 0.0 object each call still matches
+        zero = float(len([]))
+        assert same(compiled(x, zero), scaled(x, zero))
+    assert cnt.frame_count == 1, all_reasons()
+
+
+# --- constants made of parts, nested -----------------------------------------------------------
+
+CODES = {int: 1, float: 2, bool: 3}
+
+
+def type_of_first_set_item(x, t):
+    return x + CODES[type(next(iter(t[0])))]
+
+
+def type_of_first_slice_start(x, t):
+    return x + CODES[type(t[0].start)]
+
+
+def phase(x, v):
+    return x + cmath.phase(v)
+
+
+def phase_of_first(x, t):
+    return x + cmath.phase(t[0])
+
+
+@pytest.mark.parametrize("fn, first, second", [
+    (type_of_first_set_item, (frozenset({1}),), (frozenset({1.0}),)),
+    (type_of_first_slice_start, (slice(1, 3),), (slice(1.0, 3),)),
+    (phase, complex(-1, 0.0), complex(-1, -0.0)),        # a complex zero's sign: phase pi or -pi
+    (phase_of_first, (complex(-1, 0.0),), (complex(-1, -0.0),)),
+])
+def test_constants_made_of_parts_are_checked_part_by_part(fn, first, second):
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt)
+    x = torch.zeros(2)
+    for value in (first, second, first):
+        assert same(compiled(x, value), fn(x, value))
+    assert cnt.frame_count == 2

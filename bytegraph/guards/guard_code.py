@@ -29,6 +29,7 @@ import inspect
 import io
 import keyword
 import math
+import re
 import tokenize
 import types
 from typing import Any, Callable, Sequence
@@ -124,9 +125,11 @@ class _Builder:
     def local(self, name: str) -> str:
         """The guard's parameter name for frame local ``name`` (generated code may
         have locals that are not identifiers, e.g. pytest's ``@py_assert1``)."""
-        if is_plain_name(name):
-            return name
-        return f"{self.prefix}arg{self.code.co_varnames.index(name)}"
+        if not is_plain_name(name):
+            return f"{self.prefix}arg{self.code.co_varnames.index(name)}"
+        if name in _GLOBALS:  # ``len``, ``math``...: a stand-in until the guard's globals are renamed
+            return f"{self.prefix}P_{name}"
+        return name
 
     def expr(self, source: Source) -> str:
         temp = self.temps.get(source)
@@ -220,7 +223,9 @@ def _parameters(code: types.CodeType, fn: Callable | None, builder: _Builder) ->
     Read from the code object (not ``inspect.signature``, which a ``__signature__``
     attribute can change). A name callers may pass by keyword is kept as is and
     must be a plain name; positional-only names (and all of a resume function's,
-    ``fn`` None) are renamed when they are not.
+    ``fn`` None) are renamed when they are not. A parameter named like a global
+    the guards read (``len``, ``math``) is written as a stand-in until
+    :func:`_bind_globals` has renamed those globals, then gets its name back.
 
     Raises:
         InternalError: a parameter callers may pass by keyword has a name that is
@@ -235,7 +240,7 @@ def _parameters(code: types.CodeType, fn: Callable | None, builder: _Builder) ->
         name = names[index]
         if keyword_ok and fn is not None and not is_plain_name(name):  # FrameCache._bind refuses these
             raise InternalError(f"{code.co_qualname} has a keyword parameter named {name!r}")
-        text = builder.local(name) if fn is None or not keyword_ok else name
+        text = builder.local(name)
         used.add(text)
         return text if default is inspect.Parameter.empty else f"{text}={builder.const(default)}"
 
@@ -342,6 +347,8 @@ def build_guard_function(
         f"    return {p}guard, {p}first_failure, {p}observe\n"
     )
     text, namespace = _bind_globals(text, prefix, param_names)
+    for name in _GLOBALS.keys() & set(code.co_varnames):  # parameters named like a global: their names back
+        text = re.sub(rf"\b{prefix}P_{name}\b", name, text)
     exec(compile(text, f"<bytegraph guards for {code.co_name}>", "exec"), namespace)
     check, first_failure, observe = namespace[f"{p}make"](**builder.consts)
     return GuardFunction(check, first_failure, ordered_guards, text, observed, observe)

@@ -114,9 +114,19 @@ def _same_constant(names: Names, value: str, exp: Any) -> str:
         parts += _item_checks(names, value, exp)
     elif type(exp) is frozenset:
         parts.append(_set_items_check(names, value, exp))
-    elif type(exp) is slice:  # slice(2, 3) == slice(2.0, 3)
+    elif type(exp) in _PARTS:  # slice(2, 3) == slice(2.0, 3), complex(1, 0.0) == complex(1, -0.0)
         parts.append(f"{names.const(same_constant)}({value}, {names.const(exp)})")
     return " and ".join(parts)
+
+
+#: constants made of parts that ``==`` compares without their types or signs
+_PARTS = (tuple, frozenset, slice, complex)
+
+
+def _told_apart_by_equality(item: Any) -> bool:
+    """Whether ``==`` plus an exact type check tells ``item`` from every other
+    constant: not one made of parts, nor a float zero (whose sign ``==`` ignores)."""
+    return type(item) not in _PARTS and not (type(item) is float and item == 0.0)
 
 
 def _set_items_check(names: Names, value: str, items: frozenset) -> str:
@@ -124,7 +134,7 @@ def _set_items_check(names: Names, value: str, items: frozenset) -> str:
     ``items``) is of the type of its equal in ``items`` ({2} == {2.0}), as
     (type, item) pairs; item by item where a nested tuple's items or a float
     zero's sign tell equal items apart."""
-    if all(type(item) is not tuple and not (type(item) is float and item == 0.0) for item in items):
+    if all(_told_apart_by_equality(item) for item in items):
         pairs = frozenset((type(item), item) for item in items)
         return f"frozenset(zip(map(type, {value}), {value})) == {names.const(pairs)}"
     return f"{names.const(same_items)}({value}, {names.const({item: item for item in items})})"
@@ -143,6 +153,8 @@ def _item_checks(names: Names, value: str, items: tuple) -> list[str]:
             checks += _item_checks(names, expr, item)
         elif type(item) is float and item == 0.0:
             checks.append(_same_sign(names, expr, item))
+        elif type(item) in _PARTS:  # a frozenset, slice or complex
+            checks.append(f"{names.const(same_constant)}({expr}, {names.const(item)})")
     return checks
 
 
@@ -178,26 +190,26 @@ class IdMatch(Guard):
 
     expected_id: int = 0
     label: str = ""
-    ref: Any = None  # weakref.ref, or the object itself when it cannot be weakly referenced
+    ref: Any = None  # a weak reference to the object (``weak``), or the object itself when it cannot have one
+    weak: bool = False
     order: ClassVar[int] = 1
 
     @staticmethod
     def of(source: Source, obj: Any) -> "IdMatch":
         try:
-            ref: Any = weakref.ref(obj)
-        except TypeError:
-            ref = obj  # builtins, ints, tuples...: immortal or owned by a strong owner already
-        return IdMatch(source, id(obj), _label(obj), ref)
+            return IdMatch(source, id(obj), _label(obj), weakref.ref(obj), True)
+        except TypeError:  # builtins, ints, tuples, weak references...: immortal or owned by a strong owner
+            return IdMatch(source, id(obj), _label(obj), obj, False)
 
     def key(self) -> tuple:
         return ("IdMatch", self.source, self.expected_id)
 
     def check(self, names: Names, value: str) -> str:
-        if isinstance(self.ref, weakref.ref):
+        if self.weak:
             # calling the weak reference and comparing with ``is`` is cheaper than ``id()``, which
-            # makes a new int on every call; a dead referent gives None, but its death has already
-            # invalidated the entry (CacheEntry's on_death), so the guard never runs again
-            return f"{value} is {names.const(self.ref)}()"
+            # makes a new int on every call; a dead referent gives None, which never matches (the
+            # entry is invalidated on the death, but a guard loop that started before still runs it)
+            return f"{value} is {names.const(self.ref)}() is not None"
         return f"id({value}) == {self.expected_id}"
 
     def explain(self, actual: Any) -> str:
@@ -313,8 +325,8 @@ def same_items(items: Any, expected: dict) -> bool:
 
 def same_constant(a: Any, b: Any) -> bool:
     """Whether ``a`` is the constant ``b`` for a trace: equal and of the same
-    exact type, the items of a tuple, frozenset or slice too, a float's sign too
-    (-0.0 is not 0.0) and NaN equal to NaN."""
+    exact type, the items of a tuple, frozenset or slice and the parts of a
+    complex too, a float's sign too (-0.0 is not 0.0) and NaN equal to NaN."""
     if type(a) is not type(b):
         return False
     if type(b) is tuple:
@@ -325,6 +337,8 @@ def same_constant(a: Any, b: Any) -> bool:
         return a == b and same_items(a, {item: item for item in b})
     if type(b) is slice:
         return same_constant((a.start, a.stop, a.step), (b.start, b.stop, b.step))
+    if type(b) is complex:
+        return same_constant(a.real, b.real) and same_constant(a.imag, b.imag)
     return bool(a == b)
 
 

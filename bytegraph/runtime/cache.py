@@ -64,7 +64,7 @@ class CacheEntry:
             if entry is not None and cache is not None:
                 cache.invalidate(entry)
 
-        self._refs = [weakref.ref(g.ref(), on_death) for g in converted.id_guards if isinstance(g.ref, weakref.ref)]
+        self._refs = [weakref.ref(g.ref(), on_death) for g in converted.id_guards if g.weak]
         self.check = converted.guard.check
 
     def function_for(self, fn: types.FunctionType) -> Callable:
