@@ -20,6 +20,7 @@ from bytegraph.guards.guards import (
     DictContains,
     DictKeysMatch,
     EqualsMatch,
+    FiniteFloat,
     GlobalStateMatch,
     Guard,
     IdMatch,
@@ -95,6 +96,8 @@ class GuardWords:
             return name, f"has type {_type_name(guard.expected)}"
         if isinstance(guard, EqualsMatch):
             return name, f"== {_short(guard.expected)}"
+        if isinstance(guard, FiniteFloat):
+            return name, "finite float (neither NaN nor infinite)"
         if isinstance(guard, IdMatch):
             return name, f"is the same object as when compiled ({guard.label})"
         if isinstance(guard, LenMatch):

@@ -76,6 +76,24 @@ class TypeMatch(Guard):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
+class FiniteFloat(Guard):
+    """``type(value) is float and math.isfinite(value)``: what a symbolic float input
+    (SymFloat) stands for. The ShapeEnv reasons about it as a real number, so a
+    trace made with it holds for no NaN or infinity (those are specialised)."""
+
+    order: ClassVar[int] = 2
+
+    def check(self, names: Names, value: str) -> str:
+        return f"type({value}) is float and {names.const(math.isfinite)}({value})"
+
+    def checked_type(self) -> type | None:
+        return float
+
+    def explain(self, actual: Any) -> str:
+        return f"{describe_source(self.source)} is not a finite float: got {actual!r}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class ConstantMatch(Guard):
     """``type(value) is type(expected) and value == expected`` for scalars,
     strings and other immutable constants (``is`` for None/bool/Ellipsis).

@@ -34,6 +34,7 @@ from bytegraph.guards.guards import (
     ConstantMatch,
     DictKeysMatch,
     EqualsMatch,
+    FiniteFloat,
     IdMatch,
     LenMatch,
     SameObject,
@@ -151,7 +152,7 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         return _wrap_ndarray(tx, value, source)
 
     if type(value) in (int, float) and _symbolic_scalar(tx, value, source):
-        guards.add(TypeMatch(source, type(value)))
+        guards.add(TypeMatch(source, int) if type(value) is int else FiniteFloat(source))
         node, example = tx.output.add_scalar_input(source, value)
         return SymNodeVariable(node, example)
 
@@ -469,8 +470,16 @@ def _symbolic_scalar(tx: Tx, value: int | float, source: Source) -> bool:
     """Whether a Python int/float input is traced as a SymInt/SymFloat: it changed
     between calls (automatic dynamic), it is an int read from tensor data
     (``DynamicPolicy.data_dependent``), or specialize_int/specialize_float is
-    off for frame arguments."""
-    if type(value) is float and tx.output.policy.static_floats:
+    off for frame arguments.
+
+    A float that is NaN, infinite or zero is never symbolic (a constant, guarded by
+    :func:`~bytegraph.guards.guards.float_key`): the ShapeEnv reasons about a SymFloat
+    as a real number, which has no NaN, infinity or sign of zero, so what it decides
+    (``math.isnan(v)``, ``math.copysign(1.0, v)``) would not hold for such a value.
+    The trace of a symbolic float then holds for finite values only
+    (:class:`~bytegraph.guards.guards.FiniteFloat`), and its specialisations
+    (``v == 2.5``) never accept a zero of the other sign."""
+    if type(value) is float and (tx.output.policy.static_floats or not math.isfinite(value) or value == 0.0):
         return False
     if source in tx.output.policy.scalars or (type(value) is int and source in tx.output.policy.data_dependent):
         return True
