@@ -106,6 +106,8 @@ class BuiltinVariable(ConstantCallableVariable):
             if result is not None:
                 return result
         result = apply_operator(tx, fn, args) if args and not kwargs else None
+        if result is None and len(args) == 1 and not kwargs and isinstance(args[0], SymNodeVariable):
+            result = args[0].finiteness(fn)
         if result is not None:
             return result
         if fn not in TENSOR_OPERATORS and (fn in PURE_BUILTINS or bound_to_constant(fn)) and all(

@@ -8,6 +8,7 @@ depends on tensor data (a captured ``Tensor.item()``). :func:`concrete` and
 """
 from __future__ import annotations
 
+import math
 import operator
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 VT = VariableTracker
 
 SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+#: what ``math.isnan``/``isinf``/``isfinite`` say of a finite number
+FINITE_ANSWERS = {math.isnan: False, math.isinf: False, math.isfinite: True}
 
 
 def _on_value(name: str) -> Callable[..., VT]:
@@ -101,7 +105,19 @@ class SymNodeVariable(VariableTracker):
         runtime_check(tx, torch._check, [self], {})
         return True
 
+    def finiteness(self, fn: Any) -> VT | None:
+        """``math.isnan``/``isinf``/``isfinite`` (``fn``) of the value, answered
+        without specialising it when it is finite whatever the input: an int, or a
+        float argument (its entry guards it finite, see builder's
+        ``_symbolic_scalar``). None for float arithmetic, which may overflow to
+        infinity (its value is then specialised like any other)."""
+        if fn not in FINITE_ANSWERS or (self.python_type() is float and self.node.op != "placeholder"):
+            return None
+        return ConstantVariable(FINITE_ANSWERS[fn])
+
     def _concrete(self, kind: type) -> Any:
+        if _float_arithmetic(self.node):
+            return kind(_pinned_value(self.node))
         return concrete(kind, self.example, f"the value of {self.node.name} ({self.example})")
 
     # ---- operators: arithmetic and comparisons stay in the graph ----------------
@@ -182,6 +198,57 @@ def _graph_operator(tx: Tx, op: Any, operands: list[VariableTracker]) -> Variabl
                 hints=(HINT_DATA_DEPENDENT,),
             )
     return graph_calls.graph_operator(tx, op, operands)
+
+
+def _is_scalar(node: torch.fx.Node) -> bool:
+    return isinstance(node.meta.get("example_value"), SYMBOLIC_TYPES)
+
+
+def _float_arithmetic(node: torch.fx.Node) -> bool:
+    """Whether the symbolic scalar of ``node`` is, or is computed from, the result of
+    float arithmetic (``v * 0.0``, ``(v + 0.1) - 0.1 == v``, ``int(v * 2)``).
+
+    The ShapeEnv reasons about such a value as real arithmetic: it folds ``v * 0.0``
+    to ``0`` (eager's ``-0.0`` for a negative ``v``) and ``(v + 0.1) - 0.1`` to ``v``
+    (eager rounds), so what it decides or guards need not hold for the floats eager
+    computes."""
+    stack, seen = [node], set()
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if isinstance(current.meta.get("example_value"), torch.SymFloat) and current.op != "placeholder":
+            return True
+        stack.extend(n for n in current.all_input_nodes if _is_scalar(n))
+    return False
+
+
+def _pinned_value(node: torch.fx.Node) -> Any:
+    """The value of ``node``, float arithmetic included, for the inputs it is computed
+    from pinned to their values: each symbolic scalar input (a Python int or float
+    argument, a size) is specialised (a guard ``v == 2.5``, exact: such a float is
+    finite and non-zero, see builder's ``_symbolic_scalar``), and the value is the
+    one Python's own operations computed from those values while tracing (the
+    SymNode's hint), never the ShapeEnv's real-number one.
+
+    Raises:
+        Unsupported: when an input depends on tensor data.
+    """
+    stack, seen = [node], set()
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        example = current.meta.get("example_value")
+        scalar_inputs = [n for n in current.all_input_nodes if _is_scalar(n)]
+        if current.op == "placeholder" or not scalar_inputs:
+            kind = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(example)]
+            concrete(kind, example, f"the value of {current.name} ({example})")
+        else:
+            stack.extend(scalar_inputs)
+    return node.meta["example_value"].node.hint
 
 
 def concrete(kind: type, value: Any, what: str) -> Any:
