@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn, Sequence
 
 import torch
 import torch.fx
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 VT = VariableTracker
 
 SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+#: the Python type each symbolic type stands for
+PYTHON_TYPES = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
 
 #: what ``math.isnan``/``isinf``/``isfinite`` say of a finite number
 FINITE_ANSWERS = {math.isnan: False, math.isinf: False, math.isfinite: True}
@@ -68,7 +71,7 @@ class SymNodeVariable(VariableTracker):
         return (FakeItemVariable if unbacked else SymNodeVariable)(node, example)
 
     def python_type(self) -> type:
-        return {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(self.example)]
+        return PYTHON_TYPES[type(self.example)]
 
     def as_proxy(self) -> Any:
         return self.node
@@ -79,7 +82,9 @@ class SymNodeVariable(VariableTracker):
     def as_python_constant(self) -> Any:
         """The concrete value, guarded: the ShapeEnv specialises the symbol and
         records the guard (``n == 3``) that the cache entry checks, even when the
-        graph itself never reads the input.
+        graph itself never reads the input. A value computed by float arithmetic
+        pins its inputs instead and is the float Python computed
+        (:func:`_pinned_value`).
 
         Raises:
             Unsupported: when the value depends on tensor data (no guard can
@@ -200,8 +205,20 @@ def _graph_operator(tx: Tx, op: Any, operands: list[VariableTracker]) -> Variabl
     return graph_calls.graph_operator(tx, op, operands)
 
 
-def _is_scalar(node: torch.fx.Node) -> bool:
-    return isinstance(node.meta.get("example_value"), SYMBOLIC_TYPES)
+def _scalar_inputs(node: torch.fx.Node) -> list[torch.fx.Node]:
+    return [n for n in node.all_input_nodes if isinstance(n.meta.get("example_value"), SYMBOLIC_TYPES)]
+
+
+def _scalar_ancestors(node: torch.fx.Node) -> Iterator[torch.fx.Node]:
+    """``node`` and the symbolic scalar nodes it is computed from, each once; the
+    walk stops at nodes computed from no symbolic scalar (an argument, a size)."""
+    stack, seen = [node], set()
+    while stack:
+        current = stack.pop()
+        if current not in seen:
+            seen.add(current)
+            yield current
+            stack.extend(_scalar_inputs(current))
 
 
 def _float_arithmetic(node: torch.fx.Node) -> bool:
@@ -212,16 +229,10 @@ def _float_arithmetic(node: torch.fx.Node) -> bool:
     to ``0`` (eager's ``-0.0`` for a negative ``v``) and ``(v + 0.1) - 0.1`` to ``v``
     (eager rounds), so what it decides or guards need not hold for the floats eager
     computes."""
-    stack, seen = [node], set()
-    while stack:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        if isinstance(current.meta.get("example_value"), torch.SymFloat) and current.op != "placeholder":
-            return True
-        stack.extend(n for n in current.all_input_nodes if _is_scalar(n))
-    return False
+    return any(
+        isinstance(n.meta.get("example_value"), torch.SymFloat) and n.op != "placeholder"
+        for n in _scalar_ancestors(node)
+    )
 
 
 def _pinned_value(node: torch.fx.Node) -> Any:
@@ -235,19 +246,10 @@ def _pinned_value(node: torch.fx.Node) -> Any:
     Raises:
         Unsupported: when an input depends on tensor data.
     """
-    stack, seen = [node], set()
-    while stack:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        example = current.meta.get("example_value")
-        scalar_inputs = [n for n in current.all_input_nodes if _is_scalar(n)]
-        if current.op == "placeholder" or not scalar_inputs:
-            kind = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(example)]
-            concrete(kind, example, f"the value of {current.name} ({example})")
-        else:
-            stack.extend(scalar_inputs)
+    for current in _scalar_ancestors(node):
+        if not _scalar_inputs(current):
+            example = current.meta["example_value"]
+            concrete(PYTHON_TYPES[type(example)], example, f"the value of {current.name} ({example})")
     return node.meta["example_value"].node.hint
 
 

@@ -1,0 +1,161 @@
+"""Float arguments that change between calls become symbolic (SymFloat): every
+``math`` function, float method and decision on them must give eager's answer for
+each value the compiled entry accepts, NaN, infinities and the sign of zero
+included."""
+import math
+
+import pytest
+import torch
+
+import bytegraph
+from bytegraph.runtime import metrics
+from bytegraph.testing import CompileCounter
+
+NAN, INF = float("nan"), float("inf")
+
+#: a value that makes the argument symbolic (2.0 after 1.0), then the traps, then plain values
+VALUES = (1.0, 2.0, NAN, -0.0, INF, 0.0, -INF, -NAN, 3.0, -2.5, 0.7, 1e-17, 2.0, -0.0)
+
+
+def exact(value):
+    """``value`` in a form that tells -0.0 from 0.0 and compares NaN equal to NaN."""
+    if isinstance(value, tuple):
+        return tuple(exact(v) for v in value)
+    if isinstance(value, torch.Tensor):
+        return exact(tuple(value.tolist()))
+    if isinstance(value, float):
+        return ("float", repr(value), math.copysign(1.0, value))
+    return (type(value).__name__, repr(value))
+
+
+def outcome(fn, *args):
+    try:
+        return exact(fn(*args))
+    except Exception as e:  # noqa: BLE001 - the exception type is part of eager's answer
+        return ("raises", type(e).__name__)
+
+
+def compare_all(fn, values=VALUES):
+    """Runs compiled ``fn(x, v)`` and eager for each value; returns the counter."""
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt)
+    for v in values:
+        assert outcome(compiled, torch.zeros(1), v) == outcome(fn, torch.zeros(1), v), v
+    return cnt
+
+
+FLOAT_FUNCTIONS = {
+    "isnan": math.isnan,
+    "isinf": math.isinf,
+    "isfinite": math.isfinite,
+    "copysign_from": lambda v: math.copysign(7.0, v),
+    "copysign_onto": lambda v: math.copysign(v, -1.0),
+    "fabs": math.fabs,
+    "floor": math.floor,
+    "ceil": math.ceil,
+    "trunc": math.trunc,
+    "fmod": lambda v: math.fmod(v, 3.0),
+    "remainder": lambda v: math.remainder(v, 2.0),
+    "frexp": math.frexp,
+    "modf": math.modf,
+    "atan2": lambda v: math.atan2(v, -1.0),
+    "ldexp": lambda v: math.ldexp(v, 3),
+    "isclose": lambda v: math.isclose(v, 2.0),
+    "is_integer": lambda v: v.is_integer(),
+    "hex": lambda v: v.hex(),
+    "as_integer_ratio": lambda v: v.as_integer_ratio(),
+    "round": round,
+    "round_digits": lambda v: round(v, 1),
+    "int": int,
+    "divmod": lambda v: divmod(v, 2.0),
+    "max_with_zero": lambda v: max(v, 0.0),
+    "min_with_negative_zero": lambda v: min(-0.0, v),
+    "equals_nan": lambda v: v == NAN,
+    "below_nan": lambda v: v < NAN,
+    "below_inf": lambda v: v < INF,
+    "sign_of_product_with_zero": lambda v: math.copysign(1.0, v * 0.0),
+    "sign_of_negation": lambda v: math.copysign(1.0, -v),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT_FUNCTIONS))
+def test_math_functions_of_a_float_argument_give_eagers_value(name):
+    function = FLOAT_FUNCTIONS[name]
+
+    def f(x, v):
+        return x + 1, function(v)
+
+    compare_all(f)
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT_FUNCTIONS))
+def test_branches_on_math_functions_of_a_float_argument_follow_eager(name):
+    function = FLOAT_FUNCTIONS[name]
+
+    def f(x, v):
+        if function(v):
+            return x + 1
+        return x - 1
+
+    compare_all(f)
+
+
+def test_isnan_of_a_symbolic_float_needs_no_value_guard():
+    def f(x, v):
+        return x + 1 if math.isnan(v) else x - 1
+
+    cnt = compare_all(f, (0.0, NAN, 0.0, 2.0, 3.0, -0.0, 5.5, NAN, INF))
+    # 0.0, NaN and inf are constants; 2.0 makes v symbolic, and 3.0, -0.0 and 5.5 reuse that
+    # entry: it holds for every finite float, which math.isnan of is False
+    assert cnt.frame_count == 4
+
+
+def test_zero_float_arguments_are_constants_told_apart_by_sign():
+    def f(x, v):
+        return x + math.copysign(1.0, v)
+
+    cnt = compare_all(f, (1.0, 0.0, -0.0, 0.0, -0.0))
+    assert cnt.frame_count == 3
+
+
+def test_a_symbolic_float_entry_refuses_nan_and_infinities():
+    def f(x, v):
+        return x * v
+
+    cnt = compare_all(f, (1.0, 2.0, 3.0, INF, NAN, -INF, 4.0))
+    assert cnt.frame_count == 5  # 1.0, symbolic, inf, NaN, -inf
+    reasons = [r for stats in metrics.FRAMES.values() for r in stats.recompile_reasons]
+    assert reasons[1] == "'v' is not a finite float: got inf"  # the symbolic entry, the newest then
+
+
+FLOAT_ARITHMETIC_DECISIONS = {
+    "cancels_when_finite": lambda v: v - v == 0,
+    "rounds": lambda v: (v + 0.1) - 0.1 == v,
+    "overflows": lambda v: math.isinf(v * 1e300),
+    "truncates_a_product": lambda v: int(v * 10.0) > 3,
+    "product_with_zero_is_falsy": lambda v: bool(v * 0.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT_ARITHMETIC_DECISIONS))
+def test_decisions_on_float_arithmetic_follow_python_rounding(name):
+    # the ShapeEnv computes with real numbers (v + 0.1 - 0.1 is v, v * 0.0 is 0): a decision
+    # read from float arithmetic must hold for the floats Python computes instead
+    decide = FLOAT_ARITHMETIC_DECISIONS[name]
+
+    def f(x, v):
+        if decide(v):
+            return x + 1
+        return x - 1
+
+    compare_all(f, (1.0, 2.0, 1e-17, 0.7, INF, 1e10, -3.0, NAN, 0.3, 2.0))
+
+
+def test_comparisons_of_a_float_argument_stay_symbolic():
+    def f(x, v):
+        if v > 0.5:
+            return x + v
+        return x - v
+
+    cnt = compare_all(f, (1.0, 2.0, 3.0, 4.5, 0.25, -1.0, -0.0, 0.5))
+    assert cnt.frame_count == 3  # the constant 1.0, then one entry for each side of 0.5
