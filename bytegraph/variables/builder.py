@@ -472,8 +472,8 @@ def _symbolic_scalar(tx: Tx, value: int | float, source: Source) -> bool:
     (``DynamicPolicy.data_dependent``), or specialize_int/specialize_float is
     off for frame arguments.
 
-    A float that is NaN, infinite or zero is never symbolic (a constant, guarded by
-    :func:`~bytegraph.guards.guards.float_key`): the ShapeEnv reasons about a SymFloat
+    A float that is NaN, infinite or zero is never symbolic (a constant, whose
+    ``ConstantMatch`` tells NaN and -0.0 apart): the ShapeEnv reasons about a SymFloat
     as a real number, which has no NaN, infinity or sign of zero, so what it decides
     (``math.isnan(v)``, ``math.copysign(1.0, v)``) would not hold for such a value.
     The trace of a symbolic float then holds for finite values only
