@@ -88,16 +88,18 @@ def test_math_functions_of_a_float_argument_give_eagers_value(name):
     compare_all(f)
 
 
-@pytest.mark.parametrize("name", sorted(FLOAT_FUNCTIONS))
-def test_branches_on_math_functions_of_a_float_argument_follow_eager(name):
-    function = FLOAT_FUNCTIONS[name]
-
+def branching_on(decide):
     def f(x, v):
-        if function(v):
+        if decide(v):
             return x + 1
         return x - 1
 
-    compare_all(f)
+    return f
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT_FUNCTIONS))
+def test_branches_on_math_functions_of_a_float_argument_follow_eager(name):
+    compare_all(branching_on(FLOAT_FUNCTIONS[name]))
 
 
 def test_isnan_of_a_symbolic_float_needs_no_value_guard():
@@ -141,14 +143,7 @@ FLOAT_ARITHMETIC_DECISIONS = {
 def test_decisions_on_float_arithmetic_follow_python_rounding(name):
     # the ShapeEnv computes with real numbers (v + 0.1 - 0.1 is v, v * 0.0 is 0): a decision
     # read from float arithmetic must hold for the floats Python computes instead
-    decide = FLOAT_ARITHMETIC_DECISIONS[name]
-
-    def f(x, v):
-        if decide(v):
-            return x + 1
-        return x - 1
-
-    compare_all(f, (1.0, 2.0, 1e-17, 0.7, INF, 1e10, -3.0, NAN, 0.3, 2.0))
+    compare_all(branching_on(FLOAT_ARITHMETIC_DECISIONS[name]), (1.0, 2.0, 1e-17, 0.7, INF, 1e10, -3.0, NAN, 0.3, 2.0))
 
 
 def test_comparisons_of_a_float_argument_stay_symbolic():
