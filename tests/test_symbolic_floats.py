@@ -154,3 +154,32 @@ def test_comparisons_of_a_float_argument_stay_symbolic():
 
     cnt = compare_all(f, (1.0, 2.0, 3.0, 4.5, 0.25, -1.0, -0.0, 0.5))
     assert cnt.frame_count == 3  # the constant 1.0, then one entry for each side of 0.5
+
+
+def test_a_branch_on_float_arithmetic_is_taken_again_on_each_calls_inputs():
+    def rounds(x, v):
+        if (v + 0.1) - 0.1 == v:
+            return x + 1
+        return x - 1
+
+    cnt = compare_all(rounds, (1.0, 2.0, 3.0, 1e-17, 4.0, 2e-17))
+    # the constant 1.0, then one entry per branch: 3.0 and 4.0 take 2.0's, 2e-17 takes 1e-17's
+    assert cnt.frame_count == 3
+    reasons = [r for stats in metrics.FRAMES.values() for r in stats.recompile_reasons]
+    assert reasons[-1] == "eq(sub(add(v, 0.1), 0.1), v) is no longer True"
+
+
+def test_a_branch_on_a_size_divided_keeps_the_size_dynamic():
+    def halves(x):
+        if x.shape[0] / 2 > 3:
+            return x + 1
+        return x - 1
+
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(halves, backend=cnt)
+    for n in (8, 9, 10, 4, 11, 5):
+        x = torch.zeros(n)
+        if n == 8:
+            bytegraph.mark_dynamic(x, 0)  # the branch must not specialise the size
+        assert outcome(compiled, x) == outcome(halves, x), n
+    assert cnt.frame_count == 2  # one entry per branch

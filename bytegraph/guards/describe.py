@@ -28,6 +28,7 @@ from bytegraph.guards.guards import (
     NoAliasing,
     NoModuleHooks,
     NotShadowed,
+    RecomputedMatch,
     SameObject,
     SameStorage,
     TensorMatch,
@@ -96,6 +97,8 @@ class GuardWords:
             return name, f"has type {_type_name(guard.expected)}"
         if isinstance(guard, EqualsMatch):
             return name, f"== {_short(guard.expected)}"
+        if isinstance(guard, RecomputedMatch):
+            return name, f"{guard.label} is {guard.expected!r} (recomputed with Python's operations)"
         if isinstance(guard, FiniteFloat):
             return name, "finite float (neither NaN nor infinite)"
         if isinstance(guard, IdMatch):

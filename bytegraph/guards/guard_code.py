@@ -41,6 +41,7 @@ from bytegraph.guards.guards import (
     Guard,
     IdMatch,
     NoAliasing,
+    RecomputedMatch,
     SameObject,
     SameStorage,
     TensorMatch,
@@ -176,6 +177,9 @@ class _Builder:
             return f"({a} {'==' if guard.same else '!='} {b})", "None"
         if isinstance(guard, ShapeGuard):
             return guard.render(lambda src: self.materialize(src, out)), "None"
+        if isinstance(guard, RecomputedMatch):
+            args = ", ".join(self.materialize(s, out) for s in guard.sources)
+            return f"{self.const(guard.recompute)}({args}) is {self.const(guard.expected)}", "None"
         if guard.source is None:
             return guard.check(self, "None"), "None"
         if isinstance(guard, IdMatch):
@@ -209,7 +213,7 @@ class _Builder:
 
 
 def _sources_of(guard: Guard) -> tuple:
-    if isinstance(guard, (NoAliasing, ShapeGuard)):
+    if isinstance(guard, (NoAliasing, ShapeGuard, RecomputedMatch)):
         return guard.sources
     if isinstance(guard, (SameObject, SameStorage)):
         return (guard.source, guard.other)

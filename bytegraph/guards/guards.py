@@ -94,6 +94,31 @@ class FiniteFloat(Guard):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
+class RecomputedMatch(Guard):
+    """``recompute(*sources) is expected``: a branch the trace took on float
+    arithmetic over symbolic scalars (``(v + 0.1) - 0.1 == v``, ``n / 3 > 0.3``),
+    taken again on the inputs with Python's own operations, as eager takes it. The
+    ShapeEnv's guard for it would be its real-number rewrite (``True`` for the
+    example), which rounding, overflow and the sign of zero contradict.
+    ``label`` is the computation in words."""
+
+    sources: tuple = ()
+    recompute: Callable[..., Any] | None = None
+    expected: Any = None
+    label: str = ""
+    order: ClassVar[int] = 5
+
+    def key(self) -> tuple:
+        return (type(self).__name__, self.sources, self.label, self.expected)
+
+    def check(self, names: Names, value: str) -> str:
+        raise AssertionError("rendered by the code builder, which knows each source's expression")
+
+    def explain(self, actual: Any) -> str:
+        return f"{self.label} is no longer {self.expected!r}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class ConstantMatch(Guard):
     """``type(value) is type(expected) and value == expected`` for scalars,
     strings and other immutable constants (``is`` for None/bool/Ellipsis).

@@ -17,6 +17,8 @@ import torch.fx
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_unbacked_symbols
 
 from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_CONTROL_FLOW, unimplemented
+from bytegraph.guards.guards import RecomputedMatch
+from bytegraph.guards.source import user_name
 from bytegraph.variables import graph_calls
 from bytegraph.variables.base import VariableTracker, call_method_handler
 from bytegraph.variables.operators import TENSOR_OPERATORS
@@ -98,6 +100,8 @@ class SymNodeVariable(VariableTracker):
         Raises:
             Unsupported: when the value depends on tensor data.
         """
+        if _float_arithmetic(self.node):
+            return _decide_float_arithmetic(tx, self.node)
         return self._concrete(bool)
 
     def assert_in_graph(self, tx: Tx, truth: bool) -> bool:
@@ -251,6 +255,114 @@ def _pinned_value(node: torch.fx.Node) -> Any:
             example = current.meta["example_value"]
             concrete(PYTHON_TYPES[type(example)], example, f"the value of {current.name} ({example})")
     return node.meta["example_value"].node.hint
+
+
+class _Slot:
+    """An earlier value of a :class:`_Recompute` (its index)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int):
+        self.index = index
+
+
+class _Recompute:
+    """The truth of a scalar computation of the graph, run again on the frame's
+    inputs with the graph's own operations: the check of a :class:`RecomputedMatch`.
+
+    ``leaves`` says where each input scalar is read: ``(k, None)`` is the k-th
+    input itself (a Python int or float argument), ``(k, dim)`` its size ``dim``;
+    ``steps`` are ``(target, args, kwargs)``, an argument being a constant or a
+    :class:`_Slot`. Holds no graph node, so the cache entry keeps no trace alive.
+    """
+
+    def __init__(self, leaves: list[tuple[int, int | None]], steps: list[tuple[Any, tuple, dict]]):
+        self.leaves = leaves
+        self.steps = steps
+
+    def __call__(self, *inputs: Any) -> bool | None:
+        return self.run([inputs[k] if dim is None else inputs[k].size(dim) for k, dim in self.leaves])
+
+    def run(self, values: list[Any]) -> bool | None:
+        """The truth of the last step given the leaves' ``values``; None when a
+        step raises (the guard then fails, and the trace meets eager's error)."""
+        def fill(arg: Any) -> Any:
+            return values[arg.index] if isinstance(arg, _Slot) else arg
+
+        values = list(values)
+        try:
+            for target, args, kwargs in self.steps:
+                values.append(target(*torch.fx.node.map_aggregate(args, fill),
+                                     **torch.fx.node.map_aggregate(kwargs, fill)))
+            return bool(values[-1])
+        except Exception:  # noqa: BLE001 - any error: the inputs do not take the traced branch
+            return None
+
+
+def _recompute_plan(node: torch.fx.Node) -> tuple[list[Any], _Recompute, list[Any], str] | None:
+    """``(sources, recompute, leaf values, label)`` for the scalar computation of
+    ``node``, or None when part of it cannot be read again from the frame's inputs
+    (a size of an intermediate tensor, a value from tensor data, a method call)."""
+    ancestors = set(_scalar_ancestors(node))
+    order = [n for n in node.graph.nodes if n in ancestors]  # the graph's order: inputs before their users
+    sources: list[Any] = []
+    leaves: list[tuple[int, int | None]] = []
+    hints: list[Any] = []
+    words: dict[torch.fx.Node, str] = {}
+    for current in order:
+        if _scalar_inputs(current):
+            continue
+        read = _input_read(current)
+        if read is None:
+            return None
+        source, dim = read
+        if source not in sources:
+            sources.append(source)
+        leaves.append((sources.index(source), dim))
+        hints.append(current.meta["example_value"].node.hint)
+        words[current] = user_name(source) if dim is None else f"{user_name(source)}.size({dim})"
+    slots = {n: i for i, n in enumerate(n for n in order if not _scalar_inputs(n))}
+    steps = []
+    for current in order:
+        if current in slots:
+            continue
+        if current.op != "call_function" or any(n not in slots for n in current.all_input_nodes):
+            return None
+        slots[current] = len(slots)
+        args, kwargs = (torch.fx.node.map_arg(a, lambda n: _Slot(slots[n])) for a in (current.args, current.kwargs))
+        steps.append((current.target, args, kwargs))
+        shown = torch.fx.node.map_arg(current.args, lambda n: words[n])
+        words[current] = f"{getattr(current.target, '__name__', current.target)}({', '.join(map(str, shown))})"
+    return sources, _Recompute(leaves, steps), hints, words[node]
+
+
+def _input_read(node: torch.fx.Node) -> tuple[Any, int | None] | None:
+    """``(source, None)`` for a symbolic int/float argument, ``(source, dim)`` for a
+    size of an input tensor, else None."""
+    if node.op == "placeholder":
+        return node.meta.get("source"), None
+    if node.target is torch.ops.aten.sym_size.int and node.args[0].op == "placeholder":
+        return node.args[0].meta.get("source"), node.args[1]
+    return None
+
+
+def _decide_float_arithmetic(tx: Tx, node: torch.fx.Node) -> bool:
+    """The truth of ``node``, computed with float arithmetic: the branch Python's
+    own operations take on the traced inputs, guarded by a :class:`RecomputedMatch`
+    that takes it again on each call's inputs (so one entry serves every input that
+    takes the same branch). When part of the computation cannot be read again from
+    the inputs, its inputs are pinned instead (:func:`_pinned_value`).
+
+    Raises:
+        Unsupported: when an input depends on tensor data.
+    """
+    plan = _recompute_plan(node)
+    truth = None if plan is None else plan[1].run(plan[2])
+    if truth is None or None in plan[0]:
+        return bool(_pinned_value(node))
+    sources, recompute, _, label = plan
+    tx.output.guards.add(RecomputedMatch(sources[0], tuple(sources), recompute, truth, label))
+    return truth
 
 
 def concrete(kind: type, value: Any, what: str) -> Any:
