@@ -183,3 +183,72 @@ def test_a_branch_on_a_size_divided_keeps_the_size_dynamic():
             bytegraph.mark_dynamic(x, 0)  # the branch must not specialise the size
         assert outcome(compiled, x) == outcome(halves, x), n
     assert cnt.frame_count == 2  # one entry per branch
+
+
+# --- sizes the replay cannot read; values read from float arithmetic; text from symbols -------
+
+def half_numel_above_three(x):
+    return x + 1 if x.numel() / 2 > 3 else x - 1
+
+
+def half_tail_above_three(x):
+    return x + 1 if x[1:].shape[0] / 2 > 3 else x - 1
+
+
+@pytest.mark.parametrize("fn", [half_numel_above_three, half_tail_above_three])
+def test_a_float_decision_on_a_size_the_replay_cannot_read_keeps_a_marked_size_dynamic(fn):
+    """x.numel() and a slice's size are no input's size: the ShapeEnv decides
+    (n / 2 > 3 is exact for sizes), so a size marked dynamic is not pinned
+    (which would raise ConstraintViolationError) and one entry serves all."""
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt)
+    for n in (8, 9, 10, 4, 11):
+        x = torch.zeros(n)
+        if n == 8:
+            bytegraph.mark_dynamic(x, 0)
+        assert outcome(compiled, x) == outcome(fn, x), n
+    assert cnt.frame_count == 2  # one per branch
+
+
+def loops_floordiv(x, v):
+    for _ in range(int(v // 0.1)):
+        x = x + 1
+    return x
+
+
+def formats_floordiv(x, v):
+    return x + 1, repr(v // 0.1)
+
+
+def indexes_by_floordiv(x, v):
+    return x + 1, [1, 2, 3][int(v // 0.1) - 18]
+
+
+@pytest.mark.parametrize("fn", [loops_floordiv, formats_floordiv, indexes_by_floordiv])
+def test_a_value_read_from_float_arithmetic_is_pythons(fn):
+    """2.0 // 0.1 is 19.0 in Python, the real-number floor(2.0 / 0.1) is 20."""
+    compiled = bytegraph.compile(fn, backend=CompileCounter())
+    x = torch.ones(1, dtype=torch.float64)
+    for v in (1.9, 2.0, 2.1):  # 1.9: a constant entry; then v is symbolic
+        assert outcome(compiled, x, v) == outcome(fn, x, v), v
+
+
+def percent_formats(x, v):
+    return x + 1, "%s" % v, "%s" % (v * 2.0), "%r" % (v * 0.0)
+
+
+def percent_formats_size(x, v):
+    return x + 1, "%s" % (x.shape[0] * 2), "%d" % (x.shape[0] // 2), "%s" % (x.shape[0] / 2)
+
+
+def test_percent_formatting_of_one_symbolic_scalar_prints_its_value():
+    """'%s' % v with one symbolic operand (no tuple): the value eager prints,
+    never the symbol's expression ('2.0*zf31')."""
+    compiled = bytegraph.compile(percent_formats, backend=CompileCounter())
+    x = torch.ones(1)
+    for v in (1.0, 2.0, 3.5, -2.0):
+        assert outcome(compiled, x, v) == outcome(percent_formats, x, v), v
+    compiled = bytegraph.compile(percent_formats_size, backend=CompileCounter())
+    for n in (3, 4, 7):
+        x = torch.ones(n)
+        assert outcome(compiled, x, 0) == outcome(percent_formats_size, x, 0), n

@@ -131,10 +131,10 @@ class SymNodeVariable(VariableTracker):
 
     # ---- operators: arithmetic and comparisons stay in the graph ----------------
     def binary_op(self, tx: Tx, op: Any, other: VariableTracker) -> Any:
-        return _graph_operator(tx, op, [self, other]) if op in TENSOR_OPERATORS else NotImplemented
+        return _operator(tx, op, [self, other], other)
 
     def reflected_binary_op(self, tx: Tx, op: Any, other: VariableTracker) -> Any:
-        return _graph_operator(tx, op, [other, self]) if op in TENSOR_OPERATORS else NotImplemented
+        return _operator(tx, op, [other, self], other)
 
     def unary_op(self, tx: Tx, op: Any) -> Any:
         return graph_calls.graph_operator(tx, op, [self]) if op in TENSOR_OPERATORS else NotImplemented
@@ -178,6 +178,21 @@ class FakeItemVariable(SymNodeVariable):
             explanation="The branch taken depends on tensor data, which is unknown while tracing.",
             hints=(HINT_DYNAMIC_CONTROL_FLOW,),
         )
+
+
+def _operator(tx: Tx, op: Any, operands: list[VariableTracker], other: VariableTracker) -> Any:
+    """``op(*operands)`` with a symbolic operand and ``other``: in the graph when
+    ``other`` is a number (or a tensor, a symbol); with a constant of another kind
+    (``"%d" % n``, ``"ab" * n``, ``[1, 2, 3][n]``) on the exact value, specialised:
+    the result is no number a graph computes, and the symbol's printed form or
+    real-number hint is not the value eager uses."""
+    if op not in TENSOR_OPERATORS:
+        return NotImplemented
+    if other.is_python_constant() and not isinstance(other.as_python_constant(), (int, float, complex)):
+        from bytegraph.variables import builtin  # (builtin imports this module's classes)
+
+        return builtin.fold(tx, op, operands, {})
+    return _graph_operator(tx, op, operands)
 
 
 def _graph_operator(tx: Tx, op: Any, operands: list[VariableTracker]) -> VariableTracker:
@@ -244,8 +259,11 @@ def _pinned_value(node: torch.fx.Node) -> Any:
     from pinned to their values: each symbolic scalar input (a Python int or float
     argument, a size) is specialised (a guard ``v == 2.5``, exact: such a float is
     finite and non-zero, see builder's ``_symbolic_scalar``), and the value is the
-    one Python's own operations computed from those values while tracing (the
-    SymNode's hint), never the ShapeEnv's real-number one.
+    one the graph's steps compute from those values with Python's own operations
+    (:class:`_Recompute`), never the ShapeEnv's real-number one (whose hint for
+    ``v // 0.1`` is ``floor(v / 0.1)``: 20.0 where Python's ``2.0 // 0.1`` is 19.0).
+    A computation the replay cannot read (an intermediate tensor's size) takes the
+    SymNode's hint.
 
     Raises:
         Unsupported: when an input depends on tensor data.
@@ -254,6 +272,12 @@ def _pinned_value(node: torch.fx.Node) -> Any:
         if not _scalar_inputs(current):
             example = current.meta["example_value"]
             concrete(PYTHON_TYPES[type(example)], example, f"the value of {current.name} ({example})")
+    plan = _recompute_plan(node)
+    if plan is not None:
+        try:
+            return plan[1].value(plan[2])
+        except Exception:  # noqa: BLE001 - the hint below; the graph meets the error when it runs
+            pass
     return node.meta["example_value"].node.hint
 
 
@@ -286,17 +310,21 @@ class _Recompute:
     def run(self, values: list[Any]) -> bool | None:
         """The truth of the last step given the leaves' ``values``; None when a
         step raises (the guard then fails, and the trace meets eager's error)."""
+        try:
+            return bool(self.value(values))
+        except Exception:  # noqa: BLE001 - any error: the inputs do not take the traced branch
+            return None
+
+    def value(self, values: list[Any]) -> Any:
+        """The last step's value given the leaves' ``values``, computed with the
+        steps' own Python operations (raises what a step raises)."""
         def fill(arg: Any) -> Any:
             return values[arg.index] if isinstance(arg, _Slot) else arg
 
         values = list(values)
-        try:
-            for target, args, kwargs in self.steps:
-                values.append(target(*torch.fx.node.map_aggregate(args, fill),
-                                     **torch.fx.node.map_aggregate(kwargs, fill)))
-            return bool(values[-1])
-        except Exception:  # noqa: BLE001 - any error: the inputs do not take the traced branch
-            return None
+        for target, args, kwargs in self.steps:
+            values.append(target(*torch.fx.node.map_aggregate(args, fill), **torch.fx.node.map_aggregate(kwargs, fill)))
+        return values[-1]
 
 
 def _recompute_plan(node: torch.fx.Node) -> tuple[list[Any], _Recompute, list[Any], str] | None:
@@ -350,14 +378,23 @@ def _decide_float_arithmetic(tx: Tx, node: torch.fx.Node) -> bool:
     """The truth of ``node``, computed with float arithmetic: the branch Python's
     own operations take on the traced inputs, guarded by a :class:`RecomputedMatch`
     that takes it again on each call's inputs (so one entry serves every input that
-    takes the same branch). When part of the computation cannot be read again from
-    the inputs, its inputs are pinned instead (:func:`_pinned_value`).
+    takes the same branch). When the replay itself raises on the traced inputs, or
+    reads an input it has no source for, the inputs are pinned (:func:`_pinned_value`).
+    When part of the computation is a size the replay cannot read from the inputs
+    (``x.numel()``, the size of a slice or of any intermediate tensor), the ShapeEnv
+    decides and guards it: pinning would specialise a size the user marked dynamic
+    (``ConstraintViolationError``). Its guard is a real-number rewrite, exact for
+    sizes and constants such as ``n / 2 > 3`` but not where a float constant rounds
+    (``int(v // 0.1)`` as a size): that case is still open.
 
     Raises:
         Unsupported: when an input depends on tensor data.
     """
     plan = _recompute_plan(node)
-    truth = None if plan is None else plan[1].run(plan[2])
+    if plan is None:  # read from a size the replay cannot read (``x.numel()``, a slice's): the ShapeEnv decides
+        example = node.meta["example_value"]
+        return concrete(bool, example, f"the value of {node.name} ({example})")
+    truth = plan[1].run(plan[2])
     if truth is None or None in plan[0]:
         return bool(_pinned_value(node))
     sources, recompute, _, label = plan
