@@ -106,12 +106,19 @@ def test_forward_hooks_registered_before_compiling():
     assert cnt.frame_count == 1 and breaks() == []
 
 
-def test_forward_hook_added_and_removed_after_compiling_recompiles():
+def compiled_hooked():
+    """A ``Hooked`` model compiled with a CompileCounter and called once on an
+    input (compared with eager): (model, counter, compiled, input)."""
     model = Hooked()
     cnt = CompileCounter()
     compiled = bytegraph.compile(model, backend=cnt)
     x = torch.randn(2, 8)
     assert same(compiled(x), model(x))
+    return model, cnt, compiled, x
+
+
+def test_forward_hook_added_and_removed_after_compiling_recompiles():
+    model, cnt, compiled, x = compiled_hooked()
     handle = model.inner.register_forward_hook(lambda m, i, o: o + 100)
     assert same(compiled(x), model(x)) and cnt.frame_count == 2
     handle.remove()
@@ -151,11 +158,7 @@ def test_compiled_module_whose_hook_torch_marks_not_to_compile_runs_its_hooks_na
 
 
 def test_hook_torch_marks_not_to_compile_registered_after_compiling_is_run():
-    model = Hooked()
-    cnt = CompileCounter()
-    compiled = bytegraph.compile(model, backend=cnt)
-    x = torch.randn(2, 8)
-    assert same(compiled(x), model(x))
+    model, _, compiled, x = compiled_hooked()
     model.register_forward_hook(functools.partial(torch.compiler.disable(lambda shift, m, i, o: o + shift), 100))
     assert same(compiled(x), model(x)) and float(compiled(x).min()) >= 100
     assert breaks() == []
