@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.dicts import DictVariable, as_dict
-from bytegraph.variables.sequences import TupleVariable
+from bytegraph.variables.containers.dicts import DictVariable, as_dict
+from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.functions import NestedUserFunctionVariable
 from bytegraph.variables.misc import NullVariable
 

@@ -14,7 +14,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.bytecode.instructions import TERMINATORS, Instruction
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.iteration import GeneratorVariable, IteratorVariable
+from bytegraph.variables.containers.iterators import GeneratorVariable, IteratorVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.misc import WithExitVariable
 

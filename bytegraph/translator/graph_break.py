@@ -40,7 +40,7 @@ from bytegraph.bytecode.resume import (
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.guards.source import LocalSource
 from bytegraph.translator.native_stretch import find_stretch
-from bytegraph.variables import iteration
+from bytegraph.variables.containers.iterator_tools import EnumerateVariable
 from bytegraph.variables.misc import NullVariable
 from bytegraph.variables.symbolic import FakeItemVariable
 from bytegraph.variables.torch_state import StateContextVariable
@@ -249,7 +249,7 @@ def _fresh_stack_values(tx: InstructionTranslator, below: list) -> tuple[int, ..
     generated prologue reads them)."""
     user_locals = [vt for name, vt in tx.symbolic_locals.items() if not name.startswith(STACK_PREFIX)]
     held = [id(vt) for vt in [*below, *user_locals] if vt is not None]
-    return tuple(i for i, vt in enumerate(below) if isinstance(vt, iteration.EnumerateVariable)
+    return tuple(i for i, vt in enumerate(below) if isinstance(vt, EnumerateVariable)
                  and vt.source is None and held.count(id(vt)) == 1)
 
 

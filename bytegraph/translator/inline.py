@@ -21,9 +21,9 @@ from bytegraph.guards.source import AttrSource
 from bytegraph.translator.base import InstructionTranslatorBase
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.dicts import DictVariable
-from bytegraph.variables.iteration import GeneratorVariable
-from bytegraph.variables.sequences import TupleVariable
+from bytegraph.variables.containers.dicts import DictVariable
+from bytegraph.variables.containers.iterators import GeneratorVariable
+from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
 from bytegraph.variables import polyfills

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 from bytegraph.breaks import unimplemented
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.dicts import DictVariable, LazyDictVariable
-from bytegraph.variables.sequences import TupleVariable
+from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable
+from bytegraph.variables.containers.sequences import TupleVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase

@@ -27,18 +27,17 @@ from bytegraph.variables.builder import wrap, wrap_const
 from bytegraph.variables.builtin import BuiltinVariable, OperatorGetterVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
-from bytegraph.variables.dicts import DictVariable, DictViewVariable, LazyDictVariable
-from bytegraph.variables.iteration import IteratorVariable, ListIteratorVariable, RangeIteratorVariable
-from bytegraph.variables.sequences import (
+from bytegraph.variables.containers.dicts import DictVariable, DictViewVariable, LazyDictVariable
+from bytegraph.variables.containers.iterators import IteratorVariable, ListIteratorVariable, RangeIteratorVariable
+from bytegraph.variables.containers.sequences import (
     BaseSequenceVariable,
     DequeVariable,
     ListVariable,
-    NamedTupleVariable,
     SliceVariable,
     TupleVariable,
-    is_modelled_namedtuple,
 )
-from bytegraph.variables.sets import SetVariable
+from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
+from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.functions import UserFunctionVariable
 from bytegraph.variables import ndarray, torch_function
 from bytegraph.variables.nn_module import NNModuleVariable

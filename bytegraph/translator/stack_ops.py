@@ -8,9 +8,9 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.dicts import DictVariable, as_dict
-from bytegraph.variables.sequences import ListVariable, SliceVariable, TupleVariable
-from bytegraph.variables.sets import SetVariable
+from bytegraph.variables.containers.dicts import DictVariable, as_dict
+from bytegraph.variables.containers.sequences import ListVariable, SliceVariable, TupleVariable
+from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.user_defined import UserDefinedObjectVariable
 
 if TYPE_CHECKING:

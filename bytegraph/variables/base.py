@@ -43,6 +43,9 @@ class VariableTracker:
     #: names of ``method_<name>`` handlers that change the value: marked as a
     #: side effect before they run (:func:`call_method_handler`)
     MUTATORS: frozenset[str] = frozenset()
+    #: True for symbolic scalars: a value not known now whose :meth:`as_python_constant`
+    #: specialises it (the ShapeEnv guards the value), as folding and cache keys may
+    specializable = False
 
     def __init__(self, source: Source | None = None):
         self.source = source

@@ -43,20 +43,16 @@ from bytegraph.guards.guards import (
     compared_by_value,
 )
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource, LocalSource, Source
-from bytegraph.variables import func_transforms, iteration
+from bytegraph.variables import func_transforms
+from bytegraph.variables.containers import iterator_tools, iterators
 from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.builtin import BuiltinVariable, bound_to_constant
 from bytegraph.variables.constant import ConstantVariable, is_constant_value
-from bytegraph.variables.dicts import DictVariable, DictViewVariable, LazyDictVariable
-from bytegraph.variables.sequences import (
-    ListVariable,
-    NamedTupleVariable,
-    SizeVariable,
-    TupleVariable,
-    is_modelled_namedtuple,
-)
-from bytegraph.variables.sets import SetVariable
+from bytegraph.variables.containers.dicts import DictVariable, DictViewVariable, LazyDictVariable
+from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
+from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
+from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.copying import CopyFunctionVariable
 from bytegraph.variables.distributed import CollectiveVariable, is_collective
 from bytegraph.variables.dtensor import DTensorCallableVariable, is_dtensor, is_dtensor_callable, wrap_dtensor
@@ -66,23 +62,19 @@ from bytegraph.variables.functions import (
     UserMethodVariable,
     WrappedFunctionVariable,
 )
-from bytegraph.variables.iterators import (
-    ItertoolsFunctionVariable,
-    is_itertools_callable,
-)
-from bytegraph.variables.misc import (
-    DeferredCallVariable,
-    EnvironVariable,
-    OpaqueConstantVariable,
-    WeakRefVariable,
-)
+from bytegraph.variables.containers.iterator_tools import ItertoolsFunctionVariable, is_itertools_callable
+from bytegraph.variables.misc import DeferredCallVariable, EnvironVariable, OpaqueConstantVariable, WeakRefVariable
 from bytegraph.variables.nn_module import NNModuleVariable
 from bytegraph.variables.ndarray import NumpyFunctionVariable, NumpyNdarrayVariable
 from bytegraph.variables.symbolic import SymNodeVariable
 from bytegraph.variables.tensor import TensorVariable
 from bytegraph.variables.polyfills import EVALUATED_ON_CONSTANTS, EvaluatedCallVariable, polyfill_for
 from bytegraph.variables.torch import (
-    PythonModuleVariable, TorchFunctionVariable, VmapVariable, is_torch_callable, registered_op,
+    PythonModuleVariable,
+    TorchFunctionVariable,
+    VmapVariable,
+    is_torch_callable,
+    registered_op,
 )
 from bytegraph.variables.torch_function import TensorSubclassVariable, as_plain_tensor, check_traceable
 from bytegraph.variables.torch_state import STATE_CONTEXTS, StateContextVariable, existing_state_context
@@ -184,12 +176,12 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
             return side_effects.track(value, ListVariable(items, source))
         return TupleVariable(items, source)
 
-    if type(value) in iteration.SEQUENCE_ITERATORS:
-        iterator = iteration.wrap_sequence_iterator(tx, value, source, wrap)
+    if type(value) in iterators.SEQUENCE_ITERATORS:
+        iterator = iterators.wrap_sequence_iterator(tx, value, source, wrap)
         if iterator is not None:
             return iterator
     if type(value) is enumerate and _is_resume_stack_slot(tx, source):
-        iterator = iteration.wrap_resume_enumerate(tx, value, source, wrap)
+        iterator = iterator_tools.wrap_resume_enumerate(tx, value, source, wrap)
         if iterator is not None:
             return iterator
 

@@ -30,17 +30,21 @@ from bytegraph.breaks import HINT_REWRITE, Unsupported, unimplemented, user_erro
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
-from bytegraph.variables.dicts import DictVariable, LazyDictVariable
-from bytegraph.variables.iteration import (
+from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable
+from bytegraph.variables.containers.iterator_tools import (
     EnumerateVariable,
     FilterVariable,
-    IteratorVariable,
-    ListIteratorVariable,
     MapVariable,
     ZipVariable,
 )
-from bytegraph.variables.sequences import BaseSequenceVariable, ListVariable, SliceVariable, TupleVariable
-from bytegraph.variables.sets import SetVariable
+from bytegraph.variables.containers.iterators import IteratorVariable, ListIteratorVariable
+from bytegraph.variables.containers.sequences import (
+    BaseSequenceVariable,
+    ListVariable,
+    SliceVariable,
+    TupleVariable,
+)
+from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.graph_calls import graph_call
 from bytegraph.variables.operators import CONCAT_TO_BINARY, INPLACE_TO_BINARY, ROUNDING_DUNDERS, TENSOR_OPERATORS
 from bytegraph.variables.symbolic import SymNodeVariable
@@ -489,7 +493,7 @@ def bound_to_constant(fn: Any) -> bool:
 
 
 def _foldable(vt: VT) -> bool:
-    return vt.is_python_constant() or isinstance(vt, SymNodeVariable)
+    return vt.is_python_constant() or vt.specializable
 
 
 def _runs_user_code(value: Any) -> bool:

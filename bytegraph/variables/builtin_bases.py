@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.guards.guards import LenMatch
 from bytegraph.guards.source import ConvertSource, GetItemSource
-from bytegraph.variables import dicts
+from bytegraph.variables.containers import dicts
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.operators import BINARY_DUNDERS, INPLACE_TO_BINARY, PythonDunderOperators
-from bytegraph.variables.sequences import ListVariable, TupleVariable
+from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

@@ -21,9 +21,10 @@ import torch
 from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.dicts import DictVariable, LazyDictVariable
-from bytegraph.variables.sequences import ListVariable, NamedTupleVariable, TupleVariable
-from bytegraph.variables.sets import SetVariable
+from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable
+from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
+from bytegraph.variables.containers.named_tuples import NamedTupleVariable
+from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.user_defined import NewObjectVariable, UserDefinedObjectVariable
 
 if TYPE_CHECKING:

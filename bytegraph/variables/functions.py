@@ -20,8 +20,7 @@ from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import (
     ConstantVariable, getattr_or_raise, is_constant_value, raise_traced, raise_traced_from,
 )
-from bytegraph.variables.dicts import DictVariable
-from bytegraph.variables import symbolic
+from bytegraph.variables.containers.dicts import DictVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -468,7 +467,7 @@ def _cache_key(tx: Tx, arg: VT) -> Any:
     identity (guarded to stay that object)."""
     if arg.is_python_constant():
         return arg.as_python_constant()
-    if isinstance(arg, symbolic.SymNodeVariable):
+    if arg.specializable:
         return arg.as_python_constant()  # specialised (a guard), as the cache needs the value
     value = getattr(arg, "value", None)
     if arg.source is None or value is None or type(value).__hash__ is not object.__hash__:

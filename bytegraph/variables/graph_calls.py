@@ -23,7 +23,8 @@ from bytegraph.breaks import unimplemented
 from bytegraph.variables import symbolic, tensor
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, as_torch_scalar
-from bytegraph.variables.sequences import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
+from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
+from bytegraph.variables.containers.named_tuples import NamedTupleVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase as Tx

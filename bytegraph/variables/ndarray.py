@@ -25,7 +25,8 @@ from bytegraph.variables import numpy as npops
 from bytegraph.variables.base import BoundMethodVariable, ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.operators import INPLACE_TO_BINARY, TENSOR_OPERATORS
-from bytegraph.variables.sequences import ListVariable, NamedTupleVariable, SliceVariable, TupleVariable
+from bytegraph.variables.containers.sequences import ListVariable, SliceVariable, TupleVariable
+from bytegraph.variables.containers.named_tuples import NamedTupleVariable
 from bytegraph.graph import numpy_random
 from bytegraph.variables.graph_calls import graph_call, graph_node, overloaded_args, wrap_fx_value
 from bytegraph.variables.symbolic import SYMBOLIC_TYPES, FakeItemVariable, SymNodeVariable, branch_on_data

@@ -23,8 +23,8 @@ from bytegraph.guards.guards import MODULE_HOOK_DICTS, DictKeysMatch, GlobalStat
 from bytegraph.guards.source import AttrSource, GetItemSource
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.iteration import ListIteratorVariable
-from bytegraph.variables.sequences import TupleVariable
+from bytegraph.variables.containers.iterators import ListIteratorVariable
+from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.tensor import TensorVariable
 from bytegraph.variables.functions import UserMethodVariable
 from bytegraph.variables.user_defined import (

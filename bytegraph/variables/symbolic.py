@@ -61,6 +61,7 @@ class SymNodeVariable(VariableTracker):
     """
 
     rebuilt_once = False
+    specializable = True
 
     def __init__(self, node: torch.fx.Node, example: Any):
         super().__init__()

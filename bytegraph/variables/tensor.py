@@ -43,7 +43,12 @@ from bytegraph.variables import graph_calls, scalar_args, symbolic, tensor_handl
 from bytegraph.variables.base import VariableTracker, handler_name, method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.operators import TENSOR_OPERATORS
-from bytegraph.variables.sequences import BaseSequenceVariable, SizeVariable, SliceVariable, TupleVariable
+from bytegraph.variables.containers.sequences import (
+    BaseSequenceVariable,
+    SizeVariable,
+    SliceVariable,
+    TupleVariable,
+)
 from bytegraph.variables.tensor_surface import (
     BREAKING_ATTRS,
     BREAKING_METHODS,

@@ -46,7 +46,7 @@ from bytegraph.guards.source import AttrSource
 from bytegraph.variables import func_transforms, functions, scalar_args
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced_from
-from bytegraph.variables.sequences import SizeVariable
+from bytegraph.variables.containers.sequences import SizeVariable
 from bytegraph.variables.symbolic import runtime_check
 from bytegraph.variables.graph_calls import dispatches, graph_call, overloaded_args
 from bytegraph.variables.ndarray import NumpyNdarrayVariable, ndarray_to_tensor

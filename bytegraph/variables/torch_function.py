@@ -48,8 +48,9 @@ from bytegraph.guards.source import AttrSource, ConstSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.operators import BINARY_DUNDERS, TENSOR_OPERATORS, UNARY_DUNDERS
 from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.dicts import DictVariable
-from bytegraph.variables.sequences import BaseSequenceVariable, NamedTupleVariable, TupleVariable
+from bytegraph.variables.containers.dicts import DictVariable
+from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable
+from bytegraph.variables.containers.named_tuples import NamedTupleVariable
 from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.graph_calls import dispatches, graph_call, overloaded_args
 from bytegraph.variables.symbolic import SymNodeVariable

@@ -22,8 +22,8 @@ from bytegraph.guards.guards import DictContains, DictKeysMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource
 from bytegraph.variables import builtin_bases, misc
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.dicts import DictBaseView, DictVariable
-from bytegraph.variables.iteration import PythonIteratorVariable
+from bytegraph.variables.containers.dicts import DictBaseView, DictVariable
+from bytegraph.variables.containers.iterators import PythonIteratorVariable
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable

@@ -1,6 +1,7 @@
-"""The iterators ``for`` loops use: over containers and generators, and
-``enumerate``/``zip``/``map``/``filter`` objects (``itertools`` is in
-:mod:`bytegraph.variables.iterators`)."""
+"""The iterators ``for`` loops use: over containers (lists, tuples, ranges,
+sets, dicts), generators, user objects with a Python ``__next__``, and input
+iterators read through their state. ``enumerate``/``zip``/``map``/``filter``
+and ``itertools`` are in :mod:`~bytegraph.variables.containers.iterator_tools`."""
 from __future__ import annotations
 
 import sys
@@ -8,7 +9,9 @@ import types
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import Unsupported, unimplemented, user_error
-from bytegraph.variables import sequences
+from bytegraph.guards.guards import ConstantMatch, TypeMatch
+from bytegraph.guards.source import ConvertSource, GetItemSource
+from bytegraph.variables.containers import sequences
 from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
@@ -16,8 +19,8 @@ from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
-    from bytegraph.variables.dicts import DictVariable
-    from bytegraph.variables.sets import SetVariable
+    from bytegraph.variables.containers.dicts import DictVariable
+    from bytegraph.variables.containers.sets import SetVariable
 
 VT = VariableTracker
 
@@ -293,9 +296,7 @@ def iterator_state(iterator: Any) -> tuple | None:
     return sequence, position
 
 
-def _state_sources(source: Any) -> tuple[Any, Any]:
-    from bytegraph.guards.source import ConvertSource, GetItemSource
-
+def state_sources(source: Any) -> tuple[Any, Any]:
     state = ConvertSource(source, iterator_state, "iterator_state")
     return GetItemSource(state, 0), GetItemSource(state, 1)
 
@@ -309,12 +310,10 @@ def wrap_sequence_iterator(tx: Tx, value: Any, source: Any, wrap: Any) -> VT | N
     position the trace reaches is written back with ``__setstate__`` after the
     graph, so the real iterator ends where eager's would. Returns None for an
     exhausted iterator or an unusual sequence."""
-    from bytegraph.guards.guards import ConstantMatch, TypeMatch
-
     state = iterator_state(value)
     if state is None or type(state[0]) not in (list, tuple, range):
         return None
-    sequence_source, position_source = _state_sources(source)
+    sequence_source, position_source = state_sources(source)
     tx.output.guards.add(TypeMatch(source, type(value)))
     tx.output.guards.add(ConstantMatch(position_source, state[1]))
     sequence = wrap(tx, state[0], sequence_source)
@@ -328,24 +327,6 @@ def wrap_sequence_iterator(tx: Tx, value: Any, source: Any, wrap: Any) -> VT | N
     iterator.index = state[1]
     iterator.source = source
     return tx.output.side_effects.track(value, iterator)
-
-
-def wrap_resume_enumerate(tx: Tx, value: enumerate, source: Any, wrap: Any) -> VT | None:
-    """An ``enumerate`` object on the stack of a resume function (a break inside
-    ``for i, x in enumerate(...)``) that the code at the break built from an
-    enumerate the trace made, for this call only (``ResumeSpec.fresh``; the
-    builder checks), so its count (which cannot be written back) is modelled
-    freely; its inner iterator is wrapped as any
-    input. Rebuilt anew when live after the graph. Returns None when the inner
-    iterator is not one bytegraph can read."""
-    from bytegraph.guards.guards import ConstantMatch, TypeMatch
-
-    inner, count = iterator_state(value)
-    inner_source, count_source = _state_sources(source)
-    tx.output.guards.add(TypeMatch(source, enumerate))
-    tx.output.guards.add(ConstantMatch(count_source, count))
-    iterator = wrap(tx, inner, inner_source)
-    return EnumerateVariable(iterator, count) if isinstance(iterator, ListIteratorVariable) else None
 
 
 def iterator_at(items: Any, index: int | None) -> Any:
@@ -464,127 +445,3 @@ class DictIteratorVariable(IteratorVariable):
 
     def __repr__(self) -> str:
         return f"DictIteratorVariable({self.kind}, {self.index}/{len(self.keys)})"
-
-
-class EnumerateVariable(IteratorVariable):
-    """``enumerate(it, start)``: advances ``it`` one item per step (lazy, as in eager)."""
-
-    def __init__(self, iterator: IteratorVariable, start: int):
-        super().__init__()
-        self.iterator = iterator
-        self.count = start
-
-    def python_type(self) -> type:
-        return enumerate
-
-    def next_item(self, tx: Tx) -> VT | None:
-        item = self.iterator.next_item(tx)
-        if item is None:
-            return None
-        self.count += 1
-        return sequences.TupleVariable([ConstantVariable(self.count - 1), item])
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        """``enumerate(rest_of_iterator, next_count)``: live after the graph, rebuilt at its position."""
-        codegen.load_callable(enumerate)
-        codegen.reconstruct(self.iterator)
-        codegen.load_const(self.count)
-        codegen.call(2)
-
-
-class ZipVariable(IteratorVariable):
-    """``zip(*iterators, strict=...)``: one item from each iterator per step,
-    stopping at the first exhausted one (items already taken are dropped, as in eager)."""
-
-    def __init__(self, iterators: Sequence[IteratorVariable], strict: bool):
-        super().__init__()
-        self.iterators = list(iterators)
-        self.strict = strict
-
-    def python_type(self) -> type:
-        return zip
-
-    def next_item(self, tx: Tx) -> VT | None:
-        if not self.iterators:
-            return None
-        items = []
-        for n, iterator in enumerate(self.iterators):
-            item = iterator.next_item(tx)
-            if item is None:
-                if self.strict and (n > 0 or any(it.next_item(tx) is not None for it in self.iterators[1:])):
-                    user_error(
-                        "ValueError",
-                        context="zip(strict=True) over iterables of different lengths",
-                        hint="Zip iterables of equal length.",
-                    )
-                return None
-            items.append(item)
-        return sequences.TupleVariable(items)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        """``zip(*rest_of_iterators, strict=...)``, rebuilt at its position."""
-        codegen.load_callable(zip)
-        for iterator in self.iterators:
-            codegen.reconstruct(iterator)
-        if self.strict:
-            codegen.load_const(True)
-            codegen.emit("KW_NAMES", ("strict",))
-        codegen.call(len(self.iterators) + int(self.strict))
-
-
-class MapVariable(IteratorVariable):
-    """``map(fn, *iterators)``: calls ``fn`` (traced) one step at a time."""
-
-    def __init__(self, fn: VT, iterators: Sequence[IteratorVariable]):
-        super().__init__()
-        self.fn = fn
-        self.iterators = list(iterators)
-
-    def python_type(self) -> type:
-        return map
-
-    def next_item(self, tx: Tx) -> VT | None:
-        args = []
-        for iterator in self.iterators:
-            item = iterator.next_item(tx)
-            if item is None:
-                return None
-            args.append(item)
-        return self.fn.call_function(tx, args, {})
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        """``map(fn, *rest_of_iterators)``, rebuilt at its position."""
-        codegen.load_callable(map)
-        codegen.reconstruct(self.fn)
-        for iterator in self.iterators:
-            codegen.reconstruct(iterator)
-        codegen.call(1 + len(self.iterators))
-
-
-class FilterVariable(IteratorVariable):
-    """``filter(fn, iterator)`` (``fn`` None: truth of the item), one step at a time."""
-
-    def __init__(self, fn: VT | None, iterator: IteratorVariable):
-        super().__init__()
-        self.fn = fn
-        self.iterator = iterator
-
-    def python_type(self) -> type:
-        return filter
-
-    def next_item(self, tx: Tx) -> VT | None:
-        while (item := self.iterator.next_item(tx)) is not None:
-            keep = item if self.fn is None else self.fn.call_function(tx, [item], {})
-            if keep.truthy(tx):
-                return item
-        return None
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        """``filter(fn, rest_of_iterator)``, rebuilt at its position."""
-        codegen.load_callable(filter)
-        if self.fn is None:
-            codegen.load_const(None)
-        else:
-            codegen.reconstruct(self.fn)
-        codegen.reconstruct(self.iterator)
-        codegen.call(2)

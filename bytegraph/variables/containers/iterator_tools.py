@@ -1,4 +1,7 @@
-"""``itertools`` on traced values.
+"""Iterators made from other iterables: ``enumerate``, ``zip``, ``map``,
+``filter`` (lazy, one step at a time), and ``itertools`` on traced values.
+
+``itertools``:
 
 Functions that only rearrange their inputs (``chain``, ``product``,
 ``zip_longest``, ``islice``, ``combinations``, ``permutations``, ``pairwise``,
@@ -17,11 +20,12 @@ import operator
 import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import unimplemented, user_error
+from bytegraph.guards.guards import ConstantMatch, TypeMatch
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.iteration import IteratorVariable, ListIteratorVariable
-from bytegraph.variables.sequences import TupleVariable
+from bytegraph.variables.containers.iterators import IteratorVariable, ListIteratorVariable, iterator_state, state_sources
+from bytegraph.variables.containers.sequences import TupleVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -156,3 +160,143 @@ class ItertoolsFunctionVariable(ConstantCallableVariable):
 def is_itertools_callable(value: Any) -> bool:
     return callable(value) and getattr(value, "__module__", None) == "itertools" or (
         isinstance(value, types.BuiltinMethodType) and value == itertools.chain.from_iterable)
+
+
+class EnumerateVariable(IteratorVariable):
+    """``enumerate(it, start)``: advances ``it`` one item per step (lazy, as in eager)."""
+
+    def __init__(self, iterator: IteratorVariable, start: int):
+        super().__init__()
+        self.iterator = iterator
+        self.count = start
+
+    def python_type(self) -> type:
+        return enumerate
+
+    def next_item(self, tx: Tx) -> VT | None:
+        item = self.iterator.next_item(tx)
+        if item is None:
+            return None
+        self.count += 1
+        return TupleVariable([ConstantVariable(self.count - 1), item])
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """``enumerate(rest_of_iterator, next_count)``: live after the graph, rebuilt at its position."""
+        codegen.load_callable(enumerate)
+        codegen.reconstruct(self.iterator)
+        codegen.load_const(self.count)
+        codegen.call(2)
+
+
+class ZipVariable(IteratorVariable):
+    """``zip(*iterators, strict=...)``: one item from each iterator per step,
+    stopping at the first exhausted one (items already taken are dropped, as in eager)."""
+
+    def __init__(self, iterators: Sequence[IteratorVariable], strict: bool):
+        super().__init__()
+        self.iterators = list(iterators)
+        self.strict = strict
+
+    def python_type(self) -> type:
+        return zip
+
+    def next_item(self, tx: Tx) -> VT | None:
+        if not self.iterators:
+            return None
+        items = []
+        for n, iterator in enumerate(self.iterators):
+            item = iterator.next_item(tx)
+            if item is None:
+                if self.strict and (n > 0 or any(it.next_item(tx) is not None for it in self.iterators[1:])):
+                    user_error(
+                        "ValueError",
+                        context="zip(strict=True) over iterables of different lengths",
+                        hint="Zip iterables of equal length.",
+                    )
+                return None
+            items.append(item)
+        return TupleVariable(items)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """``zip(*rest_of_iterators, strict=...)``, rebuilt at its position."""
+        codegen.load_callable(zip)
+        for iterator in self.iterators:
+            codegen.reconstruct(iterator)
+        if self.strict:
+            codegen.load_const(True)
+            codegen.emit("KW_NAMES", ("strict",))
+        codegen.call(len(self.iterators) + int(self.strict))
+
+
+class MapVariable(IteratorVariable):
+    """``map(fn, *iterators)``: calls ``fn`` (traced) one step at a time."""
+
+    def __init__(self, fn: VT, iterators: Sequence[IteratorVariable]):
+        super().__init__()
+        self.fn = fn
+        self.iterators = list(iterators)
+
+    def python_type(self) -> type:
+        return map
+
+    def next_item(self, tx: Tx) -> VT | None:
+        args = []
+        for iterator in self.iterators:
+            item = iterator.next_item(tx)
+            if item is None:
+                return None
+            args.append(item)
+        return self.fn.call_function(tx, args, {})
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """``map(fn, *rest_of_iterators)``, rebuilt at its position."""
+        codegen.load_callable(map)
+        codegen.reconstruct(self.fn)
+        for iterator in self.iterators:
+            codegen.reconstruct(iterator)
+        codegen.call(1 + len(self.iterators))
+
+
+class FilterVariable(IteratorVariable):
+    """``filter(fn, iterator)`` (``fn`` None: truth of the item), one step at a time."""
+
+    def __init__(self, fn: VT | None, iterator: IteratorVariable):
+        super().__init__()
+        self.fn = fn
+        self.iterator = iterator
+
+    def python_type(self) -> type:
+        return filter
+
+    def next_item(self, tx: Tx) -> VT | None:
+        while (item := self.iterator.next_item(tx)) is not None:
+            keep = item if self.fn is None else self.fn.call_function(tx, [item], {})
+            if keep.truthy(tx):
+                return item
+        return None
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """``filter(fn, rest_of_iterator)``, rebuilt at its position."""
+        codegen.load_callable(filter)
+        if self.fn is None:
+            codegen.load_const(None)
+        else:
+            codegen.reconstruct(self.fn)
+        codegen.reconstruct(self.iterator)
+        codegen.call(2)
+
+
+def wrap_resume_enumerate(tx: Tx, value: enumerate, source: Any, wrap: Any) -> VT | None:
+    """An ``enumerate`` object on the stack of a resume function (a break inside
+    ``for i, x in enumerate(...)``) that the code at the break built from an
+    enumerate the trace made, for this call only (``ResumeSpec.fresh``; the
+    builder checks), so its count (which cannot be written back) is modelled
+    freely; its inner iterator is wrapped as any
+    input. Rebuilt anew when live after the graph. Returns None when the inner
+    iterator is not one bytegraph can read."""
+    inner, count = iterator_state(value)
+    inner_source, count_source = state_sources(source)
+    tx.output.guards.add(TypeMatch(source, enumerate))
+    tx.output.guards.add(ConstantMatch(count_source, count))
+    iterator = wrap(tx, inner, inner_source)
+    return EnumerateVariable(iterator, count) if isinstance(iterator, ListIteratorVariable) else None

@@ -18,7 +18,8 @@ import torch
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch, compared_by_value
 from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
-from bytegraph.variables import iteration, sequences
+from bytegraph.variables.containers.iterators import DictIteratorVariable, IteratorVariable
+from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable, for_each_item
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
@@ -199,7 +200,7 @@ class DictVariable(DictOperators):
         return DictVariable(self.items, dict_cls, default_factory=self.default_factory)
 
     def method_dunder_iter(self, tx: Tx, /) -> VT:
-        return iteration.DictIteratorVariable(self, "keys")
+        return DictIteratorVariable(self, "keys")
 
     def method_dunder_setitem(self, tx: Tx, key: VT, value: VT, /) -> VT:
         self.store(tx, key, value)
@@ -221,10 +222,10 @@ class DictVariable(DictOperators):
             for key, value in list(other.items.values()):
                 self.store(tx, key, value)
             return
-        if not isinstance(other, (iteration.IteratorVariable, sequences.BaseSequenceVariable)) and other.has_attr(
+        if not isinstance(other, (IteratorVariable, BaseSequenceVariable)) and other.has_attr(
                 tx, "keys"):
             keys = other.var_getattr(tx, "keys").call_function(tx, [], {})
-            sequences.for_each_item(tx, keys, lambda key: self.store(
+            for_each_item(tx, keys, lambda key: self.store(
                 tx, key, tx.call_builtin(operator.getitem, [other, key])))
             return
         count = itertools.count()
@@ -237,7 +238,7 @@ class DictVariable(DictOperators):
                                          "2 is required")
             self.store(tx, *items)
 
-        sequences.for_each_item(tx, other, store_pair)
+        for_each_item(tx, other, store_pair)
 
     def method_pop(self, tx: Tx, key: VT, *default: VT) -> VT:
         hkey = self.key_of(tx, key)
@@ -274,7 +275,7 @@ class DictVariable(DictOperators):
             raise_traced(KeyError, "dictionary is empty" if ordered else "popitem(): dictionary is empty")
         last = _flag(args, 0, kwargs, "last", True)
         hkey = next(reversed(self.items)) if last else next(iter(self.items))
-        return sequences.TupleVariable(list(self.items.pop(hkey)))
+        return TupleVariable(list(self.items.pop(hkey)))
 
     def method_move_to_end(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
         if self.dict_cls is not collections.OrderedDict:
@@ -535,7 +536,7 @@ class DictViewVariable(VariableTracker):
             return [k for k, _ in pairs]
         if self.kind == "values":
             return [v for _, v in pairs]
-        return [sequences.TupleVariable([k, v]) for k, v in pairs]
+        return [TupleVariable([k, v]) for k, v in pairs]
 
     def truthy(self, tx: Tx) -> bool:
         return bool(self.dict_vt.items)
@@ -550,7 +551,7 @@ class DictViewVariable(VariableTracker):
         if name == "__contains__" and self.kind == "keys":
             return self.dict_vt.call_method(tx, "__contains__", args, kwargs)
         if name == "__iter__":
-            return iteration.DictIteratorVariable(self.dict_vt, self.kind)
+            return DictIteratorVariable(self.dict_vt, self.kind)
         return bad_method(self, name)
 
     def reconstruct(self, codegen: PyCodegen) -> None:

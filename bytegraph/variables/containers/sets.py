@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler, handler_name
 from bytegraph.variables.constant import ConstantVariable, raise_traced_from
-from bytegraph.variables.dicts import DictVariable, DictViewVariable, IdentityKey, apply_by_clear_update
-from bytegraph.variables.iteration import SetIteratorVariable
+from bytegraph.variables.containers.dicts import DictVariable, DictViewVariable, IdentityKey, apply_by_clear_update
+from bytegraph.variables.containers.iterators import SetIteratorVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
