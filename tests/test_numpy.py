@@ -8,7 +8,7 @@ import torch
 import bytegraph
 from bytegraph.runtime import metrics
 from bytegraph.testing import same
-from bytegraph.variables import numpy as npops
+from bytegraph.variables.tensors import numpy_ops as npops
 from helpers import breaks_of, check_compiled, compile_counted
 
 

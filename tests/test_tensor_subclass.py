@@ -11,7 +11,7 @@ import bytegraph
 from bytegraph.runtime import metrics
 from bytegraph.testing import same
 from helpers import breaks_of, compile_counted
-from bytegraph.variables.torch_function import NO_TORCH_FUNCTION
+from bytegraph.variables.tensors.subclass import NO_TORCH_FUNCTION
 
 
 def assert_same_outputs(actual, expected):

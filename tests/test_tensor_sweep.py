@@ -18,8 +18,8 @@ import torch
 import bytegraph
 from bytegraph.runtime import metrics
 from bytegraph.testing import CompileCounter, same
-from bytegraph.variables.tensor import attribute_route, method_route
-from bytegraph.variables.tensor_surface import CAPTURABLE_METHODS
+from bytegraph.variables.tensors.tensor import attribute_route, method_route
+from bytegraph.variables.tensors.surface import CAPTURABLE_METHODS
 
 
 def _example() -> torch.Tensor:

@@ -42,7 +42,7 @@ from bytegraph.guards.source import LocalSource
 from bytegraph.translator.native_stretch import find_stretch
 from bytegraph.variables.containers.iterator_tools import EnumerateVariable
 from bytegraph.variables.misc import NullVariable
-from bytegraph.variables.symbolic import FakeItemVariable
+from bytegraph.variables.tensors.symbolic import FakeItemVariable
 from bytegraph.variables.torch_state import StateContextVariable
 
 if TYPE_CHECKING:

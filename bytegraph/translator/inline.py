@@ -28,7 +28,7 @@ from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
 from bytegraph.variables import polyfills
 from bytegraph.variables.torch import TORCH_FRONTEND
-from bytegraph.variables.torch_function import MODELED_FUNCTIONS
+from bytegraph.variables.tensors.subclass_dispatch import MODELED_FUNCTIONS
 
 VT = VariableTracker
 

@@ -28,7 +28,7 @@ from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.functions import CellVariable
 from bytegraph.variables.torch_state import autocast_state
-from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.tensors.tensor import TensorVariable
 
 VT = VariableTracker
 

@@ -39,10 +39,10 @@ from bytegraph.variables.containers.sequences import (
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.functions import UserFunctionVariable
-from bytegraph.variables import ndarray, torch_function
+from bytegraph.variables.tensors import ndarray, subclass, subclass_dispatch
 from bytegraph.variables.nn_module import NNModuleVariable
-from bytegraph.variables.ndarray import NumpyNdarrayVariable
-from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.tensors.ndarray import NumpyNdarrayVariable
+from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.functions import PartialVariable, UserMethodVariable
 from bytegraph.variables.torch import TorchFunctionVariable
 from bytegraph.variables.builtin_bases import SlotMethodVariable
@@ -101,8 +101,8 @@ class PythonSemantics:
             except ValueError as e:
                 raise_traced_from(e)
         if issubclass(klass, torch.Tensor):
-            torch_function.check_traceable(klass)
-            return torch_function.construct(self, cls, args, kwargs)
+            subclass.check_traceable(klass)
+            return subclass.construct(self, cls, args, kwargs)
         if is_modelled_namedtuple(klass):
             field_names = klass._fields
             defaults = getattr(klass, "_field_defaults", {})
@@ -155,34 +155,34 @@ class PythonSemantics:
             obj.call_slot(self, base, "__init__", args, kwargs)
         return obj
 
-    # ---- calls from a lower module into one that imports it (tensor.py -> ndarray.py, torch_function.py) ----
+    # ---- calls from a lower module into one that imports it (tensor.py -> ndarray.py, subclass.py) ----
     def tensor_to_numpy(self: InstructionTranslatorBase, tensor: TensorVariable, args: Sequence[VT],
                         kwargs: dict[str, VT]) -> VT:
         """``tensor.numpy(force=False)``."""
         return ndarray.tensor_to_numpy(self, tensor, args, kwargs)
 
-    # ---- tensor subclasses (variables/torch_function.py) ---------------------------------------
+    # ---- tensor subclasses (variables/subclass.py) ---------------------------------------
     def as_subclass(self: InstructionTranslatorBase, tensor: TensorVariable, cls: VT) -> VT:
         """``tensor.as_subclass(cls)``."""
-        return torch_function.as_subclass(self, tensor, cls)
+        return subclass.as_subclass(self, tensor, cls)
 
     def dispatch_torch_function(self: InstructionTranslatorBase, fn: TorchFunctionVariable, args: Sequence[VT],
                                 kwargs: dict[str, VT]) -> VT:
         """A torch function called with tensor-subclass arguments: through their ``__torch_function__``."""
-        return torch_function.dispatch_call(self, fn, args, kwargs)
+        return subclass_dispatch.dispatch_call(self, fn, args, kwargs)
 
     def dispatch_tensor_method(self: InstructionTranslatorBase, obj: TensorVariable, name: str,
                                args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         """``obj.name(*args)`` where ``obj`` or an argument is a dispatching tensor subclass."""
-        return torch_function.dispatch_tensor_method(self, obj, name, args, kwargs)
+        return subclass_dispatch.dispatch_tensor_method(self, obj, name, args, kwargs)
 
     def torch_tensor_attr(self: InstructionTranslatorBase, obj: TensorVariable, name: str) -> VT:
         """``obj.name`` resolved on ``torch.Tensor`` itself (``super().name`` in a subclass)."""
-        return torch_function.torch_tensor_attr(self, obj, name)
+        return subclass.torch_tensor_attr(self, obj, name)
 
     def make_tensor_subclass(self: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         """``torch.Tensor._make_subclass(cls, data, require_grad=False)``."""
-        return torch_function.make_subclass(self, args, kwargs)
+        return subclass.make_subclass(self, args, kwargs)
 
     def make_tuple(self: InstructionTranslatorBase, items: Sequence[VT]) -> VT:
         return TupleVariable(items)

@@ -45,7 +45,7 @@ from bytegraph.guards.guards import (
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource, LocalSource, Source
 from bytegraph.variables import func_transforms
 from bytegraph.variables.containers import iterator_tools, iterators
-from bytegraph.variables import numpy as npops
+from bytegraph.variables.tensors import numpy_ops as npops
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.builtin import BuiltinVariable, bound_to_constant
 from bytegraph.variables.constant import ConstantVariable, is_constant_value
@@ -54,8 +54,13 @@ from bytegraph.variables.containers.sequences import ListVariable, SizeVariable,
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.copying import CopyFunctionVariable
-from bytegraph.variables.distributed import CollectiveVariable, is_collective
-from bytegraph.variables.dtensor import DTensorCallableVariable, is_dtensor, is_dtensor_callable, wrap_dtensor
+from bytegraph.variables.tensors.collectives import CollectiveVariable, is_collective
+from bytegraph.variables.tensors.dtensor import (
+    DTensorCallableVariable,
+    is_dtensor,
+    is_dtensor_callable,
+    wrap_dtensor,
+)
 from bytegraph.variables.functions import (
     PartialVariable,
     UserFunctionVariable,
@@ -65,9 +70,9 @@ from bytegraph.variables.functions import (
 from bytegraph.variables.containers.iterator_tools import ItertoolsFunctionVariable, is_itertools_callable
 from bytegraph.variables.misc import DeferredCallVariable, EnvironVariable, OpaqueConstantVariable, WeakRefVariable
 from bytegraph.variables.nn_module import NNModuleVariable
-from bytegraph.variables.ndarray import NumpyFunctionVariable, NumpyNdarrayVariable
-from bytegraph.variables.symbolic import SymNodeVariable
-from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.tensors.ndarray import NumpyFunctionVariable, NumpyNdarrayVariable
+from bytegraph.variables.tensors.symbolic import SymNodeVariable
+from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.polyfills import EVALUATED_ON_CONSTANTS, EvaluatedCallVariable, polyfill_for
 from bytegraph.variables.torch import (
     PythonModuleVariable,
@@ -76,7 +81,7 @@ from bytegraph.variables.torch import (
     is_torch_callable,
     registered_op,
 )
-from bytegraph.variables.torch_function import TensorSubclassVariable, as_plain_tensor, check_traceable
+from bytegraph.variables.tensors.subclass import TensorSubclassVariable, as_plain_tensor, check_traceable
 from bytegraph.variables.torch_state import STATE_CONTEXTS, StateContextVariable, existing_state_context
 from bytegraph.variables.user_defined import UserDefinedClassVariable, UserDefinedObjectVariable
 

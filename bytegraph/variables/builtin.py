@@ -45,10 +45,10 @@ from bytegraph.variables.containers.sequences import (
     TupleVariable,
 )
 from bytegraph.variables.containers.sets import SetVariable
-from bytegraph.variables.graph_calls import graph_call
+from bytegraph.variables.tensors.graph_calls import graph_call
 from bytegraph.variables.operators import CONCAT_TO_BINARY, INPLACE_TO_BINARY, ROUNDING_DUNDERS, TENSOR_OPERATORS
-from bytegraph.variables.symbolic import SymNodeVariable
-from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.tensors.symbolic import SymNodeVariable
+from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.super_calls import SuperVariable
 from bytegraph.variables.builtin_bases import SlotMethodVariable
 

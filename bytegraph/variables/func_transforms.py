@@ -50,9 +50,9 @@ from bytegraph.graph import output_graph, writes
 from bytegraph.graph.side_effects import SideEffects
 from bytegraph.variables import functions
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
-from bytegraph.variables.graph_calls import graph_call
-from bytegraph.variables.symbolic import SymNodeVariable
-from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.tensors.graph_calls import graph_call
+from bytegraph.variables.tensors.symbolic import SymNodeVariable
+from bytegraph.variables.tensors.tensor import TensorVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

@@ -25,7 +25,7 @@ from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.iterators import ListIteratorVariable
 from bytegraph.variables.containers.sequences import TupleVariable
-from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.functions import UserMethodVariable
 from bytegraph.variables.user_defined import (
     _MISSING,

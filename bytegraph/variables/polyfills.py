@@ -31,7 +31,7 @@ import torch.fx
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.translator import recursion
-from bytegraph.variables import numpy as npops
+from bytegraph.variables.tensors import numpy_ops as npops
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import raise_traced_from
 

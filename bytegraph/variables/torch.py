@@ -43,14 +43,15 @@ import torch
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, GlobalStateMatch
 from bytegraph.guards.source import AttrSource
-from bytegraph.variables import func_transforms, functions, scalar_args
+from bytegraph.variables import func_transforms, functions
+from bytegraph.variables.tensors import scalar_args
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced_from
 from bytegraph.variables.containers.sequences import SizeVariable
-from bytegraph.variables.symbolic import runtime_check
-from bytegraph.variables.graph_calls import dispatches, graph_call, overloaded_args
-from bytegraph.variables.ndarray import NumpyNdarrayVariable, ndarray_to_tensor
-from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.tensors.symbolic import runtime_check
+from bytegraph.variables.tensors.graph_calls import dispatches, graph_call, overloaded_args
+from bytegraph.variables.tensors.ndarray import NumpyNdarrayVariable, ndarray_to_tensor
+from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.torch_state import STATE_CONTEXTS, create_state_context
 
 if TYPE_CHECKING:

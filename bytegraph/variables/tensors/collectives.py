@@ -35,8 +35,8 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import IdMatch
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.graph_calls import graph_call
-from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.tensors.graph_calls import graph_call
+from bytegraph.variables.tensors.tensor import TensorVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase as Tx

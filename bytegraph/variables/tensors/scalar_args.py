@@ -33,7 +33,7 @@ from torch._subclasses.fake_tensor import DataDependentOutputException
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from bytegraph.variables import tensor
+from bytegraph.variables.tensors import tensor
 from bytegraph.variables.base import VariableTracker
 
 if TYPE_CHECKING:

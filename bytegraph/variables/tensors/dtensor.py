@@ -32,10 +32,10 @@ from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import EqualsMatch, IdMatch, TensorMatch
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import BoundMethodVariable, ConstantCallableVariable, VariableTracker
-from bytegraph.variables.distributed import bind_arguments, constant_argument
+from bytegraph.variables.tensors.collectives import bind_arguments, constant_argument
 from bytegraph.variables.misc import OpaqueConstantVariable
-from bytegraph.variables.graph_calls import TENSOR_VARIABLE_KINDS, graph_call
-from bytegraph.variables.tensor import TensorVariable
+from bytegraph.variables.tensors.graph_calls import TENSOR_VARIABLE_KINDS, graph_call
+from bytegraph.variables.tensors.tensor import TensorVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase as Tx

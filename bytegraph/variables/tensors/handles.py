@@ -19,7 +19,8 @@ from bytegraph.graph import tensor_hooks
 from bytegraph.graph.output_graph import storage_id
 from bytegraph.guards.guards import ConstantMatch, SameStorage
 from bytegraph.guards.source import CallMethodSource
-from bytegraph.variables import functions, graph_calls, symbolic
+from bytegraph.variables import functions
+from bytegraph.variables.tensors import graph_calls, symbolic
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.graph.output_graph import GraphInput
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
-    from bytegraph.variables.tensor import TensorVariable
+    from bytegraph.variables.tensors.tensor import TensorVariable
 
 VT = VariableTracker
 

@@ -20,7 +20,7 @@ import torch
 import torch.fx
 
 from bytegraph.breaks import unimplemented
-from bytegraph.variables import symbolic, tensor
+from bytegraph.variables.tensors import symbolic, tensor
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, as_torch_scalar
 from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
@@ -28,7 +28,7 @@ from bytegraph.variables.containers.named_tuples import NamedTupleVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
-    from bytegraph.variables.torch_function import TensorSubclassVariable
+    from bytegraph.variables.tensors.subclass import TensorSubclassVariable
 
 VT = VariableTracker
 
