@@ -31,7 +31,7 @@ from bytegraph.guards.source import LocalSource, Source, is_plain_name
 from bytegraph.runtime import metrics
 from bytegraph.runtime.ddp import is_ddp, run_ddp
 from bytegraph.translator.inline import never_traced
-from bytegraph.variables.nn_module import has_hooks
+from bytegraph.variables.objects.nn_modules import has_hooks
 
 
 class CacheEntry:

@@ -9,8 +9,8 @@ from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.containers.dicts import DictVariable, as_dict
 from bytegraph.variables.containers.sequences import TupleVariable
-from bytegraph.variables.functions import NestedUserFunctionVariable
-from bytegraph.variables.misc import NullVariable
+from bytegraph.variables.callables.functions import NestedUserFunctionVariable
+from bytegraph.variables.stack_values import NullVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase

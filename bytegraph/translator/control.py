@@ -16,7 +16,7 @@ from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers.iterators import GeneratorVariable, IteratorVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
-from bytegraph.variables.misc import WithExitVariable
+from bytegraph.variables.stack_values import WithExitVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase

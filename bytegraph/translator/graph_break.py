@@ -41,9 +41,9 @@ from bytegraph.graph.codegen import PyCodegen
 from bytegraph.guards.source import LocalSource
 from bytegraph.translator.native_stretch import find_stretch
 from bytegraph.variables.containers.iterator_tools import EnumerateVariable
-from bytegraph.variables.misc import NullVariable
+from bytegraph.variables.stack_values import NullVariable
 from bytegraph.variables.tensors.symbolic import FakeItemVariable
-from bytegraph.variables.torch_state import StateContextVariable
+from bytegraph.variables.torch_state.base import StateContextVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.root import InstructionTranslator

@@ -25,9 +25,9 @@ from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.iterators import GeneratorVariable
 from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
-from bytegraph.variables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
-from bytegraph.variables import polyfills
-from bytegraph.variables.torch import TORCH_FRONTEND
+from bytegraph.variables.callables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
+from bytegraph.variables.callables import polyfills
+from bytegraph.variables.callables.torch_functions import TORCH_FRONTEND
 from bytegraph.variables.tensors.subclass_dispatch import MODELED_FUNCTIONS
 
 VT = VariableTracker

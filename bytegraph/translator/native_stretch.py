@@ -33,7 +33,7 @@ from bytegraph.breaks import Unsupported
 from bytegraph.bytecode.analysis import stack_inputs, stack_outputs
 from bytegraph.bytecode.instructions import TERMINATORS, Instruction
 from bytegraph.translator.base import InstructionTranslatorBase
-from bytegraph.variables.misc import NativeResultVariable
+from bytegraph.variables.stack_values import NativeResultVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.root import InstructionTranslator

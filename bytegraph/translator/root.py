@@ -26,8 +26,8 @@ from bytegraph.translator.graph_break import FrameRuntime, codegen_graph_break
 from bytegraph.translator.inline import InliningTranslator, inline_call
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.exceptions import TracedException
-from bytegraph.variables.functions import CellVariable
-from bytegraph.variables.torch_state import autocast_state
+from bytegraph.variables.callables.functions import CellVariable
+from bytegraph.variables.torch_state.autocast import autocast_state
 from bytegraph.variables.tensors.tensor import TensorVariable
 
 VT = VariableTracker

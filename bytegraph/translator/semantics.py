@@ -24,7 +24,7 @@ from bytegraph.guards.guards import GlobalStateMatch, IdMatch, NoAliasing
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap, wrap_const
-from bytegraph.variables.builtin import BuiltinVariable, OperatorGetterVariable
+from bytegraph.variables.callables.builtins import BuiltinVariable, OperatorGetterVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.containers.dicts import DictVariable, DictViewVariable, LazyDictVariable
@@ -38,20 +38,17 @@ from bytegraph.variables.containers.sequences import (
 )
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
 from bytegraph.variables.containers.sets import SetVariable
-from bytegraph.variables.functions import UserFunctionVariable
+from bytegraph.variables.callables.functions import UserFunctionVariable
 from bytegraph.variables.tensors import ndarray, subclass, subclass_dispatch
-from bytegraph.variables.nn_module import NNModuleVariable
+from bytegraph.variables.objects.nn_modules import NNModuleVariable
 from bytegraph.variables.tensors.ndarray import NumpyNdarrayVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
-from bytegraph.variables.functions import PartialVariable, UserMethodVariable
-from bytegraph.variables.torch import TorchFunctionVariable
-from bytegraph.variables.builtin_bases import SlotMethodVariable
-from bytegraph.variables.user_defined import (
-    NewObjectVariable,
-    UserDefinedClassVariable,
-    UserDefinedObjectVariable,
-    class_attribute,
-)
+from bytegraph.variables.callables.functions import PartialVariable, UserMethodVariable
+from bytegraph.variables.callables.torch_functions import TorchFunctionVariable
+from bytegraph.variables.objects.user_objects import SlotMethodVariable
+from bytegraph.variables.objects.user_objects import NewObjectVariable, UserDefinedObjectVariable
+from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
+from bytegraph.variables.objects.class_lookup import class_attribute
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase

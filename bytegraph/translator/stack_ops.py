@@ -11,7 +11,7 @@ from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers.dicts import DictVariable, as_dict
 from bytegraph.variables.containers.sequences import ListVariable, SliceVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
-from bytegraph.variables.user_defined import UserDefinedObjectVariable
+from bytegraph.variables.objects.user_objects import UserDefinedObjectVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.functions import UserMethodVariable
+from bytegraph.variables.callables.functions import UserMethodVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.sequences import TupleVariable

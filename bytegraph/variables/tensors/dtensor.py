@@ -33,7 +33,7 @@ from bytegraph.guards.guards import EqualsMatch, IdMatch, TensorMatch
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import BoundMethodVariable, ConstantCallableVariable, VariableTracker
 from bytegraph.variables.tensors.collectives import bind_arguments, constant_argument
-from bytegraph.variables.misc import OpaqueConstantVariable
+from bytegraph.variables.objects.library_objects import OpaqueConstantVariable
 from bytegraph.variables.tensors.graph_calls import TENSOR_VARIABLE_KINDS, graph_call
 from bytegraph.variables.tensors.tensor import TensorVariable
 

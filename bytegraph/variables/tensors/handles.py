@@ -19,7 +19,7 @@ from bytegraph.graph import tensor_hooks
 from bytegraph.graph.output_graph import storage_id
 from bytegraph.guards.guards import ConstantMatch, SameStorage
 from bytegraph.guards.source import CallMethodSource
-from bytegraph.variables import functions
+from bytegraph.variables.callables import functions
 from bytegraph.variables.tensors import graph_calls, symbolic
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable

@@ -31,17 +31,14 @@ from bytegraph.guards.source import AttrSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.operators import TENSOR_OPERATORS
 from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
+from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.tensors.graph_calls import dispatches, graph_call, overloaded_args
 from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.tensors import subclass_dispatch
-from bytegraph.variables.torch import TorchFunctionVariable
-from bytegraph.variables.user_defined import (
-    _MISSING,
-    UserDefinedClassVariable,
-    bind_class_attribute,
-    class_attribute,
-)
+from bytegraph.variables.callables.torch_functions import TorchFunctionVariable
+from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute
+from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
+from bytegraph.variables.objects.user_objects import bind_class_attribute
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

@@ -44,13 +44,13 @@ from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable
-from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
+from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.tensors.graph_calls import overloaded_args
 from bytegraph.variables.tensors.symbolic import SymNodeVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.tensors import subclass
-from bytegraph.variables.torch import TorchFunctionVariable, is_torch_op
-from bytegraph.variables.user_defined import _MISSING, class_attribute
+from bytegraph.variables.callables.torch_functions import TorchFunctionVariable, is_torch_op
+from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase as Tx

@@ -190,9 +190,9 @@ def _operator(tx: Tx, op: Any, operands: list[VariableTracker], other: VariableT
     if op not in TENSOR_OPERATORS:
         return NotImplemented
     if other.is_python_constant() and not isinstance(other.as_python_constant(), (int, float, complex)):
-        from bytegraph.variables import builtin  # (builtin imports this module's classes)
+        from bytegraph.variables.callables import builtins  # (builtin imports this module's classes)
 
-        return builtin.fold(tx, op, operands, {})
+        return builtins.fold(tx, op, operands, {})
     return _graph_operator(tx, op, operands)
 
 

@@ -25,7 +25,7 @@ from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable
 from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable
 from bytegraph.variables.containers.sets import SetVariable
-from bytegraph.variables.user_defined import NewObjectVariable, UserDefinedObjectVariable
+from bytegraph.variables.objects.user_objects import NewObjectVariable, UserDefinedObjectVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase as Tx

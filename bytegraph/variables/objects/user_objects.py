@@ -1,4 +1,8 @@
-"""User-defined classes and their instances.
+"""Instances of user classes: :class:`UserDefinedObjectVariable` (an object
+that existed before the call, read from a source) and :class:`NewObjectVariable`
+(one made in the trace), Python's descriptor protocol on their class
+attributes (:func:`bind_class_attribute`), ``hasattr`` (:func:`object_has_attr`),
+and :class:`SlotMethodVariable` (a builtin type's method applied to one).
 
 Attribute reads follow Python's lookup order: data descriptors of the class
 (``property`` getters are inlined), then the instance ``__dict__`` (read through
@@ -18,104 +22,36 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
-from bytegraph.guards.guards import DictContains, DictKeysMatch, IdMatch
-from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource
-from bytegraph.variables import builtin_bases, misc
+from bytegraph.guards.guards import DictContains, DictKeysMatch
+from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource
+from bytegraph.variables.objects import builtin_bases, user_classes
+from bytegraph.variables.objects.class_lookup import (
+    _MISSING,
+    class_attribute,
+    guard_class_attribute,
+    guard_class_lookup,
+    guard_not_in_instance_dict,
+    owner_value,
+)
+from bytegraph.variables.objects.special_methods import SpecialMethods
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.containers.dicts import DictBaseView, DictVariable
-from bytegraph.variables.containers.iterators import PythonIteratorVariable
+from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import TracedException
-from bytegraph.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
-from bytegraph.variables.torch import AutogradFunctionApplyVariable
+from bytegraph.variables.callables.functions import PartialVariable, UserMethodVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.translator.base import InstructionTranslatorBase as Tx
 
 VT = VariableTracker
-_MISSING = object()
 #: library classes that list a ``__getattribute__`` of their own which is
 #: ``PyObject_GenericGetAttr`` (their C type slots name it explicitly:
 #: Modules/_collectionsmodule.c, Objects/namespaceobject.c, Modules/_functoolsmodule.c)
 _GENERIC_GETATTR_TYPES = (collections.defaultdict, collections.deque, types.SimpleNamespace, functools.partial)
 _TUPLEGETTER = type(collections.namedtuple("_Probe", "a").a)  # a namedtuple field: the item at its index
-#: methods of C types, and the type flag of classes made by a class statement
-_C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
-_HEAPTYPE = 1 << 9
 _TORCH_TENSOR_CLASSES = (torch.Tensor, torch._C.TensorBase)
-
-
-def python_iterator(tx: Tx, iterator: VT) -> PythonIteratorVariable | None:
-    """``iterator`` as a lazily stepped iterator when it is a user object with a Python ``__next__``."""
-    if not isinstance(iterator, UserDefinedObjectVariable):
-        return None
-    next_fn = iterator.special_method(tx, "__next__")
-    if not isinstance(next_fn, types.FunctionType):
-        return None
-    return PythonIteratorVariable(iterator, UserMethodVariable(next_fn, iterator))
-
-
-_TYPE_MRO, _TYPE_DICT = type.__dict__["__mro__"], type.__dict__["__dict__"]
-
-
-def class_attribute(cls: type, name: str) -> Any:
-    """``name`` on ``cls``'s MRO, no descriptor invoked, or _MISSING (type's own
-    ``__mro__``/``__dict__``: a metaclass may shadow them with properties)."""
-    namespace = next((ns for k in _TYPE_MRO.__get__(cls) if name in (ns := _TYPE_DICT.__get__(k))), None)
-    return _MISSING if namespace is None else namespace[name]
-
-
-def guard_not_in_instance_dict(tx: Tx, owner: VT, name: str) -> None:
-    """Guard that ``owner.__dict__`` still lacks ``name``: the trace resolved
-    ``owner.name`` past the instance dict (to the class, ``__getattr__``, or
-    nothing), which an instance attribute set later would shadow."""
-    if owner.source is not None and isinstance(getattr(owner_value(owner), "__dict__", None), dict):
-        tx.output.guards.add(DictContains(AttrSource(owner.source, "__dict__"), name, False))
-
-
-def guard_class_attribute(tx: Tx, owner: VT, name: str, attr: Any) -> None:
-    """Guard that ``name`` on ``type(owner)`` is still ``attr`` (a method,
-    property... found on the class), so replacing it on the class recompiles.
-
-    A normal lookup is guarded through ``owner.__class__.name`` (which also sees
-    a subclass overriding it later); an attribute reached through ``super()``
-    is guarded as the defining class's own ``__dict__`` entry.
-    """
-    if owner.source is None:
-        return
-    cls = type(owner_value(owner))
-    if class_attribute(cls, name) is attr:
-        source: Any = AttrSource(AttrSource(owner.source, "__class__"), name)
-        if isinstance(attr, classmethod):
-            source, expected = AttrSource(source, "__func__"), attr.__func__
-        else:
-            expected = getattr(cls, name)
-            if expected is not getattr(cls, name):  # a descriptor that builds a new object per access
-                expected = _MISSING
-        if expected is not _MISSING:
-            tx.output.guards.add(IdMatch.of(source, expected))
-            return
-    klass = next((k for k in cls.__mro__ if k.__dict__.get(name) is attr), None)
-    if klass is not None:
-        source = GetItemSource(AttrSource(ConstSource(klass, klass.__qualname__), "__dict__"), name)
-        tx.output.guards.add(IdMatch.of(source, attr))
-
-
-def guard_class_lookup(tx: Tx, cls: type, name: str, attr: Any) -> None:
-    """Guard that ``cls.name`` still resolves to ``attr`` (to nothing when
-    ``attr`` is _MISSING): the classes of the MRO before the defining one still
-    lack ``name`` and the defining class's entry is still ``attr``, so
-    replacing or shadowing it on a class recompiles. Builtin classes are
-    immutable and not guarded."""
-    for klass in cls.__mro__:
-        if klass.__module__ == "builtins":
-            continue
-        namespace = AttrSource(ConstSource(klass, klass.__qualname__), "__dict__")
-        if attr is not _MISSING and klass.__dict__.get(name, _MISSING) is attr:
-            tx.output.guards.add(IdMatch.of(GetItemSource(namespace, name), attr))
-            return
-        tx.output.guards.add(DictContains(namespace, name, False))
 
 
 def object_has_attr(tx: Tx, obj: VT, name: str, getattr_dicts: Sequence[str] = ()) -> bool:
@@ -208,7 +144,7 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
     objclass = getattr(attr, "__objclass__", None)
     if isinstance(objclass, type) and issubclass(objclass, (dict, tuple, list)) and isinstance(
             owner, UserDefinedObjectVariable):
-        return builtin_bases.SlotMethodVariable(objclass, name, owner)
+        return SlotMethodVariable(objclass, name, owner)
     if type(attr) is _TUPLEGETTER and isinstance(owner, UserDefinedObjectVariable):
         return owner.seq_storage(tx).getitem(tx, ConstantVariable(attr.__reduce__()[1][0]))
     builtin_method = isinstance(  # or a C type's getset (``deque.maxlen``): read natively, value guarded
@@ -245,95 +181,7 @@ def _slot_value(tx: Tx, owner: UserDefinedObjectVariable, cls: type, name: str, 
     return tx.wrap(value, AttrSource(owner.source, name)) if owner.source is not None else tx.wrap_const(value)
 
 
-def owner_value(vt: VT) -> Any:
-    return vt.value  # type: ignore[attr-defined]
-
-
-class UserDefinedClassVariable(VariableTracker):
-    """A class object (not torch's, not a builtin container type)."""
-
-    def __init__(self, cls: type, source=None):
-        super().__init__(source)
-        self.value = cls
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
-
-    def truthy(self, tx: Tx) -> bool:
-        return True
-
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        pending = tx.output.side_effects.pending_attr(self, name)
-        if pending is DELETED:
-            raise_traced(AttributeError, f"type object {self.value.__name__!r} has no attribute {name!r}")
-        if pending is not None:
-            return pending
-        if name == "apply" and issubclass(self.value, torch.autograd.Function):
-            return AutogradFunctionApplyVariable(self.value)
-        attr = class_attribute(self.value, name)
-        if attr is _MISSING:  # an attribute of the metaclass (``__name__``, ``__mro__``...), or none
-            if not hasattr(self.value, name):
-                guard_class_lookup(tx, self.value, name, _MISSING)  # AttributeError until a class gains it
-            return tx.wrap_const(getattr_or_raise(self.value, name))
-        if isinstance(attr, (staticmethod, classmethod)):
-            guard_class_lookup(tx, self.value, name, attr)
-        if isinstance(attr, staticmethod):
-            return tx.wrap_const(attr.__func__)
-        if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
-            return UserMethodVariable(attr.__func__, self)
-        if isinstance(attr, types.FunctionType):
-            src = AttrSource(self.source, name) if self.source else None
-            return UserFunctionVariable(attr, src)
-        if isinstance(attr, _C_METHODS) and attr.__objclass__ is self.value and not self.value.__flags__ & _HEAPTYPE:
-            return builtin_bases.SlotMethodVariable(self.value, name, None)  # ``list_iterator.__length_hint__(it)``
-        src = AttrSource(self.source, name) if self.source else None
-        value = getattr_or_raise(self.value, name)
-        return tx.wrap(value, src) if src else tx.wrap_const(value)
-
-    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        return tx.construct_object(self, args, kwargs)
-
-    def has_attr(self, tx: Tx, name: str) -> bool:
-        """``hasattr(cls, name)``: a pending store or delete answers first; the
-        lookup through the MRO is guarded."""
-        pending = tx.output.side_effects.pending_attr(self, name)
-        if pending is not None:
-            return pending is not DELETED
-        guard_class_lookup(tx, self.value, name, class_attribute(self.value, name))
-        return hasattr(self.value, name)
-
-    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
-        """``cls.name = value`` (a side effect on the class, replayed after the
-        graph) when the metaclass stores plainly and ``name`` is no descriptor
-        of the metaclass."""
-        meta = type(self.value)
-        if meta.__setattr__ is not type.__setattr__ or inspect.isdatadescriptor(class_attribute(meta, name)) or (
-                self.source is None):
-            unimplemented(
-                gb_type="unsupported attribute store",
-                context=f"setting {name!r} on class {self.value.__qualname__}",
-                explanation="The class's metaclass customises attribute stores, or the class has no source.",
-                hints=("Set the class attribute outside the compiled function.",),
-            )
-        tx.output.side_effects.store_attr(self, name, value)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        if self.source is not None:
-            codegen.load_source(self.source)
-        else:
-            codegen.load_const(self.value)
-
-    def __repr__(self) -> str:
-        return f"UserDefinedClassVariable({self.value.__qualname__})"
-
-
-class UserDefinedObjectVariable(builtin_bases.BaseTypeOperators, VariableTracker):
+class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators, VariableTracker):
     """An instance of a user class that existed before the call (read from a source).
 
     Attribute reads follow Python's lookup (see the module docstring); reads of
@@ -536,112 +384,6 @@ class UserDefinedObjectVariable(builtin_bases.BaseTypeOperators, VariableTracker
             return builtin_bases.call_base_method(tx, self.seq_storage(tx), base, name, args, kwargs)
         return unsupported_base(base, name)
 
-    # ---- protocols -------------------------------------------------------------------------
-    def special_method(self, tx: Tx, name: str) -> Any:
-        """``type(self).name`` as Python's implicit special-method lookup finds it
-        (on the class, never the instance), guarded so that replacing or
-        adding it on a class recompiles; _MISSING when absent."""
-        cls = self.python_type()
-        attr = class_attribute(cls, name)
-        guard_class_lookup(tx, cls, name, attr)
-        return attr
-
-    def python_method(self, tx: Tx, name: str) -> VT | None:
-        """The special method ``name`` bound to self when it is a Python function, else None."""
-        fn = self.special_method(tx, name)
-        return UserMethodVariable(fn, self) if isinstance(fn, types.FunctionType) else None
-
-    def enter(self, tx: Tx) -> VT:
-        """``with self``: inline ``__enter__``."""
-        return self._context_method(tx, "__enter__").call_function(tx, [], {})
-
-    def exit(self, tx: Tx, args: Sequence[VT]) -> VT:
-        """Leaving ``with self``: inline ``__exit__(exc_type, exc, traceback)``."""
-        padded = list(args) + [ConstantVariable(None)] * (3 - len(args))
-        return self._context_method(tx, "__exit__").call_function(tx, padded, {})
-
-    def _context_method(self, tx: Tx, name: str) -> VT:
-        method = self.python_method(tx, name)
-        if method is None:
-            unimplemented(
-                gb_type="unsupported context manager",
-                context=f"with {self.python_type().__qualname__} ({name} is not written in Python)",
-                explanation="bytegraph traces context managers whose __enter__/__exit__ are Python functions.",
-                hints=("Move the with block out of the compiled function.",),
-            )
-        return method
-
-    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        call = self.special_method(tx, "__call__")
-        if isinstance(call, types.FunctionType):
-            return tx.inline_call(UserMethodVariable(call, self), [self, *args], kwargs)
-        return super().call_function(tx, args, kwargs)
-
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name.startswith("__") and name.endswith("__"):  # a protocol (len(), obj[i]...): the class's method
-            method = self.python_method(tx, name)
-            if method is not None:
-                result = method.call_function(tx, args, kwargs)
-                if name == "__len__" and result.is_python_constant():
-                    return ConstantVariable(checked_special_result(name, result.as_python_constant()))
-                return result
-        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
-
-    def truthy(self, tx: Tx) -> bool:
-        cls = self.python_type()
-        for dunder in ("__bool__", "__len__"):
-            fn = self.special_method(tx, dunder)
-            if fn is not _MISSING:
-                if isinstance(fn, types.FunctionType):
-                    result = UserMethodVariable(fn, self).call_function(tx, [], {}).as_python_constant()
-                    return bool(checked_special_result(dunder, result))
-                if issubclass(cls, dict):
-                    return self.dict_storage(tx).truthy(tx)
-                if builtin_bases.leaves_to_base(self, tx, dunder):
-                    return self.seq_storage(tx).truthy(tx)
-                return super().truthy(tx)
-        return True
-
-    def has_unpack_var_sequence(self, tx: Tx) -> bool:
-        return self.special_method(tx, "__iter__") is not _MISSING
-
-    def lazy_iterator(self, tx: Tx) -> VT | None:
-        """``iter(self)`` through a Python ``__iter__`` (None without one): stepped
-        one ``__next__`` at a time when it returns a Python iterator."""
-        iter_fn = self.special_method(tx, "__iter__")
-        if not isinstance(iter_fn, types.FunctionType):
-            return None
-        iterator = UserMethodVariable(iter_fn, self).call_function(tx, [], {})
-        if not hasattr(iterator.python_type(), "__next__"):
-            raise_traced(TypeError, f"iter() returned non-iterator of type '{iterator.python_type().__name__}'")
-        return python_iterator(tx, iterator) or iterator
-
-    def str_text(self, tx: Tx) -> VT | None:
-        """``str(self)`` when the class answers it in Python: its ``__str__``, or, with
-        object's ``__str__``, its ``__repr__`` (``Objects/object.c``: ``PyObject_Str``);
-        object's repr (it holds the address) is made after the graph; None when other C code would answer."""
-        method = self.python_method(tx, "__str__")
-        if method is None and self.special_method(tx, "__str__") is object.__str__:
-            method = self.python_method(tx, "__repr__")
-            if self.special_method(tx, "__repr__") is object.__repr__:
-                return misc.RuntimeStrVariable(self)
-        if method is None:
-            return None
-        result = method.call_function(tx, [], {})
-        if not (result.is_python_constant() and isinstance(result.as_python_constant(), str)):
-            raise_traced(TypeError, f"__str__ returned non-string (type {result.python_type().__name__})")
-        return result
-
-    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
-        iterator = self.lazy_iterator(tx)
-        if iterator is not None:
-            return tx.unpack(iterator)
-        if issubclass(self.python_type(), dict):
-            return self.dict_storage(tx).unpack_var_sequence(tx)
-        if builtin_bases.leaves_to_base(self, tx, "__iter__"):
-            return self.seq_storage(tx).unpack_var_sequence(tx)
-        return super().unpack_var_sequence(tx)
-
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:
             codegen.load_source(self.source)
@@ -717,21 +459,6 @@ class NewObjectVariable(UserDefinedObjectVariable):
         return f"NewObjectVariable({self.cls.__qualname__})"
 
 
-def checked_special_result(name: str, result: Any) -> Any:
-    """What Python makes of ``__bool__``/``__len__``'s result: ``len()`` gives an
-    int (``True`` -> 1); a result of the wrong type or a negative length raises
-    eager's TypeError/ValueError in the traced program."""
-    if name == "__bool__" and type(result) is not bool:
-        raise_traced(TypeError, f"__bool__ should return bool, returned {type(result).__name__}")
-    if name == "__len__":
-        if not isinstance(result, int):
-            raise_traced(TypeError, f"'{type(result).__name__}' object cannot be interpreted as an integer")
-        if result < 0:
-            raise_traced(ValueError, "__len__() should return >= 0")
-        return int(result)
-    return result
-
-
 class _Slotted:
     __slots__ = ()
 
@@ -762,3 +489,70 @@ def unsupported_base(base: type, name: str) -> VT:
         explanation="bytegraph does not model this method of a builtin base class on user objects.",
         hints=("Move this code out of the compiled function.",),
     )
+
+
+def call_new(tx: Tx, base: type, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """``tuple.__new__(cls, iterable=())`` / ``list.__new__(cls, ...)``: a
+    plain tuple or list when ``cls`` is the base itself, else a new instance
+    of the subclass holding the items (``list.__new__`` ignores them:
+    ``list.__init__`` fills the list)."""
+    if not args or not args[0].is_python_constant() or not isinstance(args[0].as_python_constant(), type):
+        raise_traced(TypeError, f"{base.__name__}.__new__(X): X is not a type object")
+    cls = args[0].as_python_constant()
+    if not issubclass(cls, base):
+        raise_traced(TypeError, f"{base.__name__}.__new__({cls.__name__}): {cls.__name__} is not a subtype of "
+                                f"{base.__name__}")
+    if kwargs or len(args) > 2:
+        raise_traced(TypeError, f"{base.__name__} expected at most 1 argument, got {len(args) - 1 + len(kwargs)}")
+    items = tx.unpack(args[1]) if base is tuple and len(args) == 2 else []
+    if cls is base:
+        return TupleVariable(items) if base is tuple else ListVariable([])
+    obj = NewObjectVariable(cls)
+    if base is tuple:
+        obj.seq_items = TupleVariable(items)
+    return obj
+
+
+class SlotMethodVariable(VariableTracker):
+    """A method of a builtin type applied to a user object, bypassing the
+    object's Python overrides: ``super().__setattr__``, ``object.__setattr__(obj, ...)``,
+    ``dict.__setitem__(obj, ...)``. Unbound (``obj`` None) until called with
+    the instance as first argument."""
+
+    def __init__(self, base: type, name: str, obj: VT | None):
+        super().__init__()
+        self.base = base
+        self.name = name
+        self.obj = obj
+
+    def python_type(self) -> type:
+        if self.obj is None:  # the descriptor itself
+            return type(getattr(self.base, self.name))
+        return super().python_type()
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        obj, rest = (self.obj, list(args)) if self.obj is not None else (args[0] if args else None, list(args[1:]))
+        if self.base is object and self.name == "__init__" and not rest and not kwargs:
+            return ConstantVariable(None)
+        if self.base is object and self.name == "__new__" and isinstance(obj, user_classes.UserDefinedClassVariable):
+            cls = obj.value
+            if (rest or kwargs) and (cls.__new__ is not object.__new__ or cls.__init__ is object.__init__):
+                raise_traced(TypeError, "object.__new__() takes exactly one argument (the type to instantiate)")
+            return NewObjectVariable(cls)
+        if self.base in (tuple, list) and self.name == "__new__" and obj is not None:
+            return call_new(tx, self.base, [obj, *rest], kwargs)
+        if isinstance(obj, UserDefinedObjectVariable):
+            return obj.call_slot(tx, self.base, self.name, rest, kwargs)
+        if obj is not None and self.base is not object and issubclass(obj.python_type(), self.base):
+            return obj.call_method(tx, self.name, rest, kwargs)  # ``str.count(s, "x")``: s's own VT models it
+        return unsupported_base(self.base, self.name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        method = getattr(self.base, self.name)
+        if self.obj is None:
+            codegen.load_const(method)
+            return
+        codegen.load_callable(types.MethodType)
+        codegen.load_const(method)
+        codegen.reconstruct(self.obj)
+        codegen.call(2)

@@ -24,14 +24,13 @@ tuple, as eager gives.
 from __future__ import annotations
 
 import operator
-import types
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.guards.guards import LenMatch
 from bytegraph.guards.source import ConvertSource, GetItemSource
 from bytegraph.variables.containers import dicts
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.operators import BINARY_DUNDERS, INPLACE_TO_BINARY, PythonDunderOperators
 from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 
@@ -93,30 +92,6 @@ def new_storage(cls: type) -> VT | None:
     """The empty storage of an instance of ``cls`` made in the trace (None: no sequence base)."""
     base = sequence_base(cls)
     return None if base is None else TupleVariable([]) if base is tuple else ListVariable([])
-
-
-def call_new(tx: Tx, base: type, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-    """``tuple.__new__(cls, iterable=())`` / ``list.__new__(cls, ...)``: a
-    plain tuple or list when ``cls`` is the base itself, else a new instance
-    of the subclass holding the items (``list.__new__`` ignores them:
-    ``list.__init__`` fills the list)."""
-    from bytegraph.variables.user_defined import NewObjectVariable  # user_defined imports this module
-
-    if not args or not args[0].is_python_constant() or not isinstance(args[0].as_python_constant(), type):
-        raise_traced(TypeError, f"{base.__name__}.__new__(X): X is not a type object")
-    cls = args[0].as_python_constant()
-    if not issubclass(cls, base):
-        raise_traced(TypeError, f"{base.__name__}.__new__({cls.__name__}): {cls.__name__} is not a subtype of "
-                                f"{base.__name__}")
-    if kwargs or len(args) > 2:
-        raise_traced(TypeError, f"{base.__name__} expected at most 1 argument, got {len(args) - 1 + len(kwargs)}")
-    items = tx.unpack(args[1]) if base is tuple and len(args) == 2 else []
-    if cls is base:
-        return TupleVariable(items) if base is tuple else ListVariable([])
-    obj = NewObjectVariable(cls)
-    if base is tuple:
-        obj.seq_items = TupleVariable(items)
-    return obj
 
 
 def call_base_method(tx: Tx, storage: VT, base: type, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
@@ -209,51 +184,3 @@ def reconstruct_new(codegen: PyCodegen, cls: type, storage: VT) -> None:
     if base is tuple:
         codegen.reconstruct(storage)
     codegen.call(2 if base is tuple else 1)
-
-
-class SlotMethodVariable(VariableTracker):
-    """A method of a builtin type applied to a user object, bypassing the
-    object's Python overrides: ``super().__setattr__``, ``object.__setattr__(obj, ...)``,
-    ``dict.__setitem__(obj, ...)``. Unbound (``obj`` None) until called with
-    the instance as first argument."""
-
-    def __init__(self, base: type, name: str, obj: VT | None):
-        super().__init__()
-        self.base = base
-        self.name = name
-        self.obj = obj
-
-    def python_type(self) -> type:
-        if self.obj is None:  # the descriptor itself
-            return type(getattr(self.base, self.name))
-        return super().python_type()
-
-    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        from bytegraph.variables.user_defined import (  # user_defined imports this module
-            NewObjectVariable, UserDefinedClassVariable, UserDefinedObjectVariable, unsupported_base)
-
-        obj, rest = (self.obj, list(args)) if self.obj is not None else (args[0] if args else None, list(args[1:]))
-        if self.base is object and self.name == "__init__" and not rest and not kwargs:
-            return ConstantVariable(None)
-        if self.base is object and self.name == "__new__" and isinstance(obj, UserDefinedClassVariable):
-            cls = obj.value
-            if (rest or kwargs) and (cls.__new__ is not object.__new__ or cls.__init__ is object.__init__):
-                raise_traced(TypeError, "object.__new__() takes exactly one argument (the type to instantiate)")
-            return NewObjectVariable(cls)
-        if self.base in (tuple, list) and self.name == "__new__" and obj is not None:
-            return call_new(tx, self.base, [obj, *rest], kwargs)
-        if isinstance(obj, UserDefinedObjectVariable):
-            return obj.call_slot(tx, self.base, self.name, rest, kwargs)
-        if obj is not None and self.base is not object and issubclass(obj.python_type(), self.base):
-            return obj.call_method(tx, self.name, rest, kwargs)  # ``str.count(s, "x")``: s's own VT models it
-        return unsupported_base(self.base, self.name)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        method = getattr(self.base, self.name)
-        if self.obj is None:
-            codegen.load_const(method)
-            return
-        codegen.load_callable(types.MethodType)
-        codegen.load_const(method)
-        codegen.reconstruct(self.obj)
-        codegen.call(2)

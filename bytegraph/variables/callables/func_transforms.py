@@ -48,7 +48,7 @@ import torch
 from bytegraph.breaks import unimplemented
 from bytegraph.graph import output_graph, writes
 from bytegraph.graph.side_effects import SideEffects
-from bytegraph.variables import functions
+from bytegraph.variables.callables import functions
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.tensors.graph_calls import graph_call
 from bytegraph.variables.tensors.symbolic import SymNodeVariable

@@ -49,8 +49,8 @@ from bytegraph.variables.tensors.graph_calls import graph_call
 from bytegraph.variables.operators import CONCAT_TO_BINARY, INPLACE_TO_BINARY, ROUNDING_DUNDERS, TENSOR_OPERATORS
 from bytegraph.variables.tensors.symbolic import SymNodeVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
-from bytegraph.variables.super_calls import SuperVariable
-from bytegraph.variables.builtin_bases import SlotMethodVariable
+from bytegraph.variables.callables.super_calls import SuperVariable
+from bytegraph.variables.objects.user_objects import SlotMethodVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

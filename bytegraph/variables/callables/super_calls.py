@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import raise_traced
-from bytegraph.variables.functions import UserFunctionVariable, UserMethodVariable
-from bytegraph.variables.builtin_bases import SlotMethodVariable
-from bytegraph.variables.user_defined import (
-    _MISSING,
+from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
+from bytegraph.variables.objects.user_objects import SlotMethodVariable
+from bytegraph.variables.objects.class_lookup import _MISSING
+from bytegraph.variables.objects.user_objects import (
     _TORCH_TENSOR_CLASSES,
-    UserDefinedClassVariable,
     UserDefinedObjectVariable,
     bind_class_attribute,
 )
+from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase as Tx

@@ -40,10 +40,9 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented, user_error
-from bytegraph.guards.guards import DictContains, GlobalStateMatch
-from bytegraph.guards.source import AttrSource
-from bytegraph.variables import func_transforms, functions
+from bytegraph.breaks import unimplemented
+from bytegraph.guards.guards import GlobalStateMatch
+from bytegraph.variables.callables import func_transforms, functions
 from bytegraph.variables.tensors import scalar_args
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced_from
@@ -52,7 +51,8 @@ from bytegraph.variables.tensors.symbolic import runtime_check
 from bytegraph.variables.tensors.graph_calls import dispatches, graph_call, overloaded_args
 from bytegraph.variables.tensors.ndarray import NumpyNdarrayVariable, ndarray_to_tensor
 from bytegraph.variables.tensors.tensor import TensorVariable
-from bytegraph.variables.torch_state import STATE_CONTEXTS, create_state_context
+from bytegraph.variables.torch_state.contexts import STATE_CONTEXTS, create_state_context
+from bytegraph.variables.torch_state.dispatch_disabled import SubclassDispatchDisabledVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -374,104 +374,6 @@ def call_registered_op(tx: Tx, op: torch._ops.OpOverload | torch._ops.OpOverload
 
     mutates = any(o._schema.is_mutable for o in overloads)
     return graph_call(tx, "call_function", op, args, kwargs, check=check, mutates_args=mutates)
-
-
-class SubclassDispatchDisabledVariable(VariableTracker):
-    """``torch._C.DisableTorchFunctionSubclass()`` (or ``DisableTorchFunction()``):
-    while entered, operations on tensor subclasses run as on plain tensors,
-    without their ``__torch_function__``. Trace-time state only (a counter on
-    the OutputGraph); the graph holds plain tensor operations either way."""
-
-    def __init__(self, cls: type):
-        super().__init__()
-        self.cls = cls
-
-    def python_type(self) -> type:
-        return self.cls
-
-    def enter(self, tx: Tx) -> VT:
-        tx.output.subclass_dispatch_disabled += 1
-        return ConstantVariable(None)
-
-    def exit(self, tx: Tx, args: Sequence[VT] = ()) -> VT:
-        tx.output.subclass_dispatch_disabled -= 1
-        return ConstantVariable(None)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        codegen.load_callable(self.cls)
-        codegen.call(0)
-
-    def __repr__(self) -> str:
-        return f"SubclassDispatchDisabledVariable({self.cls.__name__})"
-
-
-class PythonModuleVariable(VariableTracker):
-    """A Python module object (``torch``, ``math``, ``torch.nn.functional``, a user module).
-
-    Members of library modules (see ``LIBRARY_MODULES``) are treated as
-    immutable and read without guards; members of other modules are guarded
-    through their source.
-    """
-
-    def __init__(self, module: types.ModuleType, source=None):
-        super().__init__(source)
-        self.module = module
-
-    def python_type(self) -> type:
-        return types.ModuleType
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.module
-
-    def truthy(self, tx: Tx) -> bool:
-        return True
-
-    def has_attr(self, tx: Tx, name: str) -> bool:
-        """``hasattr(module, name)``: for a user module read from a source, whether
-        its ``__dict__`` holds ``name`` (guarded), or its ``__getattr__`` (PEP 562)
-        answers; library modules are fixed, so they are asked directly."""
-        if self.source is None or is_library_module(self.module):
-            return super().has_attr(tx, name)
-        present = name in self.module.__dict__
-        tx.output.guards.add(DictContains(AttrSource(self.source, "__dict__"), name, present))
-        return present or hasattr(self.module, name)
-
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        try:
-            value = getattr(self.module, name)
-        except AttributeError:
-            user_error(
-                "AttributeError",
-                context=f"module {self.module.__name__!r} has no attribute {name!r}",
-                hint="Check the attribute name.",
-            )
-        if is_library_module(self.module) or self.source is None:
-            return tx.wrap_const(value)
-        return tx.wrap_attr(self, value, name)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        if self.source is not None:
-            codegen.load_source(self.source)
-        else:
-            codegen.load_const(self.module)
-
-    def __repr__(self) -> str:
-        return f"PythonModuleVariable({self.module.__name__})"
-
-
-LIBRARY_MODULES = ("torch", "math", "operator", "builtins", "functools", "itertools", "collections",
-                   "typing", "numpy", "warnings", "inspect", "enum", "dataclasses", "abc", "types",
-                   "contextlib", "copy", "re", "os", "sys", "logging")
-
-
-def is_library_module(module: types.ModuleType) -> bool:
-    """Whether ``module`` belongs to a library bytegraph assumes nobody monkeypatches
-    while compiled code runs (documented in docs/architecture.md)."""
-    top = module.__name__.split(".", 1)[0]
-    return top in LIBRARY_MODULES
 
 
 class AutogradFunctionApplyVariable(VariableTracker):

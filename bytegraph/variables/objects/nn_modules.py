@@ -26,14 +26,9 @@ from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.iterators import ListIteratorVariable
 from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
-from bytegraph.variables.functions import UserMethodVariable
-from bytegraph.variables.user_defined import (
-    _MISSING,
-    bind_class_attribute,
-    class_attribute,
-    guard_not_in_instance_dict,
-    object_has_attr,
-)
+from bytegraph.variables.callables.functions import UserMethodVariable
+from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_not_in_instance_dict
+from bytegraph.variables.objects.user_objects import bind_class_attribute, object_has_attr
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

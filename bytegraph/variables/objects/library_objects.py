@@ -1,0 +1,222 @@
+"""Library objects read by identity and attributes, never traced into: Python
+modules (:class:`PythonModuleVariable`), ``os.environ``, weak references, and
+opaque constants such as loggers and ``typing`` aliases."""
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import types
+from typing import TYPE_CHECKING, Any, Sequence
+
+from bytegraph.breaks import unimplemented, user_error
+from bytegraph.variables.callables.deferred_calls import logger_method
+from bytegraph.guards.guards import DictContains, GlobalStateMatch
+from bytegraph.guards.source import AttrSource, ConvertSource, WeakRefCallSource
+from bytegraph.variables.base import BoundMethodVariable, VariableTracker
+from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+VT = VariableTracker
+
+
+_PROXY_READERS = frozenset({"items", "keys", "values", "get", "copy", "__getitem__", "__contains__", "__len__"})
+
+
+class OpaqueConstantVariable(VariableTracker):
+    """A library object used only by identity and for its attributes (e.g. a
+    logger, a ``typing`` alias): read, compared and passed around, never traced
+    into. Calls on it are graph breaks."""
+
+    def __init__(self, value: Any, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def truthy(self, tx: Tx) -> bool:
+        return bool(self.value)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if isinstance(self.value, logging.Logger) and (method := logger_method(self.value, name)) is not None:
+            return method
+        value = getattr_or_raise(self.value, name)
+        if self.source is not None:
+            return tx.wrap(value, AttrSource(self.source, name))
+        return tx.wrap_const(value)
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        """``type.__dict__["__mro__"].__get__(cls)``: a descriptor of ``type`` read
+        on a class with a source is read natively, its value guarded through
+        ``getter(cls)`` (what a metaclass shadowing ``cls.__mro__`` cannot change)."""
+        desc = getattr(self.value, "__self__", None)
+        if (getattr(self.value, "__name__", None) == "__get__"
+                and type(desc) in (types.GetSetDescriptorType, types.MemberDescriptorType)
+                and desc.__objclass__ is type and len(args) == 1 and not kwargs and args[0].source is not None
+                and isinstance(cls := args[0].as_python_constant() if args[0].is_python_constant() else None, type)):
+            return tx.wrap(self.value(cls), ConvertSource(args[0].source, self.value, f"type.{desc.__name__}"))
+        if (type(desc) is types.MappingProxyType and getattr(self.value, "__name__", None) in _PROXY_READERS
+                and all(a.is_python_constant() for a in (*args, *kwargs.values()))):
+            # a read of a constant mapping proxy (inspect.Signature.parameters.items()): nothing can write
+            # through a proxy, so the answer is the constant the real call gives now
+            return tx.wrap_const(self.value(*[a.as_python_constant() for a in args],
+                                            **{k: v.as_python_constant() for k, v in kwargs.items()}))
+        return super().call_function(tx, args, kwargs)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+        else:
+            codegen.load_const(self.value)
+
+    def __repr__(self) -> str:
+        return f"OpaqueConstantVariable({type(self.value).__name__})"
+
+
+class EnvironVariable(VariableTracker):
+    """``os.environ``. Reads (``get``, ``[key]``, ``key in``) are folded at trace
+    time and guarded on that variable's value, so changing the environment
+    variable recompiles; anything else (writes, iteration) is a graph break."""
+
+    def __init__(self, source=None):
+        super().__init__(source)
+
+    def python_type(self) -> type:
+        return type(os.environ)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        if name in ("get", "__getitem__", "__contains__"):
+            return BoundMethodVariable(self, name)
+        return super().var_getattr(tx, name)
+
+    def contains_op(self, tx: Tx, item: VT) -> VT:
+        return self.call_method(tx, "__contains__", [item], {})
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name not in ("get", "__getitem__", "__contains__") or kwargs or not all(
+                a.is_python_constant() for a in args) or not args or (name != "get" and len(args) != 1):
+            unimplemented(
+                gb_type="unsupported environment access",
+                context=f"os.environ.{name} with {len(args)} arguments",
+                explanation="bytegraph folds os.environ.get(key[, default]), os.environ[key] and key in os.environ "
+                            "with constant keys; other uses run natively.",
+                hints=("Read the environment outside the compiled function.",),
+            )
+        key = args[0].as_python_constant()
+        value = os.environ.get(key)
+        tx.output.guards.add(GlobalStateMatch(None, _environ_getter(key), value, f"environment variable {key}"))
+        if name == "__contains__":
+            return ConstantVariable(value is not None)
+        if value is None and name == "__getitem__":
+            raise_traced(KeyError, key)
+        if value is None:
+            return args[1] if len(args) > 1 else ConstantVariable(None)
+        return ConstantVariable(value)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_const(os.environ)
+
+
+@functools.lru_cache(maxsize=None)
+def _environ_getter(key: str) -> Any:
+    """``os.environ.get(key)`` as a guard's getter (one per key, so equal guards merge)."""
+    return functools.partial(os.environ.get, key)
+
+
+class WeakRefVariable(VariableTracker):
+    """A ``weakref.ref`` read from a source; calling it reads the referent,
+    guarded through ``ref()`` (so its death or replacement recompiles)."""
+
+    def __init__(self, ref: Any, source: Any):
+        super().__init__(source)
+        self.ref = ref
+
+    def python_type(self) -> type:
+        return type(self.ref)
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if args or kwargs:
+            return super().call_function(tx, args, kwargs)
+        return tx.wrap(self.ref(), WeakRefCallSource(self.source))
+
+
+class PythonModuleVariable(VariableTracker):
+    """A Python module object (``torch``, ``math``, ``torch.nn.functional``, a user module).
+
+    Members of library modules (see ``LIBRARY_MODULES``) are treated as
+    immutable and read without guards; members of other modules are guarded
+    through their source.
+    """
+
+    def __init__(self, module: types.ModuleType, source=None):
+        super().__init__(source)
+        self.module = module
+
+    def python_type(self) -> type:
+        return types.ModuleType
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.module
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def has_attr(self, tx: Tx, name: str) -> bool:
+        """``hasattr(module, name)``: for a user module read from a source, whether
+        its ``__dict__`` holds ``name`` (guarded), or its ``__getattr__`` (PEP 562)
+        answers; library modules are fixed, so they are asked directly."""
+        if self.source is None or is_library_module(self.module):
+            return super().has_attr(tx, name)
+        present = name in self.module.__dict__
+        tx.output.guards.add(DictContains(AttrSource(self.source, "__dict__"), name, present))
+        return present or hasattr(self.module, name)
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        try:
+            value = getattr(self.module, name)
+        except AttributeError:
+            user_error(
+                "AttributeError",
+                context=f"module {self.module.__name__!r} has no attribute {name!r}",
+                hint="Check the attribute name.",
+            )
+        if is_library_module(self.module) or self.source is None:
+            return tx.wrap_const(value)
+        return tx.wrap_attr(self, value, name)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+        else:
+            codegen.load_const(self.module)
+
+    def __repr__(self) -> str:
+        return f"PythonModuleVariable({self.module.__name__})"
+
+
+LIBRARY_MODULES = ("torch", "math", "operator", "builtins", "functools", "itertools", "collections",
+                   "typing", "numpy", "warnings", "inspect", "enum", "dataclasses", "abc", "types",
+                   "contextlib", "copy", "re", "os", "sys", "logging")
+
+
+def is_library_module(module: types.ModuleType) -> bool:
+    """Whether ``module`` belongs to a library bytegraph assumes nobody monkeypatches
+    while compiled code runs (documented in docs/architecture.md)."""
+    top = module.__name__.split(".", 1)[0]
+    return top in LIBRARY_MODULES

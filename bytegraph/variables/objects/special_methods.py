@@ -1,0 +1,186 @@
+"""The special methods of user objects: calls, ``with``, truth, iteration and
+``str()`` answered by the class's Python ``__call__``, ``__enter__``/``__exit__``,
+``__bool__``/``__len__``, ``__iter__``/``__next__`` and ``__str__``/``__repr__``
+(inlined; looked up on the class, as Python's implicit lookup does), or by the
+builtin base's storage when the class leaves them to it.
+
+:class:`SpecialMethods` is mixed into
+:class:`~bytegraph.variables.objects.user_objects.UserDefinedObjectVariable`.
+"""
+from __future__ import annotations
+
+import types
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+
+from bytegraph.breaks import unimplemented
+from bytegraph.variables.objects import builtin_bases
+from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.containers.iterators import PythonIteratorVariable
+from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.callables.functions import UserMethodVariable
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+VT = VariableTracker
+
+
+def python_iterator(tx: Tx, iterator: VT) -> PythonIteratorVariable | None:
+    """``iterator`` as a lazily stepped iterator when it is a user object with a Python ``__next__``."""
+    if not isinstance(iterator, SpecialMethods):
+        return None
+    next_fn = iterator.special_method(tx, "__next__")
+    if not isinstance(next_fn, types.FunctionType):
+        return None
+    return PythonIteratorVariable(iterator, UserMethodVariable(next_fn, iterator))
+
+
+class SpecialMethods:
+    """Special-method protocols of a user object (``self``: a
+    :class:`~bytegraph.variables.objects.user_objects.UserDefinedObjectVariable`)."""
+
+    def special_method(self, tx: Tx, name: str) -> Any:
+        """``type(self).name`` as Python's implicit special-method lookup finds it
+        (on the class, never the instance), guarded so that replacing or
+        adding it on a class recompiles; _MISSING when absent."""
+        cls = self.python_type()
+        attr = class_attribute(cls, name)
+        guard_class_lookup(tx, cls, name, attr)
+        return attr
+
+    def python_method(self, tx: Tx, name: str) -> VT | None:
+        """The special method ``name`` bound to self when it is a Python function, else None."""
+        fn = self.special_method(tx, name)
+        return UserMethodVariable(fn, self) if isinstance(fn, types.FunctionType) else None
+
+    def enter(self, tx: Tx) -> VT:
+        """``with self``: inline ``__enter__``."""
+        return self._context_method(tx, "__enter__").call_function(tx, [], {})
+
+    def exit(self, tx: Tx, args: Sequence[VT]) -> VT:
+        """Leaving ``with self``: inline ``__exit__(exc_type, exc, traceback)``."""
+        padded = list(args) + [ConstantVariable(None)] * (3 - len(args))
+        return self._context_method(tx, "__exit__").call_function(tx, padded, {})
+
+    def _context_method(self, tx: Tx, name: str) -> VT:
+        method = self.python_method(tx, name)
+        if method is None:
+            unimplemented(
+                gb_type="unsupported context manager",
+                context=f"with {self.python_type().__qualname__} ({name} is not written in Python)",
+                explanation="bytegraph traces context managers whose __enter__/__exit__ are Python functions.",
+                hints=("Move the with block out of the compiled function.",),
+            )
+        return method
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        call = self.special_method(tx, "__call__")
+        if isinstance(call, types.FunctionType):
+            return tx.inline_call(UserMethodVariable(call, self), [self, *args], kwargs)
+        return super().call_function(tx, args, kwargs)
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name.startswith("__") and name.endswith("__"):  # a protocol (len(), obj[i]...): the class's method
+            method = self.python_method(tx, name)
+            if method is not None:
+                result = method.call_function(tx, args, kwargs)
+                if name == "__len__" and result.is_python_constant():
+                    return ConstantVariable(checked_special_result(name, result.as_python_constant()))
+                return result
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def truthy(self, tx: Tx) -> bool:
+        cls = self.python_type()
+        for dunder in ("__bool__", "__len__"):
+            fn = self.special_method(tx, dunder)
+            if fn is not _MISSING:
+                if isinstance(fn, types.FunctionType):
+                    result = UserMethodVariable(fn, self).call_function(tx, [], {}).as_python_constant()
+                    return bool(checked_special_result(dunder, result))
+                if issubclass(cls, dict):
+                    return self.dict_storage(tx).truthy(tx)
+                if builtin_bases.leaves_to_base(self, tx, dunder):
+                    return self.seq_storage(tx).truthy(tx)
+                return super().truthy(tx)
+        return True
+
+    def has_unpack_var_sequence(self, tx: Tx) -> bool:
+        return self.special_method(tx, "__iter__") is not _MISSING
+
+    def lazy_iterator(self, tx: Tx) -> VT | None:
+        """``iter(self)`` through a Python ``__iter__`` (None without one): stepped
+        one ``__next__`` at a time when it returns a Python iterator."""
+        iter_fn = self.special_method(tx, "__iter__")
+        if not isinstance(iter_fn, types.FunctionType):
+            return None
+        iterator = UserMethodVariable(iter_fn, self).call_function(tx, [], {})
+        if not hasattr(iterator.python_type(), "__next__"):
+            raise_traced(TypeError, f"iter() returned non-iterator of type '{iterator.python_type().__name__}'")
+        return python_iterator(tx, iterator) or iterator
+
+    def str_text(self, tx: Tx) -> VT | None:
+        """``str(self)`` when the class answers it in Python: its ``__str__``, or, with
+        object's ``__str__``, its ``__repr__`` (``Objects/object.c``: ``PyObject_Str``);
+        object's repr (it holds the address) is made after the graph; None when other C code would answer."""
+        method = self.python_method(tx, "__str__")
+        if method is None and self.special_method(tx, "__str__") is object.__str__:
+            method = self.python_method(tx, "__repr__")
+            if self.special_method(tx, "__repr__") is object.__repr__:
+                return RuntimeStrVariable(self)
+        if method is None:
+            return None
+        result = method.call_function(tx, [], {})
+        if not (result.is_python_constant() and isinstance(result.as_python_constant(), str)):
+            raise_traced(TypeError, f"__str__ returned non-string (type {result.python_type().__name__})")
+        return result
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        iterator = self.lazy_iterator(tx)
+        if iterator is not None:
+            return tx.unpack(iterator)
+        if issubclass(self.python_type(), dict):
+            return self.dict_storage(tx).unpack_var_sequence(tx)
+        if builtin_bases.leaves_to_base(self, tx, "__iter__"):
+            return self.seq_storage(tx).unpack_var_sequence(tx)
+        return super().unpack_var_sequence(tx)
+
+
+def checked_special_result(name: str, result: Any) -> Any:
+    """What Python makes of ``__bool__``/``__len__``'s result: ``len()`` gives an
+    int (``True`` -> 1); a result of the wrong type or a negative length raises
+    eager's TypeError/ValueError in the traced program."""
+    if name == "__bool__" and type(result) is not bool:
+        raise_traced(TypeError, f"__bool__ should return bool, returned {type(result).__name__}")
+    if name == "__len__":
+        if not isinstance(result, int):
+            raise_traced(TypeError, f"'{type(result).__name__}' object cannot be interpreted as an integer")
+        if result < 0:
+            raise_traced(ValueError, "__len__() should return >= 0")
+        return int(result)
+    return result
+
+
+class RuntimeStrVariable(VariableTracker):
+    """``str(obj)`` of an object whose string is object's default repr
+    (``<module.Class object at 0x...>``: its address, known only once the
+    object exists): made after the graph by ``str`` of the rebuilt object.
+    The trace cannot read it (reading it is a graph break)."""
+
+    def __init__(self, obj: VT):
+        super().__init__()
+        self.obj = obj
+
+    def python_type(self) -> type:
+        return str
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_callable(str)
+        codegen.reconstruct(self.obj)
+        codegen.call(1)
+
+    def __repr__(self) -> str:
+        return f"RuntimeStrVariable({self.obj})"

@@ -1,0 +1,119 @@
+"""User-defined classes: :class:`UserDefinedClassVariable`, a class object
+(not torch's, not a builtin container type) whose attributes are read along
+its MRO (:mod:`.class_lookup`) and whose call constructs an instance.
+
+This module and :mod:`.user_objects` use each other (a class's builtin slot
+methods apply to instances, ``object.__new__(cls)`` makes one), so each
+imports the other as a module.
+"""
+from __future__ import annotations
+
+import inspect
+import types
+
+import torch
+from typing import TYPE_CHECKING, Any, Sequence
+
+
+from bytegraph.breaks import unimplemented
+from bytegraph.graph.side_effects import DELETED
+from bytegraph.guards.source import AttrSource
+from bytegraph.variables.objects import user_objects
+from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import getattr_or_raise, raise_traced
+from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
+from bytegraph.variables.callables.torch_functions import AutogradFunctionApplyVariable
+
+if TYPE_CHECKING:
+    from bytegraph.graph.codegen import PyCodegen
+    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+
+VT = VariableTracker
+#: methods of C types, and the type flag of classes made by a class statement
+_C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+_HEAPTYPE = 1 << 9
+
+
+class UserDefinedClassVariable(VariableTracker):
+    """A class object (not torch's, not a builtin container type)."""
+
+    def __init__(self, cls: type, source=None):
+        super().__init__(source)
+        self.value = cls
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is DELETED:
+            raise_traced(AttributeError, f"type object {self.value.__name__!r} has no attribute {name!r}")
+        if pending is not None:
+            return pending
+        if name == "apply" and issubclass(self.value, torch.autograd.Function):
+            return AutogradFunctionApplyVariable(self.value)
+        attr = class_attribute(self.value, name)
+        if attr is _MISSING:  # an attribute of the metaclass (``__name__``, ``__mro__``...), or none
+            if not hasattr(self.value, name):
+                guard_class_lookup(tx, self.value, name, _MISSING)  # AttributeError until a class gains it
+            return tx.wrap_const(getattr_or_raise(self.value, name))
+        if isinstance(attr, (staticmethod, classmethod)):
+            guard_class_lookup(tx, self.value, name, attr)
+        if isinstance(attr, staticmethod):
+            return tx.wrap_const(attr.__func__)
+        if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
+            return UserMethodVariable(attr.__func__, self)
+        if isinstance(attr, types.FunctionType):
+            src = AttrSource(self.source, name) if self.source else None
+            return UserFunctionVariable(attr, src)
+        if isinstance(attr, _C_METHODS) and attr.__objclass__ is self.value and not self.value.__flags__ & _HEAPTYPE:
+            return user_objects.SlotMethodVariable(self.value, name, None)  # ``list_iterator.__length_hint__(it)``
+        src = AttrSource(self.source, name) if self.source else None
+        value = getattr_or_raise(self.value, name)
+        return tx.wrap(value, src) if src else tx.wrap_const(value)
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return tx.construct_object(self, args, kwargs)
+
+    def has_attr(self, tx: Tx, name: str) -> bool:
+        """``hasattr(cls, name)``: a pending store or delete answers first; the
+        lookup through the MRO is guarded."""
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is not None:
+            return pending is not DELETED
+        guard_class_lookup(tx, self.value, name, class_attribute(self.value, name))
+        return hasattr(self.value, name)
+
+    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
+        """``cls.name = value`` (a side effect on the class, replayed after the
+        graph) when the metaclass stores plainly and ``name`` is no descriptor
+        of the metaclass."""
+        meta = type(self.value)
+        if meta.__setattr__ is not type.__setattr__ or inspect.isdatadescriptor(class_attribute(meta, name)) or (
+                self.source is None):
+            unimplemented(
+                gb_type="unsupported attribute store",
+                context=f"setting {name!r} on class {self.value.__qualname__}",
+                explanation="The class's metaclass customises attribute stores, or the class has no source.",
+                hints=("Set the class attribute outside the compiled function.",),
+            )
+        tx.output.side_effects.store_attr(self, name, value)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+        else:
+            codegen.load_const(self.value)
+
+    def __repr__(self) -> str:
+        return f"UserDefinedClassVariable({self.value.__qualname__})"
