@@ -33,7 +33,7 @@ from bytegraph.guards.guards import Guard, IdMatch, NoAliasing, TensorMatch
 from bytegraph.guards.shape_guards import settle_tensor_guards, shape_env_guards
 from bytegraph.guards.source import ConvertSource
 from bytegraph.translator.graph_break import FrameRuntime
-from bytegraph.translator.recursion import tracing_stack
+from bytegraph.recursion import tracing_stack
 from bytegraph.translator.root import InstructionTranslator
 
 

@@ -9,7 +9,7 @@ import torch
 
 import bytegraph
 from bytegraph.runtime import metrics
-from bytegraph.translator import recursion
+from bytegraph import recursion
 from bytegraph.translator.inline import InliningTranslator
 import inline_helpers
 from bytegraph.testing import CompileCounter, same

@@ -380,6 +380,10 @@ class OutputGraph:
         taken back (:meth:`look_ahead`, a speculative trace) to restore."""
         return {name: copy.copy(getattr(self, name)) for name in _TAKEN_BACK}
 
+    def restore_trace_state(self, state: dict[str, Any]) -> None:
+        """Put back what :meth:`trace_state` copied."""
+        self.__dict__.update(state)
+
     @contextlib.contextmanager
     def look_ahead(self):
         """Trace on without changing the graph (a scratch one meanwhile), its
@@ -389,7 +393,7 @@ class OutputGraph:
         try:
             yield
         finally:
-            self.__dict__.update(saved)
+            self.restore_trace_state(saved)
             self.graph = graph
             self.guards.restore(guards)
 

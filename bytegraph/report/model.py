@@ -12,7 +12,6 @@ import dataclasses
 import inspect
 import itertools
 import linecache
-import types
 from typing import Any
 
 import torch

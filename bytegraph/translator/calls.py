@@ -12,6 +12,7 @@ from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.callables.functions import NestedUserFunctionVariable
 from bytegraph.variables.stack_values import NullVariable
 
+from bytegraph.variables.callables.builtins import call_builtin
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
 
@@ -54,10 +55,10 @@ class CallOps:
         null = self.pop()
         if isinstance(fn, NullVariable):  # ``[callable, NULL, args]``: the order of CPython 3.13 on
             fn, null = null, fn
-        args = self.unpack(args_vt)
+        args = args_vt.unpack_var_sequence(self)
         kwargs: dict[str, VT] = {}
         if kwargs_vt is not None:
-            kwargs_vt = as_dict(self, kwargs_vt) or self.call_builtin(dict, [kwargs_vt])
+            kwargs_vt = as_dict(self, kwargs_vt) or call_builtin(self, dict, [kwargs_vt])
             for key, value in kwargs_vt.items.values():
                 kwargs[key.as_python_constant()] = value
         if not isinstance(null, NullVariable):
@@ -67,12 +68,12 @@ class CallOps:
     def MAKE_FUNCTION(self: InstructionTranslatorBase, inst: Instruction) -> None:
         flags = inst.arg
         code = self.pop().as_python_constant()
-        closure = tuple(self.unpack(self.pop())) if flags & 0x08 else None
-        annotations = self.unpack(self.pop()) if flags & 0x04 else None  # name, value, name, value...
+        closure = tuple(self.pop().unpack_var_sequence(self)) if flags & 0x08 else None
+        annotations = self.pop().unpack_var_sequence(self) if flags & 0x04 else None  # name, value, name, value...
         kwdefaults = self.pop() if flags & 0x02 else None
         defaults = self.pop() if flags & 0x01 else None
         if defaults is not None and not isinstance(defaults, TupleVariable):
-            defaults = TupleVariable(self.unpack(defaults))
+            defaults = TupleVariable(defaults.unpack_var_sequence(self))
         fn = NestedUserFunctionVariable(code, self.f_globals, code.co_qualname, defaults, kwdefaults, closure)
         if annotations is not None:
             pairs = zip(annotations[::2], annotations[1::2])

@@ -18,6 +18,8 @@ from bytegraph.variables.containers.iterators import GeneratorVariable, Iterator
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.stack_values import WithExitVariable
 
+from bytegraph.variables.builder import wrap_const
+from bytegraph.variables.callables.builtins import call_builtin
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
 
@@ -72,7 +74,7 @@ class ControlOps:
 
     def _pop_jump_if_none(self: InstructionTranslatorBase, inst: Instruction, when: bool) -> None:
         value = self.pop()
-        is_none = self.call_builtin(operator.is_, [value, ConstantVariable(None)]).as_python_constant()
+        is_none = call_builtin(self, operator.is_, [value, ConstantVariable(None)]).as_python_constant()
         if is_none == when:
             self.jump(inst)
 
@@ -225,7 +227,7 @@ class ControlOps:
     def WITH_EXCEPT_START(self: InstructionTranslatorBase, inst: Instruction) -> None:
         exc = self.peek(1)
         exit_fn = self.peek(4)
-        args = [self.wrap_const(exc.python_type()), exc, ConstantVariable(None)]
+        args = [wrap_const(self, exc.python_type()), exc, ConstantVariable(None)]
         self.push(exit_fn.call_function(self, args, {}))
 
     def LOAD_ASSERTION_ERROR(self: InstructionTranslatorBase, inst: Instruction) -> None:

@@ -13,6 +13,7 @@ from bytegraph.variables.callables.functions import CellVariable
 from bytegraph.variables.stack_values import NullVariable
 from bytegraph.variables.objects.library_objects import PythonModuleVariable
 
+from bytegraph.variables.builder import wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
 
@@ -50,7 +51,7 @@ class LoadStoreOps:
         del self.symbolic_locals[inst.argval]
 
     def LOAD_CONST(self: InstructionTranslatorBase, inst: Instruction) -> None:
-        self.push(self.wrap_const(inst.argval))
+        self.push(wrap_const(self, inst.argval))
 
     # ---- globals --------------------------------------------------------------------------
     def LOAD_GLOBAL(self: InstructionTranslatorBase, inst: Instruction) -> None:
@@ -63,10 +64,10 @@ class LoadStoreOps:
         if pending is not None:
             return pending
         if name in self.f_globals:
-            return self.wrap(self.f_globals[name], GlobalSource(name, self.f_globals))
+            return wrap(self, self.f_globals[name], GlobalSource(name, self.f_globals))
         if name in self.f_builtins:
             self.output.guards.add(NotShadowed(None, self.f_globals, name))
-            return self.wrap_const(self.f_builtins[name])
+            return wrap_const(self, self.f_builtins[name])
         user_error(
             "NameError",
             context=f"name {name!r} is not defined",

@@ -30,6 +30,7 @@ from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable
 from bytegraph.variables.containers.sequences import TupleVariable
 
+from bytegraph.variables.callables.builtins import call_builtin
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
 
@@ -50,7 +51,7 @@ class MatchOps:
         self.push(ConstantVariable(bool(self.stack[-1].python_type().__flags__ & _TPFLAGS_MAPPING)))
 
     def GET_LEN(self: InstructionTranslatorBase, inst: Instruction) -> None:
-        self.push(self.call_builtin(len, [self.stack[-1]]))
+        self.push(call_builtin(self, len, [self.stack[-1]]))
 
     def MATCH_KEYS(self: InstructionTranslatorBase, inst: Instruction) -> None:
         subject, keys = self.stack[-2], self.stack[-1]
@@ -63,11 +64,11 @@ class MatchOps:
                 hints=("Match a dict, or convert the subject with dict() first.",),
             )
         values = []
-        for key in self.unpack(keys):
-            if not self.call_builtin(operator.contains, [subject, key]).as_python_constant():
+        for key in keys.unpack_var_sequence(self):
+            if not call_builtin(self, operator.contains, [subject, key]).as_python_constant():
                 self.push(ConstantVariable(None))
                 return
-            values.append(self.call_builtin(operator.getitem, [subject, key]))
+            values.append(call_builtin(self, operator.getitem, [subject, key]))
         self.push(TupleVariable(values))
 
     def MATCH_CLASS(self: InstructionTranslatorBase, inst: Instruction) -> None:

@@ -29,6 +29,7 @@ from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.callables.functions import CellVariable
 from bytegraph.variables.torch_state.autocast import autocast_state
 from bytegraph.variables.tensors.tensor import TensorVariable
+from bytegraph.variables.builder import wrap
 
 VT = VariableTracker
 
@@ -83,7 +84,7 @@ class InstructionTranslator(InstructionTranslatorBase):
                                            "torch.func transform (vmap, grad...) active"))
         self.argument_names = tuple(f_locals)  # the locals the frame starts with
         for name, value in f_locals.items():
-            self.symbolic_locals[name] = self.wrap(value, LocalSource(name))
+            self.symbolic_locals[name] = wrap(self, value, LocalSource(name))
 
     # ---- the loop ----------------------------------------------------------------------------
     def step(self) -> None:
@@ -128,7 +129,7 @@ class InstructionTranslator(InstructionTranslatorBase):
                 context=f"free variable {name!r} referenced before assignment",
                 hint="Assign the variable before calling the function.",
             )
-        value = self.wrap(contents, ClosureSource(name))
+        value = wrap(self, contents, ClosureSource(name))
         self.symbolic_locals[name] = value
         return value
 

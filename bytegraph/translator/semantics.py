@@ -1,9 +1,7 @@
-"""Python semantics that VariableTrackers ask the translator for.
-
-VTs call these through ``tx`` (the translator is passed explicitly, never global), so
-the variables layer never imports the builder or the inliner: wrapping values,
-calling builtins, iteration, identity, ``isinstance``, attribute access and
-inlining all have their one home here.
+"""Python semantics that VariableTrackers ask the translator for, through
+``tx`` (methods of the :class:`~bytegraph.variables.tx.Tx` protocol): object
+construction, ``iter()``, identity (``id()``, ``is``) and ``isinstance``.
+Each still switches on VT kinds; they are meant to become methods of the kinds.
 """
 from __future__ import annotations
 
@@ -21,9 +19,8 @@ import torch
 
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import GlobalStateMatch, IdMatch, NoAliasing
-from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.builder import wrap, wrap_const
+from bytegraph.variables.builder import wrap_const
 from bytegraph.variables.callables.builtins import BuiltinVariable, OperatorGetterVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
@@ -34,17 +31,15 @@ from bytegraph.variables.containers.sequences import (
     DequeVariable,
     ListVariable,
     SliceVariable,
-    TupleVariable,
 )
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.callables.functions import UserFunctionVariable
-from bytegraph.variables.tensors import ndarray, subclass, subclass_dispatch
+from bytegraph.variables.tensors import subclass
 from bytegraph.variables.objects.nn_modules import NNModuleVariable
 from bytegraph.variables.tensors.ndarray import NumpyNdarrayVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.callables.functions import PartialVariable, UserMethodVariable
-from bytegraph.variables.callables.torch_functions import TorchFunctionVariable
 from bytegraph.variables.objects.user_objects import SlotMethodVariable
 from bytegraph.variables.objects.user_objects import NewObjectVariable, UserDefinedObjectVariable
 from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
@@ -66,25 +61,9 @@ REBUILT_CONSTANTS = (BaseSequenceVariable, DictVariable, SetVariable, SliceVaria
 
 
 class PythonSemantics:
-    # ---- wrapping -----------------------------------------------------------------------
-    def wrap(self: InstructionTranslatorBase, value: Any, source: Source) -> VT:
-        """A VT for ``value`` read from ``source`` (guards installed)."""
-        return wrap(self, value, source)
-
-    def wrap_const(self: InstructionTranslatorBase, value: Any) -> VT:
-        """A VT for a value with no source (no guards)."""
-        return wrap_const(self, value)
-
-    def wrap_attr(self: InstructionTranslatorBase, obj: VT, value: Any, name: str) -> VT:
-        """A VT for ``obj.name`` whose real value is ``value``."""
-        if obj.source is None:
-            return wrap_const(self, value)
-        return wrap(self, value, AttrSource(obj.source, name))
+    """Mixed into the translator (see the module docstring)."""
 
     # ---- calls --------------------------------------------------------------------------------
-    def call_builtin(self: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwargs: dict | None = None) -> VT:
-        return BuiltinVariable(fn).call_function(self, list(args), kwargs or {})
-
     def construct_object(self: InstructionTranslatorBase, cls: UserDefinedClassVariable, args: Sequence[VT],
                          kwargs: dict[str, VT]) -> VT:
         """``cls(*args, **kwargs)`` for a user class."""
@@ -112,7 +91,7 @@ class PythonSemantics:
             if missing:
                 raise_traced(TypeError, f"{klass.__name__}.__new__() missing {len(missing)} required positional "
                              f"argument{'s' if len(missing) > 1 else ''}: {', '.join(map(repr, missing))}")
-            values = list(args) + [kwargs[n] if n in kwargs else self.wrap_const(defaults[n])
+            values = list(args) + [kwargs[n] if n in kwargs else wrap_const(self, defaults[n])
                                    for n in field_names[len(args):]]  # by keyword, else the field's default
             return NamedTupleVariable(values, klass)
         if issubclass(klass, BaseException) and not kwargs and not any(
@@ -152,43 +131,7 @@ class PythonSemantics:
             obj.call_slot(self, base, "__init__", args, kwargs)
         return obj
 
-    # ---- calls from a lower module into one that imports it (tensor.py -> ndarray.py, subclass.py) ----
-    def tensor_to_numpy(self: InstructionTranslatorBase, tensor: TensorVariable, args: Sequence[VT],
-                        kwargs: dict[str, VT]) -> VT:
-        """``tensor.numpy(force=False)``."""
-        return ndarray.tensor_to_numpy(self, tensor, args, kwargs)
-
-    # ---- tensor subclasses (variables/subclass.py) ---------------------------------------
-    def as_subclass(self: InstructionTranslatorBase, tensor: TensorVariable, cls: VT) -> VT:
-        """``tensor.as_subclass(cls)``."""
-        return subclass.as_subclass(self, tensor, cls)
-
-    def dispatch_torch_function(self: InstructionTranslatorBase, fn: TorchFunctionVariable, args: Sequence[VT],
-                                kwargs: dict[str, VT]) -> VT:
-        """A torch function called with tensor-subclass arguments: through their ``__torch_function__``."""
-        return subclass_dispatch.dispatch_call(self, fn, args, kwargs)
-
-    def dispatch_tensor_method(self: InstructionTranslatorBase, obj: TensorVariable, name: str,
-                               args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        """``obj.name(*args)`` where ``obj`` or an argument is a dispatching tensor subclass."""
-        return subclass_dispatch.dispatch_tensor_method(self, obj, name, args, kwargs)
-
-    def torch_tensor_attr(self: InstructionTranslatorBase, obj: TensorVariable, name: str) -> VT:
-        """``obj.name`` resolved on ``torch.Tensor`` itself (``super().name`` in a subclass)."""
-        return subclass.torch_tensor_attr(self, obj, name)
-
-    def make_tensor_subclass(self: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        """``torch.Tensor._make_subclass(cls, data, require_grad=False)``."""
-        return subclass.make_subclass(self, args, kwargs)
-
-    def make_tuple(self: InstructionTranslatorBase, items: Sequence[VT]) -> VT:
-        return TupleVariable(items)
-
     # ---- iteration ----------------------------------------------------------------------------
-    def unpack(self: InstructionTranslatorBase, value: VT) -> list[VT]:
-        """The items of iterating ``value`` at trace time (each kind's ``unpack_var_sequence``)."""
-        return value.unpack_var_sequence(self)
-
     def get_iter(self: InstructionTranslatorBase, value: VT) -> VT:
         """``iter(value)``; iterators over lists and dicts see mutations made
         during the loop, as in eager."""
@@ -201,14 +144,7 @@ class PythonSemantics:
         iterator = value.lazy_iterator(self)
         if iterator is not None:
             return self.get_iter(iterator)
-        return ListIteratorVariable(self.unpack(value))
-
-    def sort_items(self: InstructionTranslatorBase, items: list[VT], key: VT, reverse: bool) -> list[VT]:
-        """``sorted(items, key=key, reverse=reverse)`` when the keys are constants."""
-        use_key = not (key.is_python_constant() and key.as_python_constant() is None)
-        keys = [(key.call_function(self, [i], {}) if use_key else i).as_python_constant() for i in items]
-        order = sorted(range(len(items)), key=lambda n: keys[n], reverse=reverse)
-        return [items[n] for n in order]
+        return ListIteratorVariable(value.unpack_var_sequence(self))
 
     # ---- identity and types -----------------------------------------------------------------------
     def identity_of(self: InstructionTranslatorBase, value: VT) -> int | None:

@@ -13,6 +13,7 @@ from bytegraph.variables.containers.sequences import ListVariable, SliceVariable
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.objects.user_objects import UserDefinedObjectVariable
 
+from bytegraph.variables.callables.builtins import call_builtin
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
 
@@ -56,10 +57,10 @@ class StackOps:
     def BINARY_OP(self: InstructionTranslatorBase, inst: Instruction) -> None:
         right = self.pop()
         left = self.pop()
-        self.push(self.call_builtin(BINARY_OPS[inst.arg], [left, right]))
+        self.push(call_builtin(self, BINARY_OPS[inst.arg], [left, right]))
 
     def _unary(self: InstructionTranslatorBase, fn) -> None:
-        self.push(self.call_builtin(fn, [self.pop()]))
+        self.push(call_builtin(self, fn, [self.pop()]))
 
     def UNARY_NEGATIVE(self: InstructionTranslatorBase, inst: Instruction) -> None:
         self._unary(operator.neg)
@@ -76,17 +77,17 @@ class StackOps:
     def COMPARE_OP(self: InstructionTranslatorBase, inst: Instruction) -> None:
         right = self.pop()
         left = self.pop()
-        self.push(self.call_builtin(COMPARE_OPS[inst.argval], [left, right]))
+        self.push(call_builtin(self, COMPARE_OPS[inst.argval], [left, right]))
 
     def IS_OP(self: InstructionTranslatorBase, inst: Instruction) -> None:
         right = self.pop()
         left = self.pop()
-        self.push(self.call_builtin(operator.is_not if inst.arg else operator.is_, [left, right]))
+        self.push(call_builtin(self, operator.is_not if inst.arg else operator.is_, [left, right]))
 
     def CONTAINS_OP(self: InstructionTranslatorBase, inst: Instruction) -> None:
         container = self.pop()
         item = self.pop()
-        result = self.call_builtin(operator.contains, [container, item])
+        result = call_builtin(self, operator.contains, [container, item])
         if inst.arg:
             result = ConstantVariable(not result.truthy(self))
         self.push(result)
@@ -95,7 +96,7 @@ class StackOps:
     def BINARY_SUBSCR(self: InstructionTranslatorBase, inst: Instruction) -> None:
         index = self.pop()
         container = self.pop()
-        self.push(self.call_builtin(operator.getitem, [container, index]))
+        self.push(call_builtin(self, operator.getitem, [container, index]))
 
     def STORE_SUBSCR(self: InstructionTranslatorBase, inst: Instruction) -> None:
         index = self.pop()
@@ -151,7 +152,7 @@ class StackOps:
         if not value.is_python_constant() and not spec and flags & 0x03 in (0, 0x01) and isinstance(
                 value, UserDefinedObjectVariable) and (
                 flags & 0x03 or value.special_method(self, "__format__") is object.__format__):
-            value = self.call_builtin(str, [value])  # object.__format__(obj, "") is str(obj)
+            value = call_builtin(self, str, [value])  # object.__format__(obj, "") is str(obj)
         if not value.is_python_constant():
             unimplemented(
                 gb_type="str of traced value",
@@ -193,7 +194,7 @@ class StackOps:
     def DICT_MERGE(self: InstructionTranslatorBase, inst: Instruction) -> None:
         value = self.pop()
         target = self.peek(inst.arg)
-        incoming = as_dict(self, value) or self.call_builtin(dict, [value])
+        incoming = as_dict(self, value) or call_builtin(self, dict, [value])
         for key in incoming.items:
             if key in target.items:
                 user_error(
@@ -204,11 +205,11 @@ class StackOps:
         target.call_method(self, "update", [incoming], {})
 
     def LIST_TO_TUPLE(self: InstructionTranslatorBase, inst: Instruction) -> None:
-        self.push(TupleVariable(self.unpack(self.pop())))
+        self.push(TupleVariable(self.pop().unpack_var_sequence(self)))
 
     # ---- unpacking ---------------------------------------------------------------------------------
     def UNPACK_SEQUENCE(self: InstructionTranslatorBase, inst: Instruction) -> None:
-        items = self.unpack(self.pop())
+        items = self.pop().unpack_var_sequence(self)
         if len(items) != inst.arg:
             user_error(
                 "ValueError",
@@ -221,7 +222,7 @@ class StackOps:
     def UNPACK_EX(self: InstructionTranslatorBase, inst: Instruction) -> None:
         before = inst.arg & 0xFF
         after = inst.arg >> 8
-        items = self.unpack(self.pop())
+        items = self.pop().unpack_var_sequence(self)
         if len(items) < before + after:
             user_error(
                 "ValueError",

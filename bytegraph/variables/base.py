@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 from bytegraph.breaks import unimplemented
 
+from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.guards.source import Source
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 
 class VariableTracker:
@@ -270,7 +271,7 @@ class BoundMethodVariable(VariableTracker):
         if name == "__self__":
             return self.obj
         if name == "__name__":
-            return tx.wrap_const(self.name)
+            return wrap_const(tx, self.name)
         return super().var_getattr(tx, name)
 
     def reconstruct(self, codegen: PyCodegen) -> None:

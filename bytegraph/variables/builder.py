@@ -88,8 +88,9 @@ from bytegraph.variables.torch_state.base import StateContextVariable
 from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
 from bytegraph.variables.objects.user_objects import UserDefinedObjectVariable
 
+from bytegraph.variables import tx as protocol
 if TYPE_CHECKING:
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -134,6 +135,7 @@ def _is_namedtuple(value: Any) -> bool:
     return isinstance(value, tuple) and is_modelled_namedtuple(type(value))
 
 
+@protocol.wrap.provide
 def wrap(tx: Tx, value: Any, source: Source) -> VT:
     """Wrap ``value``, read from ``source``, installing the guards it needs."""
     guards = tx.output.guards
@@ -285,7 +287,7 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
     """The VT kind for functions, classes, modules and other objects."""
     polyfill = polyfill_for(value)
     if isinstance(polyfill, functools.partial):  # cls.fromkeys: the twin with its class bound
-        return PartialVariable(UserFunctionVariable(polyfill.func), [tx.wrap_const(a) for a in polyfill.args], {},
+        return PartialVariable(UserFunctionVariable(polyfill.func), [wrap_const(tx, a) for a in polyfill.args], {},
                                source)
     if polyfill is not None:  # a C function calling back into user code: its Python twin is traced
         return UserFunctionVariable(polyfill, source)
@@ -488,6 +490,7 @@ def _symbolic_scalar(tx: Tx, value: int | float, source: Source) -> bool:
     return not (config.specialize_int if type(value) is int else config.specialize_float)
 
 
+@protocol.wrap_const.provide
 def wrap_const(tx: Tx, value: Any) -> VT:
     """Wrap a value that has no source (no guards installed)."""
     if is_constant_value(value) and type(value) is not tuple:

@@ -17,9 +17,10 @@ import torch
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker, call_method_handler
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 
+from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 CONSTANT_TYPES: tuple[type, ...] = (
     type(None),
@@ -113,7 +114,7 @@ class ConstantVariable(VariableTracker):
         member = getattr_or_raise(self.value, name)
         if callable(member) and not isinstance(member, type):
             return BoundMethodVariable(self, name)
-        return tx.wrap_const(member)
+        return wrap_const(tx, member)
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VariableTracker], kwargs: dict) -> VariableTracker:
         """Methods of constants (``"a,b".split(",")``, ``(1.5).is_integer()``) are
@@ -129,7 +130,7 @@ class ConstantVariable(VariableTracker):
                                     **{k: v.as_python_constant() for k, v in kwargs.items()})
                 except Exception as e:
                     raise_traced_from(e)
-                return tx.wrap_const(result)
+                return wrap_const(tx, result)
         return super().call_method(tx, name, args, kwargs)
 
     def method_join(self, tx: Tx, iterable: VariableTracker, /) -> VariableTracker | None:
@@ -138,10 +139,10 @@ class ConstantVariable(VariableTracker):
         if not isinstance(self.value, (str, bytes)) or iterable.is_python_constant() or not (
                 iterable.has_unpack_var_sequence(tx)):
             return None
-        parts = tx.unpack(iterable)
+        parts = iterable.unpack_var_sequence(tx)
         if not all(p.is_python_constant() for p in parts):
             return None
-        return self.call_method(tx, "join", [tx.wrap_const(tuple(p.as_python_constant() for p in parts))], {})
+        return self.call_method(tx, "join", [wrap_const(tx, tuple(p.as_python_constant() for p in parts))], {})
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_const(self.value)

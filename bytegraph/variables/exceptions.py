@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from bytegraph.breaks import BreakSite, Unsupported, unimplemented
 from bytegraph.variables.base import VariableTracker
 
+from bytegraph.variables.tx import make_tuple, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -79,12 +80,12 @@ class ExceptionVariable(VariableTracker):
     def var_getattr(self, tx: Tx, name: str) -> VT:
         """Raises Unsupported for ``__traceback__`` and attributes not modelled."""
         if name == "args":
-            return tx.make_tuple(self.args)
+            return make_tuple(self.args)
         if name == "__class__":
-            return tx.wrap_const(self.exc_type)
+            return wrap_const(tx, self.exc_type)
         if name in _CHAIN_ATTRIBUTES:
             value = getattr(self, _CHAIN_ATTRIBUTES[name])
-            return value if isinstance(value, VariableTracker) else tx.wrap_const(value)
+            return value if isinstance(value, VariableTracker) else wrap_const(tx, value)
         if name == "__traceback__":
             unimplemented(
                 gb_type="exception traceback",
@@ -128,10 +129,8 @@ class ExceptionVariable(VariableTracker):
         return fn(self.exc_type(*[a.as_python_constant() for a in self.args]))
 
     def str_text(self, tx: Tx) -> VariableTracker | None:
-        from bytegraph.variables.constant import ConstantVariable  # constant imports this module
-
         text = self.as_text(str)
-        return None if text is None else ConstantVariable(text)
+        return None if text is None else wrap_const(tx, text)
 
     def describe(self) -> str:
         shown = ", ".join(repr(a.as_python_constant()) if a.is_python_constant() else "..." for a in self.args)

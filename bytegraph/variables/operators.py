@@ -1,22 +1,36 @@
-"""The tables of Python's operators that the operand kinds share, and the
-operators of kinds whose class defines them in Python.
+"""The operator protocol: how ``a op b`` on traced values is resolved, and
+constant folding.
 
 ``a op b`` is resolved by the operands' VariableTrackers (``binary_op``,
-``reflected_binary_op``, ``inplace_op``, ``unary_op``: see
-:class:`~bytegraph.variables.base.VariableTracker`); these tables name the
-``operator`` functions each rule applies to and the dunder methods Python
-looks up for them.
+``reflected_binary_op``, ``inplace_op``, ``unary_op``, ``contains_op``: see
+:class:`~bytegraph.variables.base.VariableTracker`) in CPython's order
+(:func:`apply_operator`, :func:`binary_operation`); ``in``, ``is`` and ``not``
+follow (:func:`protocol_operator`); operands all known at trace time are
+folded (:func:`fold`). :func:`call_operator` is the whole of it, as the
+bytecode's operators and the kinds' own code call an ``operator`` function.
+The tables name the ``operator`` functions each rule applies to and the
+dunder methods Python looks up for them; :class:`PythonDunderOperators` are
+the operators of kinds whose class defines them in Python.
 """
 from __future__ import annotations
 
 import builtins
+import collections
+import functools
 import math
 import operator
-from typing import TYPE_CHECKING, Any
+import types
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
+
+from bytegraph.breaks import HINT_REWRITE, unimplemented
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced, raise_traced_from
+from bytegraph.variables.tx import wrap_const
 
 if TYPE_CHECKING:
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
-    from bytegraph.variables.base import VariableTracker as VT
+    from bytegraph.variables.tx import Tx
+
+VT = VariableTracker
 
 #: operator functions that become graph nodes when a tensor is involved.
 TENSOR_OPERATORS = frozenset(
@@ -90,8 +104,6 @@ class PythonDunderOperators:
         ``__floor__`` inlined (whatever it returns); without one, a class with no
         ``__float__``/``__index__`` either is not a real number: eager's TypeError
         is raised in the trace. NotImplemented otherwise (a C method, a conversion)."""
-        from bytegraph.variables.constant import raise_traced  # constant.py's VTs import no operator tables
-
         method = self.python_method(tx, ROUNDING_DUNDERS[fn])
         if method is not None:
             return method.call_function(tx, [], {})
@@ -104,7 +116,7 @@ class PythonDunderOperators:
         method = self.python_method(tx, "__contains__")
         if method is None:
             return NotImplemented
-        return tx.wrap_const(method.call_function(tx, [item], {}).truthy(tx))
+        return wrap_const(tx, method.call_function(tx, [item], {}).truthy(tx))
 
     def _call_dunder(self, tx: Tx, name: str, args: list[VT]) -> Any:
         """The Python method ``name`` inlined; NotImplemented when the class has
@@ -116,3 +128,186 @@ class PythonDunderOperators:
         if result.is_python_constant() and result.as_python_constant() is NotImplemented:
             return NotImplemented
         return result
+
+
+#: builtins safe to evaluate at trace time on constant arguments.
+PURE_BUILTINS = frozenset(
+    {
+        abs, all, any, ascii, bin, bool, callable, chr, complex, divmod, float, format,
+        frozenset, hash, hex, int, isinstance, issubclass, len, max, min, oct, ord, pow,
+        repr, round, sorted, str, sum, tuple, type, range, slice, getattr, hasattr,
+        reversed, enumerate, zip, list, dict, set, bytes, map, filter,
+    }
+    | {getattr(operator, name) for name in dir(operator) if not name.startswith("_")}
+    | {getattr(math, name) for name in dir(math) if callable(getattr(math, name))}
+) - {operator.setitem, operator.delitem, operator.iconcat,
+     # identity is not a property of values: as_python_constant() of a list VT is a copy
+     operator.is_, operator.is_not}
+
+
+
+def apply_operator(tx: Tx, op: Any, args: Sequence[VT]) -> VT | None:
+    """``op(*args)`` for a Python operator, resolved by the operands' kinds; None
+    when none of them answers (a graph break follows).
+
+    First an operand whose kind takes every operation over (ndarrays, then
+    dispatching tensor subclasses, then data pointers: ``override_rank``);
+    then operands all known now are computed now; then CPython's order:
+    ``unary_op``, or :func:`binary_operation`.
+    """
+    if op in CONCAT_TO_BINARY and len(args) == 2 and issubclass(args[0].python_type(), (list, tuple, collections.deque)):
+        op = CONCAT_TO_BINARY[op]
+    for operand in sorted((a for a in args if a.override_rank), key=lambda a: -a.override_rank):
+        result = operand.operator_override(tx, op, args)
+        if result is not NotImplemented:
+            return result
+    if op not in TENSOR_OPERATORS:
+        return None
+    if all(a.is_python_constant() for a in args):
+        result = fold(tx, op, args, {})
+        if result is not None:
+            return result
+    if len(args) == 1:
+        result = args[0].unary_op(tx, op)
+        return None if result is NotImplemented else result
+    return binary_operation(tx, op, *args) if len(args) == 2 else None
+
+
+def binary_operation(tx: Tx, op: Any, a: VT, b: VT) -> VT | None:
+    """``a op b`` in CPython's order: for ``a op= b``, ``a``'s in-place rule
+    (``inplace_op``: a result, None for a graph break, or NotImplemented to go
+    on with the binary operator); then ``a.binary_op``, then
+    ``b.reflected_binary_op``; a subscript no kind claims is ``a.__getitem__(b)``;
+    ``==``/``!=`` that no kind claims compare identities where the types do."""
+    if op in INPLACE_TO_BINARY:
+        result = a.inplace_op(tx, op, b)
+        if result is not NotImplemented:
+            return result
+        op = INPLACE_TO_BINARY[op]
+    result = a.binary_op(tx, op, b)
+    if result is NotImplemented:
+        result = b.reflected_binary_op(tx, op, a)
+    if result is NotImplemented and op is operator.getitem:
+        return a.call_method(tx, "__getitem__", [b], {})
+    if result is NotImplemented and op in (operator.eq, operator.ne):
+        same = tx.same_object(a, b)
+        if same is not None and (same or _identity_eq(a) and _identity_eq(b)):
+            return ConstantVariable(same if op is operator.eq else not same)
+    return None if result is NotImplemented else result
+
+
+def protocol_operator(tx: Tx, fn: Any, args: Sequence[VT]) -> VT | None:
+    """``x in c``, ``a is b``, ``not x``, ``operator.truth(x)``."""
+    if fn is operator.contains and len(args) == 2:
+        container, item = args
+        result = container.contains_op(tx, item)
+        if result is not NotImplemented:
+            return result
+        if not container.has_unpack_var_sequence(tx):
+            return None
+        for element in container.unpack_var_sequence(tx):  # no __contains__: CPython iterates
+            if tx.same_object(element, item) or call_operator(tx, operator.eq, [element, item]).truthy(tx):
+                return ConstantVariable(True)
+        return ConstantVariable(False)
+    if fn in (operator.is_, operator.is_not) and len(args) == 2:
+        same = tx.same_object(*args)
+        return None if same is None else ConstantVariable(same if fn is operator.is_ else not same)
+    if fn in ROUNDING_DUNDERS and len(args) == 1 and hasattr(args[0], "rounding_op"):  # a user object's __ceil__
+        result = args[0].rounding_op(tx, fn)
+        return None if result is NotImplemented else result
+    if fn in (operator.not_, operator.truth) and len(args) == 1:
+        truth = args[0].truthy(tx)
+        return ConstantVariable(truth if fn is operator.truth else not truth)
+    return None
+
+
+#: what :func:`evaluate` returns for a call it does not make
+NOT_FOLDED = object()
+
+
+def evaluate(fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> Any:
+    """``fn(*args, **kwargs)`` on the arguments' constant values, now; an error
+    is raised in the traced program, as eager raises it natively.
+
+    :data:`NOT_FOLDED` when calling it now would run user code (a key function,
+    a callable object), or when a mutable argument (list, dict, set), folded as
+    a *copy*, gives a mutable result that may be (part of) that argument, whose
+    identity the copy lost.
+    """
+    values = [a.as_python_constant() for a in args]
+    kw = {k: v.as_python_constant() for k, v in kwargs.items()}
+    if any(_runs_user_code(v) for v in (*values, *kw.values())):
+        return NOT_FOLDED  # calling it now would run user code at trace time only
+    try:
+        result = fn(*values, **kw)
+    except Exception as e:  # the eager program raises the same error natively
+        raise_traced_from(e)
+    if any(a.mutable for a in (*args, *kwargs.values())) and not is_constant_value(result):
+        return NOT_FOLDED
+    return result
+
+
+def fold(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
+    """The VT of :func:`evaluate`'s result, or None when it does not fold."""
+    result = evaluate(fn, args, kwargs)
+    return None if result is NOT_FOLDED else wrap_const(tx, result)
+
+
+def bound_to_constant(fn: Any) -> bool:
+    """Whether ``fn`` is a builtin method of an immutable constant
+    (``"a,b".split``, ``keyword.iskeyword``, a frozenset's ``__contains__``):
+    pure, so folded on constant arguments."""
+    owner = getattr(fn, "__self__", None)
+    if not isinstance(fn, types.BuiltinMethodType) or owner is None or isinstance(owner, types.ModuleType):
+        return False
+    if type(owner) is frozenset:
+        return all(is_constant_value(v) for v in owner)
+    return is_constant_value(owner)
+
+
+def foldable(vt: VT) -> bool:
+    """Whether a fold may read ``vt``'s value: a constant, or a symbolic scalar it specialises."""
+    return vt.is_python_constant() or vt.specializable
+
+
+def _runs_user_code(value: Any) -> bool:
+    """Whether passing ``value`` to a builtin may call Python code of the user
+    (a key function, a callable object...)."""
+    if isinstance(value, (types.FunctionType, types.MethodType, functools.partial)):
+        return True
+    return callable(value) and not isinstance(value, (type, types.BuiltinFunctionType, types.BuiltinMethodType))
+
+
+def _identity_eq(vt: VT) -> bool:
+    """Whether ``==`` on this kind of value defaults to identity."""
+    from_type = vt.python_type()
+    return from_type.__eq__ is object.__eq__
+
+
+def call_operator(tx: Tx, op: Any, args: Sequence[VT]) -> VT:
+    """``op(*args)`` for an ``operator`` function (``operator.add``, ``operator.eq``,
+    ``operator.getitem``...), as a call of it in the traced program answers:
+    the operands' kinds (:func:`apply_operator`), then, for a pure operator that
+    is no tensor operation, folding (symbolic scalars specialised), then ``in``,
+    ``is``, ``not``, a rounding dunder (:func:`protocol_operator`).
+
+    Raises:
+        Unsupported: when none of them answers.
+    """
+    result = apply_operator(tx, op, args)
+    if result is None and op not in TENSOR_OPERATORS and op in PURE_BUILTINS and all(foldable(a) for a in args):
+        result = fold(tx, op, args, {})
+    if result is None:
+        result = protocol_operator(tx, op, args)
+    return result if result is not None else unsupported_builtin(op, args)
+
+
+def unsupported_builtin(fn: Any, args: Sequence[VT]) -> NoReturn:
+    """The graph break for a builtin call no rule answers."""
+    name = getattr(fn, "__name__", "")
+    unimplemented(
+        gb_type="unsupported builtin call",
+        context=f"{name or fn}({', '.join(type(a).__name__ for a in args)})",
+        explanation=f"bytegraph cannot trace builtin {name or fn} with these argument kinds.",
+        hints=(HINT_REWRITE,),
+    )

@@ -9,7 +9,7 @@ from bytegraph.variables.base import VariableTracker
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 

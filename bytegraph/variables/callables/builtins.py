@@ -5,21 +5,19 @@
 
 1. a dedicated handler ``_call_<name>`` when the builtin needs VT-level logic
    (``len``, ``isinstance``, ``getattr``, ``enumerate``...);
-2. for an operator, the operands' kinds (:func:`apply_operator`: CPython's
-   forward, reflected and in-place order over ``binary_op`` and friends);
+2. for an operator, the operands' kinds (the operator protocol of
+   :mod:`~bytegraph.variables.operators`: CPython's forward, reflected and
+   in-place order over ``binary_op`` and friends);
 3. constant folding, when every argument is a constant and the builtin is pure;
-4. ``in``, ``is``, ``not`` (:func:`_protocol`);
+4. ``in``, ``is``, ``not`` (:func:`~bytegraph.variables.operators.protocol_operator`);
 5. otherwise a graph break naming the builtin.
 
 The bytecode's operators (``BINARY_OP``, ``COMPARE_OP``...) come here as the
-matching ``operator`` functions.
+matching ``operator`` functions (:func:`call_builtin`).
 """
 from __future__ import annotations
 
 import builtins
-import collections
-import functools
-import math
 import operator
 import types
 from typing import TYPE_CHECKING, Any, Sequence
@@ -28,7 +26,7 @@ import torch
 
 from bytegraph.breaks import HINT_REWRITE, Unsupported, unimplemented, user_error
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
-from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
+from bytegraph.variables.constant import ConstantVariable, raise_traced_from
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable
 from bytegraph.variables.containers.iterator_tools import (
@@ -46,35 +44,34 @@ from bytegraph.variables.containers.sequences import (
 )
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.tensors.graph_calls import graph_call
-from bytegraph.variables.operators import CONCAT_TO_BINARY, INPLACE_TO_BINARY, ROUNDING_DUNDERS, TENSOR_OPERATORS
+from bytegraph.variables.operators import (
+    NOT_FOLDED,
+    PURE_BUILTINS,
+    TENSOR_OPERATORS,
+    apply_operator,
+    bound_to_constant,
+    call_operator,
+    evaluate,
+    foldable,
+    protocol_operator,
+    unsupported_builtin,
+)
 from bytegraph.variables.tensors.symbolic import SymNodeVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.callables.super_calls import SuperVariable
 from bytegraph.variables.objects.user_objects import SlotMethodVariable
 
+from bytegraph.variables.containers.dicts import dict_of
+from bytegraph.variables.containers.sequences import sort_items
+from bytegraph.variables.tensors.symbolic import convert_scalar
+from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
 
-
-
-
-#: builtins safe to evaluate at trace time on constant arguments.
-PURE_BUILTINS = frozenset(
-    {
-        abs, all, any, ascii, bin, bool, callable, chr, complex, divmod, float, format,
-        frozenset, hash, hex, int, isinstance, issubclass, len, max, min, oct, ord, pow,
-        repr, round, sorted, str, sum, tuple, type, range, slice, getattr, hasattr,
-        reversed, enumerate, zip, list, dict, set, bytes, map, filter,
-    }
-    | {getattr(operator, name) for name in dir(operator) if not name.startswith("_")}
-    | {getattr(math, name) for name in dir(math) if callable(getattr(math, name))}
-) - {operator.setitem, operator.delitem, operator.iconcat,
-     # identity is not a property of values: as_python_constant() of a list VT is a copy
-     operator.is_, operator.is_not}
 
 
 
@@ -92,7 +89,7 @@ class BuiltinVariable(ConstantCallableVariable):
             if isinstance(attr, (types.WrapperDescriptorType, types.MethodDescriptorType)):
                 return SlotMethodVariable(self.fn, name, None)
             if hasattr(self.fn, name):
-                return tx.wrap_const(getattr(self.fn, name))
+                return wrap_const(tx, getattr(self.fn, name))
         return super().var_getattr(tx, name)
 
     def __repr__(self) -> str:
@@ -115,20 +112,15 @@ class BuiltinVariable(ConstantCallableVariable):
         if result is not None:
             return result
         if fn not in TENSOR_OPERATORS and (fn in PURE_BUILTINS or bound_to_constant(fn)) and all(
-            _foldable(a) for a in (*args, *kwargs.values())
+            foldable(a) for a in (*args, *kwargs.values())
         ):
-            result = fold(tx, fn, args, kwargs)  # symbolic scalars are specialised (guarded) here
+            result = _fold(tx, fn, args, kwargs)  # symbolic scalars are specialised (guarded) here
             if result is not None:
                 return result
-        result = _protocol(tx, fn, args) if not kwargs else None
+        result = protocol_operator(tx, fn, args) if not kwargs else None
         if result is not None:
             return result
-        unimplemented(
-            gb_type="unsupported builtin call",
-            context=f"{name or fn}({', '.join(type(a).__name__ for a in args)})",
-            explanation=f"bytegraph cannot trace builtin {name or fn} with these argument kinds.",
-            hints=(HINT_REWRITE,),
-        )
+        unsupported_builtin(fn, args)
 
     # ---- handlers: each returns a VT, or None to fall through ----------------
     def _call_len(self, tx: Tx, obj: VT) -> VT | None:
@@ -149,7 +141,7 @@ class BuiltinVariable(ConstantCallableVariable):
     def _call_type(self, tx: Tx, obj: VT, *rest: VT) -> VT | None:
         if rest:
             return None
-        return tx.wrap_const(obj.python_type())
+        return wrap_const(tx, obj.python_type())
 
     def _call_getattr(self, tx: Tx, obj: VT, name: VT, *default: VT) -> VT | None:
         attr = name.as_python_constant()
@@ -192,17 +184,15 @@ class BuiltinVariable(ConstantCallableVariable):
         return ConstantVariable(obj.truthy(tx))
 
     def _call_list(self, tx: Tx, obj: VT | None = None) -> VT | None:
-        return ListVariable(tx.unpack(obj) if obj is not None else [])
+        return ListVariable(obj.unpack_var_sequence(tx) if obj is not None else [])
 
     def _call_tuple(self, tx: Tx, obj: VT | None = None) -> VT | None:
         if isinstance(obj, TupleVariable) and obj.python_type() is tuple:
             return obj
-        return TupleVariable(tx.unpack(obj) if obj is not None else [])
+        return TupleVariable(obj.unpack_var_sequence(tx) if obj is not None else [])
 
     def _call_dict(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
-        result = DictVariable({})
-        result.call_method(tx, "update", list(args), kwargs)
-        return result
+        return dict_of(tx, args, kwargs)
 
     def _call_set(self, tx: Tx, obj: VT | None = None) -> VT | None:
         return SetVariable.from_iterable(tx, obj, set)
@@ -226,20 +216,20 @@ class BuiltinVariable(ConstantCallableVariable):
 
     def _call_reversed(self, tx: Tx, obj: VT) -> VT | None:
         if isinstance(obj, (BaseSequenceVariable, DictVariable, LazyDictVariable)) or obj.is_python_constant():
-            return ListIteratorVariable(list(reversed(tx.unpack(obj))))
+            return ListIteratorVariable(list(reversed(obj.unpack_var_sequence(tx))))
         return None
 
     def _call_sorted(self, tx: Tx, obj: VT, key: VT | None = None, reverse: VT | None = None) -> VT | None:
-        items = tx.unpack(obj)
+        items = obj.unpack_var_sequence(tx)
         rev = reverse.as_python_constant() if reverse is not None else False
-        return ListVariable(tx.sort_items(items, key or ConstantVariable(None), rev))
+        return ListVariable(sort_items(tx, items, key or ConstantVariable(None), rev))
 
     def _call_sum(self, tx: Tx, iterable: VT, start: VT | None = None) -> VT | None:
         if iterable.is_python_constant() and (start is None or start.is_python_constant()):
             return None
         total = start if start is not None else ConstantVariable(0)
-        for item in tx.unpack(iterable):
-            total = tx.call_builtin(operator.add, [total, item])
+        for item in iterable.unpack_var_sequence(tx):
+            total = call_operator(tx, operator.add, [total, item])
         return total
 
     def _short_circuit(self, tx: Tx, iterable: VT, stop_on: bool) -> VT:
@@ -267,13 +257,13 @@ class BuiltinVariable(ConstantCallableVariable):
                 target = torch.sym_min if self.fn is min else torch.sym_max
                 return graph_call(tx, "call_function", target, [a, b], {})
             # max(2, 2.5) is the winning operand itself, int or float: decide (a guard) and pick it
-            b_wins = tx.call_builtin(operator.gt if self.fn is max else operator.lt, [b, a]).truthy(tx)
+            b_wins = call_operator(tx, operator.gt if self.fn is max else operator.lt, [b, a]).truthy(tx)
             return b if b_wins else a
         if not args or set(kwargs) - {"key", "default"} or (len(args) > 1 and "default" in kwargs):
             return None
         if len(args) == 1 and isinstance(args[0], ConstantVariable) and "key" not in kwargs:
             return None  # folded
-        items = list(args) if len(args) > 1 else tx.unpack(args[0])
+        items = list(args) if len(args) > 1 else args[0].unpack_var_sequence(tx)
         if not all(i.is_python_constant() for i in items):
             return None
         if not items:
@@ -364,9 +354,7 @@ class BuiltinVariable(ConstantCallableVariable):
         if args and isinstance(args[0], TensorVariable):
             return args[0].call_method(tx, f"__{name}__", [], {})
         if len(args) == 1 and isinstance(args[0], SymNodeVariable):
-            if args[0].python_type() is (int if name == "int" else float):
-                return args[0]
-            return graph_call(tx, "call_function", torch.sym_int if name == "int" else torch.sym_float, list(args), {})
+            return convert_scalar(tx, args[0], int if name == "int" else float)
         return None
 
     def _call_str(self, tx: Tx, *args: VT) -> VT | None:
@@ -383,137 +371,31 @@ class BuiltinVariable(ConstantCallableVariable):
         return None
 
 
-def apply_operator(tx: Tx, op: Any, args: Sequence[VT]) -> VT | None:
-    """``op(*args)`` for a Python operator, resolved by the operands' kinds; None
-    when none of them answers (a graph break follows).
-
-    First an operand whose kind takes every operation over (ndarrays, then
-    dispatching tensor subclasses, then data pointers: ``override_rank``);
-    then operands all known now are computed now; then CPython's order:
-    ``unary_op``, or :func:`binary_operation`.
-    """
-    if op in CONCAT_TO_BINARY and len(args) == 2 and issubclass(args[0].python_type(), (list, tuple, collections.deque)):
-        op = CONCAT_TO_BINARY[op]
-    for operand in sorted((a for a in args if a.override_rank), key=lambda a: -a.override_rank):
-        result = operand.operator_override(tx, op, args)
-        if result is not NotImplemented:
-            return result
-    if op not in TENSOR_OPERATORS:
-        return None
-    if all(a.is_python_constant() for a in args):
-        result = fold(tx, op, args, {})
-        if result is not None:
-            return result
-    if len(args) == 1:
-        result = args[0].unary_op(tx, op)
-        return None if result is NotImplemented else result
-    return binary_operation(tx, op, *args) if len(args) == 2 else None
-
-
-def binary_operation(tx: Tx, op: Any, a: VT, b: VT) -> VT | None:
-    """``a op b`` in CPython's order: for ``a op= b``, ``a``'s in-place rule
-    (``inplace_op``: a result, None for a graph break, or NotImplemented to go
-    on with the binary operator); then ``a.binary_op``, then
-    ``b.reflected_binary_op``; a subscript no kind claims is ``a.__getitem__(b)``;
-    ``==``/``!=`` that no kind claims compare identities where the types do."""
-    if op in INPLACE_TO_BINARY:
-        result = a.inplace_op(tx, op, b)
-        if result is not NotImplemented:
-            return result
-        op = INPLACE_TO_BINARY[op]
-    result = a.binary_op(tx, op, b)
-    if result is NotImplemented:
-        result = b.reflected_binary_op(tx, op, a)
-    if result is NotImplemented and op is operator.getitem:
-        return a.call_method(tx, "__getitem__", [b], {})
-    if result is NotImplemented and op in (operator.eq, operator.ne):
-        same = tx.same_object(a, b)
-        if same is not None and (same or _identity_eq(a) and _identity_eq(b)):
-            return ConstantVariable(same if op is operator.eq else not same)
-    return None if result is NotImplemented else result
-
-
-def _protocol(tx: Tx, fn: Any, args: Sequence[VT]) -> VT | None:
-    """``x in c``, ``a is b``, ``not x``, ``operator.truth(x)``."""
-    if fn is operator.contains and len(args) == 2:
-        container, item = args
-        result = container.contains_op(tx, item)
-        if result is not NotImplemented:
-            return result
-        if not container.has_unpack_var_sequence(tx):
-            return None
-        for element in container.unpack_var_sequence(tx):  # no __contains__: CPython iterates
-            if tx.same_object(element, item) or tx.call_builtin(operator.eq, [element, item]).truthy(tx):
-                return ConstantVariable(True)
-        return ConstantVariable(False)
-    if fn in (operator.is_, operator.is_not) and len(args) == 2:
-        same = tx.same_object(*args)
-        return None if same is None else ConstantVariable(same if fn is operator.is_ else not same)
-    if fn in ROUNDING_DUNDERS and len(args) == 1 and hasattr(args[0], "rounding_op"):  # a user object's __ceil__
-        result = args[0].rounding_op(tx, fn)
-        return None if result is NotImplemented else result
-    if fn in (operator.not_, operator.truth) and len(args) == 1:
-        truth = args[0].truthy(tx)
-        return ConstantVariable(truth if fn is operator.truth else not truth)
-    return None
-
-
-def fold(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
-    """Evaluate ``fn(*args, **kwargs)`` on the arguments' constant values now.
-
-    A mutable argument (list, dict, set) is folded as a *copy*; a result
-    that is itself a mutable object may be (part of) that argument, whose
-    identity the copy lost, so such folds return None (not folded).
-    """
-    values = [a.as_python_constant() for a in args]
-    kw = {k: v.as_python_constant() for k, v in kwargs.items()}
-    if any(_runs_user_code(v) for v in (*values, *kw.values())):
-        return None  # calling it now would run user code at trace time only
-    try:
-        result = fn(*values, **kw)
-    except Exception as e:  # the eager program raises the same error natively
-        raise_traced_from(e)
-    if any(a.mutable for a in (*args, *kwargs.values())) and not is_constant_value(result):
-        return None
-    if isinstance(result, (map, filter, zip, enumerate, reversed, type(iter([])), type(iter(())))):
-        return ListIteratorVariable([tx.wrap_const(v) for v in result])
-    return tx.wrap_const(result)
-
-
-def bound_to_constant(fn: Any) -> bool:
-    """Whether ``fn`` is a builtin method of an immutable constant
-    (``"a,b".split``, ``keyword.iskeyword``, a frozenset's ``__contains__``):
-    pure, so folded on constant arguments."""
-    owner = getattr(fn, "__self__", None)
-    if not isinstance(fn, types.BuiltinMethodType) or owner is None or isinstance(owner, types.ModuleType):
-        return False
-    if type(owner) is frozenset:
-        return all(is_constant_value(v) for v in owner)
-    return is_constant_value(owner)
-
-
-def _foldable(vt: VT) -> bool:
-    return vt.is_python_constant() or vt.specializable
-
-
-def _runs_user_code(value: Any) -> bool:
-    """Whether passing ``value`` to a builtin may call Python code of the user
-    (a key function, a callable object...)."""
-    if isinstance(value, (types.FunctionType, types.MethodType, functools.partial)):
-        return True
-    return callable(value) and not isinstance(value, (type, types.BuiltinFunctionType, types.BuiltinMethodType))
-
-
-def _identity_eq(vt: VT) -> bool:
-    """Whether ``==`` on this kind of value defaults to identity."""
-    from_type = vt.python_type()
-    return from_type.__eq__ is object.__eq__
-
-
 def _instances_are_callable(cls: type) -> bool:
     """``callable(x)`` for any ``x`` of type ``cls``: whether the class (not its
     metaclass) defines ``__call__``."""
     return any("__call__" in vars(klass) for klass in cls.__mro__)
+
+
+#: folded results that are iterators: iterated now, over constants
+_FOLDED_ITERATORS = (map, filter, zip, enumerate, reversed, type(iter([])), type(iter(())))
+
+
+def _fold(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
+    """A builtin call folded on constants (:func:`~bytegraph.variables.operators.evaluate`);
+    an iterator it returns is read whole, as an iterator over its constant items."""
+    result = evaluate(fn, args, kwargs)
+    if result is NOT_FOLDED:
+        return None
+    if isinstance(result, _FOLDED_ITERATORS):
+        return ListIteratorVariable([wrap_const(tx, v) for v in result])
+    return wrap_const(tx, result)
+
+
+def call_builtin(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT] | None = None) -> VT:
+    """``fn(*args, **kwargs)`` for a builtin or ``operator`` function: what the
+    bytecode's operators (``BINARY_OP``, ``COMPARE_OP``, ``CONTAINS_OP``...) do."""
+    return BuiltinVariable(fn).call_function(tx, list(args), kwargs or {})
 
 
 _HANDLED = {
@@ -546,11 +428,11 @@ class OperatorGetterVariable(VariableTracker):
             name = self.args[0].as_python_constant()
             return obj.var_getattr(tx, name).call_function(tx, self.args[1:], self.kwargs)
         results = [self._one(tx, obj, key) for key in self.args]
-        return results[0] if len(results) == 1 else tx.make_tuple(results)
+        return results[0] if len(results) == 1 else TupleVariable(results)
 
     def _one(self, tx: Tx, obj: VT, key: VT) -> VT:
         if self.kind is operator.itemgetter:
-            return tx.call_builtin(operator.getitem, [obj, key])
+            return call_operator(tx, operator.getitem, [obj, key])
         for part in key.as_python_constant().split("."):
             obj = obj.var_getattr(tx, part)
         return obj

@@ -28,7 +28,7 @@ from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.objects.user_objects import NewObjectVariable, UserDefinedObjectVariable
 
 if TYPE_CHECKING:
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 

@@ -16,7 +16,7 @@ from bytegraph.variables.constant import ConstantVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -61,7 +61,7 @@ class DeferredCallVariable(VariableTracker):
         traced = tuple(
             (frame.filename, frame.lineno, frame.name, t.f_globals) for t in tx.user_frames() for frame in [t.frame_summary()]
         )
-        pieces_above = tx.root().runtime.resume_depth(tx.root().code)
+        pieces_above = tx.resume_depth()
         try:
             if self.logger is None:
                 replay, call = self._bind_warning(tx, traced, values, options)

@@ -54,9 +54,10 @@ from bytegraph.variables.tensors.graph_calls import graph_call
 from bytegraph.variables.tensors.symbolic import SymNodeVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
 
+from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -151,7 +152,7 @@ class TransformedFunctionVariable(VariableTracker):
         if len(dims) != len(args) or not all(d is None or isinstance(d, int) for d in dims):
             _break("vmap", "Only in_dims of ints and None, one per argument, are traced.")
         return [a if d is None or not isinstance(a, TensorVariable)
-                else a.call_method(tx, "select", [tx.wrap_const(d), tx.wrap_const(0)], {})
+                else a.call_method(tx, "select", [wrap_const(tx, d), wrap_const(tx, 0)], {})
                 for a, d in zip(args, dims)]
 
     def _check_pure(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> bool:
@@ -213,7 +214,7 @@ class TransformedFunctionVariable(VariableTracker):
             for node in reversed([n for n in graph.nodes if n not in existing]):
                 graph.erase_node(node)
             del pending[unbacked:]
-            output.__dict__.update(saved)
+            output.restore_trace_state(saved)
             output.side_effects = effects
         if reason is not None:
             _break(name, reason)

@@ -22,9 +22,11 @@ from bytegraph.variables.constant import (
 )
 from bytegraph.variables.containers.dicts import DictVariable
 
+from bytegraph.variables.containers.sequences import TupleVariable
+from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -97,9 +99,9 @@ class UserFunctionVariable(ConstantCallableVariable):
     def get_defaults(self, tx: Tx) -> tuple[list[VT], dict[str, VT]]:
         """Positional defaults and keyword-only defaults, as VTs."""
         base = self.fn_source()
-        defaults = [tx.wrap(value, GetItemSource(AttrSource(base, "__defaults__"), i))
+        defaults = [wrap(tx, value, GetItemSource(AttrSource(base, "__defaults__"), i))
                     for i, value in enumerate(self.fn.__defaults__ or ())]
-        kwdefaults = {name: tx.wrap(value, GetItemSource(AttrSource(base, "__kwdefaults__"), name))
+        kwdefaults = {name: wrap(tx, value, GetItemSource(AttrSource(base, "__kwdefaults__"), name))
                       for name, value in (self.fn.__kwdefaults__ or {}).items()}
         return defaults, kwdefaults
 
@@ -118,27 +120,27 @@ class UserFunctionVariable(ConstantCallableVariable):
                 hint="Assign the variable before calling the function.",
             )
         src = AttrSource(GetItemSource(AttrSource(self.fn_source(), "__closure__"), index), "cell_contents")
-        return tx.wrap(contents, src)
+        return wrap(tx, contents, src)
 
     # VariableTracker ---------------------------------------------------------
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if self.fn in FOLDABLE_LIBRARY_FUNCTIONS:
             values = [_fold_argument(self.fn, a) for a in (*args, *kwargs.values())]
             if all(v is not _NOT_CONSTANT for v in values):
-                return tx.wrap_const(self.fn(*values[:len(args)], **dict(zip(kwargs, values[len(args):]))))
+                return wrap_const(tx, self.fn(*values[:len(args)], **dict(zip(kwargs, values[len(args):]))))
         return tx.inline_call(self, args, kwargs)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
         if name in ("__name__", "__qualname__", "__module__", "__doc__", "__code__"):
             return ConstantVariable(getattr(self.fn, name))
         if name == "__type_params__" and hasattr(self.fn, name):  # from 3.12 (functools.wraps copies it)
-            return tx.wrap_const(self.fn.__type_params__)
+            return wrap_const(tx, self.fn.__type_params__)
         if name in ("__defaults__", "__kwdefaults__", "__annotations__", "__dict__"):
-            return tx.wrap(getattr(self.fn, name), AttrSource(self.fn_source(), name))
+            return wrap(tx, getattr(self.fn, name), AttrSource(self.fn_source(), name))
         if name in self.fn.__dict__:
-            return tx.wrap(self.fn.__dict__[name], AttrSource(self.fn_source(), name))
+            return wrap(tx, self.fn.__dict__[name], AttrSource(self.fn_source(), name))
         if name == "__wrapped__":
-            return tx.wrap_const(getattr(self.fn, name))
+            return wrap_const(tx, getattr(self.fn, name))
         if not hasattr(self.fn, name):  # eager's AttributeError, until the function's __dict__ gains the name
             tx.output.guards.add(DictContains(AttrSource(self.fn_source(), "__dict__"), name, False))
             raise_function_attribute_error(name)
@@ -271,7 +273,7 @@ class NestedUserFunctionVariable(VariableTracker):
         return None
 
     def get_defaults(self, tx: Tx) -> tuple[list[VT], dict[str, VT]]:
-        defaults = tx.unpack(self.defaults) if self.defaults is not None else []
+        defaults = self.defaults.unpack_var_sequence(tx) if self.defaults is not None else []
         kwdefaults: dict[str, VT] = {}
         if self.kwdefaults is not None:
             for key, value in self.kwdefaults.items.values():
@@ -383,7 +385,7 @@ class PartialVariable(VariableTracker):
         if name == "func":
             return self.func
         if name == "args":
-            return tx.make_tuple(self.args)
+            return TupleVariable(self.args)
         return super().var_getattr(tx, name)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
@@ -427,7 +429,7 @@ class WrappedFunctionVariable(ConstantCallableVariable):
             return self.inner
         if name in (*functools.WRAPPER_ASSIGNMENTS, "__dict__"):
             value = getattr_or_raise(self.fn, name)
-            return tx.wrap(value, AttrSource(self.source, name)) if self.source is not None else tx.wrap_const(value)
+            return wrap(tx, value, AttrSource(self.source, name)) if self.source is not None else wrap_const(tx, value)
         return super().var_getattr(tx, name)
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
@@ -450,7 +452,7 @@ class WrappedFunctionVariable(ConstantCallableVariable):
                                                   f"cache of {self.fn.__qualname__}"))
             if is_constant_value(result):
                 return ConstantVariable(result)
-            return tx.wrap(result, ConstSource(result, f"{self.fn.__qualname__}(...)"))
+            return wrap(tx, result, ConstSource(result, f"{self.fn.__qualname__}(...)"))
         unimplemented(
             gb_type="lru_cache call",
             context=f"{self.fn.__qualname__} called with arguments known only when the graph runs"

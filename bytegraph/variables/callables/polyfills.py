@@ -30,13 +30,14 @@ import torch.fx
 
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
-from bytegraph.translator import recursion
+from bytegraph import recursion
 from bytegraph.variables.tensors import numpy_ops as npops
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import raise_traced_from
 
+from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 
 def reduce(function: Callable, iterable: Any, *initial: Any) -> Any:
@@ -216,7 +217,7 @@ class EvaluatedCallVariable(ConstantCallableVariable):
         if state is not None:
             getter = functools.partial(self.fn, *values, **keywords) if values or keywords else self.fn
             tx.output.guards.add(GlobalStateMatch(None, getter, result, state))
-        return tx.wrap_const(result)
+        return wrap_const(tx, result)
 
     def __repr__(self) -> str:
         return f"EvaluatedCallVariable({self.fn.__qualname__})"

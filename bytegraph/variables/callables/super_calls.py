@@ -20,8 +20,10 @@ from bytegraph.variables.objects.user_objects import (
 )
 from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
 
+from bytegraph.variables.tensors.subclass import torch_tensor_attr
+from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -53,7 +55,7 @@ class SuperVariable(VariableTracker):
                 hint="Check the attribute name.",
             )
         if klass in _TORCH_TENSOR_CLASSES:  # super() inside a tensor subclass: torch's own implementation
-            return tx.torch_tensor_attr(self.obj, name)
+            return torch_tensor_attr(tx, self.obj, name)
         if klass.__module__ == "builtins" or klass is collections.OrderedDict:
             if isinstance(self.obj, UserDefinedObjectVariable):
                 return SlotMethodVariable(klass, name, self.obj)
@@ -73,13 +75,13 @@ class SuperVariable(VariableTracker):
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
             return UserMethodVariable(attr.__func__, self.obj)
         if isinstance(attr, staticmethod):
-            return tx.wrap_const(attr.__func__)
+            return wrap_const(tx, attr.__func__)
         if isinstance(attr, types.FunctionType):
             return UserFunctionVariable(attr)
         if attr is object.__new__ or attr is tuple.__new__ or attr is list.__new__:
             return SlotMethodVariable(attr.__self__, "__new__", None)
         if isinstance(attr, types.BuiltinFunctionType):  # e.g. torch.Tensor.__new__
-            return tx.wrap_const(attr)
+            return wrap_const(tx, attr)
         unimplemented(
             gb_type="unsupported descriptor",
             context=f"super().{name} on class {self.obj.value.__qualname__} ({type(attr).__name__})",

@@ -54,9 +54,10 @@ from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.torch_state.contexts import STATE_CONTEXTS, create_state_context
 from bytegraph.variables.torch_state.dispatch_disabled import SubclassDispatchDisabledVariable
 
+from bytegraph.variables.tx import as_subclass, dispatch_torch_function, make_tensor_subclass, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -243,7 +244,7 @@ class TorchFunctionVariable(ConstantCallableVariable):
     """A callable from the torch package (see module docstring)."""
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
-        return tx.wrap_const(getattr_or_raise(self.fn, name))
+        return wrap_const(tx, getattr_or_raise(self.fn, name))
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         fn = self.fn
@@ -256,11 +257,11 @@ class TorchFunctionVariable(ConstantCallableVariable):
             tx.output.guards.add(GlobalStateMatch(None, getter, value, state))
             if fn is torch._C._is_torch_function_enabled and tx.output.subclass_dispatch_disabled:
                 return ConstantVariable(False)  # inside DisableTorchFunctionSubclass in the trace
-            return tx.wrap_const(value)
+            return wrap_const(tx, value)
         if is_compiling_query(fn):
             return ConstantVariable(True)
         if fn in HAS_TORCH_FUNCTION:
-            values = tx.unpack(args[0]) if fn is torch._C._has_torch_function else list(args)
+            values = args[0].unpack_var_sequence(tx) if fn is torch._C._has_torch_function else list(args)
             return ConstantVariable(any(dispatches(tx, v) for v in values))
         if isinstance(fn, type) and issubclass(fn, STATE_CONTEXTS):
             return create_state_context(tx, fn, args, kwargs)
@@ -275,9 +276,9 @@ class TorchFunctionVariable(ConstantCallableVariable):
         if any(isinstance(a, NumpyNdarrayVariable) for a in (*args, *kwargs.values())):
             return ndarray_to_tensor(tx, fn, args, kwargs)
         if fn is torch._C.TensorBase._make_subclass:
-            return tx.make_tensor_subclass(args, kwargs)
+            return make_tensor_subclass(tx, args, kwargs)
         if fn is torch._C.TensorBase.__new__ and len(args) == 2 and not kwargs and isinstance(args[1], TensorVariable):
-            return tx.as_subclass(args[1], args[0])  # Tensor.__new__(cls, t): an alias of t, as cls
+            return as_subclass(tx, args[1], args[0])  # Tensor.__new__(cls, t): an alias of t, as cls
         op = registered_op(fn)
         if op is not None:
             return call_registered_op(tx, op, args, kwargs)
@@ -285,11 +286,11 @@ class TorchFunctionVariable(ConstantCallableVariable):
         if scalars is not None:  # torch.full(size, t): t.item() where eager reads it
             args, kwargs = scalars
         if is_torch_op(fn) and overloaded_args(tx, [*args, *kwargs.values()]):
-            return tx.dispatch_torch_function(self, args, kwargs)
+            return dispatch_torch_function(tx, self, args, kwargs)
         if fn in RUNTIME_CHECKS:
             return runtime_check(tx, fn, args, kwargs)
         if fn is torch.Size and len(args) == 1 and not kwargs:
-            return SizeVariable(tx.unpack(args[0]))
+            return SizeVariable(args[0].unpack_var_sequence(tx))
         if fn in PACKED_RNN_OPS and len(args) > 1 and isinstance(args[1], TensorVariable) and (
             args[1].example.dtype == torch.int64 and args[1].example.dim() == 1
         ):
@@ -306,10 +307,10 @@ class TorchFunctionVariable(ConstantCallableVariable):
         if fn in PURE_HELPERS and constant_args:
             values = [a.as_python_constant() for a in args]
             kw = {k: v.as_python_constant() for k, v in kwargs.items()}
-            return tx.wrap_const(fn(*values, **kw))
+            return wrap_const(tx, fn(*values, **kw))
         if fn in DATA_CONSTRUCTORS and args and args[0].is_python_constant() and type(
                 args[0].as_python_constant()) is range:  # torch.tensor(range(n)): the same data as a list, which FX writes
-            args = [tx.wrap_const(list(args[0].as_python_constant())), *args[1:]]
+            args = [wrap_const(tx, list(args[0].as_python_constant())), *args[1:]]
         if is_torch_op(fn) or fn in PURE_HELPERS:
             return graph_call(tx, "call_function", fn, args, kwargs)
         unimplemented(

@@ -24,9 +24,11 @@ from bytegraph.variables.base import VariableTracker, bad_method, call_method_ha
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 
+from bytegraph.variables.operators import call_operator
+from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -226,12 +228,12 @@ class DictVariable(DictOperators):
                 tx, "keys"):
             keys = other.var_getattr(tx, "keys").call_function(tx, [], {})
             for_each_item(tx, keys, lambda key: self.store(
-                tx, key, tx.call_builtin(operator.getitem, [other, key])))
+                tx, key, call_operator(tx, operator.getitem, [other, key])))
             return
         count = itertools.count()
 
         def store_pair(pair: VT) -> None:
-            items = tx.unpack(pair)
+            items = pair.unpack_var_sequence(tx)
             n = next(count)
             if len(items) != 2:
                 raise_traced(ValueError, f"dictionary update sequence element #{n} has length {len(items)}; "
@@ -349,15 +351,15 @@ class LazyDictVariable(DictOperators):
             for index, (key, value) in enumerate(self.value.items()):
                 vt = self._read.get(key)
                 if vt is None:
-                    vt = tx.wrap(value, GetItemSource(self.source, key))
+                    vt = wrap(tx, value, GetItemSource(self.source, key))
                 if compared_by_value(key):
-                    items[key] = (tx.wrap_const(key), vt)
+                    items[key] = (wrap_const(tx, key), vt)
                 else:  # an object key (a tensor, a module): read as ``list(d)[index]``, found by identity
-                    key_vt = tx.wrap(key, GetItemSource(ConvertSource(self.source, list, "list"), index))
+                    key_vt = wrap(tx, key, GetItemSource(ConvertSource(self.source, list, "list"), index))
                     items[DictVariable.key_of(tx, key_vt)] = (key_vt, vt)
             factory = None
             if isinstance(self.value, collections.defaultdict):  # its factory, read (and guarded) through the source
-                factory = tx.wrap(self.value.default_factory, AttrSource(self.source, "default_factory"))
+                factory = wrap(tx, self.value.default_factory, AttrSource(self.source, "default_factory"))
             self.full = self.holding(items, factory)
         return self.full
 
@@ -377,7 +379,7 @@ class LazyDictVariable(DictOperators):
         if not present:
             return None
         if hkey not in self._read:
-            self._read[hkey] = tx.wrap(self.value[hkey], GetItemSource(self.source, hkey))
+            self._read[hkey] = wrap(tx, self.value[hkey], GetItemSource(self.source, hkey))
         return self._read[hkey]
 
     def _length(self, tx: Tx) -> int:
@@ -463,6 +465,13 @@ class BaseDictItems(DictVariable):
                 codegen.load_local(arg)
             codegen.call(1 + len(args))
             codegen.emit("POP_TOP")
+
+
+def dict_of(tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> DictVariable:
+    """``dict(*args, **kwargs)``: a new dict, filled as ``dict.update`` fills one."""
+    result = DictVariable({})
+    result.call_method(tx, "update", list(args), kwargs)
+    return result
 
 
 def as_dict(tx: Tx, vt: VT) -> DictVariable | None:

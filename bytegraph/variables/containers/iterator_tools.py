@@ -27,9 +27,10 @@ from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers.iterators import IteratorVariable, ListIteratorVariable, iterator_state, state_sources
 from bytegraph.variables.containers.sequences import TupleVariable
 
+from bytegraph.variables.operators import call_operator
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -72,7 +73,7 @@ class CountIteratorVariable(IteratorVariable):
     def next_item(self, tx: Tx) -> VT | None:
         item = self.current
         if self.step is not None:
-            self.current = tx.call_builtin(operator.add, [self.current, self.step])
+            self.current = call_operator(tx, operator.add, [self.current, self.step])
         return item
 
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
@@ -106,7 +107,7 @@ class ItertoolsFunctionVariable(ConstantCallableVariable):
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         fn = self.fn
         if fn == itertools.chain.from_iterable and len(args) == 1 and not kwargs:  # a new bound method each read
-            return ListIteratorVariable([item for part in tx.unpack(args[0]) for item in tx.unpack(part)])
+            return ListIteratorVariable([item for part in args[0].unpack_var_sequence(tx) for item in part.unpack_var_sequence(tx)])
         if fn is itertools.count:
             start = args[0] if args else kwargs.get("start", ConstantVariable(0))
             step = args[1] if len(args) > 1 else kwargs.get("step", ConstantVariable(1))
@@ -131,7 +132,7 @@ class ItertoolsFunctionVariable(ConstantCallableVariable):
     def _rearrange(self, tx: Tx, positions: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         iterable = set(range(len(args))) if positions == "all" else set(positions)
         truth = BY_TRUTH.get(self.fn, ())
-        real_args = [tx.unpack(a) if i in iterable else a.as_python_constant() for i, a in enumerate(args)]
+        real_args = [a.unpack_var_sequence(tx) if i in iterable else a.as_python_constant() for i, a in enumerate(args)]
         for i in truth:
             if i < len(real_args):
                 real_args[i] = [item.truthy(tx) for item in real_args[i]]
@@ -144,11 +145,11 @@ class ItertoolsFunctionVariable(ConstantCallableVariable):
         func = kwargs.get("func")
         initial = kwargs.get("initial")
         out: list[VT] = [] if initial is None else [initial]
-        for item in tx.unpack(iterable):
+        for item in iterable.unpack_var_sequence(tx):
             if not out:
                 out.append(item)
             elif func is None or (func.is_python_constant() and func.as_python_constant() is None):
-                out.append(tx.call_builtin(operator.add, [out[-1], item]))
+                out.append(call_operator(tx, operator.add, [out[-1], item]))
             else:
                 out.append(func.call_function(tx, [out[-1], item], {}))
         return ListIteratorVariable(out)

@@ -18,7 +18,7 @@ from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
     from bytegraph.variables.containers.dicts import DictVariable
     from bytegraph.variables.containers.sets import SetVariable
 

@@ -17,9 +17,10 @@ from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.sequences import TupleVariable
 
+from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -148,9 +149,9 @@ class NamedTupleVariable(TupleVariable):
         if isinstance(attr, types.FunctionType):
             return UserMethodVariable(attr, self)
         if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
-            return tx.wrap_const(attr.__func__)
+            return wrap_const(tx, attr.__func__)
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
-            return UserMethodVariable(attr.__func__, tx.wrap_const(self.tuple_cls))
+            return UserMethodVariable(attr.__func__, wrap_const(tx, self.tuple_cls))
         return None
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:

@@ -23,9 +23,11 @@ from bytegraph.variables.containers import iterators
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 
+from bytegraph.variables.operators import call_operator
+from bytegraph.variables import tx as protocol
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -71,7 +73,7 @@ class BaseSequenceVariable(VariableTracker):
             equal = issubclass(self.python_type(), tuple) == issubclass(other.python_type(), tuple) and len(
                 self.items
             ) == len(other.items) and all(  # the same object equals itself unasked (PyObject_RichCompareBool)
-                tx.same_object(x, y) or tx.call_builtin(operator.eq, [x, y]).truthy(tx)
+                tx.same_object(x, y) or call_operator(tx, operator.eq, [x, y]).truthy(tx)
                 for x, y in zip(self.items, other.items)
             )
             return ConstantVariable(equal if op is operator.eq else not equal)
@@ -120,7 +122,7 @@ class BaseSequenceVariable(VariableTracker):
         if name == "__len__" and not args:
             return ConstantVariable(len(self.items))
         if name == "__contains__" and len(args) == 1:
-            return tx.call_builtin(operator.contains, [self, args[0]])
+            return call_operator(tx, operator.contains, [self, args[0]])
         if name in ("index", "count") and args and not kwargs:
             consts = [i.as_python_constant() for i in self.items]
             return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
@@ -149,6 +151,9 @@ class TupleVariable(BaseSequenceVariable):
         codegen.emit("BUILD_TUPLE", len(self.items))
 
 
+protocol.make_tuple.provide(TupleVariable)
+
+
 class SizeVariable(TupleVariable):
     """``torch.Size``: a tuple of ints (constants or symbolic sizes)."""
 
@@ -171,7 +176,7 @@ class SizeVariable(TupleVariable):
         if name == "numel" and not args:
             result: VT = ConstantVariable(1)
             for item in self.items:
-                result = tx.call_builtin(operator.mul, [result, item])
+                result = call_operator(tx, operator.mul, [result, item])
             return result
         return super().call_method(tx, name, args, kwargs)
 
@@ -247,7 +252,7 @@ class ListVariable(BaseSequenceVariable):
     def method_dunder_setitem(self, tx: Tx, index: VT, value: VT) -> VT:
         idx = index.as_python_constant()
         if isinstance(idx, slice):
-            self.items[idx] = tx.unpack(value)
+            self.items[idx] = value.unpack_var_sequence(tx)
         else:
             self.items[idx] = value
         return ConstantVariable(None)
@@ -258,7 +263,7 @@ class ListVariable(BaseSequenceVariable):
 
     def method_remove(self, tx: Tx, value: VT) -> VT:
         for n, item in enumerate(self.items):
-            if tx.call_builtin(operator.eq, [item, value]).truthy(tx):
+            if call_operator(tx, operator.eq, [item, value]).truthy(tx):
                 del self.items[n]
                 return ConstantVariable(None)
         raise_traced(ValueError, self.not_found(value))
@@ -269,7 +274,7 @@ class ListVariable(BaseSequenceVariable):
     def method_sort(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
         key = kwargs.get("key", ConstantVariable(None))
         reverse = kwargs.get("reverse", ConstantVariable(False)).as_python_constant()
-        self.items[:] = tx.sort_items(self.items, key, reverse)
+        self.items[:] = sort_items(tx, self.items, key, reverse)
         return ConstantVariable(None)
 
     def not_found(self, value: VT) -> str:
@@ -295,6 +300,14 @@ class ListVariable(BaseSequenceVariable):
         codegen.emit("STORE_SUBSCR")
 
 
+def sort_items(tx: Tx, items: list[VT], key: VT, reverse: bool) -> list[VT]:
+    """``sorted(items, key=key, reverse=reverse)`` when the keys are constants."""
+    use_key = not (key.is_python_constant() and key.as_python_constant() is None)
+    keys = [(key.call_function(tx, [i], {}) if use_key else i).as_python_constant() for i in items]
+    order = sorted(range(len(items)), key=lambda n: keys[n], reverse=reverse)
+    return [items[n] for n in order]
+
+
 def for_each_item(tx: Tx, iterable: VT, add: Callable[[VT], Any]) -> None:
     """Feed ``iterable``'s items to ``add`` as ``list.extend``/``deque.extend`` take
     them (``Objects/listobject.c``: ``list_extend``): a list or tuple, the
@@ -302,7 +315,7 @@ def for_each_item(tx: Tx, iterable: VT, add: Callable[[VT], Any]) -> None:
     a time, so a lazy iterator (``map``, a generator) whose code reads the
     container being filled sees the items added before it."""
     if isinstance(iterable, (ListVariable, TupleVariable)):
-        for item in tx.unpack(iterable):
+        for item in iterable.unpack_var_sequence(tx):
             add(item)
         return
     iterator = tx.get_iter(iterable)

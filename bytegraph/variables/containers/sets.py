@@ -27,9 +27,10 @@ from bytegraph.variables.constant import ConstantVariable, raise_traced_from
 from bytegraph.variables.containers.dicts import DictVariable, DictViewVariable, IdentityKey, apply_by_clear_update
 from bytegraph.variables.containers.iterators import SetIteratorVariable
 
+from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -71,7 +72,7 @@ class _Keys:
             return iterable.values
         if isinstance(iterable, DictViewVariable) and iterable.is_python_constant():
             return iterable.as_python_constant()
-        return [self.key(tx, item) for item in tx.unpack(iterable)]
+        return [self.key(tx, item) for item in iterable.unpack_var_sequence(tx)]
 
     def vt(self, key: Any) -> VT:
         return self.objects[key] if isinstance(key, IdentityKey) else ConstantVariable(key)
@@ -114,7 +115,7 @@ def _on_keys(name: str) -> Callable[..., VT]:
             return keys.new_set(result)
         if isinstance(result, IdentityKey):
             return keys.vt(result)
-        return tx.wrap_const(result)
+        return wrap_const(tx, result)
 
     handler.__name__ = handler_name("method_", name)
     return handler

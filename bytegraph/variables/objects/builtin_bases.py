@@ -34,9 +34,11 @@ from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.operators import BINARY_DUNDERS, INPLACE_TO_BINARY, PythonDunderOperators
 from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 
+from bytegraph.variables.operators import call_operator
+from bytegraph.variables.tx import wrap
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -84,7 +86,7 @@ def read_storage(tx: Tx, obj: Any, source: Any) -> VT:
     copied = ConvertSource(source, copy, label)
     items = copy(obj)
     tx.output.guards.add(LenMatch(copied, base, len(items)))
-    wrapped = [tx.wrap(item, GetItemSource(copied, i)) for i, item in enumerate(items)]
+    wrapped = [wrap(tx, item, GetItemSource(copied, i)) for i, item in enumerate(items)]
     return BaseListView(wrapped, copied, source) if base is list else TupleVariable(wrapped)
 
 
@@ -136,7 +138,7 @@ def binary_op(tx: Tx, op: Any, obj: Any, other: VT, reflected: bool) -> Any:
     if op in (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge) and (
             not issubclass(theirs.python_type(), container_base(obj.python_type()))):
         return NotImplemented  # tuples compare with tuples only, lists with lists, dicts with dicts
-    return tx.call_builtin(op, [theirs, mine] if reflected else [mine, theirs])
+    return call_operator(tx, op, [theirs, mine] if reflected else [mine, theirs])
 
 
 class BaseTypeOperators(PythonDunderOperators):
@@ -171,7 +173,7 @@ class BaseTypeOperators(PythonDunderOperators):
 
     def contains_op(self, tx: Tx, item: VT) -> Any:
         if leaves_to_base(self, tx, "__contains__"):
-            return tx.call_builtin(operator.contains, [storage(tx, self), item])
+            return call_operator(tx, operator.contains, [storage(tx, self), item])
         return super().contains_op(tx, item)
 
 

@@ -13,7 +13,7 @@ from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
 
 if TYPE_CHECKING:
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 _MISSING = object()

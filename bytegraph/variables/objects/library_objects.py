@@ -16,9 +16,10 @@ from bytegraph.guards.source import AttrSource, ConvertSource, WeakRefCallSource
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
 
+from bytegraph.variables.tx import wrap, wrap_attr, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -52,8 +53,8 @@ class OpaqueConstantVariable(VariableTracker):
             return method
         value = getattr_or_raise(self.value, name)
         if self.source is not None:
-            return tx.wrap(value, AttrSource(self.source, name))
-        return tx.wrap_const(value)
+            return wrap(tx, value, AttrSource(self.source, name))
+        return wrap_const(tx, value)
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         """``type.__dict__["__mro__"].__get__(cls)``: a descriptor of ``type`` read
@@ -64,12 +65,12 @@ class OpaqueConstantVariable(VariableTracker):
                 and type(desc) in (types.GetSetDescriptorType, types.MemberDescriptorType)
                 and desc.__objclass__ is type and len(args) == 1 and not kwargs and args[0].source is not None
                 and isinstance(cls := args[0].as_python_constant() if args[0].is_python_constant() else None, type)):
-            return tx.wrap(self.value(cls), ConvertSource(args[0].source, self.value, f"type.{desc.__name__}"))
+            return wrap(tx, self.value(cls), ConvertSource(args[0].source, self.value, f"type.{desc.__name__}"))
         if (type(desc) is types.MappingProxyType and getattr(self.value, "__name__", None) in _PROXY_READERS
                 and all(a.is_python_constant() for a in (*args, *kwargs.values()))):
             # a read of a constant mapping proxy (inspect.Signature.parameters.items()): nothing can write
             # through a proxy, so the answer is the constant the real call gives now
-            return tx.wrap_const(self.value(*[a.as_python_constant() for a in args],
+            return wrap_const(tx, self.value(*[a.as_python_constant() for a in args],
                                             **{k: v.as_python_constant() for k, v in kwargs.items()}))
         return super().call_function(tx, args, kwargs)
 
@@ -150,7 +151,7 @@ class WeakRefVariable(VariableTracker):
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if args or kwargs:
             return super().call_function(tx, args, kwargs)
-        return tx.wrap(self.ref(), WeakRefCallSource(self.source))
+        return wrap(tx, self.ref(), WeakRefCallSource(self.source))
 
 
 class PythonModuleVariable(VariableTracker):
@@ -197,8 +198,8 @@ class PythonModuleVariable(VariableTracker):
                 hint="Check the attribute name.",
             )
         if is_library_module(self.module) or self.source is None:
-            return tx.wrap_const(value)
-        return tx.wrap_attr(self, value, name)
+            return wrap_const(tx, value)
+        return wrap_attr(tx, self, value, name)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:

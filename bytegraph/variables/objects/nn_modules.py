@@ -30,9 +30,10 @@ from bytegraph.variables.callables.functions import UserMethodVariable
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_not_in_instance_dict
 from bytegraph.variables.objects.user_objects import bind_class_attribute, object_has_attr
 
+from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -87,10 +88,10 @@ class NNModuleVariable(VariableTracker):
         d = module.__dict__
         for holder in ("_parameters", "_buffers", "_modules"):
             if name in d.get(holder, ()):
-                return tx.wrap(d[holder][name], GetItemSource(AttrSource(self.source, holder), name))
+                return wrap(tx, d[holder][name], GetItemSource(AttrSource(self.source, holder), name))
         cls = type(module)
         if name == "__class__":
-            return tx.wrap_const(cls)
+            return wrap_const(tx, cls)
         attr = class_attribute(cls, name)
         if name in _LISTINGS and attr is getattr(torch.nn.Module, name):
             return BoundMethodVariable(self, name)
@@ -99,7 +100,7 @@ class NNModuleVariable(VariableTracker):
         if attr is not _MISSING and isinstance(attr, property):
             return bind_class_attribute(tx, self, cls, name, attr)
         if name in d:
-            return tx.wrap(d[name], AttrSource(self.source, name))
+            return wrap(tx, d[name], AttrSource(self.source, name))
         guard_not_in_instance_dict(tx, self, name)
         if attr is not _MISSING:
             return bind_class_attribute(tx, self, cls, name, attr)
@@ -126,7 +127,7 @@ class NNModuleVariable(VariableTracker):
                     context=f"property {cls.__qualname__}.{name} has no setter",
                     hint="Assign a property that has a setter.",
                 )
-            tx.wrap_const(attr.fset).call_function(tx, [self, value], {})
+            wrap_const(tx, attr.fset).call_function(tx, [self, value], {})
             return
         if cls.__setattr__ is not torch.nn.Module.__setattr__ or (
             attr is not _MISSING and inspect.isdatadescriptor(attr)
@@ -207,7 +208,7 @@ class NNModuleVariable(VariableTracker):
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
         container = _container_holder(self.value)
         if container is None:  # the class's own __iter__ (inlined), or a graph break
-            return tx.unpack(self.call_method(tx, "__iter__", [], {}))
+            return self.call_method(tx, "__iter__", [], {}).unpack_var_sequence(tx)
         keys = self.container_keys(tx)
         if isinstance(self.value, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
             return [ConstantVariable(k) for k in keys]
@@ -238,7 +239,7 @@ class NNModuleVariable(VariableTracker):
         holder = self.value.__dict__[container]
         if key not in holder:
             raise_traced(KeyError, key)
-        return tx.wrap(holder[key], GetItemSource(AttrSource(self.source, container), key))
+        return wrap(tx, holder[key], GetItemSource(AttrSource(self.source, container), key))
 
     def _listing(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         """``parameters()``, ``named_modules()``... as an iterator of guarded VTs;
@@ -250,7 +251,7 @@ class NNModuleVariable(VariableTracker):
         named = getattr(self.value, f"named_{kind}")
         items = []
         for path, obj in named(*values, **kw):
-            vt = tx.wrap(obj, self._path_source(path)) if path else self
+            vt = wrap(tx, obj, self._path_source(path)) if path else self
             items.append(TupleVariable([ConstantVariable(path), vt]) if name.startswith("named_") else vt)
         recurse = kw.get("recurse", True) if kind in ("parameters", "buffers") else kind == "modules"
         holders = {"parameters": ("_parameters",), "buffers": ("_buffers",)}.get(kind, ("_modules",))

@@ -24,7 +24,7 @@ from bytegraph.variables.callables.functions import UserMethodVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -141,7 +141,7 @@ class SpecialMethods:
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
         iterator = self.lazy_iterator(tx)
         if iterator is not None:
-            return tx.unpack(iterator)
+            return iterator.unpack_var_sequence(tx)
         if issubclass(self.python_type(), dict):
             return self.dict_storage(tx).unpack_var_sequence(tx)
         if builtin_bases.leaves_to_base(self, tx, "__iter__"):

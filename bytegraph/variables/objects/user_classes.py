@@ -25,9 +25,10 @@ from bytegraph.variables.constant import getattr_or_raise, raise_traced
 from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.callables.torch_functions import AutogradFunctionApplyVariable
 
+from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 #: methods of C types, and the type flag of classes made by a class statement
@@ -66,11 +67,11 @@ class UserDefinedClassVariable(VariableTracker):
         if attr is _MISSING:  # an attribute of the metaclass (``__name__``, ``__mro__``...), or none
             if not hasattr(self.value, name):
                 guard_class_lookup(tx, self.value, name, _MISSING)  # AttributeError until a class gains it
-            return tx.wrap_const(getattr_or_raise(self.value, name))
+            return wrap_const(tx, getattr_or_raise(self.value, name))
         if isinstance(attr, (staticmethod, classmethod)):
             guard_class_lookup(tx, self.value, name, attr)
         if isinstance(attr, staticmethod):
-            return tx.wrap_const(attr.__func__)
+            return wrap_const(tx, attr.__func__)
         if isinstance(attr, classmethod) and isinstance(attr.__func__, types.FunctionType):
             return UserMethodVariable(attr.__func__, self)
         if isinstance(attr, types.FunctionType):
@@ -80,7 +81,7 @@ class UserDefinedClassVariable(VariableTracker):
             return user_objects.SlotMethodVariable(self.value, name, None)  # ``list_iterator.__length_hint__(it)``
         src = AttrSource(self.source, name) if self.source else None
         value = getattr_or_raise(self.value, name)
-        return tx.wrap(value, src) if src else tx.wrap_const(value)
+        return wrap(tx, value, src) if src else wrap_const(tx, value)
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         return tx.construct_object(self, args, kwargs)

@@ -41,9 +41,10 @@ from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, rai
 from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.callables.functions import PartialVariable, UserMethodVariable
 
+from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 #: library classes that list a ``__getattribute__`` of their own which is
@@ -110,11 +111,11 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
     if isinstance(attr, (types.FunctionType, staticmethod, classmethod, property)):
         guard_class_attribute(tx, owner, name, attr)
     if isinstance(attr, staticmethod):
-        return tx.wrap_const(attr.__func__)
+        return wrap_const(tx, attr.__func__)
     if isinstance(attr, classmethod):
-        return UserMethodVariable(attr.__func__, tx.wrap_const(cls)) if isinstance(
+        return UserMethodVariable(attr.__func__, wrap_const(tx, cls)) if isinstance(
             attr.__func__, types.FunctionType
-        ) else tx.wrap_const(getattr(cls, name))
+        ) else wrap_const(tx, getattr(cls, name))
     if isinstance(attr, types.FunctionType):
         # sourced as ``owner.name`` when that is this function (not under super()),
         # so its closure and defaults are read through guards
@@ -128,17 +129,17 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
                 hint="Read a property that has a getter.",
             )
         if isinstance(attr.fget, types.FunctionType):
-            return tx.wrap_const(attr.fget).call_function(tx, [owner], {})
+            return wrap_const(tx, attr.fget).call_function(tx, [owner], {})
         if owner.source is not None and not isinstance(attr.fget, functools.partial) and not isinstance(
                 class_attribute(type(attr.fget), "__call__"), types.FunctionType):
             # a getter in C (a pybind11 property's instancemethod): read natively, its value guarded
-            return tx.wrap(getattr_or_raise(owner_value(owner), name), AttrSource(owner.source, name))
+            return wrap(tx, getattr_or_raise(owner_value(owner), name), AttrSource(owner.source, name))
         # a partial or a callable object as getter: read through the property, so it is traced like any callable
-        fget = tx.wrap(attr.fget, AttrSource(ConstSource(attr, f"{cls.__qualname__}.{name}"), "fget"))
+        fget = wrap(tx, attr.fget, AttrSource(ConstSource(attr, f"{cls.__qualname__}.{name}"), "fget"))
         return fget.call_function(tx, [owner], {})
     if isinstance(attr, functools._lru_cache_wrapper):  # a cached function used as a method
         guard_class_attribute(tx, owner, name, attr)
-        return PartialVariable(tx.wrap_const(attr), [owner], {})
+        return PartialVariable(wrap_const(tx, attr), [owner], {})
     if isinstance(attr, types.MemberDescriptorType) and isinstance(owner, UserDefinedObjectVariable):  # __slots__
         return _slot_value(tx, owner, cls, name, attr)
     objclass = getattr(attr, "__objclass__", None)
@@ -153,7 +154,7 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
          types.ClassMethodDescriptorType, types.GetSetDescriptorType),
     )
     if builtin_method and owner.source is not None:
-        return tx.wrap(getattr(owner_value(owner), name), AttrSource(owner.source, name))
+        return wrap(tx, getattr(owner_value(owner), name), AttrSource(owner.source, name))
     if builtin_method or hasattr(type(attr), "__get__"):
         unimplemented(
             gb_type="unsupported descriptor",
@@ -161,9 +162,9 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
             explanation="bytegraph does not model this kind of class attribute.",
         )
     if owner.source is not None:
-        return tx.wrap(attr, AttrSource(AttrSource(owner.source, "__class__"), name))
+        return wrap(tx, attr, AttrSource(AttrSource(owner.source, "__class__"), name))
     guard_class_lookup(tx, cls, name, attr)  # an object made in the trace: its class still answers attr
-    return tx.wrap(attr, AttrSource(ConstSource(cls, cls.__qualname__), name))
+    return wrap(tx, attr, AttrSource(ConstSource(cls, cls.__qualname__), name))
 
 
 def _slot_value(tx: Tx, owner: UserDefinedObjectVariable, cls: type, name: str, slot: Any) -> VT:
@@ -178,7 +179,7 @@ def _slot_value(tx: Tx, owner: UserDefinedObjectVariable, cls: type, name: str, 
         value = slot.__get__(owner_value(owner), cls)
     except AttributeError as e:
         raise_traced_from(e)
-    return tx.wrap(value, AttrSource(owner.source, name)) if owner.source is not None else tx.wrap_const(value)
+    return wrap(tx, value, AttrSource(owner.source, name)) if owner.source is not None else wrap_const(tx, value)
 
 
 class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators, VariableTracker):
@@ -212,13 +213,13 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
             guard_not_in_instance_dict(tx, self, name)
             return None
         if self.source is None:
-            return tx.wrap_const(instance_dict[name])
-        return tx.wrap(instance_dict[name], AttrSource(self.source, name))
+            return wrap_const(tx, instance_dict[name])
+        return wrap(tx, instance_dict[name], AttrSource(self.source, name))
 
     def instance_dict(self, tx: Tx) -> VT:
         if self.source is None:
             return super().var_getattr(tx, "__dict__")
-        return tx.wrap(self.value.__dict__, AttrSource(self.source, "__dict__"))
+        return wrap(tx, self.value.__dict__, AttrSource(self.source, "__dict__"))
 
     def attribute_items(self, tx: Tx) -> list[tuple[str, VT]]:
         """The instance ``__dict__``'s current entries, in order, as VTs (what
@@ -316,7 +317,7 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
         if name == "__dict__":
             return self.instance_dict(tx)
         if name == "__class__":
-            return tx.wrap_const(cls)
+            return wrap_const(tx, cls)
         attr = class_attribute(cls, name)
         if attr is not _MISSING and inspect.isdatadescriptor(attr):
             return bind_class_attribute(tx, self, cls, name, attr)
@@ -349,7 +350,7 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
         if isinstance(attr, property):
             if attr.fset is None:
                 raise_traced(AttributeError, f"property {name!r} of {cls.__qualname__!r} object has no setter")
-            tx.wrap_const(attr.fset).call_function(tx, [self, value], {})
+            wrap_const(tx, attr.fset).call_function(tx, [self, value], {})
             return
         if inspect.isdatadescriptor(attr) and not isinstance(attr, types.MemberDescriptorType):
             unimplemented(
@@ -504,7 +505,7 @@ def call_new(tx: Tx, base: type, args: Sequence[VT], kwargs: dict[str, VT]) -> V
                                 f"{base.__name__}")
     if kwargs or len(args) > 2:
         raise_traced(TypeError, f"{base.__name__} expected at most 1 argument, got {len(args) - 1 + len(kwargs)}")
-    items = tx.unpack(args[1]) if base is tuple and len(args) == 2 else []
+    items = args[1].unpack_var_sequence(tx) if base is tuple and len(args) == 2 else []
     if cls is base:
         return TupleVariable(items) if base is tuple else ListVariable([])
     obj = NewObjectVariable(cls)

@@ -39,7 +39,7 @@ from bytegraph.variables.tensors.graph_calls import graph_call
 from bytegraph.variables.tensors.tensor import TensorVariable
 
 if TYPE_CHECKING:
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 

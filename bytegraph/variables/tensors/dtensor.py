@@ -37,8 +37,9 @@ from bytegraph.variables.objects.library_objects import OpaqueConstantVariable
 from bytegraph.variables.tensors.graph_calls import TENSOR_VARIABLE_KINDS, graph_call
 from bytegraph.variables.tensors.tensor import TensorVariable
 
+from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -84,7 +85,7 @@ class DTensorVariable(TensorVariable):
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
         if name in ("placements", "device_mesh"):
-            return tx.wrap_const(getattr(self.example, name))
+            return wrap_const(tx, getattr(self.example, name))
         if name in TRACED_METHODS:
             return BoundMethodVariable(self, name)
         if not hasattr(torch.Tensor, name):

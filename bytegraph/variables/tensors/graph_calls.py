@@ -27,7 +27,7 @@ from bytegraph.variables.containers.sequences import ListVariable, SizeVariable,
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable
 
 if TYPE_CHECKING:
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
     from bytegraph.variables.tensors.subclass import TensorSubclassVariable
 
 VT = VariableTracker

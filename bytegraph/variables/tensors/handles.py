@@ -24,10 +24,11 @@ from bytegraph.variables.tensors import graph_calls, symbolic
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 
+from bytegraph.variables.tx import wrap
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.graph.output_graph import GraphInput
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
     from bytegraph.variables.tensors.tensor import TensorVariable
 
 VT = VariableTracker
@@ -85,7 +86,7 @@ class UntypedStorageVariable(VariableTracker):
             real = owner.value.untyped_storage().nbytes()
             if isinstance(fake, torch.SymInt) or fake == real:  # not resized by the trace so far
                 storage = CallMethodSource(owner.source, "untyped_storage")
-                return tx.wrap(real, CallMethodSource(storage, "nbytes"))
+                return wrap(tx, real, CallMethodSource(storage, "nbytes"))
         if isinstance(fake, torch.SymInt):
             unimplemented(
                 gb_type="unsupported storage method",

@@ -32,9 +32,11 @@ from bytegraph.variables.tensors.symbolic import SYMBOLIC_TYPES, branch_on_data
 from bytegraph.variables.tensors.tensor import TensorVariable, unpack_rows
 from bytegraph.variables.tensors import numpy_calls
 
+from bytegraph.variables.tx import wrap_const
+from bytegraph.variables import tx as protocol
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -68,7 +70,7 @@ class NumpyFunctionVariable(ConstantCallableVariable):
     """
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
-        return tx.wrap_const(getattr(self.fn, name))
+        return wrap_const(tx, getattr(self.fn, name))
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         name = getattr(self.fn, "__name__", repr(self.fn))
@@ -186,7 +188,7 @@ class NumpyNdarrayVariable(VariableTracker):
         if name in npops.GRAPH_ATTRS:
             return numpy_calls.numpy_call(tx, npops.attribute_op(name), [self], {})
         if name == "__class__":
-            return tx.wrap_const(self.python_type())
+            return wrap_const(tx, self.python_type())
         if npops.has_method(name):
             return BoundMethodVariable(self, name)
         unimplemented(
@@ -213,7 +215,7 @@ class NumpyNdarrayVariable(VariableTracker):
                 explanation="This attribute depends on a symbolic size; bytegraph answers it for static shapes only.",
                 hints=("Read shape instead, or mark the input static.",),
             )
-        return tx.wrap_const(value)
+        return wrap_const(tx, value)
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name in npops.UNSUPPORTED_ATTRS:
@@ -265,6 +267,7 @@ def _unsupported_ndarray(name: str) -> None:
     )
 
 
+@protocol.tensor_to_numpy.provide
 def tensor_to_numpy(tx: Tx, tensor: TensorVariable, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
     """``t.numpy(force=False)``: an ndarray sharing the tensor's node (and, at run
     time, its memory). With ``force=True`` the tensor is detached first (and

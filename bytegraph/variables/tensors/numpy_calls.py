@@ -28,8 +28,9 @@ from bytegraph.variables.tensors.symbolic import SYMBOLIC_TYPES, FakeItemVariabl
 from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.tensors import ndarray
 
+from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -122,7 +123,7 @@ def numpy_call(tx: Tx, op: npops.NumpyOp, args: Sequence[VT], kwargs: dict[str, 
             tx.output.remove_node(node)
         if example is not None:
             reference.check_constant(example)
-        return tx.wrap_const(example)
+        return wrap_const(tx, example)
     result = wrap_fx_value(tx, node, example)
     if isinstance(result, (TupleVariable, ListVariable)):
         return result.with_items([
@@ -158,7 +159,7 @@ def _numpy_value(tx: Tx, op: npops.NumpyOp, name: str, node: torch.fx.Node, exam
                     hints=("Reshape explicitly or run this outside the compiled function.",),
                 )
             # one element either way (np.median(a) is (1,) in torch._numpy): only the shape is off
-            fixed = graph_call(tx, "call_method", "reshape", [TensorVariable(node, example), tx.wrap_const(
+            fixed = graph_call(tx, "call_method", "reshape", [TensorVariable(node, example), wrap_const(tx, 
                 reference.shape)], {})
             node, example = fixed.node, fixed.example
     elif example.dim() == 0:

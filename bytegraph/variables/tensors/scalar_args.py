@@ -37,7 +37,7 @@ from bytegraph.variables.tensors import tensor
 from bytegraph.variables.base import VariableTracker
 
 if TYPE_CHECKING:
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 

@@ -40,9 +40,11 @@ from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute
 from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
 from bytegraph.variables.objects.user_objects import bind_class_attribute
 
+from bytegraph.variables.tx import wrap, wrap_const
+from bytegraph.variables import tx as protocol
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -151,6 +153,7 @@ def as_plain_tensor(t: torch.Tensor) -> torch.Tensor:
     return torch.Tensor.as_subclass(t, torch.Tensor)
 
 
+@protocol.as_subclass.provide
 def as_subclass(tx: Tx, tensor: TensorVariable, cls_vt: VT) -> VT:
     """``tensor.as_subclass(cls)``: a new object of ``cls`` sharing the tensor's
     data and autograd history (no ``__init__``, no instance attributes).
@@ -199,14 +202,14 @@ def _instance_attr(tx: Tx, obj: TensorSubclassVariable, name: str) -> VT | None:
         return None if pending is DELETED else pending
     present = name in obj.value.__dict__
     tx.output.guards.add(DictContains(AttrSource(obj.source, "__dict__"), name, present))
-    return tx.wrap(obj.value.__dict__[name], AttrSource(obj.source, name)) if present else None
+    return wrap(tx, obj.value.__dict__[name], AttrSource(obj.source, name)) if present else None
 
 
 def subclass_getattr(tx: Tx, obj: TensorSubclassVariable, name: str) -> VT:
     """``obj.name`` as Python resolves it on the subclass instance."""
     cls = obj.class_type
     if name == "__class__":
-        return tx.wrap_const(cls)
+        return wrap_const(tx, cls)
     attr = class_attribute(cls, name)
     torch_level = attr is not _MISSING and _torch_level(cls, name)
     if attr is not _MISSING and inspect.isdatadescriptor(attr):  # data descriptors come before the instance dict
@@ -290,14 +293,14 @@ def torch_tensor_attr(tx: Tx, obj: TensorVariable, name: str) -> VT:
     if attr is _MISSING:
         raise_traced(AttributeError, f"'super' object has no attribute {name!r}")
     if isinstance(attr, property):
-        return tx.wrap_const(attr.fget).call_function(tx, [obj], {})
+        return wrap_const(tx, attr.fget).call_function(tx, [obj], {})
     if inspect.isdatadescriptor(attr):
         if overloaded_args(tx, [obj]) and name not in NO_TORCH_FUNCTION:
             return subclass_dispatch.dispatch(tx, TorchFunctionVariable(attr.__get__), [obj], None)
         return TensorVariable.var_getattr(obj, tx, name)
     if callable(attr):
         return TorchMethodVariable(obj, name)
-    return tx.wrap_const(getattr(torch.Tensor, name))
+    return wrap_const(tx, getattr(torch.Tensor, name))
 
 
 def subclass_has_attr(tx: Tx, obj: TensorSubclassVariable, name: str) -> bool:
@@ -359,6 +362,7 @@ def construct(tx: Tx, cls_vt: UserDefinedClassVariable, args: Sequence[VT], kwar
     return obj
 
 
+@protocol.make_tensor_subclass.provide
 def make_subclass(tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
     """``torch.Tensor._make_subclass(cls, data, require_grad=False)``: a detached
     alias of ``data`` of class ``cls``."""

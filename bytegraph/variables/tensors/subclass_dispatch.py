@@ -52,8 +52,11 @@ from bytegraph.variables.tensors import subclass
 from bytegraph.variables.callables.torch_functions import TorchFunctionVariable, is_torch_op
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute
 
+from bytegraph.variables.containers.dicts import dict_of
+from bytegraph.variables.tx import wrap_const
+from bytegraph.variables import tx as protocol
 if TYPE_CHECKING:
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
     from bytegraph.variables.tensors.subclass import TensorSubclassVariable
 
 VT = VariableTracker
@@ -91,7 +94,7 @@ def dispatch(tx: Tx, func: VT, args: Sequence[VT], kwargs: dict[str, VT] | None,
     """
     overloaded = _in_dispatch_order(overloaded_args(tx, list(relevant if relevant is not None else [
         *args, *(kwargs or {}).values()])))
-    types_vt = TupleVariable([tx.wrap_const(a.class_type) for a in overloaded])
+    types_vt = TupleVariable([wrap_const(tx, a.class_type) for a in overloaded])
     args_vt = TupleVariable(list(args))
     kwargs_vt = ConstantVariable(None) if kwargs is None else DictVariable(
         {k: (ConstantVariable(k), v) for k, v in kwargs.items()}
@@ -105,7 +108,7 @@ def dispatch(tx: Tx, func: VT, args: Sequence[VT], kwargs: dict[str, VT] | None,
         if impl is _DEFAULT_TORCH_FUNCTION:
             result = default_torch_function(tx, cls, func, types_vt, args_vt, kwargs_vt)
         elif isinstance(impl, classmethod) and isinstance(impl.__func__, types.FunctionType):
-            method = UserMethodVariable(impl.__func__, tx.wrap_const(cls))
+            method = UserMethodVariable(impl.__func__, wrap_const(tx, cls))
             result = method.call_function(tx, [func, types_vt, args_vt, kwargs_vt], {})
         else:
             unimplemented(
@@ -140,13 +143,13 @@ def default_torch_function(tx: Tx, cls: type, func: VT, types_vt: VT, args: VT, 
     """``torch.Tensor.__torch_function__``: ``func(*args, **kwargs)`` with subclass
     dispatch disabled, tensor results converted to ``cls``; NotImplemented when
     ``cls`` is not a subclass of every type in ``types``."""
-    if not all(issubclass(cls, t.as_python_constant()) for t in tx.unpack(types_vt)):
+    if not all(issubclass(cls, t.as_python_constant()) for t in types_vt.unpack_var_sequence(tx)):
         return ConstantVariable(NotImplemented)
     kw = {}
     if not (kwargs.is_python_constant() and kwargs.as_python_constant() is None):
-        kw = {k.as_python_constant(): v for k, v in tx.call_builtin(dict, [kwargs]).items.values()}
+        kw = {k.as_python_constant(): v for k, v in dict_of(tx, [kwargs], {}).items.values()}
     with disabled_dispatch(tx):
-        result = func.call_function(tx, tx.unpack(args), kw)
+        result = func.call_function(tx, args.unpack_var_sequence(tx), kw)
     if func.is_python_constant() and func.as_python_constant() in torch.overrides.get_default_nowrap_functions():
         return result
     return convert(tx, result, cls)
@@ -158,7 +161,7 @@ def convert(tx: Tx, value: VT, cls: type) -> VT:
     if cls is torch.Tensor:
         return value
     if isinstance(value, TensorVariable) and not issubclass(value.python_type(), cls):
-        return subclass.as_subclass(tx, value, tx.wrap_const(cls))
+        return subclass.as_subclass(tx, value, wrap_const(tx, cls))
     if isinstance(value, BaseSequenceVariable) and issubclass(value.python_type(), (tuple, list)):
         items = [convert(tx, item, cls) for item in value.items]
         if isinstance(value, NamedTupleVariable):  # type(ret)(...) keeps torch.return_types
@@ -180,6 +183,7 @@ class disabled_dispatch:
         self.output.subclass_dispatch_disabled -= 1
 
 
+@protocol.dispatch_torch_function.provide
 def dispatch_call(tx: Tx, fn: TorchFunctionVariable, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
     """A torch function called with overloaded arguments: C functions dispatch
     directly; Python ones are inlined (they dispatch themselves)."""
@@ -191,6 +195,7 @@ def dispatch_call(tx: Tx, fn: TorchFunctionVariable, args: Sequence[VT], kwargs:
     return dispatch(tx, fn, args, dict(kwargs) if kwargs else None)
 
 
+@protocol.dispatch_tensor_method.provide
 def dispatch_tensor_method(tx: Tx, obj: TensorVariable, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
     """``torch.Tensor.name(obj, *args, **kwargs)`` (torch's implementation, whatever
     ``obj``'s class overrides) when an argument (or ``obj``) is overloaded."""
@@ -291,7 +296,7 @@ def _is_not_implemented(vt: VT) -> bool:
 def _handle_torch_function(tx: Tx, args: list[VT], kwargs: dict[str, VT]) -> VT:
     """``torch.overrides.handle_torch_function(public_api, relevant_args, *args, **kwargs)``."""
     public_api, relevant, *rest = args
-    if not overloaded_args(tx, tx.unpack(relevant)):
+    if not overloaded_args(tx, relevant.unpack_var_sequence(tx)):
         unimplemented(
             gb_type="tensor subclass operation",
             context="handle_torch_function without tensor subclass arguments",
@@ -300,7 +305,7 @@ def _handle_torch_function(tx: Tx, args: list[VT], kwargs: dict[str, VT]) -> VT:
         )
     if public_api.is_python_constant() and is_torch_op(public_api.as_python_constant()):
         public_api = TorchFunctionVariable(public_api.as_python_constant())
-    return dispatch(tx, public_api, rest, kwargs, relevant=tx.unpack(relevant))
+    return dispatch(tx, public_api, rest, kwargs, relevant=relevant.unpack_var_sequence(tx))
 
 
 def _tensor_torch_function(tx: Tx, args: list[VT], kwargs: dict[str, VT]) -> VT:

@@ -24,9 +24,10 @@ from bytegraph.variables.base import VariableTracker, call_method_handler
 from bytegraph.variables.operators import TENSOR_OPERATORS
 from bytegraph.variables.constant import ConstantVariable
 
+from bytegraph.variables.operators import fold
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 
 VT = VariableTracker
@@ -190,9 +191,7 @@ def _operator(tx: Tx, op: Any, operands: list[VariableTracker], other: VariableT
     if op not in TENSOR_OPERATORS:
         return NotImplemented
     if other.is_python_constant() and not isinstance(other.as_python_constant(), (int, float, complex)):
-        from bytegraph.variables.callables import builtins  # (builtin imports this module's classes)
-
-        return builtins.fold(tx, op, operands, {})
+        return fold(tx, op, operands, {})
     return _graph_operator(tx, op, operands)
 
 
@@ -403,6 +402,14 @@ def _decide_float_arithmetic(tx: Tx, node: torch.fx.Node) -> bool:
     return truth
 
 
+def convert_scalar(tx: Tx, value: SymNodeVariable, kind: type) -> VariableTracker:
+    """``int(value)``/``float(value)`` (``kind``) of a symbolic scalar: itself when
+    it is of that type already, else ``torch.sym_int``/``sym_float`` in the graph."""
+    if value.python_type() is kind:
+        return value
+    return graph_calls.graph_call(tx, "call_function", torch.sym_int if kind is int else torch.sym_float, [value], {})
+
+
 def concrete(kind: type, value: Any, what: str) -> Any:
     """``kind(value)`` for a possibly symbolic scalar: specialises it (the ShapeEnv
     records a guard), or breaks the graph when it depends on tensor data."""
@@ -432,8 +439,6 @@ def runtime_check(tx: Tx, fn: Any, args: Sequence[VariableTracker],
             it runs natively), or one that is neither a constant nor a
             symbolic scalar (a tensor: eager reads its data).
     """
-    from bytegraph.variables.constant import ConstantVariable
-
     value = args[0] if args else None
     if isinstance(value, SymNodeVariable):
         example = value.example

@@ -58,9 +58,10 @@ from bytegraph.variables.tensors.surface import (
     STATIC_METHODS,
 )
 
+from bytegraph.variables.tx import as_subclass, dispatch_tensor_method, tensor_to_numpy, wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -209,7 +210,7 @@ class TensorVariable(TensorMethods, VariableTracker):
             return None if pending is DELETED else pending
         present = name in self._real(tx).__dict__
         tx.output.guards.add(DictContains(AttrSource(self.source, "__dict__"), name, present))
-        return tx.wrap(self._real(tx).__dict__[name], AttrSource(self.source, name)) if present else None
+        return wrap(tx, self._real(tx).__dict__[name], AttrSource(self.source, name)) if present else None
 
     def store_attr(self, tx: Tx, name: str, value: VT) -> None:
         """``t.name = value``: ``grad`` of an input leaf (a side effect replayed after
@@ -247,11 +248,11 @@ class TensorVariable(TensorMethods, VariableTracker):
     # ---- methods ------------------------------------------------------------------------------
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if graph_calls.overloaded_args(tx, [*args, *kwargs.values()]):  # e.g. t.add(subclass_instance)
-            return tx.dispatch_tensor_method(self, name, args, kwargs)
+            return dispatch_tensor_method(tx, self, name, args, kwargs)
         if name == "numpy":
-            return tx.tensor_to_numpy(self, args, kwargs)
+            return tensor_to_numpy(tx, self, args, kwargs)
         if name == "as_subclass" and len(args) == 1 and not kwargs:
-            return tx.as_subclass(self, args[0])
+            return as_subclass(tx, self, args[0])
         route = method_route(name)
         if route == "data-dependent":
             if name in CAPTURABLE_METHODS and tx.output.capture_scalar_outputs:
@@ -322,7 +323,7 @@ class TensorVariable(TensorMethods, VariableTracker):
         guarded through ``source_kind(source, name)``; the example's otherwise."""
         if self.source is None:
             return ConstantVariable(read(self.example))
-        return tx.wrap(read(self._real(tx)), source_kind(self.source, name))
+        return wrap(tx, read(self._real(tx)), source_kind(self.source, name))
 
     def _storage_fact(self, tx: Tx, name: str) -> VT:
         """``t.is_shared()``/``t.is_pinned()``: asked of the input owning the
@@ -330,7 +331,7 @@ class TensorVariable(TensorMethods, VariableTracker):
         owners = tx.output.inputs_sharing_storage(self.example)
         if not owners:
             return ConstantVariable(False)
-        return tx.wrap(getattr(owners[0].value, name)(), CallMethodSource(owners[0].source, name))
+        return wrap(tx, getattr(owners[0].value, name)(), CallMethodSource(owners[0].source, name))
 
     def _is_leaf(self, tx: Tx) -> bool:
         """``t.is_leaf`` (tensors that do not require grad always are)."""
@@ -347,7 +348,7 @@ class TensorVariable(TensorMethods, VariableTracker):
             return graph_calls.graph_call(tx, "call_method", name, [self, *args], kwargs)
         if isinstance(result, symbolic.SYMBOLIC_TYPES):  # e.g. numel() of a dynamic tensor
             return graph_calls.graph_call(tx, "call_method", name, [self, *args], kwargs)
-        return tx.wrap_const(result)
+        return wrap_const(tx, result)
 
     def _fake_check(self, tx: Tx, name: str, args: list[VT], kwargs: dict[str, VT]) -> None:
         """Run the out-of-place ``name`` on the examples, so that arguments eager
@@ -361,7 +362,7 @@ class TensorVariable(TensorMethods, VariableTracker):
         if name in ("item", "tolist"):
             return graph_calls.graph_call(tx, "call_method", name, [self], {})
         item = graph_calls.graph_call(tx, "call_method", "item", [self], {})
-        return tx.call_builtin(int if name in ("__int__", "__index__") else float, [item])
+        return symbolic.convert_scalar(tx, item, int if name in ("__int__", "__index__") else float)
 
     def _dim(self, dim: VT) -> int:
         """A dim argument as a non-negative int; eager's IndexError runs natively."""

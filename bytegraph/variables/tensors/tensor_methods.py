@@ -25,9 +25,11 @@ from bytegraph.variables.containers.sequences import SizeVariable, SliceVariable
 from bytegraph.variables.tensors import graph_calls, handles, symbolic
 from bytegraph.variables.tensors.surface import LEGACY_TENSOR_TYPES, METHOD_HINTS
 
+from bytegraph.variables.operators import call_operator
+from bytegraph.variables.tx import wrap, wrap_attr, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.output_graph import GraphInput
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -44,7 +46,7 @@ class TensorMethods:
     def attr_nbytes(self, tx: Tx) -> VT:
         """``t.nbytes``: ``numel() * itemsize``, a constant (symbolic for dynamic shapes)."""
         numel = self.call_method(tx, "numel", [], {})
-        return tx.call_builtin(operator.mul, [numel, ConstantVariable(self.example.itemsize)])
+        return call_operator(tx, operator.mul, [numel, ConstantVariable(self.example.itemsize)])
 
     def attr_is_leaf(self, tx: Tx) -> VT:
         """``t.is_leaf``: a constant, read from an input that requires grad (guarded)."""
@@ -52,7 +54,7 @@ class TensorMethods:
 
     def attr_dunder_class(self, tx: Tx) -> VT:
         """``t.__class__``: the tensor's Python class (guarded for inputs)."""
-        return tx.wrap_const(self.class_type)
+        return wrap_const(tx, self.class_type)
 
     def attr_data(self, tx: Tx) -> VT:
         """``t.data``: a graph op making a detached alias with its own version counter."""
@@ -74,7 +76,7 @@ class TensorMethods:
             )
         if self.source is None:
             return ConstantVariable(None)
-        return tx.wrap_attr(self, self._real(tx).grad, "grad")
+        return wrap_attr(tx, self, self._real(tx).grad, "grad")
 
     def attr_grad_fn(self, tx: Tx) -> VT:
         """``t.grad_fn``: ``None`` for leaves; a graph break when the tensor has one."""
@@ -108,8 +110,8 @@ class TensorMethods:
                 hints=("Read ._version outside the compiled function.",),
             )
         owner = owners[0]
-        at_call = tx.wrap(owner.value._version, AttrSource(owner.source, "_version"))
-        return tx.call_builtin(operator.add, [at_call, ConstantVariable(self.example._version - owner.fake_version)])
+        at_call = wrap(tx, owner.value._version, AttrSource(owner.source, "_version"))
+        return call_operator(tx, operator.add, [at_call, ConstantVariable(self.example._version - owner.fake_version)])
 
     # ---- methods ---------------------------------------------------------------------------
     def method_size(self, tx: Tx, dim: VT | None = None) -> VT:

@@ -13,7 +13,7 @@ from bytegraph.variables.torch_state.base import StateContextVariable, enter_sta
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 

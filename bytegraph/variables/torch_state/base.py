@@ -10,7 +10,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 
 if TYPE_CHECKING:
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 

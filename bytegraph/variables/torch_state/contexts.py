@@ -14,8 +14,9 @@ from bytegraph.variables.torch_state.autocast import AutocastVariable
 from bytegraph.variables.torch_state.grad_mode import GRAD_MODE_CLASSES, GradModeVariable
 from bytegraph.variables.torch_state.inference_mode import InferenceModeVariable
 
+from bytegraph.variables.tx import wrap
 if TYPE_CHECKING:
-    from bytegraph.translator.base import InstructionTranslatorBase as Tx
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -39,7 +40,7 @@ def existing_state_context(tx: Tx, value: Any, source: Any) -> VT | None:
     the settings it is entered with are guarded. None for grad-mode objects,
     whose Python ``__enter__``/``__exit__`` are inlined instead."""
     def read(name: str) -> Any:
-        return tx.wrap(getattr(value, name), AttrSource(source, name)).as_python_constant()
+        return wrap(tx, getattr(value, name), AttrSource(source, name)).as_python_constant()
 
     if isinstance(value, torch.autocast):
         tx.output.guards.add(TypeMatch(source, type(value)))

@@ -1,0 +1,270 @@
+"""What VariableTrackers use from above their layer, written down in one place.
+
+The variables layer never imports the translator (``bytegraph.translator``),
+at run time or for typing. A method that needs the translator takes it as
+``tx`` (passed explicitly, never global) and uses only what :class:`Tx` lists;
+``tx.output`` is the trace's graph, guards and side effects, of which VTs use
+only what :class:`Output` lists. The translator implements both (a test can
+pass a stub); ``tests/test_layers.py`` checks that these lists are exactly
+what ``variables/`` uses.
+
+Inside ``variables/`` imports point down: the core (``base``, ``constant``,
+``exceptions``, ``operators``, ``stack_values``, this module) under the kinds
+(``containers/``, ``callables/``, ``tensors/``, ``objects/``,
+``torch_state/``), under ``builder``, which imports every kind. No module
+imports a bytegraph module inside a function; two rules take the place of the
+cycle-dodges that did:
+
+- **A kind split across modules that call each other** (``sequences`` and
+  ``iterators``; ``tensor``, ``tensor_methods``, ``graph_calls``,
+  ``symbolic``, ``handles`` and ``scalar_args``; ``ndarray`` and
+  ``numpy_calls``; ``subclass`` and ``subclass_dispatch``; ``user_classes``
+  and ``user_objects``): each imports the others *as modules*
+  (``from bytegraph.variables.tensors import graph_calls``) and reads its
+  names inside functions only, so any of them may be imported first.
+- **A call up the layers** (every kind wraps the values it reads with the
+  builder; a tensor's ``.numpy()`` makes an ndarray; a tensor method with a
+  subclass argument dispatches through ``__torch_function__``): the lower
+  module calls a :class:`Provided` function declared below, which the module
+  that owns the behaviour provides when it is imported (a late-bound
+  registry, ``@wrap.provide``). ``builder`` imports every kind, and
+  ``bytegraph`` imports the builder, so each is provided before the first
+  trace; calling one that is not is an InternalError naming it.
+"""
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
+
+from bytegraph.breaks import InternalError
+from bytegraph.guards.source import AttrSource
+
+if TYPE_CHECKING:
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    from bytegraph.breaks import BreakSite, UserFrame
+    from bytegraph.graph.output_graph import DynamicPolicy, GraphInput
+    from bytegraph.graph.side_effects import SideEffects
+    from bytegraph.guards.guards import GuardSet
+    from bytegraph.guards.source import Source
+    from bytegraph.variables.base import VariableTracker as VT
+    from bytegraph.variables.tensors.tensor import TensorVariable
+
+
+class Output(Protocol):
+    """The parts of the trace's OutputGraph (shared by every frame of one
+    trace) that VariableTrackers read and write."""
+
+    #: the fx graph being built
+    graph: torch.fx.Graph
+    #: the FakeTensorMode that propagates tensor metadata
+    fake_mode: FakeTensorMode
+    #: its ShapeEnv, or None in a static trace
+    shape_env: ShapeEnv | None
+    #: which inputs are symbolic
+    policy: DynamicPolicy
+    #: the guards the trace installs
+    guards: GuardSet
+    #: pending mutations of objects that existed before the call
+    side_effects: SideEffects
+    #: the graph's placeholders, in order
+    inputs: list[GraphInput]
+    #: sources of inputs used as dict keys (hashed by identity), in order
+    identity_key_sources: dict[Any, None]
+    #: tensor attributes whose read is a graph break (inside a torch.func transform's function)
+    forbidden_tensor_attrs: frozenset[str]
+    #: depth of ``DisableTorchFunctionSubclass`` blocks entered in the trace
+    subclass_dispatch_disabled: int
+    #: whether ``Tensor.item()`` becomes a data-dependent scalar in the graph
+    capture_scalar_outputs: bool
+    #: undo functions of process state (autocast, inference mode) entered at trace time
+    open_states: list[Callable[[], Any]]
+    #: grad-mode switches in the graph made outside a ``with`` block
+    unscoped_grad_mode_changes: int
+
+    def add_graph_input(self, source: Source, value: torch.Tensor, dynamic: dict[int, Any] | None = None,
+                        static: bool = False) -> tuple[torch.fx.Node, torch.Tensor]:
+        """The placeholder and FakeTensor of the tensor ``value`` read from ``source``."""
+
+    def add_scalar_input(self, source: Source, value: int | float) -> tuple[torch.fx.Node, Any]:
+        """A placeholder for a Python int/float made symbolic."""
+
+    def input_for(self, node: torch.fx.Node) -> GraphInput:
+        """The graph input of placeholder ``node``."""
+
+    def inputs_sharing_storage(self, example: torch.Tensor) -> list[GraphInput]:
+        """Tensor inputs whose FakeTensor shares ``example``'s storage."""
+
+    def sym_size(self, node: torch.fx.Node, example: torch.Tensor, dim: int) -> tuple[torch.fx.Node, Any]:
+        """A node for the symbolic size ``dim`` of tensor ``node``."""
+
+    def run_fake(self, kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
+        """Run one operation on FakeTensor examples (failures are graph breaks)."""
+
+    def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict, example: Any) -> torch.fx.Node:
+        """Add one operation node whose result is ``example``."""
+
+    def remove_node(self, node: torch.fx.Node) -> None:
+        """Remove an operation node nothing uses."""
+
+    def trace_state(self) -> dict[str, Any]:
+        """A copy of the bookkeeping of inputs and nodes, for a speculative trace to restore."""
+
+    def restore_trace_state(self, state: dict[str, Any]) -> None:
+        """Put back what :meth:`trace_state` copied."""
+
+
+class Tx(Protocol):
+    """The translator of one frame, as VariableTrackers see it."""
+
+    #: the trace's graph, guards and side effects
+    output: Output
+    #: the code object this frame runs
+    code: types.CodeType
+    #: the frame's globals
+    f_globals: dict[str, Any]
+    #: the frame's local variables (cell contents included), as VTs
+    symbolic_locals: dict[str, VT]
+    #: context managers entered in this frame and not yet exited (``with``)
+    block_stack: list[VT]
+
+    def root(self) -> Tx:
+        """The translator of the frame being compiled (the outermost)."""
+
+    def user_frames(self) -> list[Tx]:
+        """This frame and its callers that are user code, innermost first."""
+
+    def frame_summary(self) -> UserFrame:
+        """Where this frame is: file, line, function."""
+
+    def resume_depth(self) -> int:
+        """How many pieces of one eager frame run before the compiled one (0, or 1 for a resume function...)."""
+
+    def load_freevar(self, name: str) -> VT:
+        """The value of this frame's free variable ``name``."""
+
+    def frame_cell_name(self, cell: object) -> str | None:
+        """The free-variable name under which the compiled frame holds ``cell``, if it does."""
+
+    def inline_call(self, fn: VT, args: list[VT], kwargs: dict[str, VT]) -> VT:
+        """Trace a call of a Python function by running its bytecode in a child frame."""
+
+    def construct_object(self, cls: VT, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        """``cls(*args, **kwargs)`` for a user class."""
+
+    def get_iter(self, value: VT) -> VT:
+        """``iter(value)``."""
+
+    def identity_of(self, value: VT) -> int | None:
+        """``id()`` of the real object behind ``value``, when there is one."""
+
+    def guard_identity(self, value: VT) -> bool:
+        """Guard that the object behind ``value`` stays the same object; False when it cannot be held weakly."""
+
+    def same_object(self, a: VT, b: VT) -> bool | None:
+        """``a is b``, or None when it cannot be known at trace time."""
+
+    def isinstance_of(self, value: VT, cls: Any) -> bool:
+        """``isinstance(value, cls)``, guarded where a class's answer may change."""
+
+
+class GeneratorFrame(Tx, Protocol):
+    """The suspended frame of a generator created in the trace."""
+
+    #: where the call that created the generator breaks, if the generator must be a real one
+    birth: BreakSite | None
+
+    def resume_generator(self, caller: Tx) -> VT | None:
+        """Run to the next ``yield`` (its value) or to the end (None)."""
+
+    def close_generator(self, caller: Tx) -> None:
+        """``generator.close()``."""
+
+
+class Provided:
+    """A function that lower modules call and the module owning it provides at
+    its import (see the module docstring). Made from a stub whose signature and
+    docstring are the function's."""
+
+    def __init__(self, stub: Callable[..., Any]):
+        self.__name__ = stub.__name__
+        self.__doc__ = stub.__doc__
+        self.__wrapped__ = stub
+        self._fn: Callable[..., Any] | None = None
+
+    def provide(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Make ``fn`` the implementation (once); returns it, so it can decorate."""
+        if self._fn is not None:
+            raise InternalError(f"{self.__name__} is provided twice ({self._fn.__module__} and {fn.__module__})")
+        self._fn = fn
+        return fn
+
+    @property
+    def provided(self) -> bool:
+        return self._fn is not None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fn = self._fn
+        if fn is None:
+            raise InternalError(f"{self.__name__} was called before its module provided it")
+        return fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<provided {self.__name__}>"
+
+
+@Provided
+def wrap(tx: Tx, value: Any, source: Source) -> VT:
+    """A VT for ``value`` read from ``source``, with the guards it needs (:mod:`.builder`)."""
+
+
+@Provided
+def wrap_const(tx: Tx, value: Any) -> VT:
+    """A VT for a value with no source; no guards (:mod:`.builder`)."""
+
+
+@Provided
+def make_tuple(items: Sequence[VT]) -> VT:
+    """A tuple of ``items`` (:mod:`.containers.sequences`)."""
+
+
+@Provided
+def tensor_to_numpy(tx: Tx, tensor: TensorVariable, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """``tensor.numpy(*args, **kwargs)`` (:mod:`.tensors.ndarray`)."""
+
+
+@Provided
+def as_subclass(tx: Tx, tensor: TensorVariable, cls: VT) -> VT:
+    """``tensor.as_subclass(cls)`` (:mod:`.tensors.subclass`)."""
+
+
+@Provided
+def make_tensor_subclass(tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """``torch.Tensor._make_subclass(cls, data, require_grad=False)`` (:mod:`.tensors.subclass`)."""
+
+
+@Provided
+def dispatch_torch_function(tx: Tx, fn: VT, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """A torch function called with tensor-subclass arguments, through their
+    ``__torch_function__`` (:mod:`.tensors.subclass_dispatch`)."""
+
+
+@Provided
+def dispatch_tensor_method(tx: Tx, obj: TensorVariable, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """``obj.name(*args, **kwargs)`` where ``obj`` or an argument is a dispatching
+    tensor subclass (:mod:`.tensors.subclass_dispatch`)."""
+
+
+#: every function of this module that a higher module provides
+PROVIDED = (wrap, wrap_const, make_tuple, tensor_to_numpy, as_subclass, make_tensor_subclass, dispatch_torch_function,
+            dispatch_tensor_method)
+
+
+def wrap_attr(tx: Tx, obj: VT, value: Any, name: str) -> VT:
+    """A VT for ``obj.name`` whose real value is ``value``: read through
+    ``obj``'s source (guarded) when it has one."""
+    if obj.source is None:
+        return wrap_const(tx, value)
+    return wrap(tx, value, AttrSource(obj.source, name))
