@@ -26,10 +26,12 @@ from bytegraph.breaks import BackendCompilerFailed, InternalError, Unsupported, 
 from bytegraph.backends.ddp import ddp_aware
 from bytegraph.bytecode.assemble import assemble
 from bytegraph.config import config
-from bytegraph.graph.output_graph import Backend, CompiledGraph, DynamicPolicy, NeedsShapeEnv, OutputGraph
+from bytegraph.graph.backend_compile import Backend, CompiledGraph
+from bytegraph.graph.output_graph import DynamicPolicy, NeedsShapeEnv, OutputGraph
 from bytegraph.guards.describe import describe_guards
 from bytegraph.guards.guard_code import GuardFunction, build_guard_function
-from bytegraph.guards.guards import Guard, IdMatch, NoAliasing, TensorMatch
+from bytegraph.guards.guards import Guard, IdMatch, NoAliasing
+from bytegraph.guards.tensor_guards import TensorMatch
 from bytegraph.guards.shape_guards import settle_tensor_guards, shape_env_guards
 from bytegraph.guards.source import ConvertSource
 from bytegraph.translator.graph_break import FrameRuntime

@@ -6,8 +6,8 @@
 - no module imports a bytegraph module inside a function;
 - every function a higher module provides (``tx.PROVIDED``) is provided once
   ``bytegraph`` is imported;
-- ``variables/`` has at most 12 files at its top level, and each subpackage
-  says what it owns.
+- no file in ``bytegraph/`` is over 600 lines; ``variables/`` has at most 12
+  files at its top level, and each subpackage says what it owns.
 """
 import ast
 import inspect
@@ -107,7 +107,9 @@ def test_the_translator_implements_the_protocols():
     assert _protocol_members(protocol.Output) - attributes(OutputGraph) == set()
 
 
-def test_variables_is_a_neighbourhood():
+def test_files_are_small_and_variables_is_a_neighbourhood():
+    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 600}
+    assert not long, f"files over 600 lines: {long}"
     top = [p.name for p in VARIABLES.iterdir() if p.is_file() and p.suffix == ".py"]
     assert len(top) <= 12, top
     for package in (p for p in VARIABLES.iterdir() if (p / "__init__.py").exists()):

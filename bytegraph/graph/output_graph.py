@@ -12,8 +12,6 @@ import copy
 import dataclasses
 import itertools
 import re
-import time
-import types
 from typing import Any, Callable, NoReturn
 
 import torch
@@ -36,20 +34,14 @@ from torch._subclasses.fake_tensor import (
 )
 
 from bytegraph import imports
-from bytegraph.breaks import (
-    HINT_DATA_DEPENDENT, HINT_DYNAMIC_OUTPUT_SHAPE, BackendCompilerFailed, unimplemented,
-)
-from bytegraph.graph import numpy_random, writes
-from bytegraph.graph.codegen import PyCodegen
-from bytegraph.graph.rerun import autocast_devices, rerun_natively_on_error
+from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_OUTPUT_SHAPE, unimplemented
+from bytegraph.graph import writes
+from bytegraph.graph.backend_compile import BackendCompile, CompiledGraph, may_raise_on_data, torch_kernel
 from bytegraph.graph.side_effects import SideEffects
-from bytegraph.logs import enabled, get
 from bytegraph.guards.guards import GuardSet
 from bytegraph.guards.shape_guards import ShapeSource
 from bytegraph.guards.source import Source, is_plain_name
 
-
-Backend = Callable[[torch.fx.GraphModule, list], Callable]
 
 
 @dataclasses.dataclass
@@ -111,7 +103,7 @@ def _data_dependent_operator(context: str, hint: str) -> NoReturn:
     unimplemented(gb_type="data-dependent operator", context=context, hints=(hint,),
                   explanation="The output of this operation (its value or its shape) depends on tensor data.")
 
-class OutputGraph:
+class OutputGraph(BackendCompile):
     """State shared by the root translator and every inlined frame of one trace.
 
     Attributes:
@@ -172,7 +164,7 @@ class OutputGraph:
         self._last_placeholder: torch.fx.Node | None = None
         self.instruction_count = 0
         self.max_instructions = max_instructions
-        #: the deepest nesting of inlined calls this trace may reach (translator/recursion.py)
+        #: the deepest nesting of inlined calls this trace may reach (bytegraph/recursion.py)
         self.max_inline_depth = 0
         self.compiled_graphs: list[CompiledGraph] = []
         #: the translator running the current instruction: graph nodes record its
@@ -373,7 +365,7 @@ class OutputGraph:
         not torch's own C kernels (a custom operator, a Python target)."""
         calls = (n for n in reversed(self.graph.nodes) if n.op in ("call_function", "call_method"))
         nodes = list(itertools.islice(calls, count))
-        return len(nodes) < count or any(_may_raise_on_data(n) or not _torch_kernel(n.target) for n in nodes)
+        return len(nodes) < count or any(may_raise_on_data(n) or not torch_kernel(n.target) for n in nodes)
 
     def trace_state(self) -> dict[str, Any]:
         """Copies of the bookkeeping of inputs and nodes, for a trace that is
@@ -438,299 +430,12 @@ class OutputGraph:
                 written.update(storages.get(storage_id(target.meta["example_value"]), ()))
         return tuple(sorted(written))
 
-    def _keep_dead_tensor_nodes(self, requested: dict[torch.fx.Node, None]) -> list[torch.fx.Node]:
-        """Extra graph outputs (the generated code drops them) for operations that
-        may raise on the data (``index_select`` out of range) or draw from the
-        random generator, and whose tensor result no output, in-place write or
-        state change depends on: eager raises or advances the generator, a
-        backend that eliminated them as dead code would not. Each is output detached, so a
-        backend does not prepare a backward for it (eager never runs one)."""
-        calls = [n for n in self.graph.nodes if n.op in ("call_function", "call_method")]
-        roots = [n for n in calls if n in requested or writes.is_inplace_name(getattr(n.target, "__name__", n.target))
-                 or not isinstance(n.meta.get("example_value"), torch.Tensor)]
-        live: set[torch.fx.Node] = set()
-        while roots:
-            node = roots.pop()
-            if node not in live:
-                live.add(node)
-                roots.extend(node.all_input_nodes)
-        dead = [n for n in calls if n not in live and isinstance(n.meta.get("example_value"), torch.Tensor)
-                and (_may_raise_on_data(n) or _draws_random(n))]
-        kept = []
-        for node in dead:
-            with self.graph.inserting_after(node):
-                detached = self.graph.call_method("detach", (node,))
-            detached.meta["example_value"] = node.meta["example_value"].detach()
-            kept.append(detached)
-        return kept
-
-    def build_module(self, outputs: list[torch.fx.Node]) -> torch.fx.GraphModule:
-        """Finish the graph with ``outputs`` and wrap it in a GraphModule.
-        Placeholders nothing reads are dropped (their guards stay: see
-        ``dropped_inputs``)."""
-        self.graph.output(tuple(outputs))
-        for inp in list(self.inputs):
-            if not inp.node.users:
-                self.graph.erase_node(inp.node)
-                self.inputs.remove(inp)
-                self.dropped_inputs.append(inp)
-        return torch.fx.GraphModule(torch.nn.Module(), self.graph)
-
-    def example_inputs(self) -> list:
-        """What backends receive as example inputs, as torch.compile gives them: the
-        real tensors, and the SymInt/SymFloat of each symbolic Python scalar (a plain
-        int would be specialised by AOTAutograd, 0 and 1 even baked in as constants)."""
-        return [inp.example if isinstance(inp.example, (torch.SymInt, torch.SymFloat)) else inp.value
-                for inp in self.inputs]
-
-    def backend_fake_mode(self, dynamic_output_shapes: bool = False) -> FakeTensorMode:
-        """The FakeTensorMode backends compile under (made when a backend first
-        reads the TracingContext's ``fake_mode``, where AOTAutograd and inductor
-        look for it; a backend that never reads it, like ``eager``, pays nothing).
-
-        It always has a ShapeEnv: inductor's FX graph cache and AOTAutograd's
-        cache key their guards on one and bypass themselves without it. A
-        dynamic trace hands over its own mode, whose ShapeEnv holds the trace's
-        symbols. A static trace ran without a ShapeEnv (symbolic propagation
-        costs several times more per operation), so a fresh mode with an empty
-        ShapeEnv is made here, and every tensor input is converted into it
-        with static shapes first: AOTAutograd's own conversion of the real
-        inputs then finds those FakeTensors in the mode's memo and keeps every
-        size static, as traced. The memo holds FakeTensors weakly, so this
-        graph keeps them (``static_backend_inputs``) while it compiles.
-        ``dynamic_output_shapes``: that ShapeEnv allows unbacked sizes (see
-        :meth:`call_backend`).
-        """
-        if self.shape_env is not None:
-            return self.fake_mode
-        shape_env = ShapeEnv(allow_dynamic_output_shape_ops=dynamic_output_shapes,
-                             allow_scalar_outputs=dynamic_output_shapes)
-        mode = FakeTensorMode(shape_env=shape_env, export=True)
-        self.static_backend_inputs = [mode.from_tensor(inp.value, static_shapes=True)
-                                      for inp in self.inputs if isinstance(inp.value, torch.Tensor)]
-        return mode
-
-    def call_backend(self, compiler: Backend, gm: torch.fx.GraphModule) -> Callable:
-        """``compiler(gm, example_inputs)`` under a :class:`BackendTracingContext`.
-        A backend may need a data-dependent size the trace did not (the backward
-        of ``y[mask] = values`` selects ``grad[mask]``): that failure is retried
-        with unbacked sizes allowed, in the trace's ShapeEnv or, for a static
-        trace, in the fresh one of :meth:`backend_fake_mode`."""
-        def call(make_fake_mode: Callable[[], FakeTensorMode]) -> Callable:
-            context = BackendTracingContext(make_fake_mode)
-            with torch._guards.tracing(context):
-                try:
-                    return compiler(gm, self.example_inputs())
-                finally:
-                    context.settle()
-
-        try:
-            return call(self.backend_fake_mode)
-        except Exception as e:
-            if not _data_dependent_failure(e):
-                raise
-        if self.shape_env is not None:
-            self.shape_env.settings = dataclasses.replace(
-                self.shape_env.settings, allow_dynamic_output_shape_ops=True, allow_scalar_outputs=True)
-            return call(self.backend_fake_mode)
-        return call(lambda: self.backend_fake_mode(dynamic_output_shapes=True))
-
-    def compile_subgraph(
-        self, code: types.CodeType, f_globals: dict, tail: Callable[[PyCodegen], None], compiler: Backend, name: str
-    ) -> PyCodegen:
-        """Compile the graph and emit the code that calls it, then ``tail``.
-
-        ``tail(codegen)`` emits what follows the graph call (rebuilding live
-        values, replaying side effects, returning...). It runs twice: once in
-        collect mode to learn which graph nodes must be outputs, then for real.
-
-        Returns:
-            The codegen holding the emitted instructions.
-
-        Raises:
-            BackendCompilerFailed: when the backend raises while compiling.
-        """
-        dry = PyCodegen(code, f_globals)
-        dry.collecting = True
-        tail(dry)
-        outputs = list(dry.requested_outputs)
-        outputs += self._keep_dead_tensor_nodes(dry.requested_outputs)
-        codegen = PyCodegen(code, f_globals)
-        if self.op_count() or outputs:
-            gm = self.build_module(outputs)
-            if enabled("graph"):
-                get("graph").info("graph %s (%s):\n%s", len(self.compiled_graphs), name, format_graph(gm))
-            start, imports_before = time.perf_counter(), imports.total()
-            try:
-                compiled = self.call_backend(compiler, gm)
-            except Exception as e:
-                raise BackendCompilerFailed(
-                    f"backend {getattr(compiler, '__name__', compiler)!r} failed compiling a graph of {name}: "
-                    f"{type(e).__name__}: {e}", format_graph(gm),
-                    any(free_unbacked_symbols(n.meta.get("example_value")) for n in gm.graph.nodes)) from e
-            if not callable(compiled):
-                raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} returned "
-                                            f"{type(compiled).__name__} for a graph of {name}, not a callable",
-                                            format_graph(gm))
-            seconds, import_seconds = time.perf_counter() - start, imports.total() - imports_before
-            subgraphs = getattr(compiled, "subgraph_count", 1)
-            mutates = self.mutates_inputs()
-            watched = tuple(
-                i for i, inp in enumerate(self.inputs)
-                if isinstance(inp.value, torch.Tensor) and not inp.value.is_inference()
-            ) if mutates else ()
-            written = self.written_inputs() if mutates else ()
-            may_raise = any(n.op in ("call_function", "call_method") and _may_raise_on_data(n) for n in gm.graph.nodes)
-            saved = written if written and may_raise else ()  # inference tensors too: they have no version counter
-            compiled = rerun_natively_on_error(compiled, uses_rng(gm), watched, self.unscoped_grad_mode_changes == 0,
-                                               saved, numpy_random.draws(gm), autocast_devices(gm))
-            self.compiled_graphs.append(
-                CompiledGraph(name, gm, self.op_count(), seconds, compiled, import_seconds, subgraphs))
-            codegen.load_callable(compiled)
-            codegen.load_sources([inp.source for inp in self.inputs])
-            codegen.call(len(self.inputs))
-            if outputs:
-                codegen.emit("UNPACK_SEQUENCE", len(outputs))
-                for node in outputs:
-                    codegen.output_temps[node] = codegen.pop_to_temp("out")
-            else:
-                codegen.emit("POP_TOP")
-        tail(codegen)
-        return codegen
-
-
-def _data_dependent_failure(error: BaseException) -> bool:
-    """Whether ``error`` (or an exception it was raised from) is a FakeTensor
-    data-dependent failure: an output size or value that depends on tensor data."""
-    seen = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, (DynamicOutputShapeException, DataDependentOutputException, GuardOnDataDependentSymNode)):
-            return True
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return False
-
-
-class BackendTracingContext(torch._guards.TracingContext):
-    """The TracingContext a backend compiles in; its ``fake_mode`` is made by
-    ``make_fake_mode()`` on first read (converting every input costs about a
-    millisecond per tensor, which only compiling backends should pay)."""
-
-    def __init__(self, make_fake_mode: Callable[[], FakeTensorMode]):
-        super().__init__(None)
-        self._make_fake_mode: Callable[[], FakeTensorMode] | None = make_fake_mode
-
-    @property
-    def fake_mode(self) -> FakeTensorMode | None:
-        if self._make_fake_mode is not None:
-            self._fake_mode, self._make_fake_mode = self._make_fake_mode(), None
-        return self._fake_mode
-
-    @fake_mode.setter
-    def fake_mode(self, mode: FakeTensorMode | None) -> None:
-        self._fake_mode, self._make_fake_mode = mode, None
-
-    def settle(self) -> None:
-        """The backend is done: a fake mode it never read is never made
-        (``torch._guards.tracing`` reads ``fake_mode`` on exit)."""
-        self._make_fake_mode = None
-
-
-_RAISING_NAME = re.compile(r"linalg|cholesky|inverse|solve|lu|assert|multinomial|nonzero")
-
-
-def _may_raise_on_data(node: torch.fx.Node) -> bool:
-    """Whether an operation may raise because of tensor values: it takes an
-    integer or bool tensor (indices: ``index_select``, ``gather``, ``embedding``,
-    indexing with a tensor), or is a factorisation, solve or assertion."""
-    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-    if _RAISING_NAME.search(str(name)):
-        return True
-    found = False
-
-    def visit(value: Any) -> None:
-        nonlocal found
-        example = value.meta.get("example_value") if isinstance(value, torch.fx.Node) else None
-        if isinstance(example, torch.Tensor) and not example.is_floating_point() and not example.is_complex():
-            found = True
-
-    torch.fx.node.map_aggregate((node.args, node.kwargs), visit)
-    return found
-
-
-def _torch_kernel(target: Any) -> bool:
-    """Whether a node's target is a builtin operator, a C function or method of
-    torch, or an ATen operator (not a custom operator or Python code)."""
-    if isinstance(target, str):  # a Tensor method
-        return True
-    if isinstance(target, torch._ops.OpOverload):
-        return target.namespace == "aten"
-    return isinstance(target, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType))
 
 
 #: what :meth:`OutputGraph.trace_state` copies: the inputs, the operation count and the per-node caches
 _TAKEN_BACK = ("inputs", "dropped_inputs", "operations", "_sym_sizes", "_input_index", "_last_placeholder",
                "identity_key_sources")
 
-_RANDOM_NAME = re.compile(r"rand|dropout|bernoulli|normal|multinomial|uniform|exponential|geometric|cauchy|poisson|rrelu")
-
-
-def _draws_random(node: torch.fx.Node) -> bool:
-    """Whether operation ``node`` may draw from the random number generator (by
-    the op's name, erring towards yes). A dropout function called with its
-    training flag the constant False (an ``nn.Dropout`` in eval mode) draws
-    nothing: every dropout function of ``torch`` and ``torch.nn.functional``
-    takes that flag third (``training=``, or ``train=`` for the ``torch.*`` ones)."""
-    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-    if node.op not in ("call_function", "call_method") or not _RANDOM_NAME.search(str(name)):
-        return False
-    if node.op == "call_function" and "dropout" in str(name):
-        flag = node.args[2] if len(node.args) > 2 else node.kwargs.get("training", node.kwargs.get("train"))
-        return flag is not False
-    return True
-
-
-def uses_rng(gm: torch.fx.GraphModule) -> bool:
-    """Whether a node of ``gm`` may draw from the random number generator."""
-    return any(_draws_random(node) for node in gm.graph.nodes)
-
-
-@dataclasses.dataclass
-class CompiledGraph:
-    """One graph handed to the backend.
-
-    Attributes:
-        frame_name: name of the frame (or resume function) it came from.
-        graph_module: the fx GraphModule given to the backend.
-        op_count: call_function/call_method nodes.
-        compile_seconds: time the backend took, in seconds (imports included).
-        compiled: what the transformed code calls (the backend's callable).
-        import_seconds: the part of it spent importing modules on first use
-            (see :mod:`bytegraph.imports`).
-        subgraphs: how many graphs the backend compiled it as: 1, or the
-            ``subgraph_count`` of what it returned (the DDP bucket split,
-            :mod:`bytegraph.backends.ddp`, compiles one per bucket group).
-    """
-
-    frame_name: str
-    graph_module: torch.fx.GraphModule
-    op_count: int
-    compile_seconds: float
-    compiled: Callable | None = None
-    import_seconds: float = 0.0
-    subgraphs: int = 1
-
-
-def format_graph(gm: torch.fx.GraphModule) -> str:
-    """The graph as a table: opcode, name, target, args, kwargs."""
-    rows = [("opcode", "name", "target", "args", "kwargs")]
-    for node in gm.graph.nodes:
-        target = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
-        rows.append((node.op, node.name, str(target), str(node.args), str(node.kwargs)))
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 def _symbolic_context(value: torch.Tensor, dynamic: dict[int, Any]) -> StatelessSymbolicContext:

@@ -30,10 +30,9 @@ from bytegraph.guards.guards import (
     NotShadowed,
     RecomputedMatch,
     SameObject,
-    SameStorage,
-    TensorMatch,
     TypeMatch,
 )
+from bytegraph.guards.tensor_guards import SameStorage, TensorMatch
 from bytegraph.guards.shape_guards import ShapeGuard
 from bytegraph.guards.source import GLOBAL_STATE, Source, user_name
 

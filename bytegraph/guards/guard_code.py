@@ -43,11 +43,10 @@ from bytegraph.guards.guards import (
     NoAliasing,
     RecomputedMatch,
     SameObject,
-    SameStorage,
-    TensorMatch,
     TypeMatch,
     describe_source,
 )
+from bytegraph.guards.tensor_guards import SameStorage, TensorMatch
 from bytegraph.guards.shape_guards import ShapeGuard
 from bytegraph.breaks import InternalError
 from bytegraph.guards.source import (

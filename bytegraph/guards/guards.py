@@ -4,7 +4,7 @@ Each guard renders itself as a Python boolean expression over the expression of
 its source (:meth:`Guard.check`), and explains a failure in words
 (:meth:`Guard.explain`), e.g. ``tensor 'x' size mismatch at index 0: expected 3,
 got 4``. :mod:`bytegraph.guards.guard_code` assembles them into one generated
-function per cache entry.
+function per cache entry. Tensor guards are in :mod:`bytegraph.guards.tensor_guards`.
 """
 from __future__ import annotations
 
@@ -445,101 +445,6 @@ class GlobalStateMatch(Guard):
         return f"{self.label} changed: expected {self.expected!r}, got {self.getter()!r}"
 
 
-#: tensor types whose ``requires_grad`` is torch's own getter, which returns a bool
-_BOOL_REQUIRES_GRAD = (torch.Tensor, torch.nn.Parameter)
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class TensorMatch(Guard):
-    """Tensor metadata the trace specialised on.
-
-    ``sizes``/``strides`` hold ``None`` for dynamic dimensions (checked by the
-    ShapeEnv's guards instead). Stride checks collapse to ``is_contiguous()``
-    when the example was contiguous: equal sizes plus contiguity imply equal
-    strides except on size-1 dimensions, whose stride is never used. Strides of
-    non-contiguous dynamic tensors are guarded by the ShapeEnv.
-    """
-
-    tensor_type: type = torch.Tensor
-    dtype: torch.dtype = torch.float32
-    device: torch.device = torch.device("cpu")
-    requires_grad: bool = False
-    sizes: tuple = ()
-    strides: tuple = ()
-    contiguous: bool = True
-    order: ClassVar[int] = 3
-
-    @staticmethod
-    def of(source: Source, t: torch.Tensor, dynamic_dims: frozenset = frozenset()) -> "TensorMatch":
-        """The guard for ``t``; ``dynamic_dims`` are dims the ShapeEnv made
-        symbolic (their sizes are guarded by ShapeEnv guards instead)."""
-        sizes = tuple(None if i in dynamic_dims else int(s) for i, s in enumerate(t.size()))
-        strides = tuple(None if dynamic_dims else int(s) for s in t.stride())
-        return TensorMatch(
-            source,
-            type(t),
-            t.dtype,
-            t.device,
-            t.requires_grad,
-            sizes,
-            strides,
-            t.is_contiguous(),
-        )
-
-    def checked_type(self) -> type | None:
-        return self.tensor_type
-
-    def check(self, names: Names, value: str) -> str:
-        v = value
-        # (each tensor attribute read costs ~0.1 µs from Python: the cheapest reads that decide)
-        device = f"{v}.is_cpu" if self.device.type == "cpu" else f"{v}.device == {names.const(self.device)}"
-        if self.tensor_type in _BOOL_REQUIRES_GRAD:  # their requires_grad is a bool: its truth decides
-            requires_grad = f"{v}.requires_grad" if self.requires_grad else f"not {v}.requires_grad"
-        else:
-            requires_grad = f"{v}.requires_grad is {self.requires_grad}"
-        parts = [
-            f"type({v}) is {names.const(self.tensor_type)}",
-            f"{v}.dtype is {names.const(self.dtype)}",
-            device,
-            requires_grad,
-        ]
-        if None not in self.sizes:
-            parts.append(f"{v}.shape == {names.const(torch.Size(self.sizes))}")
-        else:
-            parts.append(f"{v}.dim() == {len(self.sizes)}")
-            shape = f"{v}.shape"
-            parts += [f"{shape}[{i}] == {s}" for i, s in enumerate(self.sizes) if s is not None]
-        if self.contiguous:
-            parts.append(f"{v}.is_contiguous()")
-        elif None not in self.strides:
-            parts.append(f"{v}.stride() == {names.const(self.strides)}")
-        return " and ".join(parts)
-
-    def explain(self, actual: Any) -> str:
-        name = f"tensor {describe_source(self.source)}"
-        if not isinstance(actual, torch.Tensor):
-            return f"{describe_source(self.source)} is no longer a tensor (got {type(actual).__qualname__})"
-        if type(actual) is not self.tensor_type:
-            return f"{name} type mismatch: expected {self.tensor_type.__qualname__}, got {type(actual).__qualname__}"
-        if actual.dtype != self.dtype:
-            return f"{name} dtype mismatch: expected {self.dtype}, got {actual.dtype}"
-        if actual.device != self.device:
-            return f"{name} device mismatch: expected {self.device}, got {actual.device}"
-        if actual.requires_grad != self.requires_grad:
-            return f"{name} requires_grad mismatch: expected {self.requires_grad}, got {actual.requires_grad}"
-        if actual.dim() != len(self.sizes):
-            return f"{name} rank mismatch: expected {len(self.sizes)}, got {actual.dim()}"
-        for i, (want, got) in enumerate(zip(self.sizes, actual.size())):
-            if want is not None and want != got:
-                return f"{name} size mismatch at index {i}: expected {want}, got {got}"
-        if self.contiguous and not actual.is_contiguous():
-            return f"{name} is no longer contiguous"
-        for i, (want, got) in enumerate(zip(self.strides, actual.stride())):
-            if want is not None and want != got:
-                return f"{name} stride mismatch at index {i}: expected {want}, got {got}"
-        return f"{name} metadata changed"
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class SameObject(Guard):
     """``value is <other source's value>``: one object reached through two paths."""
@@ -555,27 +460,6 @@ class SameObject(Guard):
 
     def explain(self, actual: Any) -> str:
         return f"{describe_source(self.source)} is no longer the same object as {describe_source(self.other)}"
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class SameStorage(Guard):
-    """Two tensor inputs share one storage (``same``) or do not:
-    ``a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()``.
-    Installed when a trace compared data pointers of their tensors."""
-
-    other: Source | None = None
-    same: bool = True
-    order: ClassVar[int] = 4
-
-    def key(self) -> tuple:
-        return ("SameStorage", self.source, self.other)
-
-    def check(self, names: Names, value: str) -> str:
-        raise AssertionError("rendered by the code builder, which knows each source's expression")
-
-    def explain(self, actual: Any) -> str:
-        now = "no longer shares" if self.same else "now shares"
-        return f"{describe_source(self.source)} {now} its storage with {describe_source(self.other)}"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

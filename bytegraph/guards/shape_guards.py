@@ -19,7 +19,8 @@ from typing import Any, ClassVar, Sequence
 import torch
 import torch._guards
 
-from bytegraph.guards.guards import Guard, Names, TensorMatch
+from bytegraph.guards.guards import Guard, Names
+from bytegraph.guards.tensor_guards import TensorMatch
 from bytegraph.guards.source import Source
 
 _TOKEN = re.compile(r"___SRC(\d+)___")

@@ -12,7 +12,7 @@ import types
 from typing import Iterator
 
 from bytegraph.breaks import Unsupported, UserFrame
-from bytegraph.graph.output_graph import CompiledGraph
+from bytegraph.graph.backend_compile import CompiledGraph
 from bytegraph.guards.guards import Guard
 
 

@@ -17,7 +17,8 @@ from bytegraph.breaks import Unsupported, unimplemented, user_error
 from bytegraph.bytecode.assemble import max_depth
 from bytegraph.bytecode.resume import RESUME_ORIGIN
 from bytegraph.graph.codegen import PyCodegen
-from bytegraph.graph.output_graph import Backend, OutputGraph
+from bytegraph.graph.backend_compile import Backend
+from bytegraph.graph.output_graph import OutputGraph
 from bytegraph.graph.side_effects import SideEffects
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.guards.source import ClosureSource, LocalSource

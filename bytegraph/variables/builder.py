@@ -38,10 +38,10 @@ from bytegraph.guards.guards import (
     IdMatch,
     LenMatch,
     SameObject,
-    TensorMatch,
     TypeMatch,
     compared_by_value,
 )
+from bytegraph.guards.tensor_guards import TensorMatch
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource, LocalSource, Source
 from bytegraph.variables.callables import func_transforms
 from bytegraph.variables.containers import iterator_tools, iterators

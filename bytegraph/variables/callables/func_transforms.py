@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 
 from bytegraph.breaks import unimplemented
-from bytegraph.graph import output_graph, writes
+from bytegraph.graph import backend_compile, output_graph, writes
 from bytegraph.graph.side_effects import SideEffects
 from bytegraph.variables.callables import functions
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
@@ -198,7 +198,7 @@ class TransformedFunctionVariable(VariableTracker):
                 reason = "It reads tensors other than its arguments and the tensors it closes over."
             elif len(pending) != unbacked:
                 reason = "It reads a tensor's value (item(), a data-dependent size)."
-            elif any(output_graph._draws_random(n) or n.target is torch._C._set_grad_enabled for n in added):
+            elif any(backend_compile.draws_random(n) or n.target is torch._C._set_grad_enabled for n in added):
                 reason = "It draws random numbers or sets the grad mode."
             elif any(_writes_given(n, given - batched) for n in added):
                 reason = "It writes in place to a tensor it did not create (a closure tensor, or an argument of " \

@@ -29,7 +29,8 @@ import sys
 import torch
 
 from bytegraph.breaks import unimplemented
-from bytegraph.guards.guards import EqualsMatch, IdMatch, TensorMatch
+from bytegraph.guards.guards import EqualsMatch, IdMatch
+from bytegraph.guards.tensor_guards import TensorMatch
 from bytegraph.guards.source import AttrSource, Source
 from bytegraph.variables.base import BoundMethodVariable, ConstantCallableVariable, VariableTracker
 from bytegraph.variables.tensors.collectives import bind_arguments, constant_argument

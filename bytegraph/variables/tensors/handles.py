@@ -17,7 +17,8 @@ import torch.utils.hooks
 from bytegraph.breaks import unimplemented
 from bytegraph.graph import tensor_hooks
 from bytegraph.graph.output_graph import storage_id
-from bytegraph.guards.guards import ConstantMatch, SameStorage
+from bytegraph.guards.guards import ConstantMatch
+from bytegraph.guards.tensor_guards import SameStorage
 from bytegraph.guards.source import CallMethodSource
 from bytegraph.variables.callables import functions
 from bytegraph.variables.tensors import graph_calls, symbolic
