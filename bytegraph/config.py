@@ -51,7 +51,7 @@ class Config:
             before tracing gives up with a graph break.
         max_inline_depth: nesting depth of inlined user calls; tracing also
             stops where Python's recursion limit would stop eager
-            (``bytegraph/translator/recursion.py``). Deeper calls are a graph
+            (``bytegraph/recursion.py``). Deeper calls are a graph
             break and run natively.
         optimize_ddp: compile a graph traced while DistributedDataParallel runs its
             module as one subgraph per gradient bucket, so bucket all-reduces

@@ -462,7 +462,7 @@ def _addcmul_tensor_value(x, y, v):
 @pytest.mark.parametrize("settings", [BOTH, OFF], ids=["capture", "no_capture"])
 def test_an_operator_that_reads_a_value_inside_its_kernel(backend, fn, make_args, settings):
     # the kernel reads a 0-d tensor's value (a Scalar argument): with capture on,
-    # the graph reads it as eager does (t.item(), variables/scalar_args.py); with
+    # the graph reads it as eager does (t.item(), variables/tensors/scalar_args.py); with
     # capture off it is a data-dependent break; never an internal error
     with bytegraph.config.patch(**settings):
         run(fn, [make_args(), make_args()], backend=backend)

@@ -4,7 +4,7 @@ that eager can call with no arguments on a small float tensor, compiled with
 
 Each entry is classified as answered at trace time (no graph op), run in a
 graph, or broken (by its first gb_type), and checked against its route in
-``variables/tensor_surface.py``: names routed to a break must break, names
+``variables/tensors/surface.py``: names routed to a break must break, names
 answered from metadata must not; the totals are printed at the end of the
 module's run, with or without ``-s``.
 """
@@ -100,7 +100,7 @@ def test_sweep(name, is_attribute):
         assert same(_comparable(x_compiled, x_compiled), _comparable(x_eager, x_eager))
     breaks = [b.gb_type for stats in metrics.FRAMES.values() for b in stats.breaks]
     RESULTS[name] = breaks[0] if breaks else ("graph" if cnt.frame_count else "trace time")
-    route = attribute_route(name) if is_attribute else method_route(name)  # what tensor_surface.py promises
+    route = attribute_route(name) if is_attribute else method_route(name)  # what tensors/surface.py promises
     if route == "data-dependent" and name in CAPTURABLE_METHODS:  # captured by default (capture_scalar_outputs)
         assert not breaks, f"Tensor.{name}: a capturable data-dependent method, but it broke: {breaks}"
     elif route in ("break", "data-dependent"):

@@ -16,7 +16,7 @@ classifies the callable once:
   (``torch.Tensor.add(x, y)``, ``torch.Tensor.shape.__get__(x)``): the same as
   ``x.add(y)`` / ``x.shape``;
 - with tensor-subclass arguments, an operator dispatches through their
-  ``__torch_function__`` (``variables/torch_function.py``, through ``tx``);
+  ``__torch_function__`` (``variables/tensors/subclass.py``, through ``tx``);
   ``torch._C.DisableTorchFunctionSubclass()`` turns that off in the trace; with
   NumPy arguments only ``torch.from_numpy``/``as_tensor``/``asarray``/``tensor``
   are traced;
@@ -27,7 +27,7 @@ classifies the callable once:
 - ``torch.vmap``/``torch.func.vmap`` of a torch C function (``torch.sin``,
   ``torch.Tensor.acos_``, an operator): the vmapped call is one graph node
   (:class:`VmapVariable`); of a Python function, see
-  :mod:`bytegraph.variables.func_transforms`;
+  :mod:`bytegraph.variables.callables.func_transforms`;
 - anything else from torch written in Python is inlined like user code; the
   remaining C functions are graph breaks.
 """
@@ -420,7 +420,7 @@ class VmapVariable(ConstantCallableVariable):
     """``torch.vmap`` (also ``torch.func.vmap``). ``torch.vmap(fn, in_dims,
     out_dims, randomness, chunk_size=...)`` with constant arguments and ``fn`` a
     torch C function gives a :class:`VmappedVariable`; a Python function is
-    :mod:`~bytegraph.variables.func_transforms`'s; anything else is a graph
+    :mod:`~bytegraph.variables.callables.func_transforms`'s; anything else is a graph
     break."""
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:

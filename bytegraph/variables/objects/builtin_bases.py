@@ -4,7 +4,7 @@
 An instance of ``class MyList(list)`` is a user object (its class's Python
 methods are inlined, its attributes live in its ``__dict__``) whose items are
 those of a plain list. This module models that plain part: its *storage*, a
-:class:`~bytegraph.variables.sequences.TupleVariable` or ``ListVariable``
+:class:`~bytegraph.variables.containers.sequences.TupleVariable` or ``ListVariable``
 that the base type's own methods act on (``super().__contains__(v)``,
 ``len(self)``, ``self[1:3]``, ``list.append``), bypassing the subclass's
 Python overrides as the C methods do.

@@ -6,7 +6,7 @@ tensors, symbolic scalars, containers of them, constants). Every operation
 reaches the graph here, after tensor-subclass arguments had their
 ``__torch_function__`` run (:func:`overloaded_args`).
 
-This module and :mod:`bytegraph.variables.tensor` use each other (a tensor
+This module and :mod:`bytegraph.variables.tensors.tensor` use each other (a tensor
 method adds a node; a node's result is a tensor), so each imports the other
 as a module and reads its names when called.
 """
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 VT = VariableTracker
 
 #: TensorVariable kinds of traced wrapper subclasses, by the class of their
-#: FakeTensor example (filled by their modules: ``variables/dtensor.py``)
+#: FakeTensor example (filled by their modules: ``variables/tensors/dtensor.py``)
 TENSOR_VARIABLE_KINDS: dict[type, type] = {}
 
 

@@ -3,7 +3,7 @@
 :class:`UntypedStorageVariable` (``t.untyped_storage()``),
 :class:`DataPtrVariable` (``t.data_ptr()``) and
 :class:`RemovableHandleVariable` (``t.register_hook(fn)``) each keep the
-:class:`~bytegraph.variables.tensor.TensorVariable` they came from.
+:class:`~bytegraph.variables.tensors.tensor.TensorVariable` they came from.
 """
 from __future__ import annotations
 

@@ -122,7 +122,7 @@ class NumpyNdarrayVariable(VariableTracker):
     holding its data.
 
     NumPy operations on it become graph nodes running ``torch._numpy``
-    (:func:`numpy_call`; NumPy's tables in :mod:`bytegraph.variables.numpy`); static metadata (``ndim``, ``shape``,
+    (:func:`numpy_call`; NumPy's tables in :mod:`bytegraph.variables.tensors.numpy_ops`); static metadata (``ndim``, ``shape``,
     ``strides``, ``itemsize``, ``size``) is answered at trace time. After the
     graph it becomes a real ``numpy.ndarray`` sharing the output tensor's
     memory (``t.numpy()``), or a NumPy scalar.

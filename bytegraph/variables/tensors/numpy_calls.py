@@ -194,7 +194,7 @@ _UNKNOWN = object()
 
 class _Reference:
     """Real NumPy's result for a call, on stand-in values of the arguments'
-    dtypes and shapes (:func:`bytegraph.variables.numpy.standin`).
+    dtypes and shapes (:func:`bytegraph.variables.tensors.numpy_ops.standin`).
 
     NumPy is asked when the call has a 0-d or constant result (whether NumPy
     returns a scalar, and the constant, are needed: this costs at most one pass

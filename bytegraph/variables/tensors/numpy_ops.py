@@ -3,7 +3,7 @@ classify NumPy operations.
 
 bytegraph traces NumPy code the way it traces torch code: an ndarray in the
 traced program is a tensor in the graph (``NumpyNdarrayVariable`` in
-:mod:`bytegraph.variables.ndarray`), and each NumPy operation on it becomes one
+:mod:`bytegraph.variables.tensors.ndarray`), and each NumPy operation on it becomes one
 graph node whose target is a :class:`NumpyOp`: it views the tensor arguments as
 ``torch._numpy`` ndarrays (NumPy's API implemented with torch operations), runs
 the operation, and hands the tensors under the results back to the graph.
@@ -25,7 +25,7 @@ record where bytegraph must correct it or refuse:
   break, since writes through one would not reach the other.
 
 NumPy is optional: without it ``np`` is None and NumPy code is a graph break.
-This module holds no VariableTrackers, so ``variables/tensor.py`` can import it.
+This module holds no VariableTrackers, so ``variables/tensors/tensor.py`` can import it.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The Tensor API surface as data: for each attribute and method name of
 ``torch.Tensor``, which path a traced tensor answers it by.
 
-:class:`~bytegraph.variables.tensor.TensorVariable` dispatches on these tables
+:class:`~bytegraph.variables.tensors.tensor.TensorVariable` dispatches on these tables
 (see ``attribute_route``/``method_route`` there); ``tools/gen_docs.py``
 renders ``docs/tensor_support.md`` from the same tables, so the page stays
 true to the code. Names not listed here are answered by a handler of

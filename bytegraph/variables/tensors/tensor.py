@@ -8,22 +8,22 @@ traced tensor answers when the program asks it something follows one rule:
   and metadata that guard does not cover (``is_leaf``, ``storage_offset()``...)
   is read from the input through a source and guarded on its own;
 - tensor computations become graph nodes via
-  :func:`~bytegraph.variables.graph_calls.graph_call`, whose result metadata
+  :func:`~bytegraph.variables.tensors.graph_calls.graph_call`, whose result metadata
   comes from running the operation on the examples under the FakeTensorMode;
 - what is neither (data-dependent values, autograd calls, storage swaps) is a
   graph break with a reason.
 
-The tables of :mod:`~bytegraph.variables.tensor_surface` say which attribute
+The tables of :mod:`~bytegraph.variables.tensors.surface` say which attribute
 or method takes which path (:func:`attribute_route`, :func:`method_route`); a
 name with a handler (``attr_<name>``/``method_<name>``; ``method_dunder_getitem``
 for ``__getitem__``) is answered by it. ``docs/tensor_support.md`` is
 generated from the same routes (``tools/gen_docs.py``).
 
 The other tensor kinds live next to what they do: symbolic scalars in
-:mod:`~bytegraph.variables.symbolic`, storages, data pointers and hook handles
-in :mod:`~bytegraph.variables.tensor_handles`, tensor subclasses in
-:mod:`~bytegraph.variables.torch_function`, NumPy arrays in
-:mod:`~bytegraph.variables.ndarray`.
+:mod:`~bytegraph.variables.tensors.symbolic`, storages, data pointers and hook handles
+in :mod:`~bytegraph.variables.tensors.handles`, tensor subclasses in
+:mod:`~bytegraph.variables.tensors.subclass`, NumPy arrays in
+:mod:`~bytegraph.variables.tensors.ndarray`.
 """
 from __future__ import annotations
 
@@ -393,7 +393,7 @@ class TensorVariable(TensorMethods, VariableTracker):
 
 def attribute_route(name: str) -> str:
     """How ``t.<name>`` is answered: ``"static"``, ``"sourced"`` (tables of
-    :mod:`~bytegraph.variables.tensor_surface`), ``"handler"`` (an ``attr_``
+    :mod:`~bytegraph.variables.tensors.surface`), ``"handler"`` (an ``attr_``
     handler), ``"method"`` (a bound method), ``"getset"`` (another getset
     attribute: a graph op when it is a tensor), or ``"break"``."""
     if name in STATIC_ATTRS:
@@ -412,7 +412,7 @@ def attribute_route(name: str) -> str:
 def method_route(name: str) -> str:
     """How ``t.<name>(...)`` is answered: ``"data-dependent"``, ``"break"``,
     ``"static"``, ``"sourced"``, ``"storage"`` (tables of
-    :mod:`~bytegraph.variables.tensor_surface`), ``"handler"`` (a ``method_``
+    :mod:`~bytegraph.variables.tensors.surface`), ``"handler"`` (a ``method_``
     handler), or ``"graph"`` (a graph op when it returns tensors). In-place
     view ops (``INPLACE_VIEW_METHODS``) break first when called on a graph input."""
     if name in DATA_DEPENDENT_METHODS:
