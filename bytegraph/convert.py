@@ -22,8 +22,8 @@ from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from bytegraph import imports, logs
-from bytegraph.breaks import BackendCompilerFailed, InternalError, Unsupported, UserFrame, unimplemented
 from bytegraph.backends.ddp import ddp_aware
+from bytegraph.breaks import BackendCompilerFailed, InternalError, Unsupported, UserFrame, unimplemented
 from bytegraph.bytecode.assemble import assemble
 from bytegraph.config import config
 from bytegraph.graph.backend_compile import Backend, CompiledGraph
@@ -31,11 +31,11 @@ from bytegraph.graph.output_graph import DynamicPolicy, NeedsShapeEnv, OutputGra
 from bytegraph.guards.describe import describe_guards
 from bytegraph.guards.guard_code import GuardFunction, build_guard_function
 from bytegraph.guards.guards import Guard, IdMatch, NoAliasing
-from bytegraph.guards.tensor_guards import TensorMatch
 from bytegraph.guards.shape_guards import settle_tensor_guards, shape_env_guards
 from bytegraph.guards.source import ConvertSource
-from bytegraph.translator.graph_break import FrameRuntime
+from bytegraph.guards.tensor_guards import TensorMatch
 from bytegraph.recursion import tracing_stack
+from bytegraph.translator.graph_break import FrameRuntime
 from bytegraph.translator.root import InstructionTranslator
 
 

@@ -26,7 +26,6 @@ from bytegraph.graph.rerun import autocast_devices, rerun_natively_on_error
 from bytegraph.logs import enabled, get
 
 
-
 Backend = Callable[[torch.fx.GraphModule, list], Callable]
 
 

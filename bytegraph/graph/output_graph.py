@@ -43,7 +43,6 @@ from bytegraph.guards.shape_guards import ShapeSource
 from bytegraph.guards.source import Source, is_plain_name
 
 
-
 @dataclasses.dataclass
 class GraphInput:
     """One placeholder: where its value is loaded from, and the example
@@ -96,7 +95,6 @@ class NeedsShapeEnv(Exception):
     """Raised when a static trace meets an input that must be symbolic
     (marked dynamic) or a data-dependent value to capture; the frame is
     traced again with a ShapeEnv."""
-
 
 
 def _data_dependent_operator(context: str, hint: str) -> NoReturn:
@@ -431,11 +429,9 @@ class OutputGraph(BackendCompile):
         return tuple(sorted(written))
 
 
-
 #: what :meth:`OutputGraph.trace_state` copies: the inputs, the operation count and the per-node caches
 _TAKEN_BACK = ("inputs", "dropped_inputs", "operations", "_sym_sizes", "_input_index", "_last_placeholder",
                "identity_key_sources")
-
 
 
 def _symbolic_context(value: torch.Tensor, dynamic: dict[int, Any]) -> StatelessSymbolicContext:

@@ -32,9 +32,9 @@ from bytegraph.guards.guards import (
     SameObject,
     TypeMatch,
 )
-from bytegraph.guards.tensor_guards import SameStorage, TensorMatch
 from bytegraph.guards.shape_guards import ShapeGuard
 from bytegraph.guards.source import GLOBAL_STATE, Source, user_name
+from bytegraph.guards.tensor_guards import SameStorage, TensorMatch
 
 _SHAPE_REF = re.compile(r"___SRC(\d+)___(?:\.(size|stride)\(\)\[(\d+)\]|\.storage_offset\(\))?")
 _LOWER_BOUND = re.compile(r"(-?\d+) <= ([\w.]+)")

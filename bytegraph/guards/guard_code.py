@@ -36,6 +36,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from bytegraph.breaks import InternalError
 from bytegraph.guards.guards import (
     ConstantMatch,
     Guard,
@@ -46,9 +47,7 @@ from bytegraph.guards.guards import (
     TypeMatch,
     describe_source,
 )
-from bytegraph.guards.tensor_guards import SameStorage, TensorMatch
 from bytegraph.guards.shape_guards import ShapeGuard
-from bytegraph.breaks import InternalError
 from bytegraph.guards.source import (
     AttrSource,
     ClosureSource,
@@ -58,6 +57,7 @@ from bytegraph.guards.source import (
     attr_expr,
     is_plain_name,
 )
+from bytegraph.guards.tensor_guards import SameStorage, TensorMatch
 
 
 @dataclasses.dataclass

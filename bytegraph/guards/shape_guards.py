@@ -20,8 +20,8 @@ import torch
 import torch._guards
 
 from bytegraph.guards.guards import Guard, Names
-from bytegraph.guards.tensor_guards import TensorMatch
 from bytegraph.guards.source import Source
+from bytegraph.guards.tensor_guards import TensorMatch
 
 _TOKEN = re.compile(r"___SRC(\d+)___")
 

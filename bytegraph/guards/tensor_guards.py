@@ -8,9 +8,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from bytegraph.guards.source import Source
-
 from bytegraph.guards.guards import Guard, Names, describe_source
+from bytegraph.guards.source import Source
 
 
 #: tensor types whose ``requires_grad`` is torch's own getter, which returns a bool

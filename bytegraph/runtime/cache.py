@@ -26,8 +26,8 @@ from bytegraph.config import config
 from bytegraph.convert import CompileOptions, Converted, RunNatively, convert_frame
 from bytegraph.graph.output_graph import DynamicPolicy
 from bytegraph.guards.guard_code import GuardFunction
-from bytegraph.guards.tensor_guards import TensorMatch
 from bytegraph.guards.source import LocalSource, Source, is_plain_name
+from bytegraph.guards.tensor_guards import TensorMatch
 from bytegraph.runtime import metrics
 from bytegraph.runtime.ddp import is_ddp, run_ddp
 from bytegraph.translator.inline import never_traced

@@ -7,12 +7,11 @@ from typing import TYPE_CHECKING
 
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.callables.builtins import call_builtin
+from bytegraph.variables.callables.functions import NestedUserFunctionVariable
 from bytegraph.variables.containers.dicts import DictVariable, as_dict
 from bytegraph.variables.containers.sequences import TupleVariable
-from bytegraph.variables.callables.functions import NestedUserFunctionVariable
 from bytegraph.variables.stack_values import NullVariable
-
-from bytegraph.variables.callables.builtins import call_builtin
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
 

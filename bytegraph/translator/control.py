@@ -11,15 +11,14 @@ import operator
 from typing import TYPE_CHECKING
 
 from bytegraph.breaks import unimplemented
-from bytegraph.bytecode.instructions import TERMINATORS, Instruction
+from bytegraph.bytecode.instructions import Instruction, TERMINATORS
 from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.builder import wrap_const
+from bytegraph.variables.callables.builtins import call_builtin
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers.iterators import GeneratorVariable, IteratorVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.stack_values import WithExitVariable
-
-from bytegraph.variables.builder import wrap_const
-from bytegraph.variables.callables.builtins import call_builtin
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
 

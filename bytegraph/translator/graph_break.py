@@ -28,14 +28,25 @@ import torch
 from bytecode import BinaryOp, CellVar, FreeVar, Instr, Label
 
 from bytegraph.breaks import Unsupported
-from bytegraph.bytecode.assemble import max_depth
 from bytegraph.bytecode.analysis import (
-    cell_rebound, enclosing_handlers, in_loop, live_locals, stack_inputs, stack_outputs,
+    cell_rebound,
+    enclosing_handlers,
+    in_loop,
+    live_locals,
+    stack_inputs,
+    stack_outputs,
 )
-from bytegraph.bytecode.instructions import TERMINATORS, Instruction
+from bytegraph.bytecode.assemble import max_depth
+from bytegraph.bytecode.instructions import Instruction, TERMINATORS
 from bytegraph.bytecode.lower import Op, landing, lower, without_null
 from bytegraph.bytecode.resume import (
-    STACK_PREFIX, ResumeSpec, copy_body, instruction_at, replace_instruction, resume_code, stack_name,
+    ResumeSpec,
+    STACK_PREFIX,
+    copy_body,
+    instruction_at,
+    replace_instruction,
+    resume_code,
+    stack_name,
 )
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.guards.source import LocalSource

@@ -20,14 +20,14 @@ from bytegraph.guards.guards import IdMatch
 from bytegraph.guards.source import AttrSource
 from bytegraph.translator.base import InstructionTranslatorBase
 from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.callables import polyfills
+from bytegraph.variables.callables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
+from bytegraph.variables.callables.torch_functions import TORCH_FRONTEND
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.iterators import GeneratorVariable
 from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
-from bytegraph.variables.callables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
-from bytegraph.variables.callables import polyfills
-from bytegraph.variables.callables.torch_functions import TORCH_FRONTEND
 from bytegraph.variables.tensors.subclass_dispatch import MODELED_FUNCTIONS
 
 VT = VariableTracker

@@ -9,11 +9,10 @@ from bytegraph.breaks import user_error
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.guards.guards import NotShadowed
 from bytegraph.guards.source import ConstSource, GlobalSource
-from bytegraph.variables.callables.functions import CellVariable
-from bytegraph.variables.stack_values import NullVariable
-from bytegraph.variables.objects.library_objects import PythonModuleVariable
-
 from bytegraph.variables.builder import wrap, wrap_const
+from bytegraph.variables.callables.functions import CellVariable
+from bytegraph.variables.objects.library_objects import PythonModuleVariable
+from bytegraph.variables.stack_values import NullVariable
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
 

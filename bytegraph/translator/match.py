@@ -26,11 +26,10 @@ from typing import TYPE_CHECKING
 
 from bytegraph.breaks import unimplemented
 from bytegraph.bytecode.instructions import Instruction
+from bytegraph.variables.callables.builtins import call_builtin
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable
 from bytegraph.variables.containers.sequences import TupleVariable
-
-from bytegraph.variables.callables.builtins import call_builtin
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from bytegraph.breaks import Unsupported
 from bytegraph.bytecode.analysis import stack_inputs, stack_outputs
-from bytegraph.bytecode.instructions import TERMINATORS, Instruction
+from bytegraph.bytecode.instructions import Instruction, TERMINATORS
 from bytegraph.translator.base import InstructionTranslatorBase
 from bytegraph.variables.stack_values import NativeResultVariable
 

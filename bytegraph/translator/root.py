@@ -16,8 +16,8 @@ import torch
 from bytegraph.breaks import Unsupported, unimplemented, user_error
 from bytegraph.bytecode.assemble import max_depth
 from bytegraph.bytecode.resume import RESUME_ORIGIN
-from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.backend_compile import Backend
+from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.output_graph import OutputGraph
 from bytegraph.graph.side_effects import SideEffects
 from bytegraph.guards.guards import GlobalStateMatch
@@ -26,11 +26,11 @@ from bytegraph.translator.base import InstructionTranslatorBase
 from bytegraph.translator.graph_break import FrameRuntime, codegen_graph_break
 from bytegraph.translator.inline import InliningTranslator, inline_call
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.exceptions import TracedException
-from bytegraph.variables.callables.functions import CellVariable
-from bytegraph.variables.torch_state.autocast import autocast_state
-from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.builder import wrap
+from bytegraph.variables.callables.functions import CellVariable
+from bytegraph.variables.exceptions import TracedException
+from bytegraph.variables.tensors.tensor import TensorVariable
+from bytegraph.variables.torch_state.autocast import autocast_state
 
 VT = VariableTracker
 

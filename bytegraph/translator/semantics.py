@@ -22,28 +22,30 @@ from bytegraph.guards.guards import GlobalStateMatch, IdMatch, NoAliasing
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap_const
 from bytegraph.variables.callables.builtins import BuiltinVariable, OperatorGetterVariable
+from bytegraph.variables.callables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
-from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.containers.dicts import DictVariable, DictViewVariable, LazyDictVariable
 from bytegraph.variables.containers.iterators import IteratorVariable, ListIteratorVariable, RangeIteratorVariable
+from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
 from bytegraph.variables.containers.sequences import (
     BaseSequenceVariable,
     DequeVariable,
     ListVariable,
     SliceVariable,
 )
-from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
 from bytegraph.variables.containers.sets import SetVariable
-from bytegraph.variables.callables.functions import UserFunctionVariable
-from bytegraph.variables.tensors import subclass
+from bytegraph.variables.exceptions import ExceptionVariable
+from bytegraph.variables.objects.class_lookup import class_attribute
 from bytegraph.variables.objects.nn_modules import NNModuleVariable
+from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
+from bytegraph.variables.objects.user_objects import (
+    NewObjectVariable,
+    SlotMethodVariable,
+    UserDefinedObjectVariable,
+)
+from bytegraph.variables.tensors import subclass
 from bytegraph.variables.tensors.ndarray import NumpyNdarrayVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
-from bytegraph.variables.callables.functions import PartialVariable, UserMethodVariable
-from bytegraph.variables.objects.user_objects import SlotMethodVariable
-from bytegraph.variables.objects.user_objects import NewObjectVariable, UserDefinedObjectVariable
-from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
-from bytegraph.variables.objects.class_lookup import class_attribute
 
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
@@ -239,7 +241,6 @@ class PythonSemantics:
         return answer
 
 
-
 def _make_partial(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
     if not args:
         raise_traced(TypeError, "type 'partial' takes at least one argument")
@@ -288,7 +289,6 @@ _LIBRARY_CONSTRUCTORS = {
     operator.attrgetter: _make_operator_getter(operator.attrgetter),
     operator.methodcaller: _make_operator_getter(operator.methodcaller),
 }
-
 
 
 def _builtin_new(klass: type) -> bool:

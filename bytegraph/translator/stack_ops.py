@@ -7,13 +7,12 @@ from typing import TYPE_CHECKING
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.callables.builtins import call_builtin
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers.dicts import DictVariable, as_dict
 from bytegraph.variables.containers.sequences import ListVariable, SliceVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.objects.user_objects import UserDefinedObjectVariable
-
-from bytegraph.variables.callables.builtins import call_builtin
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
 

@@ -17,7 +17,6 @@ import inspect
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 from bytegraph.breaks import unimplemented
-
 from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

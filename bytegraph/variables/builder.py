@@ -41,19 +41,44 @@ from bytegraph.guards.guards import (
     TypeMatch,
     compared_by_value,
 )
-from bytegraph.guards.tensor_guards import TensorMatch
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource, GetItemSource, LocalSource, Source
-from bytegraph.variables.callables import func_transforms
-from bytegraph.variables.containers import iterator_tools, iterators
-from bytegraph.variables.tensors import numpy_ops as npops
+from bytegraph.guards.tensor_guards import TensorMatch
+from bytegraph.variables import tx as protocol
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
+from bytegraph.variables.callables import func_transforms
 from bytegraph.variables.callables.builtins import BuiltinVariable, bound_to_constant
-from bytegraph.variables.constant import ConstantVariable, is_constant_value
-from bytegraph.variables.containers.dicts import DictVariable, DictViewVariable, LazyDictVariable
-from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
-from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
-from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.callables.copying import CopyFunctionVariable
+from bytegraph.variables.callables.deferred_calls import DeferredCallVariable
+from bytegraph.variables.callables.functions import (
+    PartialVariable,
+    UserFunctionVariable,
+    UserMethodVariable,
+    WrappedFunctionVariable,
+)
+from bytegraph.variables.callables.polyfills import EVALUATED_ON_CONSTANTS, EvaluatedCallVariable, polyfill_for
+from bytegraph.variables.callables.torch_functions import (
+    TorchFunctionVariable,
+    VmapVariable,
+    is_torch_callable,
+    registered_op,
+)
+from bytegraph.variables.constant import ConstantVariable, is_constant_value
+from bytegraph.variables.containers import iterator_tools, iterators
+from bytegraph.variables.containers.dicts import DictVariable, DictViewVariable, LazyDictVariable
+from bytegraph.variables.containers.iterator_tools import ItertoolsFunctionVariable, is_itertools_callable
+from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
+from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
+from bytegraph.variables.containers.sets import SetVariable
+from bytegraph.variables.objects.library_objects import (
+    EnvironVariable,
+    OpaqueConstantVariable,
+    PythonModuleVariable,
+    WeakRefVariable,
+)
+from bytegraph.variables.objects.nn_modules import NNModuleVariable
+from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
+from bytegraph.variables.objects.user_objects import UserDefinedObjectVariable
+from bytegraph.variables.tensors import numpy_ops as npops
 from bytegraph.variables.tensors.collectives import CollectiveVariable, is_collective
 from bytegraph.variables.tensors.dtensor import (
     DTensorCallableVariable,
@@ -61,34 +86,12 @@ from bytegraph.variables.tensors.dtensor import (
     is_dtensor_callable,
     wrap_dtensor,
 )
-from bytegraph.variables.callables.functions import (
-    PartialVariable,
-    UserFunctionVariable,
-    UserMethodVariable,
-    WrappedFunctionVariable,
-)
-from bytegraph.variables.containers.iterator_tools import ItertoolsFunctionVariable, is_itertools_callable
-from bytegraph.variables.callables.deferred_calls import DeferredCallVariable
-from bytegraph.variables.objects.library_objects import EnvironVariable, OpaqueConstantVariable, WeakRefVariable
-from bytegraph.variables.objects.nn_modules import NNModuleVariable
 from bytegraph.variables.tensors.ndarray import NumpyFunctionVariable, NumpyNdarrayVariable
+from bytegraph.variables.tensors.subclass import TensorSubclassVariable, as_plain_tensor, check_traceable
 from bytegraph.variables.tensors.symbolic import SymNodeVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
-from bytegraph.variables.callables.polyfills import EVALUATED_ON_CONSTANTS, EvaluatedCallVariable, polyfill_for
-from bytegraph.variables.objects.library_objects import PythonModuleVariable
-from bytegraph.variables.callables.torch_functions import (
-    TorchFunctionVariable,
-    VmapVariable,
-    is_torch_callable,
-    registered_op,
-)
-from bytegraph.variables.tensors.subclass import TensorSubclassVariable, as_plain_tensor, check_traceable
-from bytegraph.variables.torch_state.contexts import STATE_CONTEXTS, existing_state_context
 from bytegraph.variables.torch_state.base import StateContextVariable
-from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
-from bytegraph.variables.objects.user_objects import UserDefinedObjectVariable
-
-from bytegraph.variables import tx as protocol
+from bytegraph.variables.torch_state.contexts import STATE_CONTEXTS, existing_state_context
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx
 

@@ -16,7 +16,6 @@ import torch
 
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker, call_method_handler
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
-
 from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from bytegraph.breaks import BreakSite, Unsupported, unimplemented
 from bytegraph.variables.base import VariableTracker
-
 from bytegraph.variables.tx import make_tuple, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

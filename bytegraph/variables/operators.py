@@ -145,7 +145,6 @@ PURE_BUILTINS = frozenset(
      operator.is_, operator.is_not}
 
 
-
 def apply_operator(tx: Tx, op: Any, args: Sequence[VT]) -> VT | None:
     """``op(*args)`` for a Python operator, resolved by the operands' kinds; None
     when none of them answers (a graph break follows).

@@ -26,9 +26,9 @@ import torch
 
 from bytegraph.breaks import HINT_REWRITE, Unsupported, unimplemented, user_error
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
+from bytegraph.variables.callables.super_calls import SuperVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced_from
-from bytegraph.variables.exceptions import ExceptionVariable
-from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable
+from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable, dict_of
 from bytegraph.variables.containers.iterator_tools import (
     EnumerateVariable,
     FilterVariable,
@@ -41,9 +41,11 @@ from bytegraph.variables.containers.sequences import (
     ListVariable,
     SliceVariable,
     TupleVariable,
+    sort_items,
 )
 from bytegraph.variables.containers.sets import SetVariable
-from bytegraph.variables.tensors.graph_calls import graph_call
+from bytegraph.variables.exceptions import ExceptionVariable
+from bytegraph.variables.objects.user_objects import SlotMethodVariable
 from bytegraph.variables.operators import (
     NOT_FOLDED,
     PURE_BUILTINS,
@@ -56,24 +58,15 @@ from bytegraph.variables.operators import (
     protocol_operator,
     unsupported_builtin,
 )
-from bytegraph.variables.tensors.symbolic import SymNodeVariable
+from bytegraph.variables.tensors.graph_calls import graph_call
+from bytegraph.variables.tensors.symbolic import SymNodeVariable, convert_scalar
 from bytegraph.variables.tensors.tensor import TensorVariable
-from bytegraph.variables.callables.super_calls import SuperVariable
-from bytegraph.variables.objects.user_objects import SlotMethodVariable
-
-from bytegraph.variables.containers.dicts import dict_of
-from bytegraph.variables.containers.sequences import sort_items
-from bytegraph.variables.tensors.symbolic import convert_scalar
 from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
-
-
-
-
 
 
 class BuiltinVariable(ConstantCallableVariable):

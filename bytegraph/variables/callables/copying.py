@@ -22,8 +22,8 @@ from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable
-from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable
+from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.objects.user_objects import NewObjectVariable, UserDefinedObjectVariable
 

@@ -9,8 +9,8 @@ import logging
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented
-from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.graph import deferred
+from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 

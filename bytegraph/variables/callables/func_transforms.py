@@ -48,12 +48,11 @@ import torch
 from bytegraph.breaks import unimplemented
 from bytegraph.graph import backend_compile, output_graph, writes
 from bytegraph.graph.side_effects import SideEffects
-from bytegraph.variables.callables import functions
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
+from bytegraph.variables.callables import functions
 from bytegraph.variables.tensors.graph_calls import graph_call
 from bytegraph.variables.tensors.symbolic import SymNodeVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
-
 from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

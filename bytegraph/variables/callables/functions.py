@@ -18,10 +18,13 @@ from bytegraph.guards.guards import DictContains, GlobalStateMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource, Source
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import (
-    ConstantVariable, getattr_or_raise, is_constant_value, raise_traced, raise_traced_from,
+    ConstantVariable,
+    getattr_or_raise,
+    is_constant_value,
+    raise_traced,
+    raise_traced_from,
 )
 from bytegraph.variables.containers.dicts import DictVariable
-
 from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:

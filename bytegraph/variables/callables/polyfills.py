@@ -28,13 +28,12 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch.fx
 
+from bytegraph import recursion
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
-from bytegraph import recursion
-from bytegraph.variables.tensors import numpy_ops as npops
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import raise_traced_from
-
+from bytegraph.variables.tensors import numpy_ops as npops
 from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx

@@ -9,17 +9,16 @@ from typing import TYPE_CHECKING
 
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.constant import raise_traced
 from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
-from bytegraph.variables.objects.user_objects import SlotMethodVariable
+from bytegraph.variables.constant import raise_traced
 from bytegraph.variables.objects.class_lookup import _MISSING
+from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
 from bytegraph.variables.objects.user_objects import (
-    _TORCH_TENSOR_CLASSES,
+    SlotMethodVariable,
     UserDefinedObjectVariable,
+    _TORCH_TENSOR_CLASSES,
     bind_class_attribute,
 )
-from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
-
 from bytegraph.variables.tensors.subclass import torch_tensor_attr
 from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ classifies the callable once:
   (``torch.Tensor.add(x, y)``, ``torch.Tensor.shape.__get__(x)``): the same as
   ``x.add(y)`` / ``x.shape``;
 - with tensor-subclass arguments, an operator dispatches through their
-  ``__torch_function__`` (``variables/tensors/subclass.py``, through ``tx``);
+  ``__torch_function__`` (:mod:`~bytegraph.variables.tensors.subclass_dispatch`);
   ``torch._C.DisableTorchFunctionSubclass()`` turns that off in the trace; with
   NumPy arguments only ``torch.from_numpy``/``as_tensor``/``asarray``/``tensor``
   are traced;
@@ -42,18 +42,17 @@ import torch
 
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
-from bytegraph.variables.callables import func_transforms, functions
-from bytegraph.variables.tensors import scalar_args
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
+from bytegraph.variables.callables import func_transforms, functions
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced_from
 from bytegraph.variables.containers.sequences import SizeVariable
-from bytegraph.variables.tensors.symbolic import runtime_check
+from bytegraph.variables.tensors import scalar_args
 from bytegraph.variables.tensors.graph_calls import dispatches, graph_call, overloaded_args
 from bytegraph.variables.tensors.ndarray import NumpyNdarrayVariable, ndarray_to_tensor
+from bytegraph.variables.tensors.symbolic import runtime_check
 from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.torch_state.contexts import STATE_CONTEXTS, create_state_context
 from bytegraph.variables.torch_state.dispatch_disabled import SubclassDispatchDisabledVariable
-
 from bytegraph.variables.tx import as_subclass, dispatch_torch_function, make_tensor_subclass, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

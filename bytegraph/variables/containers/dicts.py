@@ -18,12 +18,11 @@ import torch
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch, compared_by_value
 from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
-from bytegraph.variables.containers.iterators import DictIteratorVariable, IteratorVariable
-from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable, for_each_item
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.containers.iterators import DictIteratorVariable, IteratorVariable
+from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable, for_each_item
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
-
 from bytegraph.variables.operators import call_operator
 from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:

@@ -24,9 +24,13 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import ConstantMatch, TypeMatch
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers.iterators import IteratorVariable, ListIteratorVariable, iterator_state, state_sources
+from bytegraph.variables.containers.iterators import (
+    IteratorVariable,
+    ListIteratorVariable,
+    iterator_state,
+    state_sources,
+)
 from bytegraph.variables.containers.sequences import TupleVariable
-
 from bytegraph.variables.operators import call_operator
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

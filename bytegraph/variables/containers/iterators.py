@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any, Sequence
 from bytegraph.breaks import Unsupported, unimplemented, user_error
 from bytegraph.guards.guards import ConstantMatch, TypeMatch
 from bytegraph.guards.source import ConvertSource, GetItemSource
-from bytegraph.variables.containers import sequences
 from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.containers import sequences
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.variables.tx import Tx
     from bytegraph.variables.containers.dicts import DictVariable
     from bytegraph.variables.containers.sets import SetVariable
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 

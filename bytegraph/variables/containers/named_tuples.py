@@ -16,7 +16,6 @@ from bytegraph.variables.callables.functions import UserMethodVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.sequences import TupleVariable
-
 from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

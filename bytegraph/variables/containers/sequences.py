@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 
 from bytegraph.breaks import unimplemented
-from bytegraph.variables.containers import iterators
+from bytegraph.variables import tx as protocol
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced
-
+from bytegraph.variables.containers import iterators
 from bytegraph.variables.operators import call_operator
-from bytegraph.variables import tx as protocol
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx

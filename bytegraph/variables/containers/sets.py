@@ -26,7 +26,6 @@ from bytegraph.variables.base import VariableTracker, bad_method, call_method_ha
 from bytegraph.variables.constant import ConstantVariable, raise_traced_from
 from bytegraph.variables.containers.dicts import DictVariable, DictViewVariable, IdentityKey, apply_by_clear_update
 from bytegraph.variables.containers.iterators import SetIteratorVariable
-
 from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

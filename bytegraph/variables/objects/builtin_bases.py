@@ -28,13 +28,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.guards.guards import LenMatch
 from bytegraph.guards.source import ConvertSource, GetItemSource
-from bytegraph.variables.containers import dicts
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.operators import BINARY_DUNDERS, INPLACE_TO_BINARY, PythonDunderOperators
+from bytegraph.variables.containers import dicts
 from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
-
-from bytegraph.variables.operators import call_operator
+from bytegraph.variables.operators import BINARY_DUNDERS, INPLACE_TO_BINARY, PythonDunderOperators, call_operator
 from bytegraph.variables.tx import wrap
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

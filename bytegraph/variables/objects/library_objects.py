@@ -10,12 +10,11 @@ import types
 from typing import TYPE_CHECKING, Any, Sequence
 
 from bytegraph.breaks import unimplemented, user_error
-from bytegraph.variables.callables.deferred_calls import logger_method
 from bytegraph.guards.guards import DictContains, GlobalStateMatch
 from bytegraph.guards.source import AttrSource, ConvertSource, WeakRefCallSource
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
+from bytegraph.variables.callables.deferred_calls import logger_method
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
-
 from bytegraph.variables.tx import wrap, wrap_attr, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

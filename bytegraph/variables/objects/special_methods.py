@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 
 from bytegraph.breaks import unimplemented
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.callables.functions import UserMethodVariable
+from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.containers.iterators import PythonIteratorVariable
 from bytegraph.variables.objects import builtin_bases
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
-from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.containers.iterators import PythonIteratorVariable
-from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.callables.functions import UserMethodVariable
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 from bytegraph.breaks import unimplemented
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.source import AttrSource
-from bytegraph.variables.objects import user_objects
-from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.constant import getattr_or_raise, raise_traced
 from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.callables.torch_functions import AutogradFunctionApplyVariable
-
+from bytegraph.variables.constant import getattr_or_raise, raise_traced
+from bytegraph.variables.objects import user_objects
+from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
 from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

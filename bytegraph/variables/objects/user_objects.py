@@ -24,6 +24,12 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, DictKeysMatch
 from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.callables.functions import PartialVariable, UserMethodVariable
+from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
+from bytegraph.variables.containers.dicts import DictBaseView, DictVariable
+from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
+from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.objects import builtin_bases, user_classes
 from bytegraph.variables.objects.class_lookup import (
     _MISSING,
@@ -34,13 +40,6 @@ from bytegraph.variables.objects.class_lookup import (
     owner_value,
 )
 from bytegraph.variables.objects.special_methods import SpecialMethods
-from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.containers.dicts import DictBaseView, DictVariable
-from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
-from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
-from bytegraph.variables.exceptions import TracedException
-from bytegraph.variables.callables.functions import PartialVariable, UserMethodVariable
-
 from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

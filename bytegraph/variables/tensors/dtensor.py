@@ -30,14 +30,13 @@ import torch
 
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import EqualsMatch, IdMatch
-from bytegraph.guards.tensor_guards import TensorMatch
 from bytegraph.guards.source import AttrSource, Source
+from bytegraph.guards.tensor_guards import TensorMatch
 from bytegraph.variables.base import BoundMethodVariable, ConstantCallableVariable, VariableTracker
-from bytegraph.variables.tensors.collectives import bind_arguments, constant_argument
 from bytegraph.variables.objects.library_objects import OpaqueConstantVariable
+from bytegraph.variables.tensors.collectives import bind_arguments, constant_argument
 from bytegraph.variables.tensors.graph_calls import TENSOR_VARIABLE_KINDS, graph_call
 from bytegraph.variables.tensors.tensor import TensorVariable
-
 from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx

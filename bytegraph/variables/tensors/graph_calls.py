@@ -20,15 +20,15 @@ import torch
 import torch.fx
 
 from bytegraph.breaks import unimplemented
-from bytegraph.variables.tensors import symbolic, tensor
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, as_torch_scalar
-from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable
+from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
+from bytegraph.variables.tensors import symbolic, tensor
 
 if TYPE_CHECKING:
-    from bytegraph.variables.tx import Tx
     from bytegraph.variables.tensors.subclass import TensorSubclassVariable
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 

@@ -18,19 +18,18 @@ from bytegraph.breaks import unimplemented
 from bytegraph.graph import tensor_hooks
 from bytegraph.graph.output_graph import storage_id
 from bytegraph.guards.guards import ConstantMatch
-from bytegraph.guards.tensor_guards import SameStorage
 from bytegraph.guards.source import CallMethodSource
-from bytegraph.variables.callables import functions
-from bytegraph.variables.tensors import graph_calls, symbolic
+from bytegraph.guards.tensor_guards import SameStorage
 from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.callables import functions
 from bytegraph.variables.constant import ConstantVariable
-
+from bytegraph.variables.tensors import graph_calls, symbolic
 from bytegraph.variables.tx import wrap
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.graph.output_graph import GraphInput
-    from bytegraph.variables.tx import Tx
     from bytegraph.variables.tensors.tensor import TensorVariable
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 

@@ -21,19 +21,17 @@ import torch.fx
 
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.config import config
-from bytegraph.variables.tensors import numpy_ops as npops
+from bytegraph.graph import numpy_random
+from bytegraph.variables import tx as protocol
 from bytegraph.variables.base import BoundMethodVariable, ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.operators import INPLACE_TO_BINARY, TENSOR_OPERATORS
 from bytegraph.variables.containers.sequences import TupleVariable
-from bytegraph.graph import numpy_random
+from bytegraph.variables.operators import INPLACE_TO_BINARY, TENSOR_OPERATORS
+from bytegraph.variables.tensors import numpy_calls, numpy_ops as npops
 from bytegraph.variables.tensors.graph_calls import graph_call, graph_node, overloaded_args
 from bytegraph.variables.tensors.symbolic import SYMBOLIC_TYPES, branch_on_data
 from bytegraph.variables.tensors.tensor import TensorVariable, unpack_rows
-from bytegraph.variables.tensors import numpy_calls
-
 from bytegraph.variables.tx import wrap_const
-from bytegraph.variables import tx as protocol
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx

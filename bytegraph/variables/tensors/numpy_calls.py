@@ -18,16 +18,14 @@ import torch.fx
 from torch.utils import _pytree as pytree
 
 from bytegraph.breaks import unimplemented
-from bytegraph.variables.tensors import numpy_ops as npops
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers.sequences import ListVariable, SliceVariable, TupleVariable
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable
+from bytegraph.variables.containers.sequences import ListVariable, SliceVariable, TupleVariable
+from bytegraph.variables.tensors import ndarray, numpy_ops as npops
 from bytegraph.variables.tensors.graph_calls import graph_call, graph_node, overloaded_args, wrap_fx_value
-from bytegraph.variables.tensors.symbolic import SYMBOLIC_TYPES, FakeItemVariable, SymNodeVariable
+from bytegraph.variables.tensors.symbolic import FakeItemVariable, SYMBOLIC_TYPES, SymNodeVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
-from bytegraph.variables.tensors import ndarray
-
 from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx

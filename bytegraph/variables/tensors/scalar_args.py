@@ -33,8 +33,8 @@ from torch._subclasses.fake_tensor import DataDependentOutputException
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from bytegraph.variables.tensors import tensor
 from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.tensors import tensor
 
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx

@@ -28,20 +28,19 @@ from bytegraph.breaks import unimplemented
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains
 from bytegraph.guards.source import AttrSource
+from bytegraph.variables import tx as protocol
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.operators import TENSOR_OPERATORS
-from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
-from bytegraph.variables.tensors.graph_calls import dispatches, graph_call, overloaded_args
-from bytegraph.variables.tensors.tensor import TensorVariable
-from bytegraph.variables.tensors import subclass_dispatch
 from bytegraph.variables.callables.torch_functions import TorchFunctionVariable
+from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute
 from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
 from bytegraph.variables.objects.user_objects import bind_class_attribute
-
+from bytegraph.variables.operators import TENSOR_OPERATORS
+from bytegraph.variables.tensors import subclass_dispatch
+from bytegraph.variables.tensors.graph_calls import dispatches, graph_call, overloaded_args
+from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.tx import wrap, wrap_const
-from bytegraph.variables import tx as protocol
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
@@ -181,7 +180,6 @@ def traceable_subclass(cls: type) -> bool:
     tensors held inside (flattened by ``__tensor_flatten__``)."""
     dispatch = getattr(cls, "__torch_dispatch__", None)
     return cls is torch.Tensor or getattr(dispatch, "__func__", dispatch) is torch._C._disabled_torch_dispatch_impl
-
 
 
 # ---- attributes ----------------------------------------------------------------------------------

@@ -38,26 +38,24 @@ import torch
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource
+from bytegraph.variables import tx as protocol
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.operators import BINARY_DUNDERS, UNARY_DUNDERS
-from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.containers.dicts import DictVariable
-from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable
-from bytegraph.variables.containers.named_tuples import NamedTupleVariable
 from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
+from bytegraph.variables.callables.torch_functions import TorchFunctionVariable, is_torch_op
+from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.containers.dicts import DictVariable, dict_of
+from bytegraph.variables.containers.named_tuples import NamedTupleVariable
+from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable
+from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute
+from bytegraph.variables.operators import BINARY_DUNDERS, UNARY_DUNDERS
+from bytegraph.variables.tensors import subclass
 from bytegraph.variables.tensors.graph_calls import overloaded_args
 from bytegraph.variables.tensors.symbolic import SymNodeVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
-from bytegraph.variables.tensors import subclass
-from bytegraph.variables.callables.torch_functions import TorchFunctionVariable, is_torch_op
-from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute
-
-from bytegraph.variables.containers.dicts import dict_of
 from bytegraph.variables.tx import wrap_const
-from bytegraph.variables import tx as protocol
 if TYPE_CHECKING:
-    from bytegraph.variables.tx import Tx
     from bytegraph.variables.tensors.subclass import TensorSubclassVariable
+    from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
@@ -78,7 +76,6 @@ _INPLACE_DUNDERS = {
     operator.ixor: ("__ixor__", operator.xor), operator.ilshift: ("__ilshift__", operator.lshift),
     operator.irshift: ("__irshift__", operator.rshift),
 }
-
 
 
 # ---- dispatch ------------------------------------------------------------------------------------
@@ -288,7 +285,6 @@ def dispatch_operator(tx: Tx, fn: Callable, args: Sequence[VT]) -> VT:
 
 def _is_not_implemented(vt: VT) -> bool:
     return isinstance(vt, ConstantVariable) and vt.value is NotImplemented
-
 
 
 # ---- Python functions bytegraph models instead of inlining ---------------------------------------

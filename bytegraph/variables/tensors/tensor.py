@@ -38,12 +38,11 @@ from bytegraph.breaks import HINT_DATA_DEPENDENT, unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains
 from bytegraph.guards.source import AttrSource, CallMethodSource
-from bytegraph.variables.tensors import graph_calls, scalar_args, symbolic
 from bytegraph.variables.base import VariableTracker, handler_name, method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.operators import TENSOR_OPERATORS
 from bytegraph.variables.containers.sequences import BaseSequenceVariable, SizeVariable
-from bytegraph.variables.tensors.tensor_methods import TensorMethods
+from bytegraph.variables.operators import TENSOR_OPERATORS
+from bytegraph.variables.tensors import graph_calls, scalar_args, symbolic
 from bytegraph.variables.tensors.surface import (
     BREAKING_ATTRS,
     BREAKING_METHODS,
@@ -54,10 +53,10 @@ from bytegraph.variables.tensors.surface import (
     SOURCED_ATTRS,
     SOURCED_METHODS,
     STATIC_ATTRS,
-    STORAGE_METHODS,
     STATIC_METHODS,
+    STORAGE_METHODS,
 )
-
+from bytegraph.variables.tensors.tensor_methods import TensorMethods
 from bytegraph.variables.tx import as_subclass, dispatch_tensor_method, tensor_to_numpy, wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen

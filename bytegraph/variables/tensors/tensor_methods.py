@@ -22,10 +22,9 @@ from bytegraph.guards.source import AttrSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers.sequences import SizeVariable, SliceVariable, TupleVariable
+from bytegraph.variables.operators import call_operator
 from bytegraph.variables.tensors import graph_calls, handles, symbolic
 from bytegraph.variables.tensors.surface import LEGACY_TENSOR_TYPES, METHOD_HINTS
-
-from bytegraph.variables.operators import call_operator
 from bytegraph.variables.tx import wrap, wrap_attr, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.output_graph import GraphInput

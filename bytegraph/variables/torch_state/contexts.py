@@ -13,7 +13,6 @@ from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.torch_state.autocast import AutocastVariable
 from bytegraph.variables.torch_state.grad_mode import GRAD_MODE_CLASSES, GradModeVariable
 from bytegraph.variables.torch_state.inference_mode import InferenceModeVariable
-
 from bytegraph.variables.tx import wrap
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx
