@@ -1,0 +1,70 @@
+"""pytest conftest for the CPython semantics suite run on an older interpreter.
+
+The suite's files come from CPython 3.13's ``Lib/test`` (as ported in PyTorch's repository) and
+import helpers that only 3.13's ``test.support`` has. On Python 3.11 and 3.12 this conftest adds
+stand-ins for those helpers before any test module is imported, so the files collect; each
+stand-in keeps the helper's contract (what the test relies on), not CPython's implementation.
+It is copied next to the test files as ``conftest.py`` by ``tools/peer/rebuild_cpython.py``.
+"""
+import contextlib
+import sys
+import types
+
+import test.support as support
+
+
+def _c_recursion_limit():
+    """The depth at which C-level recursion in the interpreter raises RecursionError."""
+    return 10000
+
+
+@contextlib.contextmanager
+def _no_immortalization():
+    """3.13 can make objects immortal; older interpreters never do, so there is nothing to stop."""
+    yield
+
+
+_MISSING = {
+    "get_c_recursion_limit": _c_recursion_limit,
+    "exceeds_recursion_limit": lambda: _c_recursion_limit() * 2,
+    "suppress_immortalization": lambda suppress=True: _no_immortalization(),
+    "skip_if_sanitizer": lambda *a, **k: (lambda f: f),
+    "Py_GIL_DISABLED": False,
+    "is_wasi": sys.platform == "wasi",
+    "is_emscripten": sys.platform == "emscripten",
+}
+for _name, _value in _MISSING.items():
+    if not hasattr(support, _name):
+        setattr(support, _name, _value)
+
+
+class _ExceptionIsLikeMixin:
+    """assertExceptionIsLike(exc, template): same type and args, recursively for exception groups."""
+
+    def assertExceptionIsLike(self, exc, template):
+        if exc is None and template is None:
+            return
+        if template is None:
+            self.fail(f"unexpected exception: {exc}")
+        if exc is None:
+            self.fail(f"expected an exception like {template!r}, got None")
+        group_type = getattr(__builtins__, "BaseExceptionGroup", None) if isinstance(__builtins__, types.ModuleType) \
+            else __builtins__.get("BaseExceptionGroup")
+        if group_type is None or not isinstance(exc, group_type):
+            self.assertEqual(exc.__class__, template.__class__)
+            self.assertEqual(exc.args[0], template.args[0])
+        else:
+            self.assertEqual(exc.message, template.message)
+            self.assertEqual(len(exc.exceptions), len(template.exceptions))
+            for e, t in zip(exc.exceptions, template.exceptions):
+                self.assertExceptionIsLike(e, t)
+
+
+if "test.support.testcase" not in sys.modules:
+    try:
+        import test.support.testcase  # noqa: F401  (3.12 and later)
+    except ImportError:
+        _module = types.ModuleType("test.support.testcase")
+        _module.ExceptionIsLikeMixin = _ExceptionIsLikeMixin
+        sys.modules["test.support.testcase"] = _module
+        support.testcase = _module
