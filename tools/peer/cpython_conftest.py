@@ -1,12 +1,19 @@
 """pytest conftest for the CPython semantics suite run on an older interpreter.
 
 The suite's files come from CPython 3.13's ``Lib/test`` (as ported in PyTorch's repository) and
-import helpers that only 3.13's ``test.support`` has. On Python 3.11 and 3.12 this conftest adds
-stand-ins for those helpers before any test module is imported, so the files collect; each
-stand-in keeps the helper's contract (what the test relies on), not CPython's implementation.
-It is copied next to the test files as ``conftest.py`` by ``tools/peer/rebuild_cpython.py``.
+import names that only 3.13 has: helpers of ``test.support`` and a few newer stdlib names
+(``collections.abc.Buffer``, ``enum.EnumDict``). On Python 3.11 and 3.12 this conftest adds
+stand-ins for them before any test module is imported, so the files collect; each stand-in keeps
+the contract the tests rely on, not CPython's implementation, and tests of the stand-in itself
+fail or pass alike under every frontend. It is copied next to the test files as ``conftest.py``
+by ``tools/peer/cpython_suite.py build``. Two files cannot collect on 3.11 whatever the stand-ins:
+``test_functools`` (PEP 695 syntax, ``def f[T]()``) and ``test_enum`` (builds a member-less
+``Enum('enum_type', type=int)`` at import, which 3.11 refuses).
 """
+import abc
+import collections.abc
 import contextlib
+import enum
 import sys
 import types
 
@@ -30,8 +37,11 @@ _MISSING = {
     "suppress_immortalization": lambda suppress=True: _no_immortalization(),
     "skip_if_sanitizer": lambda *a, **k: (lambda f: f),
     "Py_GIL_DISABLED": False,
+    "Py_TRACE_REFS": hasattr(sys, "getobjects"),
     "is_wasi": sys.platform == "wasi",
     "is_emscripten": sys.platform == "emscripten",
+    "force_not_colorized": lambda func: func,
+    "force_not_colorized_test_class": lambda cls: cls,
 }
 for _name, _value in _MISSING.items():
     if not hasattr(support, _name):
@@ -59,6 +69,19 @@ class _ExceptionIsLikeMixin:
             for e, t in zip(exc.exceptions, template.exceptions):
                 self.assertExceptionIsLike(e, t)
 
+
+class _Buffer(abc.ABC):
+    """Objects that implement the buffer protocol's Python form (``__buffer__``, PEP 688)."""
+
+    @classmethod
+    def __subclasshook__(cls, other):
+        return True if any("__buffer__" in vars(base) for base in other.__mro__) else NotImplemented
+
+
+if not hasattr(collections.abc, "Buffer"):
+    collections.abc.Buffer = _Buffer
+if not hasattr(enum, "EnumDict"):
+    enum.EnumDict = enum._EnumDict  # the class namespace of Enum classes, public from 3.13
 
 if "test.support.testcase" not in sys.modules:
     try:
