@@ -87,9 +87,13 @@ def detailed_kind(message: str) -> str:
     contents of a variable's repr) normalised away."""
     found = re.search(r"Graph break \[([^\]]+)\]: (.*?)(?: Explanation:|$)", message or "")
     detail = found.group(2) if found else _first_line(message).split(":", 1)[-1]
-    detail = re.sub(r"(\w+Variable)\([^)]*\)?", r"\1(...)", detail)
+    # a variable's repr keeps only a type name (UserDefinedObjectVariable(deque)), never values
+    detail = re.sub(r"(\w+Variable)\(([^)]*)\)?",
+                    lambda m: m.group(0) if re.fullmatch(r"(UserDefined\w*|Opaque\w*)\([\w.]+\)", m.group(0))
+                    else m.group(1) + "(...)", detail)
     detail = re.sub(r"\S*<locals>\.", "<local>.", detail)
-    detail = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", detail)
+    detail = re.sub(r"'(?!\w{1,40}')[^']*'|\"(?!\w{1,40}\")[^\"]*\"", "'…'", detail)  # identifiers kept
+    detail = re.sub(r"0x[0-9a-f]+", "0x…", detail)
     detail = re.sub(r"\b\d+\b", "N", detail).strip()
     return f"{kind_of(message)}: {detail[:110]}" if detail else kind_of(message)
 
