@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 import bytegraph
+from bytegraph.backends.registry import lookup_backend
 from bytegraph.testing import CompileCounter, same
 
 
@@ -220,3 +221,42 @@ def test_backend_that_never_reads_the_fake_mode_does_not_pay_for_it(monkeypatch)
     assert made == []
     assert same(bytegraph.compile(fn, backend="aot_eager")(x, y), fn(x, y))
     assert made == [1]
+
+
+def test_eager_noexcept_runs_the_graph_like_eager():
+    # torch.compile's debugging backend name (CPython's ported tests compile with it)
+    seen = []
+
+    def record(gm, example_inputs):
+        seen.append(gm)
+        return lookup_backend("eager_noexcept")(gm, example_inputs)
+
+    x, y = torch.randn(4, 4), torch.randn(4, 4)
+    compiled = bytegraph.compile(fn, backend=record, fullgraph=True)
+    assert same(compiled(x, y), fn(x, y))
+    assert len(seen) == 1
+    assert same(bytegraph.compile(fn, backend="eager_noexcept")(x, y), fn(x, y))
+
+
+def test_eager_noexcept_graph_that_raises_gives_eagers_exception():
+    # the graph raises on the data (index out of range); the frame reruns natively, as eager
+    def gather(x, i):
+        return x.sin()[i] + 1
+
+    x, i = torch.randn(3), torch.tensor(7)
+    with pytest.raises(IndexError) as eager:
+        gather(x, i)
+    graphs = []
+
+    def record(gm, example_inputs):
+        graphs.append(gm)
+        return lookup_backend("eager_noexcept")(gm, example_inputs)
+
+    with pytest.raises(IndexError) as compiled:
+        bytegraph.compile(gather, backend=record)(x, i)
+    assert str(compiled.value) == str(eager.value)
+    assert len(graphs) == 1
+    direct = lookup_backend("eager_noexcept")
+    gm = torch.fx.symbolic_trace(lambda x, i: x[i])
+    with pytest.raises(RuntimeError, match="eager_noexcept: the captured graph raised IndexError"):
+        direct(gm, [x, i])(x, i)

@@ -1,6 +1,10 @@
 """The built-in backends: torch's own compilers behind the standard names.
 
 - ``eager``: runs the captured GraphModule as Python (``gm.forward``);
+  ``eager_noexcept`` the same for callers that assert the graph never raises
+  (torch.compile's debugging backend of that name, which CPython's ported
+  semantics tests ask for): an exception from the graph is wrapped in a
+  RuntimeError naming the backend;
 - ``aot_eager``: AOTAutograd (forward and backward graphs) without a compiler,
   the standard check that a graph survives functionalization;
   ``aot_eager_default_partitioner`` and ``aot_eager_decomp_partition`` the same
@@ -25,6 +29,23 @@ from bytegraph.backends.registry import register_backend
 def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """Run the graph eagerly: the captured program, unchanged."""
     return gm.forward
+
+
+@register_backend(name="eager_noexcept")
+def eager_noexcept(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    """Run the graph eagerly; an exception it raises becomes a RuntimeError naming this backend.
+
+    The wrapped error is an Exception, so the runtime's native rerun of a frame whose graph
+    raised (graph/rerun.py) still applies: the caller sees eager's exception, never this one,
+    unless the graph had already written an input.
+    """
+    def run(*args: Any) -> Any:
+        try:
+            return gm(*args)
+        except Exception as error:
+            raise RuntimeError("eager_noexcept: the captured graph raised " + type(error).__name__) from error
+
+    return run
 
 
 def _boxed_nop(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
