@@ -10,11 +10,13 @@ import pathlib
 import re
 
 from tools.opinfo.cases import VARIANTS
+from tools.opinfo.frontends import BACKENDS
 from tools.opinfo.worker import OUTCOMES, SUCCESS
 
 LABELS = {"captured": "captured whole, equal to eager", "raises": "raises the exception eager raises",
           "wrong": "compiled whole, **differs from eager**",
           "break": "graph break", "error": "other error", "timeout": "timeout", "crash": "crash"}
+PROBE = "<opinfo probe>"  # the compiled function itself (frontends.make_probe)
 FRONTEND_NAMES = {"bytegraph": "bytegraph", "torch": "torch.compile"}
 
 
@@ -63,6 +65,12 @@ def summary(doc: dict) -> str:
     return "\n".join(lines)
 
 
+def _cell(text: str) -> str:
+    """``text`` as one Markdown table cell: one line, at most 160 characters, no ``|`` or tags."""
+    text = text.replace("\n", " ")[:160]
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _rows(doc: dict) -> dict[tuple[str, str], dict[str, dict]]:
     """(op, variant) -> backend -> result, for the cases that ran."""
     rows: dict[tuple[str, str], dict[str, dict]] = collections.defaultdict(dict)
@@ -86,38 +94,46 @@ def _count_table(docs: dict[str, dict], variant: str, float32_only: bool) -> lis
     return lines
 
 
-def _failure_rows(rows: dict, other: dict | None, other_name: str) -> dict[str, list[str]]:
-    """kind -> table rows of the cases one frontend did not capture (one row per case and
-    distinct outcome; the backends it shows on), with the other frontend's outcome."""
-    groups: dict[str, list[str]] = collections.defaultdict(list)
+def _failure_rows(rows: dict, other: dict | None) -> dict[str, list[tuple[bool, str]]]:
+    """kind -> (the other frontend did what eager does, table row) for the cases one frontend did
+    not capture: one row per case and distinct failure, naming the backends it shows on."""
+    groups: dict[str, list[tuple[bool, str]]] = collections.defaultdict(list)
     for (op, variant), by_backend in rows.items():
         failed: dict[tuple, list[str]] = collections.defaultdict(list)
-        for backend, r in by_backend.items():
+        for backend in sorted(by_backend, key=lambda b: (BACKENDS + (b,)).index(b)):
+            r = by_backend[backend]
             if r["outcome"] not in SUCCESS:
-                failed[(kind(r), r.get("reason", ""), short_where(r.get("where", "")))].append(backend)
+                where = short_where(r.get("where", ""))
+                failed[(kind(r), r.get("reason", ""), "" if where.startswith(PROBE) else where)].append(backend)
         for (k, reason, where), backends in failed.items():
-            theirs = ""
+            theirs, ok = "", False
             if other is not None:
                 results = [other.get((op, variant), {}).get(b) for b in backends]
+                ok = all(t is not None and t["outcome"] in SUCCESS for t in results)
                 theirs = ", ".join(sorted({"—" if t is None else (t["outcome"] if t["outcome"] in SUCCESS else kind(t))
                                            for t in results}))
-            reason = reason.replace("|", "\\|").replace("\n", " ")[:160]
+            reason = _cell(reason)
             cells = [f"`{op}`" + (" (in place)" if variant == "inplace" else ""), ", ".join(backends),
                      reason, f"`{where}`" if where else ""]
-            groups[k].append("| " + " | ".join(cells + ([theirs] if other is not None else [])) + " |")
+            groups[k].append((ok, "| " + " | ".join(cells + ([theirs] if other is not None else [])) + " |"))
     return groups
 
 
 def _failure_sections(docs: dict[str, dict], frontend: str, level: str) -> list[str]:
     other_name = "torch" if frontend == "bytegraph" else "bytegraph"
     other = _rows(docs[other_name]) if other_name in docs else None
-    groups = _failure_rows(_rows(docs[frontend]), other, other_name)
-    lines = []
+    groups = _failure_rows(_rows(docs[frontend]), other)
     order = sorted(groups, key=lambda k: (not k.startswith("wrong"), -len(groups[k]), k))
+    them = FRONTEND_NAMES[other_name]
+    lines = ["", f"| kind | cases | of which {them} does what eager does |" if other else "| kind | cases |",
+             "|---|---|---|" if other else "|---|---|"]
+    for k in order:
+        lines.append(f"| {k} | {len(groups[k])} |" + (f" {sum(ok for ok, _ in groups[k])} |" if other else ""))
     for k in order:
         lines += ["", f"{level} {k} ({len(groups[k])})", ""]
-        head = ["case", "backends", "reason", "where"] + ([FRONTEND_NAMES[other_name]] if other else [])
-        lines += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|", *groups[k]]
+        head = ["case", "backends", "reason", "where"] + ([them] if other else [])
+        lines += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+        lines += [row for _, row in sorted(groups[k], key=lambda g: not g[0])]  # the other's captures first
     return lines
 
 
