@@ -158,7 +158,8 @@ def render(docs: dict[str, dict]) -> str:
     ]
     for frontend, doc in docs.items():
         lines.append(f"- {FRONTEND_NAMES[frontend]}: {doc['wall_seconds']} s wall, {doc['cpu_seconds']} s CPU "
-                     f"({doc['jobs']} worker at a time, load average {doc['load_average'][0]}), Python {doc['python']}.")
+                     f"({doc['jobs']} worker at a time, load average {doc['load_average'][0]}), Python {doc['python']}"
+                     + (f"; {doc['note']}." if doc.get("note") else "."))
     sections = [("`op.op`, float32 OpInfos (the issue's 677)", "op", True), ("`op.op`, every OpInfo", "op", False),
                 ("in-place variants", "inplace", False)]
     lines += ["", "## Counts"]
