@@ -3,11 +3,12 @@
 Usage::
 
     python -m tools.opinfo --frontend bytegraph [--backends eager,aot_eager] [--quick | --ops a,b]
-                           [--jobs 1] [--timeout 60] [--json PATH]
+                           [--samples 1] [--jobs 1] [--timeout 60] [--json PATH]
     python -m tools.opinfo --docs          # docs/opinfo.md from tools/opinfo/results/*.json
 
 Each case (an OpInfo called as ``op.op`` or as its in-place variant on its first CPU sample
-that eager runs, see ``cases.py``) runs in a worker process (``worker.py``) of the chosen
+that eager runs, see ``cases.py``; ``--samples N``: its first N, the first that is not
+captured deciding) runs in a worker process (``worker.py``) of the chosen
 frontend, a chunk of cases per process: a crash or a hang ends that process, is recorded
 for the case it stopped at, and a new process goes on with the next case. bytegraph and
 torch.compile never share a process. The results are a JSON file (default
