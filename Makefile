@@ -62,8 +62,8 @@ fuzz: $(STAMP)
 # The OpInfo sweep (tools/opinfo): every OpInfo of torch's op_db compiled with fullgraph=True on
 # backends eager and aot_eager, first under torch.compile, then under bytegraph (each in processes of
 # its own, JOBS at a time); rewrites tools/opinfo/results/*.json and docs/opinfo.md. Measured: 214 s of CPU
-# for bytegraph and 302 s for torch.compile (about 9 min on 2 idle cores with JOBS=1; 50 and 16 min of
-# wall time on this shared machine at load averages 21 and 12).
+# for bytegraph and 312 s for torch.compile (about 9 min on 2 idle cores with JOBS=1; 50 and 67 min of
+# wall time on this shared machine at load averages between 12 and 21).
 JOBS ?= 1
 opinfo: $(STAMP)
 	$(BIN)/python -m tools.opinfo --frontend torch --jobs $(JOBS)
