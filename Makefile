@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all venv bench bench-quick bench-inductor fuzz
+.PHONY: demo test test-all venv bench bench-quick bench-inductor fuzz opinfo
 
 $(STAMP): requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,16 @@ bench-quick: $(BENCH_STAMP)
 N ?= 2000
 fuzz: $(STAMP)
 	$(BIN)/python -m tools.fuzz --n $(N)
+
+# The OpInfo sweep (tools/opinfo): every OpInfo of torch's op_db compiled with fullgraph=True on
+# backends eager and aot_eager, first under torch.compile, then under bytegraph (each in processes of
+# its own, JOBS at a time); rewrites tools/opinfo/results/*.json and docs/opinfo.md. Measured: 214 s of CPU
+# for bytegraph and 312 s for torch.compile (about 9 min on 2 idle cores with JOBS=1; 50 and 67 min of
+# wall time on this shared machine at load averages between 12 and 21).
+JOBS ?= 1
+opinfo: $(STAMP)
+	$(BIN)/python -m tools.opinfo --frontend torch --jobs $(JOBS)
+	$(BIN)/python -m tools.opinfo --frontend bytegraph --jobs $(JOBS) --docs
 
 # The same quick tier on CPython 3.12 and 3.13, each in its own venv (pyenv's
 # interpreters by default; override PYTHON312/PYTHON313). torch 2.13.0 for these
