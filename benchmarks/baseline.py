@@ -6,7 +6,8 @@ would double the tier's time and tie it to torch's frontend; instead
 ``python -m benchmarks.compare --baseline FILE`` (``make bench``, or ``make
 bench-baseline`` for the torch.compile half alone) writes what torch.compile
 did in its own fresh process per model: graphs and graph breaks on the first
-call, status, and the torch version and command of the run. The test reads
+call, frames it gave up on and ran natively ("skipped"), status, and the
+torch version and command of the run. The test reads
 the file and refuses one recorded with another torch version.
 """
 from __future__ import annotations
@@ -31,7 +32,8 @@ def record(path: Path, results: list[dict], meta: dict) -> int:
     for r in results:
         if r.get("frontend") != "torch.compile":
             continue
-        models[r["model"]] = {"status": r.get("status"), "graphs": r.get("graphs"), "breaks": r.get("breaks")}
+        models[r["model"]] = {"status": r.get("status"), "graphs": r.get("graphs"), "breaks": r.get("breaks"),
+                              "skipped_frames": len(r.get("first_native_frames") or [])}
         recorded += 1
     data.update(torch=env.get("torch"), backend=meta["backend"], date=meta["date"], command=meta["command"],
                 regenerate="make bench-baseline", models=dict(sorted(models.items())))
@@ -41,5 +43,5 @@ def record(path: Path, results: list[dict], meta: dict) -> int:
 
 def load(path: Path = DEFAULT) -> dict[str, Any]:
     """The recorded baseline: ``{"torch": version, "backend": ..., "models":
-    {name: {"status", "graphs", "breaks"}}, ...}``."""
+    {name: {"status", "graphs", "breaks", "skipped_frames"}}, ...}``."""
     return json.loads(path.read_text())

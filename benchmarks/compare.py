@@ -3,7 +3,7 @@
 Usage::
 
     python -m benchmarks.compare [--backend eager|aot_eager|inductor] [--quick]
-                                 [--models a,b] [--out DIR] [--readme] [--baseline FILE] [--jobs N]
+                                 [--models a,b] [--out DIR] [--readme] [--baseline FILE] [--jobs N] [--resume]
 
 For each model and each frontend (bytegraph, torch.compile), one subprocess
 (``benchmarks.worker``) builds the model, compiles it with the same backend and
@@ -50,6 +50,8 @@ def run_one(model: str, frontend: str, ns: argparse.Namespace, out: Path) -> dic
     """Run the worker for one model and frontend; always returns a result dict."""
     slug = f"{model}.{frontend}"
     result_path, log_path = out / "raw" / f"{slug}.json", out / "logs" / f"{slug}.log"
+    if ns.resume and result_path.exists():
+        return json.loads(result_path.read_text())
     result_path.unlink(missing_ok=True)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
@@ -75,6 +77,7 @@ def run_one(model: str, frontend: str, ns: argparse.Namespace, out: Path) -> dic
                   "description": MODELS[model].description}
     result["wall_s"] = wall
     result["log"] = str(log_path.relative_to(out))
+    result_path.write_text(json.dumps(result, indent=1, default=str))  # with wall_s, for --resume
     return result
 
 
@@ -100,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1,
                         help="workers run at once (default: 1; more shortens the run on an idle machine, "
                              "and makes the timings of each noisier)")
+    parser.add_argument("--resume", action="store_true",
+                        help="reuse the results an interrupted run left in OUT/raw/ (same options) instead of rerunning")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per model and frontend (default: 600)")
     parser.add_argument("--readme", action="store_true",
                         help="also update README.md's benchmark block and benchmarks/results/readme/")
