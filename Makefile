@@ -37,7 +37,8 @@ test-all: $(BENCH_STAMP)
 	$(BIN)/python -m pytest -q -m ""
 
 # bytegraph vs torch.compile on the whole model zoo (backend eager; 104 worker processes: measured
-# 118 min at load 11-20 with --jobs 2-4, estimated 30-40 min on an idle 2-core machine); rewrites README.md's benchmark block, benchmarks/results/readme/ and torch.compile's recorded
+# 118 min at load 11-20 with --jobs 2-4, estimated 30-40 min on an idle 2-core machine); rewrites README.md's benchmark block,
+# benchmarks/results/readme/ and torch.compile's recorded
 # graph counts (benchmarks/models/torch_compile_baseline.json, read by the slow test tier).
 BASELINE := benchmarks/models/torch_compile_baseline.json
 bench: $(BENCH_STAMP)
