@@ -74,8 +74,7 @@ def build(program: str):
     import torch
     from torch import nn
 
-    from benchmarks.models import MODELS, Case, Inputs
-    from benchmarks.models.classic import WithLoss
+    from benchmarks.models import MODELS, Case, Inputs, WithLoss
 
     if program == "mlp_train":
         torch.manual_seed(0)

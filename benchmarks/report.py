@@ -197,10 +197,10 @@ def run_metadata(results: list[dict], backend: str, command: str, seconds: float
 def header_markdown(meta: dict) -> str:
     env = meta.get("env", {})
     machine = (f"{env.get('cpu', '?')}, {env.get('cores', '?')} cores, {env.get('threads', '?')} torch thread(s); "
-               f"Python {env.get('python', '?')}, torch {env.get('torch', '?')}, "
-               f"transformers {env.get('transformers', '-')}, x-transformers {env.get('x_transformers', '-')}")
+               f"Python {env.get('python', '?')}, torch {env.get('torch', '?')}")
+    libraries = ", ".join(f"{name} {v}" for name, v in (env.get("libraries") or {}).items())
     return (f"Run {meta['date']}, backend `{meta['backend']}`, `{meta['command']}` "
-            f"({meta['seconds']:.0f} s).\nMachine: {machine}.")
+            f"({meta['seconds']:.0f} s).\nMachine: {machine}." + (f"\nLibraries: {libraries}." if libraries else ""))
 
 
 def full_markdown(results: list[dict], meta: dict) -> str:

@@ -418,6 +418,21 @@ def measure(entry: Entry, frontend_name: str, backend: str, repeat: int) -> dict
     return result
 
 
+def zoo_versions() -> dict[str, str]:
+    """Installed version of each distribution the zoo's entries require."""
+    from importlib.metadata import PackageNotFoundError, packages_distributions, version
+
+    dists = packages_distributions()
+    versions = {}
+    for module in sorted({m for e in MODELS.values() for m in e.requires}):
+        for dist in dists.get(module, [module]):
+            try:
+                versions[dist] = version(dist)
+            except PackageNotFoundError:
+                pass
+    return versions
+
+
 def environment() -> dict[str, Any]:
     """Versions and machine, for the report header."""
     cpu = platform.processor() or platform.machine()
@@ -427,14 +442,7 @@ def environment() -> dict[str, Any]:
         cpu = names[0].strip() if names else cpu
     except OSError:
         pass
-    versions = {"python": platform.python_version(), "torch": torch.__version__}
-    for module in ("transformers", "x_transformers"):
-        try:
-            from importlib.metadata import version
-
-            versions[module] = version(module.replace("_", "-"))
-        except Exception:  # noqa: BLE001
-            versions[module] = None
+    versions = {"python": platform.python_version(), "torch": torch.__version__, "libraries": zoo_versions()}
     return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(), "threads": torch.get_num_threads(),
             **versions}
 

@@ -1,32 +1,41 @@
-"""The model corpus (``benchmarks/models``) compiled with bytegraph vs eager.
+"""The model zoo (``benchmarks/models``) compiled with bytegraph vs eager.
 
 Each model is compiled with backend ``eager`` and called three times, as the
 benchmark does: example inputs twice, then inputs of another shape (a
 recompile). Every call must match eager (``torch.allclose`` on every output
-tensor; training entries: the loss and every parameter gradient).
+tensor; training entries: the loss and every parameter gradient), and the
+first call may make no more graphs than torch.compile made of the same model.
 
-The quick tier runs three fast models; the ``slow`` tier runs all of them
-(``pytest -m slow`` or ``make test-all``). No test uses torch.compile.
+torch.compile's counts come from real torch.compile runs, one fresh process
+per model, recorded by ``make bench`` / ``make bench-baseline`` in
+``benchmarks/models/torch_compile_baseline.json`` with the torch version
+(:mod:`benchmarks.baseline`): running torch.compile here would double the
+slow tier's time. The quick tier runs three fast models; the ``slow`` tier
+runs all of them (``pytest -m slow`` or ``make test-all``).
 """
 import copy
 
 import pytest
+import torch
 
 import bytegraph
 from bytegraph.testing import CompileCounter
-from benchmarks import report
+from benchmarks import baseline, report
 from benchmarks.models import MODELS, all_close, max_abs_diff, quick_names, run_step
 
 QUICK_TIER = ("mlp", "shape_control_flow", "data_dependent")
+BASELINE = baseline.load()
 
-# Graphs torch.compile makes of each model on its first call (backend eager, torch 2.13; measured by
-# `python -m benchmarks.compare`, see benchmarks/results/readme/compare.md): bytegraph may make no more.
-# torch.compile skips the LSTM tagger's frame entirely (0 graphs); bytegraph compiles it as one.
-TORCH_COMPILE_GRAPHS = {
-    "mlp": 1, "resnet": 1, "resnet_train": 1, "transformer_encoder": 1, "lstm": 1, "shape_control_flow": 1,
-    "data_dependent": 5, "gpt2": 1, "gpt2_train": 2, "bert": 1, "llama": 1, "t5": 1, "vit": 1, "whisper": 1,
-    "x_transformers": 1,
-}
+
+def graph_bound(name: str) -> int | None:
+    """The most graphs bytegraph may make on the model's first call: what
+    torch.compile made, plus one for each frame it gave up on and ran natively
+    (the LSTM tagger's whole frame: bytegraph captures it as one graph). None
+    when torch.compile's run failed (then only equality with eager is checked)."""
+    entry = BASELINE["models"][name]
+    if entry["status"] not in ("ok", "wrong"):
+        return None
+    return entry["graphs"] + entry["skipped_frames"]
 
 
 def compile_and_compare(name: str) -> None:
@@ -45,8 +54,9 @@ def compile_and_compare(name: str) -> None:
         assert all_close(actual, expected, case.atol, case.rtol), (
             f"{name}, call {n} ({inputs.describe()}): max abs diff {max_abs_diff(actual, expected):.3g}"
         )
-        if n == 1:
-            assert counter.frame_count <= TORCH_COMPILE_GRAPHS[name], f"{name}: {counter.frame_count} graphs"
+        bound = graph_bound(name)
+        if n == 1 and bound is not None:
+            assert counter.frame_count <= bound, f"{name}: {counter.frame_count} graphs, bound {bound}"
 
 
 @pytest.mark.parametrize("name", QUICK_TIER)
@@ -54,16 +64,41 @@ def test_corpus_quick(name):
     compile_and_compare(name)
 
 
+# Models bytegraph does not pass yet, each with the kind that fails it (issue 26; the analysis with a
+# reproducer per kind: the zoo report). Strict: a fixed model fails here until its entry is removed.
+TRY_BLOCK = "graph ops inside PyG's try/except in Aggregation.__call__ break, and the resumed enumerate(zip()) loop"
+BROADCAST_SHAPES = "torch.broadcast_shapes breaks on every torch.fx.experimental.symbolic_shapes predicate"
+KNOWN_FAILURES = {
+    **dict.fromkeys(("gcn", "gat", "graphsage", "gin", "gcn_train"), TRY_BLOCK),
+    **dict.fromkeys(("mamba", "mamba_train"), "an autograd.Function's apply reached through a module alias "
+                                              "(pscan = PScan.apply) is traced as torch's Python apply"),
+    **dict.fromkeys(("zuko_nsf", "zuko_maf_train"), BROADCAST_SHAPES),
+    **dict.fromkeys(("gp_exact_train", "gp_posterior"), "a module's own __call__ override with a break inside: "
+                                                        "forward gets __call__'s arguments (TypeError)"),
+    "kornia_filters": "a break in a data-dependent while loop makes a new nested resume function per iteration",
+    "ode_dopri5": "nested resume functions per loop iteration and resumed enumerate() loops (recompiles when warm)",
+}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[n])) if n in KNOWN_FAILURES else n
+    for n in MODELS
+])
 def test_corpus_model(name):
     compile_and_compare(name)
 
 
 def test_registry():
-    assert set(QUICK_TIER) <= set(MODELS)
+    assert set(QUICK_TIER) <= set(MODELS) and set(KNOWN_FAILURES) <= set(MODELS)
     assert 3 <= len(quick_names()) <= 5
-    assert set(TORCH_COMPILE_GRAPHS) == set(MODELS)
+
+
+def test_baseline_matches_zoo_and_torch():
+    """The recorded torch.compile counts cover exactly the zoo, with this torch
+    (regenerate: ``make bench-baseline``)."""
+    assert set(BASELINE["models"]) == set(MODELS), "regenerate with `make bench-baseline`"
+    assert BASELINE["torch"] == torch.__version__ and BASELINE["backend"] == "eager"
 
 
 def test_second_inputs_change_shape():

@@ -88,6 +88,28 @@ class Entry:
         return [m for m in self.requires if importlib.util.find_spec(m) is None]
 
 
+class WithLoss(torch.nn.Module):
+    """``forward(*inputs, target) -> loss_fn(model(*inputs), target)``: the
+    compiled region of a training step (``backward`` runs on its result)."""
+
+    def __init__(self, model: torch.nn.Module, loss_fn: Callable[[Any, torch.Tensor], torch.Tensor]):
+        super().__init__()
+        self.model = model
+        self.loss_fn = loss_fn
+
+    def forward(self, *args: Any) -> torch.Tensor:
+        *inputs, target = args
+        return self.loss_fn(self.model(*inputs), target)
+
+
+def train_case(model: torch.nn.Module, loss_fn: Callable, inputs: Inputs, inputs2: Inputs,
+               atol: float = 1e-4, rtol: float = 1e-4) -> Case:
+    """A training-step :class:`Case`: ``WithLoss(model, loss_fn)`` in train
+    mode, called with ``(*inputs, target)`` (the last argument of each
+    :class:`Inputs` is the target)."""
+    return Case(WithLoss(model, loss_fn).train(), inputs, inputs2, loss=lambda out: out, atol=atol, rtol=rtol)
+
+
 def run_step(case: Case, model: Callable, inputs: Inputs) -> Any:
     """One call of ``model`` as the entry uses it.
 
@@ -159,7 +181,6 @@ def _shape(value: Any) -> str:
     return type(value).__name__
 
 
-# The registry is filled by the submodules (imports at the bottom: they use Entry).
 MODELS: dict[str, Entry] = {}
 
 
@@ -175,4 +196,8 @@ def quick_names() -> list[str]:
     return [name for name, e in MODELS.items() if e.quick]
 
 
-from benchmarks.models import classic, hf, xtransformers  # noqa: E402,F401  (register the entries)
+# One module per library (imports at the bottom: they use Entry).
+from benchmarks.models import (  # noqa: E402,F401  (register the entries)
+    classic, hf, xtransformers, lucidrains, diffusers_models, pyg, mamba, gpytorch_models, pyro_models,
+    zuko_models, peft_models, kornia_models, torchdiffeq_models,
+)

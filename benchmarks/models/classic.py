@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from benchmarks.models import Case, Entry, Inputs, register
+from benchmarks.models import Case, Entry, Inputs, register, train_case
 
 
 def mlp() -> Case:
@@ -67,21 +67,7 @@ def resnet_train() -> Case:
     def batch(n: int, size: int) -> Inputs:
         return Inputs((torch.randn(n, 3, size, size), torch.randint(0, 10, (n,))))
 
-    wrapped = WithLoss(model, nn.CrossEntropyLoss()).train()
-    return Case(wrapped, batch(4, 32), batch(6, 32), loss=lambda out: out, atol=1e-4)
-
-
-class WithLoss(nn.Module):
-    """``forward(x, target) -> loss_fn(model(x), target)``: the compiled region
-    of a training step (``backward`` runs on its result)."""
-
-    def __init__(self, model: nn.Module, loss_fn: nn.Module):
-        super().__init__()
-        self.model = model
-        self.loss_fn = loss_fn
-
-    def forward(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return self.loss_fn(self.model(x), target)
+    return train_case(model, nn.CrossEntropyLoss(), batch(4, 32), batch(6, 32))
 
 
 def transformer_encoder() -> Case:
