@@ -154,6 +154,11 @@ class Report:
     backend_ms: float
     subgraphs: int = 0  # what the backends compiled the graphs as (more after the DDP bucket split)
 
+    @property
+    def recompile_rows(self) -> list[tuple[FrameView, str, int]]:
+        """``(frame, reason, times)`` for every recompile reason of every frame."""
+        return [(f, reason, n) for f in self.frames for reason, n in f.recompiles]
+
 
 def build(frames: dict[int, FrameStats] | None = None) -> Report:
     """The report of ``frames`` (default: everything compiled so far)."""
