@@ -145,7 +145,8 @@ def explain(fn: Callable | torch.nn.Module) -> Callable[..., ExplainOutput]:
             [_target_name(n.target) for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
             for gm in graphs
         ]
-        labels = {id(g.main): g.label for g in frame_groups(metrics.FRAMES.values())}
+        labels = {id(s): g.label if s is g.main else f"{g.label} (module entry)"
+                  for g in frame_groups(metrics.FRAMES.values()) for s in g.members}
         summaries = [summarise(c.guards, value_names(s), c.guard_code, c.guard_seconds)
                      for c, s in zip(rec.compiles, rec.compiled_frames)]
         return ExplainOutput(

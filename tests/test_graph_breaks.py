@@ -1,4 +1,5 @@
 """Graph breaks that resume: each break kind compiled vs eager, with graph counts."""
+import functools
 import logging
 import sys
 
@@ -255,7 +256,6 @@ def test_break_inside_a_called_object_compiles_its_call_frame(kind):
     own frame whatever kind of callable it is: an object whose class defines
     ``__call__`` in Python (its ``__call__``), a ``functools.partial`` (the
     function it holds), as a plain function or bound method does."""
-    import functools
 
     callee = {"callable object": _Gate(3.0), "partial of a function": functools.partial(_gated, factor=2.0),
               "partial of a callable object": functools.partial(_Gate(5.0))}[kind]

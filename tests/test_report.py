@@ -288,9 +288,9 @@ def test_index_sorts_by_a_column_when_its_header_is_clicked(program, tmp_path):
     program.main()
     page = open(bytegraph.write_report(tmp_path / "r.html")).read()
     probe = """<script>
-    var th = document.querySelectorAll("#index th")[7], seen = [];
+    var th = document.querySelectorAll("#index th")[8], seen = [];
     function column() { return Array.prototype.map.call(document.querySelectorAll("#index tbody tr"),
-                                                        function (r) { return r.cells[7].textContent; }).join(" "); }
+                                                        function (r) { return r.cells[8].textContent; }).join(" "); }
     th.click(); seen.push(column()); th.click(); seen.push(column());
     var out = document.createElement("pre"); out.id = "probe"; out.textContent = seen.join("|");
     document.body.appendChild(out);

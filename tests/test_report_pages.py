@@ -16,6 +16,7 @@ import base64
 import copy
 import gzip
 import importlib.util
+import inspect
 import json
 import os
 import re
@@ -214,7 +215,8 @@ def test_gated_model_breaks_recompiles_and_inlined_helpers(pages):
     sdpa = attention["y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)"]
     block = _lines(report, "gated_mlp.py", "Block.forward")
     call = block["x = x + self.attn(rms_norm(x, self.norm1))"]
-    assert body.own == body.ops > 0 and sdpa.own > 0 and call.ops > call.own
+    mlp = _lines(report, "gated_mlp.py", "MLP.forward")["return self.down(nn.functional.gelu(self.up(x)))"]
+    assert body.own == body.ops > 0 and sdpa.own > 0 and mlp.ops > mlp.own > 0 and call.ops > call.own
     assert [b.record.gb_type for b in block["x = self.gate(x)"].breaks_inside] == ["data-dependent branching"]
     gate = _lines(report, "gated_mlp.py", "Gate.__call__")
     assert [b.record.gb_type for b in gate["if level > self.limit:"].breaks] == ["data-dependent branching"]
@@ -227,8 +229,6 @@ def test_gated_model_breaks_recompiles_and_inlined_helpers(pages):
 
 
 def _line_of(fn, text: str) -> int:
-    import inspect
-
     lines, start = inspect.getsourcelines(fn)
     return start + next(i for i, line in enumerate(lines) if text in line)
 

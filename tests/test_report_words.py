@@ -4,12 +4,14 @@ explanation and hints true for the current config, each recompile reason once
 with a count, guards in words (a resume function's stack values by the
 expression that made them), compile times labelled by frame; resume
 functions named by the user's function and line."""
+import inspect
 import re
 
 import pytest
 import torch
 
 import bytegraph
+from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_OUTPUT_SHAPE, true_hints
 from bytegraph.bytecode.resume import stack_value_names, user_label
 from bytegraph.report import format_report, model
 from bytegraph.runtime import metrics
@@ -143,7 +145,20 @@ def test_resume_functions_are_named_by_the_function_they_continue():
 
 
 def _line(fn, text):
-    import inspect
-
     lines, start = inspect.getsourcelines(fn)
     return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def nonzero_count(x):
+    return x.nonzero().shape[0] * x
+
+
+def test_dynamic_output_shape_hint_says_to_turn_capture_on_only_when_it_is_off():
+    with bytegraph.config.patch(capture_dynamic_output_shape_ops=False):
+        out = _explained(nonzero_count, torch.tensor([1.0, 0.0, 2.0]))
+    [b] = out.break_reasons
+    assert any(h.startswith("Turn bytegraph.config.capture_dynamic_output_shape_ops on") for h in b.hints)
+    # with the setting on, the same hint (an operator that still cannot be captured) says what is left to do
+    for hint, on in ((HINT_DYNAMIC_OUTPUT_SHAPE, (False, True)), (HINT_DATA_DEPENDENT, (True, False))):
+        [rewritten] = true_hints((hint,), *on)
+        assert rewritten != hint and not rewritten.startswith("Turn ") and true_hints((hint,), False, False) == (hint,)

@@ -25,8 +25,7 @@ import collections
 import dataclasses
 import inspect
 import re
-import types
-from typing import Iterable
+from typing import Any, Iterable
 
 from bytegraph.breaks import is_user_file
 from bytegraph.bytecode.resume import RESUME_ORIGIN, stack_value_names, user_label
@@ -117,48 +116,42 @@ def _wrapped_frame(entry: FrameStats, by_code: dict[int, FrameStats]) -> FrameSt
 
 def _label(s: FrameStats) -> str:
     if s.wraps is not None:
-        try:
-            target = inspect.unwrap(s.wraps)
-        except ValueError:
-            target = s.wraps
-        return getattr(target, "__qualname__", s.name)
+        return getattr(_unwrapped(s.wraps), "__qualname__", s.name)
     if s.code in RESUME_ORIGIN:
         return user_label(s.code)
     return s.name
 
 
-def is_generated(code: types.CodeType) -> bool:
-    """Whether ``code`` is bytegraph's own (a module entry frame, or a resume function of one)."""
-    return not is_user_file(RESUME_ORIGIN.get(code, code).co_filename)
-
-
 def value_names(stats: FrameStats) -> dict[Source, str]:
     """Sources of ``stats``' guards named as the user's code names them: a
     resume function's stack values by the expression that made them; in a
-    module's entry frame, ``module`` as ``self``, ``args[i]`` and
-    ``kwargs[k]`` by the parameters of ``forward`` they bind to."""
+    module's entry frame (``entry(module, *args, **kwargs)``), the module as
+    ``self``, ``args[i]`` and ``kwargs[k]`` by the parameters of ``forward``
+    they bind to."""
     names: dict[Source, str] = {LocalSource(p): words for p, words in stack_value_names(stats.code).items()}
-    entry = stats
-    if entry.wraps is None:
+    if stats.wraps is None:
         return names
-    try:
-        target = inspect.unwrap(entry.wraps)
-    except ValueError:
-        target = entry.wraps
-    code = getattr(target, "__code__", None)
-    params = code.co_varnames[1:code.co_argcount] if code is not None else ()
-    names[LocalSource("module")] = "self"
-    names[LocalSource("args")] = "*args"
-    names[LocalSource("kwargs")] = "**kwargs"
-    for i, param in enumerate(params):
-        names[GetItemSource(LocalSource("args"), i)] = param
-    for compile_ in entry.compiles:
+    entry = stats.code
+    module, args, kwargs = entry.co_varnames[0], entry.co_varnames[1], entry.co_varnames[2]
+    forward = getattr(_unwrapped(stats.wraps), "__code__", None)
+    params = forward.co_varnames[1:forward.co_argcount] if forward is not None else ()
+    names.update({LocalSource(module): "self", LocalSource(args): "*args", LocalSource(kwargs): "**kwargs"})
+    names.update({GetItemSource(LocalSource(args), i): param for i, param in enumerate(params)})
+    for compile_ in stats.compiles:
         for guard in compile_.guards:
             for source in _path(guard.source):
-                if isinstance(source, GetItemSource) and source.base_source == LocalSource("kwargs") and isinstance(
+                if isinstance(source, GetItemSource) and source.base_source == LocalSource(kwargs) and isinstance(
                         source.key, str) and source.key.isidentifier():
                     names[source] = source.key
     return names
+
+
+def _unwrapped(fn: Any) -> Any:
+    """``fn`` without its decorators (``functools.wraps``'s ``__wrapped__`` chain)."""
+    try:
+        return inspect.unwrap(fn)
+    except ValueError:  # a cycle of __wrapped__
+        return fn
 
 
 def _path(source: Source | None) -> list[Source]:

@@ -50,7 +50,7 @@ class NodeLine:
         anchor: the id of its row (a node's line only).
         where: the innermost user frame that made it.
         source_anchor: the id of that line in the source view.
-        stack: the user stack it was made under, outermost first, in words.
+        stack: the end of the user stack it was made under, in words (see :func:`_stack_words`).
     """
 
     text: str
@@ -238,7 +238,7 @@ def _graph(g: Any, number: int, frame: str, names: dict[Source, str]) -> GraphVi
         lines.append(NodeLine(
             shown, _shape(node.meta.get("example_value")) if node is not None else "",
             f"g{number}-{name}" if node is not None else "", stack[-1] if stack else None, "",
-            " \u2192 ".join(f"{user_frame_label(f)} line {f.lineno}" for f in stack),
+            _stack_words(stack),
         ))
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     output = next((n for n in gm.graph.nodes if n.op == "output"), None)
@@ -249,6 +249,15 @@ def _graph(g: Any, number: int, frame: str, names: dict[Source, str]) -> GraphVi
         [f"{n.name}: {_shape(n.meta.get('example_value'))}" for n in outs],
         lines, g.subgraphs,
     )
+
+
+def _stack_words(stack: tuple[UserFrame, ...], most: int = 3) -> str:
+    """The last ``most`` frames of a node's user stack that are not nested
+    functions (decorators' wrappers): ``GPT2Block.forward line 277 ->
+    GPT2Attention.forward line 190``."""
+    named = [(user_frame_label(f), f.lineno) for f in stack]
+    kept = [(name, line) for name, line in named if "<locals>" not in name] or named[-1:]
+    return " \u2192 ".join(f"{name} line {line}" for name, line in kept[-most:])
 
 
 def _stack_placeholders(gm: torch.fx.GraphModule, names: dict[Source, str]) -> dict[str, str]:

@@ -361,14 +361,16 @@ def run(cache: FrameCache, fn: types.FunctionType, args: tuple, kwargs: dict) ->
     return cache.miss(fn, args, kwargs)
 
 
-#: guard calls timed per new cache entry (the compile report's per-call guard cost)
-GUARD_TIMING_CALLS = 5
+#: calls of a new cache entry's guard function timed (the compile report's per-call guard cost),
+#: and the seconds they may take together: a guard function warms up over its first calls
+GUARD_TIMING_CALLS, GUARD_TIMING_SECONDS = 20, 0.002
 
 
 def _guard_seconds(entry: CacheEntry, cells: Any, args: tuple, kwargs: dict) -> float | None:
     """Seconds one call of ``entry``'s guard function takes on the arguments it
-    was compiled for (the fastest of a few calls; None when it does not pass)."""
-    best = None
+    was compiled for (the fastest of up to :data:`GUARD_TIMING_CALLS` calls;
+    None when it does not pass)."""
+    best, spent = None, 0.0
     for _ in range(GUARD_TIMING_CALLS):
         start = time.perf_counter()
         try:
@@ -379,6 +381,9 @@ def _guard_seconds(entry: CacheEntry, cells: Any, args: tuple, kwargs: dict) -> 
         if not passed:
             return None
         best = seconds if best is None else min(best, seconds)
+        spent += seconds
+        if spent > GUARD_TIMING_SECONDS:
+            break
     return best
 
 
