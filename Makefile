@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all venv bench bench-baseline bench-quick bench-inductor fuzz opinfo
+.PHONY: demo report-screenshots bench-report test test-all venv bench bench-baseline bench-quick bench-inductor fuzz opinfo
 
 $(STAMP): requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,13 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 demo: $(STAMP)
 	$(BIN)/bytegraph run examples/transformer_encoder.py
 	$(BIN)/bytegraph run --report report.html examples/gpt2.py
+	$(BIN)/bytegraph run --report report_gated.html examples/gated_mlp.py
 	@echo "GPT-2 compile report: file://$(CURDIR)/report.html (open it in a browser)"
+	@echo "gated model's compile report: file://$(CURDIR)/report_gated.html"
+
+# The README's screenshots of the two demo pages (docs/report_gpt2.png, docs/report_gated.png; needs chromium).
+report-screenshots: demo
+	$(BIN)/python tools/report_screenshots.py report.html report_gated.html
 
 # The quick test tier (slow model tests are excluded by default).
 test: $(STAMP)
@@ -57,6 +63,11 @@ bench-baseline: $(BENCH_STAMP)
 bench-inductor: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.first_output --programs transformer_encoder mlp_train mlp resnet gpt2 \
 		--json benchmarks/results/first_output.json --readme
+
+# The compile report's page for GPT-2 (2 and 12 layers) and the gated example: size, height, time to
+# open in Chromium (needs chromium; about 1 min).
+bench-report: $(BENCH_STAMP)
+	$(BIN)/python -m benchmarks.report_page
 
 # The quick subset (about 1-2 min); results in benchmarks/results/ only.
 bench-quick: $(BENCH_STAMP)

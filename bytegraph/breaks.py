@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import linecache
 import os
+import types
 from typing import NoReturn, Sequence
 
 #: bytegraph's own source directory: frames of its files are not user frames
@@ -26,11 +27,15 @@ def is_user_file(filename: str) -> bool:
 @dataclasses.dataclass(frozen=True)
 class UserFrame:
     """One frame of user code: ``filename:lineno in name``, shown as a Python
-    traceback shows it (with the source line when the file can be read)."""
+    traceback shows it (with the source line when the file can be read).
+    ``code`` is the code object running there (a resume function's own code
+    for a frame resumed after a graph break); the compile report groups
+    lines by it. It takes no part in equality."""
 
     filename: str
     lineno: int | None
     name: str
+    code: types.CodeType | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         where = f'File "{self.filename}", line {self.lineno}, in {self.name}'
@@ -50,6 +55,27 @@ HINT_DYNAMIC_OUTPUT_SHAPE = (
     "depends on tensor data (nonzero, masked_select, x[mask]) in the graph, or use a form whose output keeps "
     "the input's shape (torch.where, x[mask] = value)."
 )
+#: what the two hints above say when the setting they would turn on is on already
+_CAPTURE_ON_HINTS = {
+    HINT_DATA_DEPENDENT: (
+        "Keep the value as a tensor (e.g. torch.where instead of an if, a tensor instead of a Python number), "
+        "or move the code that needs it as a Python value out of the compiled function "
+        "(capture_scalar_outputs is on: a captured value is unknown until the graph runs)."
+    ),
+    HINT_DYNAMIC_OUTPUT_SHAPE: (
+        "Use a form whose output keeps the input's shape (torch.where, x[mask] = value), or move the code out of "
+        "the compiled function (capture_dynamic_output_shape_ops is on)."
+    ),
+}
+
+
+def true_hints(hints: Sequence[str], capture_scalars: bool, capture_dynamic_shapes: bool) -> tuple[str, ...]:
+    """``hints`` as they hold for a trace with these capture settings: a hint
+    to turn a setting on that is on says what is left to do instead."""
+    on = {HINT_DATA_DEPENDENT: capture_scalars, HINT_DYNAMIC_OUTPUT_SHAPE: capture_dynamic_shapes}
+    return tuple(_CAPTURE_ON_HINTS[h] if on.get(h) else h for h in hints)
+
+
 HINT_DYNAMIC_CONTROL_FLOW = (
     "Use torch.where / torch.cond instead of a Python branch on a tensor value, "
     "or move the branch out of the compiled region."

@@ -315,7 +315,7 @@ def _frame_break(code: types.CodeType, raise_break: Callable[[], None]) -> Unsup
     try:
         raise_break()
     except Unsupported as report:
-        report.user_stack = (UserFrame(code.co_filename, code.co_firstlineno, code.co_name),)
+        report.user_stack = (UserFrame(code.co_filename, code.co_firstlineno, code.co_name, code),)
         report.root_index = None
         return report
     raise AssertionError("raise_break did not raise")

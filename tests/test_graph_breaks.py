@@ -1,4 +1,5 @@
 """Graph breaks that resume: each break kind compiled vs eager, with graph counts."""
+import functools
 import logging
 import sys
 
@@ -229,6 +230,60 @@ def test_break_three_levels_down_compiles_each_callee_frame():
     assert set(break_types()) == {"print"}
     stats = {s.name: s for s in metrics.FRAMES.values()}
     assert {"level1", "level2", "level3"} <= set(stats)
+
+
+class _Gate:
+    """A callable object (``__call__`` in Python) whose body breaks."""
+
+    def __init__(self, scale):
+        self.scale = scale
+
+    def __call__(self, x):
+        y = x * self.scale
+        print("gate")
+        return y + 1
+
+
+def _gated(x, factor):
+    y = x * factor
+    print("partial")
+    return y - 1
+
+
+@pytest.mark.parametrize("kind", ["callable object", "partial of a function", "partial of a callable object"])
+def test_break_inside_a_called_object_compiles_its_call_frame(kind):
+    """A callee the compiled code routes after a break inside it compiles its
+    own frame whatever kind of callable it is: an object whose class defines
+    ``__call__`` in Python (its ``__call__``), a ``functools.partial`` (the
+    function it holds), as a plain function or bound method does."""
+
+    callee = {"callable object": _Gate(3.0), "partial of a function": functools.partial(_gated, factor=2.0),
+              "partial of a callable object": functools.partial(_Gate(5.0))}[kind]
+
+    def f(x):
+        return callee(x.sin()).cos()
+
+    cnt = compile_and_compare(f, torch.randn(4))
+    # f before and after the call; the callee's frame before and after its print
+    assert cnt.frame_count == 4
+    assert set(break_types()) == {"print"}
+    callee_frames = [s for s in metrics.FRAMES.values() if s.name in ("_Gate.__call__", "_gated")]
+    assert len(callee_frames) == 1 and callee_frames[0].graphs
+
+
+def test_a_called_class_is_not_routed_as_an_object():
+    """Calling a class builds an instance (``type.__call__``, C code): it is not
+    one of the objects whose ``__call__`` is routed, and runs natively."""
+    class Box:
+        def __init__(self, x):
+            print("init")
+            self.x = x * 2
+
+    def f(x):
+        return Box(x.sin()).x.cos()
+
+    cnt = compile_and_compare(f, torch.randn(4))
+    assert cnt.frame_count == 2 and set(break_types()) == {"print"}
 
 
 def test_break_inside_no_grad_is_reentered():

@@ -5,7 +5,6 @@ import importlib
 import inspect
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -17,6 +16,7 @@ from bytegraph.cli import main, serving_torch_compile
 from bytegraph.report import model
 from bytegraph.runtime import metrics
 from bytegraph.testing import same
+from browser import browse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -38,45 +38,61 @@ def _line(fn, text):
 
 
 def test_report_shows_breaks_graphs_guards_and_recompiles(program, tmp_path):
-    program.main()
+    torch.manual_seed(0)
+    compiled = program.main()
+    eager_funcs = {name: inspect.unwrap(getattr(program, name)) for name in ("with_breaks", "no_breaks")}
+    torch.manual_seed(0)
+    with pytest.MonkeyPatch.context() as mp:
+        for name, fn in eager_funcs.items():
+            mp.setattr(program, name, fn)
+        assert same(program.main(), compiled)  # the compiled run computed what eager computes
     stats = list(metrics.FRAMES.values())
     report = model.build()
     page = open(bytegraph.write_report(tmp_path / "r.html")).read()
 
-    # every graph break at its line of with_breaks, with its gb_type, explanation and hints
-    [fn] = [f for f in report.functions if f.name == "with_breaks"]
-    marked = {line.number: [b.gb_type for b in line.breaks] for line in fn.source if line.breaks}
+    # every graph break once, at its line of with_breaks, with its gb_type, explanation and hints
+    [src] = [f for f in report.files if f.filename.endswith("report_program.py")]
+    lines = {line.number: line for fn in src.functions for line in fn.lines}
+    marked = {n: [b.record.gb_type for b in line.breaks] for n, line in lines.items() if line.breaks}
     assert marked == {_line(program.with_breaks, "print("): ["print"],
                       _line(program.with_breaks, "if z.sum()"): ["data-dependent branching"]}
-    for _, brk in metrics.distinct_breaks(stats):
-        assert f"graph break [{brk.gb_type}]" in page and brk.explanation in page
-        assert all(hint.replace("'", "&#39;") in page for hint in brk.hints)
-    # the resume functions are shown under the function they continue
-    assert [f.resume for f in fn.frames] == [False, True, True]  # after print, after the branch taken
+    assert [b.record.gb_type for b in report.breaks] == ["print", "data-dependent branching"]
+    assert all(b.count == 1 for b in report.breaks)  # with_breaks is called once
+    for b in report.breaks:
+        assert f"[{b.record.gb_type}]" in page and b.record.explanation in page
+        assert all(hint.replace("'", "&#39;") in page for hint in b.record.hints)
+    # the resume functions are named by the function they continue and the line they resume at
+    labels = [f.label for f in report.frames]
+    assert labels[0] == "with_breaks" and "no_breaks" in labels
+    resumed = [label for label in labels if label.startswith("with_breaks, resumed at line ")]
+    assert len(resumed) == 2  # after the print, after the branch taken
+    assert "resume_in_" not in page
 
-    # every graph, its nodes linked to the user lines they came from (the inlined helper's line too)
+    # every graph, its nodes linked to the user lines they came from, the inlined helper's too, and back
     all_graphs = [g for s in stats for g in s.graphs]
-    assert report.graphs == len(all_graphs) and len(all_graphs) == len(re.findall(r'<h4 id="graph\d+"', page))
-    first = fn.frames[0].compiles[0].graphs[0]
-    cos_line = _line(program.with_breaks, "x.cos()")
-    assert any(l.anchor == f"{fn.anchor}-L{cos_line}" and "cos" in l.text for l in first.lines)
-    assert f'href="#{fn.anchor}-L{cos_line}"' in page and f'id="{fn.anchor}-L{cos_line}"' in page
-    sin_line = _line(program.helper, "y.sin()")
-    assert any(l.where is not None and l.where.lineno == sin_line for f in fn.frames for g in f.graphs
-               for l in g.lines)
-    assert {line.number for line in fn.source if line.graphs} >= {cos_line, _line(program.with_breaks, "helper(y)")}
+    assert report.graphs == len(all_graphs) and len(all_graphs) == len(re.findall(r'<details class="graph" id="graph\d+"', page))
+    cos, sin = lines[_line(program.with_breaks, "x.cos()")], lines[_line(program.helper, "y.sin()")]
+    assert cos.ops == cos.own == 2 and [g for g, _ in cos.graphs] == [0]  # cos, add
+    assert sin.ops == 2 and sin.graphs  # sin, mul, in the graph after the print
+    call = lines[_line(program.with_breaks, "helper(y)")]
+    assert call.ops == sin.ops and call.own == 0  # the helper's ops, made under the call line
+    [(graph, node_anchor)] = cos.graphs
+    assert f'href="#{node_anchor}"' in page and f'id="{node_anchor}"' in page  # source line -> FX node
+    assert f'href="#{cos.anchor}"' in page and f'id="{cos.anchor}"' in page  # FX node -> source line
     assert "float32[4, 3]" in page
 
     # recompile history and guards in words, with the dynamic size as a symbol
-    [nb] = [f for f in report.frames if f.name == "no_breaks"]
+    [nb] = [f for f in report.frames if f.label == "no_breaks"]
     assert [c.reason for c in nb.compiles] == [None, "tensor 'x' size mismatch at index 0: expected 4, got 6"]
-    guards = dict(nb.compiles[1].guards)
-    assert guards["x"][0] == "float32 tensor of shape (s0, 3)" and "s0 >= 2" in guards["x"]
+    assert nb.recompiles == [("tensor 'x' size mismatch at index 0: expected 4, got 6", 1)]
+    inputs = next(g for g in nb.compiles[1].guard_groups if g.name == "inputs")
+    facts = dict(inputs.lines)["x"]
+    assert facts.startswith("float32 tensor of shape (s0, 3)") and "s0 >= 2" in facts
     assert "float32 tensor of shape (s0, 3)" in page and "expected 4, got 6" in page
-    assert "___c" not in str(nb.compiles[1].guards)
-    assert len(re.findall(r"<tr>\s*<td><a href=\"#fn", page)) == len(report.frames)  # the index: one row a frame
-    assert f"<b>{report.graphs}</b>graphs" in page and f"<b>{report.breaks}</b>graph breaks" in page  # totals
-    assert page.count('fill="#2e86c1"') == len(report.frames) + 1  # the chart: a bar a frame, and the legend
+    assert "___c" not in str(nb.compiles[1].guard_groups)
+    index = page.split('<table id="index"', 1)[1].split("</table>", 1)[0]
+    assert len(re.findall(r"<tr>\s*<td><a href=\"#fr", index)) == len(report.frames)  # the index: one row a frame
+    assert f"<b>{report.graphs}</b>graphs" in page and f"<b>{len(report.breaks)}</b>graph breaks" in page
     # one static file: nothing fetched from elsewhere
     assert not re.search(r'(src|href)="(https?:)?//', page) and "<link" not in page and "@import" not in page
 
@@ -90,7 +106,7 @@ def test_decompiled_code_compiles_and_runs_as_eager(program):
         compile(c.decompiled.source, "<decompiled>", "exec")  # every frame and resume function
         assert c.decompiled.listing and c.decompiled.complete
         assert re.search(r"__compiled_graph_\d+\(", c.decompiled.source)
-    [nb] = [f for f in report.frames if f.name == "no_breaks"]
+    [nb] = [f for f in report.frames if f.label == "no_breaks"]
     eager = inspect.unwrap(program.no_breaks)
     assert eager is not program.no_breaks  # the plain function, to compare with
     for c, rows in zip(nb.compiles, (program.ROWS, program.ROWS + 2)):
@@ -101,7 +117,7 @@ def test_decompiled_code_compiles_and_runs_as_eager(program):
         x = torch.randn(rows, 3)
         assert same(decompiled(x), eager(x))
     # a graph break shows where the original code runs natively, and the resume call after it
-    [wb] = [f for f in report.frames if f.name == "with_breaks"]
+    [wb] = [f for f in report.frames if f.label == "with_breaks"]
     source = wb.compiles[0].decompiled.source
     assert "# graph break: line" in source and "runs natively" in source
     assert re.search(r"return __resume_in_with_breaks_at_\d+\(", source)
@@ -167,8 +183,8 @@ def test_page_without_pygments_is_escaped_plain_code(program, tmp_path, monkeypa
     program.main()
     monkeypatch.setitem(sys.modules, "pygments", None)
     page = open(bytegraph.write_report(tmp_path / "plain.html")).read()
-    assert 'class="hl"' not in page and "def no_breaks(x, *, k):" in page
-    assert "&#39;a graph break&#39;" in page or "&#x27;a graph break&#x27;" in page  # escaped, not raw
+    assert '<span class="k">' not in page and "def no_breaks(x, *, k=2):" in page
+    assert "print(&quot;a graph break&quot;, file=sys.stderr)" in page  # escaped, not raw
 
 
 def test_write_report_rejects_a_non_path():
@@ -215,7 +231,7 @@ def test_run_module_keeps_stdout_for_the_program(capsys, tmp_path, restore_sys):
     out, err = capsys.readouterr()
     assert status == 0
     assert out == '{"argv": ["--lr", "3"], "results": 4}\n'
-    assert "bytegraph report:" in err and "graph breaks by type:" in err
+    assert "bytegraph report:" in err and "graph breaks (each once" in err
     assert "with_breaks" in (tmp_path / "r.html").read_text()
 
 
@@ -251,29 +267,8 @@ def test_report_from_the_environment_variable(tmp_path):
 
 # ---- the page in a browser -------------------------------------------------------------------
 
-def _chromium():
-    """Debian's chromium. CI must have it (.ci/run installs it; missing there is a
-    failure); on a developer machine without it the browser tests skip with the
-    install hint, since installing needs root and apt, which `make test` does not assume."""
-    path = shutil.which("chromium")
-    if path is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is missing under CI (.ci/run installs it)")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    return path
-
-
 def _browse(page, tmp_path, *action):
-    """Open ``page`` headless with ``action`` (``--screenshot=...``, ``--dump-dom``);
-    return (stdout, the console messages chromium logged)."""
-    done = subprocess.run(
-        [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
-         "--window-size=1400,2000", *action, f"file://{page}"],
-        capture_output=True, text=True, timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout, [line for line in done.stderr.splitlines() if "CONSOLE" in line]
+    return browse(page, tmp_path / "profile", *action)
 
 
 def test_page_renders_in_a_browser_without_console_errors(program, tmp_path):
@@ -293,9 +288,9 @@ def test_index_sorts_by_a_column_when_its_header_is_clicked(program, tmp_path):
     program.main()
     page = open(bytegraph.write_report(tmp_path / "r.html")).read()
     probe = """<script>
-    var th = document.querySelectorAll("#index th")[7], seen = [];
+    var th = document.querySelectorAll("#index th")[8], seen = [];
     function column() { return Array.prototype.map.call(document.querySelectorAll("#index tbody tr"),
-                                                        function (r) { return r.cells[7].textContent; }).join(" "); }
+                                                        function (r) { return r.cells[8].textContent; }).join(" "); }
     th.click(); seen.push(column()); th.click(); seen.push(column());
     var out = document.createElement("pre"); out.id = "probe"; out.textContent = seen.join("|");
     document.body.appendChild(out);

@@ -9,6 +9,8 @@
 - :func:`stack_inputs` / :func:`stack_outputs`: how many stack slots the group
   a graph break runs natively consumes and leaves.
 - :func:`cell_rebound`: whether a cell variable is ever assigned or deleted.
+- :func:`stack_producers`: which instruction pushed each stack slot (the
+  compile report names a resume function's stack values by it).
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import types
 from functools import lru_cache
 from typing import Any, Callable
 
-from bytegraph.bytecode.instructions import TERMINATORS, DecodedCode, Instruction, decode
+from bytegraph.bytecode.instructions import TERMINATORS, UNCONDITIONAL_JUMPS, DecodedCode, Instruction, decode
 
 _READS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "DELETE_FAST", "LOAD_FAST_AND_CLEAR"})
 _WRITES = frozenset({"STORE_FAST"})
@@ -292,3 +294,78 @@ def closing_runs_code(decoded: DecodedCode, index: int, resolve_global: Callable
             "COPY", "POP_EXCEPT", "RERAISE"]:
         return True
     return decoded.handler_for(cleanup.target + 2) is not None
+
+
+#: vocabulary opcodes that leave the stack as it is
+_STACK_NEUTRAL = frozenset({"NOP", "RESUME", "MAKE_CELL", "COPY_FREE_VARS", "PRECALL", "KW_NAMES"}) | UNCONDITIONAL_JUMPS
+
+
+def stack_producers(code: types.CodeType, index: int,
+                    placeholders: frozenset[str] = frozenset()) -> tuple[int | str | None, ...] | None:
+    """For each slot of the stack before instruction ``index`` (bottom
+    first), the index of the instruction that pushed it; None for a slot that
+    paths reaching ``index`` fill differently. None when the stack there is not
+    modelled (an instruction on the way whose stack effect is unknown, or only
+    an exception handler reaches ``index``). A ``for`` loop's iterator keeps
+    its ``GET_ITER`` as producer; ``COPY`` and ``SWAP`` move producers.
+
+    A local in ``placeholders`` (a resume function's stack parameter) stands
+    for a value made before the frame: its ``LOAD_FAST`` pushes the local's
+    name, which yields to an instruction index where paths meet."""
+    return _producers(code, placeholders)[index]
+
+
+@lru_cache(maxsize=256)
+def _producers(code: types.CodeType, placeholders: frozenset[str]) -> tuple[tuple | None, ...]:
+    """Forward dataflow over jumps (not exception edges) of :func:`stack_producers`."""
+    insts = decode(code).instructions
+    states: list[tuple | None] = [None] * len(insts)
+    states[0] = ()
+    work = [0]
+    while work:
+        inst = insts[work.pop()]
+        stack = states[inst.index]
+        flows = [] if inst.opname in TERMINATORS or inst.index + 1 >= len(insts) else [(inst.index + 1, False)]
+        if inst.target is not None:
+            flows.append((inst.target, True))
+        for successor, jump in flows:
+            after = _after(inst, stack, jump, placeholders)
+            old = states[successor]
+            if after is None or (old is not None and len(old) != len(after)):
+                continue
+            new = after if old is None else tuple(_meet(a, b) for a, b in zip(old, after))
+            if new != old:
+                states[successor] = new
+                work.append(successor)
+    return tuple(states)
+
+
+def _meet(a: int | str | None, b: int | str | None) -> int | str | None:
+    if a == b or isinstance(b, str):
+        return a
+    return b if isinstance(a, str) else None
+
+
+def _after(inst: Instruction, stack: tuple, jump: bool, placeholders: frozenset[str]) -> tuple | None:
+    """The producers on the stack after ``inst`` runs (taking its jump or not)."""
+    name, arg = inst.opname, inst.arg or 0
+    if name in _STACK_NEUTRAL:
+        return stack
+    if name == "LOAD_FAST" and inst.argval in placeholders:
+        return stack + (inst.argval,)
+    if name == "COPY":
+        return stack + (stack[-arg],) if len(stack) >= arg else None
+    if name == "SWAP":
+        if len(stack) < arg:
+            return None
+        swapped = list(stack)
+        swapped[-1], swapped[-arg] = swapped[-arg], swapped[-1]
+        return tuple(swapped)
+    if name == "FOR_ITER":  # the iterator stays (its producer too) while the loop runs
+        return stack[:-1] if jump else stack + (inst.index,)
+    if name in ("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
+        return stack if jump else stack[:-1]
+    inputs, outputs = _inputs(inst), _outputs(inst, jump and inst.target is not None)
+    if inputs is None or outputs is None or len(stack) < inputs:
+        return None
+    return stack[: len(stack) - inputs] + (inst.index,) * outputs

@@ -15,7 +15,8 @@ Running ``I`` inside a copy of the original body keeps its exception handlers
 loop, or inside a ``try``), no epilogue is added and the rest of the frame runs
 natively from the copied body.
 
-A resume function (``resume_in_<fn>_at_<line>``) is the original body again,
+A resume function (``resume_in_<fn>_at_<line>``, ``<fn>`` the function the
+user wrote, however many breaks came before) is the original body again,
 entered by a prologue that rebuilds the stack from its arguments and jumps to
 the instruction after ``I``. Its parameters are the live locals and the stack
 values; the original frame's cells and free variables become its closure, so
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import linecache
 import types
 import weakref
 from functools import lru_cache
@@ -33,6 +35,7 @@ from typing import Sequence
 
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label, TryBegin
 
+from bytegraph.bytecode.analysis import stack_producers
 from bytegraph.bytecode.assemble import to_code
 from bytegraph.bytecode.instructions import decode
 
@@ -167,6 +170,9 @@ RESUME_ORIGIN: "weakref.WeakKeyDictionary[types.CodeType, types.CodeType]" = wea
 #: code objects of resume functions -> the parameters holding their ``ResumeSpec.fresh`` stack values
 RESUME_FRESH: "weakref.WeakKeyDictionary[types.CodeType, frozenset[str]]" = weakref.WeakKeyDictionary()
 
+#: code objects of resume functions -> what they were made from
+RESUME_SPEC: "weakref.WeakKeyDictionary[types.CodeType, ResumeSpec]" = weakref.WeakKeyDictionary()
+
 
 @lru_cache(maxsize=1024)
 def resume_code(spec: ResumeSpec) -> types.CodeType:
@@ -185,7 +191,7 @@ def resume_code(spec: ResumeSpec) -> types.CodeType:
     prologue.append(Instr("JUMP_FORWARD", body.labels[spec.target], lineno=lineno))
 
     bc = Bytecode(prologue + body.items)
-    name = f"resume_in_{code.co_name}_at_{lineno}"
+    name = f"resume_in_{RESUME_ORIGIN.get(code, code).co_name}_at_{lineno}"
     bc.name = name
     bc.qualname = name
     bc.filename = code.co_filename
@@ -200,4 +206,65 @@ def resume_code(spec: ResumeSpec) -> types.CodeType:
     resumed = to_code(bc, code.co_stacksize + len(spec.stack))
     RESUME_ORIGIN[resumed] = RESUME_ORIGIN.get(code, code)
     RESUME_FRESH[resumed] = frozenset(stack_name(i) for i in spec.fresh)
+    RESUME_SPEC[resumed] = spec
     return resumed
+
+
+def user_label(code: types.CodeType) -> str:
+    """How the user knows ``code``: its qualified name (``Gate.__call__``); a
+    resume function by the function it continues and the line it resumes at
+    (``Gate.__call__, resumed at line 53``)."""
+    spec = RESUME_SPEC.get(code)
+    if spec is None:
+        return code.co_qualname
+    origin = RESUME_ORIGIN.get(code, code)
+    return f"{origin.co_qualname}, resumed at line {_line(spec.code, spec.target)}"
+
+
+def stack_value_names(code: types.CodeType) -> dict[str, str]:
+    """For a resume function, each parameter holding a stack value -> the
+    expression of the user's code that made the value and its line
+    (``block(x) (line 82)``, ``iter(self.blocks) (line 81)``); empty for other code."""
+    spec = RESUME_SPEC.get(code)
+    if spec is None:
+        return {}
+    before = stack_value_names(spec.code)  # the values spec.code itself received
+    producers = stack_producers(spec.code, spec.target, frozenset(before))
+    if producers is not None and len(producers) != len(spec.stack):
+        producers = None
+    names = {}
+    for i, is_null in enumerate(spec.stack):
+        if is_null:
+            continue
+        made_by = producers[i] if producers is not None else None
+        if isinstance(made_by, str):
+            names[stack_name(i)] = before[made_by]
+            continue
+        expr = _expression(spec.code, made_by, before) if made_by is not None else None
+        line = _line(spec.code, made_by if made_by is not None else spec.target)
+        names[stack_name(i)] = f"{expr} (line {line})" if expr else f"stack value {i} at line {line}"
+    return names
+
+
+def _line(code: types.CodeType, index: int) -> int:
+    return decode(code).instructions[index].lineno or code.co_firstlineno
+
+
+def _expression(code: types.CodeType, index: int, before: dict[str, str]) -> str | None:
+    """The source text of what instruction ``index`` of ``code`` pushes: a
+    name, a call or another one-line expression; ``iter(...)`` for a loop's iterator."""
+    inst = decode(code).instructions[index]
+    if inst.opname in ("LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME") and isinstance(inst.argval, str):
+        return inst.argval
+    if inst.opname == "GET_ITER":
+        below = stack_producers(code, index, frozenset(before))
+        made_by = below[-1] if below else None
+        if isinstance(made_by, str):
+            return None
+        iterable = _expression(code, made_by, before) if made_by is not None else None
+        return f"iter({iterable})" if iterable else None
+    first, last, start, end = list(code.co_positions())[inst.offset // 2]
+    if first is None or first != last or start is None or end is None:
+        return None
+    text = linecache.getline(code.co_filename, first).encode()[start:end].decode(errors="replace")
+    return text if text and len(text) <= 60 else None

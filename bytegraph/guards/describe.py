@@ -11,7 +11,7 @@ torch's ShapeEnv names them.
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
 
@@ -39,14 +39,16 @@ from bytegraph.guards.tensor_guards import SameStorage, TensorMatch
 _SHAPE_REF = re.compile(r"___SRC(\d+)___(?:\.(size|stride)\(\)\[(\d+)\]|\.storage_offset\(\))?")
 _LOWER_BOUND = re.compile(r"(-?\d+) <= ([\w.]+)")
 _LONG = 60
+_LISTED = 8  # names an aliasing guard lists before "and N more"
 
 
 class GuardWords:
     """Renders the guards of one cache entry in words; one instance per entry,
     so dynamic sizes are numbered ``s0, s1, ...`` consistently across its guards."""
 
-    def __init__(self, guards: Sequence[Guard]):
+    def __init__(self, guards: Sequence[Guard], names: Mapping[Source, str] | None = None):
         self.guards = list(guards)
+        self.names = names  # sources named by the caller (see :func:`~bytegraph.guards.source.user_name`)
         self.symbols: dict[tuple[Source, int], str] = {}
         for guard in self.guards:
             if isinstance(guard, TensorMatch):
@@ -54,12 +56,12 @@ class GuardWords:
                     if size is None:
                         self.symbols[(guard.source, dim)] = f"s{len(self.symbols)}"
 
-    def grouped(self) -> list[tuple[str, list[str]]]:
-        """``[(value name, [facts...]), ...]`` in the order values are first guarded;
-        process-wide state last."""
+    def grouped(self, guards: Sequence[Guard] | None = None) -> list[tuple[str, list[str]]]:
+        """``[(value name, [facts...]), ...]`` of ``guards`` (default: all) in
+        the order values are first guarded; process-wide state last."""
         groups: dict[str, list[str]] = {}
         unshadowed: dict[str, list[str]] = {}  # builtin -> modules none of whose globals shadow it
-        for guard in self.guards:
+        for guard in self.guards if guards is None else guards:
             if isinstance(guard, NotShadowed):
                 modules = unshadowed.setdefault(guard.builtin_name, [])
                 if not modules:
@@ -81,11 +83,11 @@ class GuardWords:
 
     def describe(self, guard: Guard) -> tuple[str, str]:
         """``(name of the value checked, the fact in words)``."""
-        name = user_name(guard.source)
+        name = self.name(guard.source)
         if isinstance(guard, TensorMatch):
             return name, self._tensor(guard)
         if isinstance(guard, ShapeGuard):
-            first = user_name(guard.sources[0]) if guard.sources else GLOBAL_STATE
+            first = self.name(guard.sources[0]) if guard.sources else GLOBAL_STATE
             return first, self.shape_text(guard)
         if isinstance(guard, ConstantMatch):
             exp = guard.expected
@@ -115,13 +117,19 @@ class GuardWords:
         if isinstance(guard, GlobalStateMatch):
             return GLOBAL_STATE, f"{guard.label} = {_short(guard.expected)}"
         if isinstance(guard, SameObject):
-            return name, f"is the same object as {user_name(guard.other)}"
+            return name, f"is the same object as {self.name(guard.other)}"
         if isinstance(guard, SameStorage):
             verb = "shares" if guard.same else "does not share"
-            return name, f"{verb} its storage with {user_name(guard.other)}"
+            return name, f"{verb} its storage with {self.name(guard.other)}"
         if isinstance(guard, NoAliasing):
-            return "inputs", "distinct objects: " + ", ".join(user_name(s) for s in guard.sources)
+            names = [self.name(s) for s in guard.sources]
+            shown = ", ".join(names[:_LISTED]) + (f" and {len(names) - _LISTED} more" if len(names) > _LISTED else "")
+            return "inputs", f"{len(names)} distinct objects: {shown}"
         return name, type(guard).__name__
+
+    def name(self, source: Source | None) -> str:
+        """How the user's code names ``source``."""
+        return user_name(source, self.names)
 
     def shape_text(self, guard: ShapeGuard) -> str:
         """A ShapeEnv guard with sizes as symbols: ``s0 >= 2``, ``x.stride(0) == s1``."""
@@ -130,12 +138,12 @@ class GuardWords:
             source = guard.sources[int(m.group(1))]
             kind, dim = m.group(2), m.group(3)
             if kind == "size":
-                return self.symbols.get((source, int(dim)), f"{user_name(source)}.size({dim})")
+                return self.symbols.get((source, int(dim)), f"{self.name(source)}.size({dim})")
             if kind == "stride":
-                return f"{user_name(source)}.stride({dim})"
+                return f"{self.name(source)}.stride({dim})"
             if m.group(0).endswith("storage_offset()"):
-                return f"{user_name(source)}.storage_offset()"
-            return user_name(source)
+                return f"{self.name(source)}.storage_offset()"
+            return self.name(source)
 
         text = _SHAPE_REF.sub(ref, guard.template)
         lower = _LOWER_BOUND.fullmatch(text)  # ShapeEnv writes lower bounds as ``2 <= s0``
@@ -158,9 +166,9 @@ class GuardWords:
         return text
 
 
-def describe_guards(guards: Sequence[Guard]) -> list[str]:
+def describe_guards(guards: Sequence[Guard], names: Mapping[Source, str] | None = None) -> list[str]:
     """The guards of one cache entry, one line per value (see :class:`GuardWords`)."""
-    return GuardWords(guards).lines()
+    return GuardWords(guards, names).lines()
 
 
 def _modules(names: list[str]) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import keyword
 import unicodedata
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 
 def is_plain_name(name: Any) -> bool:
@@ -329,9 +329,14 @@ GLOBAL_STATE = "global state"
 _MODULE_DICTS = ("_parameters", "_buffers", "_modules")
 
 
-def user_name(source: Source | None) -> str:
+def user_name(source: Source | None, names: Mapping[Source, str] | None = None) -> str:
     """``source`` as the user's code would spell it: ``x``, ``self.fc.weight``,
-    ``cfg['lr']``; a global by its name in the frame's module."""
+    ``cfg['lr']``; a global by its name in the frame's module. ``names`` gives
+    sources (and so the paths under them) names of the caller's choosing: the
+    compile report names a resume function's stack values by the expression
+    that made them, and a compiled module's entry frame's ``module`` ``self``."""
+    if names and source in names:
+        return names[source]
     if source is None:
         return GLOBAL_STATE
     if isinstance(source, LocalSource):
@@ -345,13 +350,13 @@ def user_name(source: Source | None) -> str:
     if isinstance(source, GetItemSource):
         base = source.base_source
         if isinstance(base, AttrSource) and base.attr in _MODULE_DICTS and isinstance(source.key, str):
-            return f"{user_name(base.base_source)}.{source.key}"  # module.attr, read through its dict
-        return f"{user_name(base)}[{source.key!r}]"
+            return f"{user_name(base.base_source, names)}.{source.key}"  # module.attr, read through its dict
+        return f"{user_name(base, names)}[{source.key!r}]"
     if isinstance(source, AttrSource):
-        return f"{user_name(source.base_source)}.{source.attr}"
+        return f"{user_name(source.base_source, names)}.{source.attr}"
     if isinstance(source, ConvertSource):
-        return f"{source.label}({user_name(source.base_source)})"
+        return f"{source.label}({user_name(source.base_source, names)})"
     if isinstance(source, ConstSource):
         return source.label
     base = source.base
-    return source.name() if base is None else source.name().replace(base.name(), user_name(base), 1)
+    return source.name() if base is None else source.name().replace(base.name(), user_name(base, names), 1)

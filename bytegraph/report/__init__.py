@@ -4,11 +4,15 @@
 this process; ``bytegraph run --report PATH`` writes it when the script ends
 (also on an exception or ``sys.exit``); so does setting the environment
 variable ``BYTEGRAPH_REPORT=PATH`` before ``import bytegraph``, for runs whose
-command line you cannot change. The page holds, per compiled function: its
-source with graph breaks and graph membership marked, each graph's FX code
-linked to user lines, guards in words, the recompile history, and the
-transformed frame and resume functions decompiled beside their ``dis``
-listing (see :mod:`bytegraph.report.model`).
+command line you cannot change. The page holds, in the user's terms
+(:mod:`bytegraph.report.frames`): each graph break once with its explanation
+and hints; the source of every function that fed a graph or broke one, each
+line with its ops and graphs (:mod:`bytegraph.report.source`); each recompile
+reason once; per compiled frame its guards summarised by what they protect,
+each graph's inputs and FX code linked to the user's lines; and, behind "show
+generated details", the transformed frame and resume functions decompiled
+beside their ``dis`` listing and the guard function (see
+:mod:`bytegraph.report.model`).
 """
 from __future__ import annotations
 

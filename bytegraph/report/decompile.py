@@ -60,12 +60,15 @@ class Decompiled:
         names: name in ``source`` -> the constant object it stands for.
         listing: the ``dis`` listing of the code object, shown beside it.
         complete: False when some path stopped where the rest runs natively.
+        native_lines: the lines of the original code where a path hands over
+            to it (each graph break), in order.
     """
 
     source: str
     names: dict[str, Any]
     listing: str
     complete: bool
+    native_lines: list[int] = dataclasses.field(default_factory=list)
 
 
 class _Stop(Exception):
@@ -95,6 +98,7 @@ class _Decompiler:
         self.temps = 0
         self.steps = 0
         self.complete = True
+        self.native_lines: list[int] = []
 
     # ---- constants ------------------------------------------------------------------
     def const(self, value: Any) -> str:
@@ -301,6 +305,8 @@ class _Decompiler:
             if line and not path.native:  # the first jump enters the copied body at the graph break
                 self.emit(path, f"# graph break: line {line} of the original code runs natively")
                 path.native = True
+                if line not in self.native_lines:
+                    self.native_lines.append(line)
             return inst.target
         elif op in _BRANCHES:
             self.flush(path)
@@ -338,7 +344,7 @@ def decompile(code: types.CodeType, labels: dict[int, str] | None = None) -> Dec
         return Decompiled(f"# could not decompile {code.co_name}: {type(e).__name__}: {e}\n", {}, listing, False)
     header = "" if code.co_name.isidentifier() else f"# {code.co_qualname}\n"
     source = f"{header}def {_ident(code.co_name)}({_signature(code)}):\n" + "\n".join(body) + "\n"
-    return Decompiled(source, worker.names, listing, worker.complete)
+    return Decompiled(source, worker.names, listing, worker.complete, worker.native_lines)
 
 
 def _ident(name: str) -> str:

@@ -13,6 +13,7 @@ import functools
 import inspect
 import os
 import sys
+import time
 import types
 import warnings
 import weakref
@@ -180,10 +181,10 @@ class FrameCache:
             metrics.record_native(self.code)
             self.native = True
             return fn(*args, **kwargs)
+        entry = CacheEntry(result, self, fn)
         metrics.record_compile(self.code, metrics.CompileRecord(
             result.code, result.graphs, result.guard.guards, result.seconds, reason, result.guard.text,
-            result.import_seconds))
-        entry = CacheEntry(result, self, fn)
+            result.import_seconds, _guard_seconds(entry, cells, args, kwargs)))
         self.entries = [entry, *self.entries]
         return call_entry(entry, fn, args, kwargs)
 
@@ -260,18 +261,27 @@ class FrameHooks:
         methods run through their cache; a module runs its ``forward`` that way
         (with its hooks, if it has any, run natively around it, as the
         module's own ``__call__`` runs them), a DDP module as
-        ``runtime/ddp.py`` runs it; anything else is returned unchanged."""
+        ``runtime/ddp.py`` runs it; a ``functools.partial`` routes the
+        function it holds, an object whose class defines ``__call__`` in
+        Python that method; anything else is returned unchanged."""
         if isinstance(callee, types.FunctionType):
             return self._runner(callee)
         if isinstance(callee, types.MethodType) and isinstance(callee.__func__, types.FunctionType):
             return types.MethodType(self._runner(callee.__func__), callee.__self__)
         if is_ddp(callee):  # DDP's forward runs natively, the module it wraps is routed
             return functools.partial(run_ddp, callee, lambda module, *a, **k: self.route_callee(module)(*a, **k))
-        if isinstance(callee, torch.nn.Module) and "forward" not in callee.__dict__:
+        if isinstance(callee, torch.nn.Module):
             forward = callee.forward
-            if isinstance(forward, types.MethodType) and isinstance(forward.__func__, types.FunctionType):
+            if "forward" not in callee.__dict__ and isinstance(forward, types.MethodType) and isinstance(
+                    forward.__func__, types.FunctionType):
                 compiled = types.MethodType(self._runner(forward.__func__), callee)
                 return functools.partial(_call_with_forward, callee, compiled) if has_hooks(callee) else compiled
+            return callee
+        if type(callee) is functools.partial:  # (a subclass may override __call__)
+            return functools.partial(self.route_callee(callee.func), *callee.args, **callee.keywords)
+        call = getattr(type(callee), "__call__", None)
+        if isinstance(call, types.FunctionType) and not isinstance(callee, type):
+            return types.MethodType(self._runner(call), callee)
         return callee
 
     def _runner(self, fn: types.FunctionType) -> Callable[..., Any]:
@@ -349,6 +359,32 @@ def run(cache: FrameCache, fn: types.FunctionType, args: tuple, kwargs: dict) ->
         if hit:
             return call_entry(entry, fn, args, kwargs)
     return cache.miss(fn, args, kwargs)
+
+
+#: calls of a new cache entry's guard function timed (the compile report's per-call guard cost),
+#: and the seconds they may take together: a guard function warms up over its first calls
+GUARD_TIMING_CALLS, GUARD_TIMING_SECONDS = 20, 0.002
+
+
+def _guard_seconds(entry: CacheEntry, cells: Any, args: tuple, kwargs: dict) -> float | None:
+    """Seconds one call of ``entry``'s guard function takes on the arguments it
+    was compiled for (the fastest of up to :data:`GUARD_TIMING_CALLS` calls;
+    None when it does not pass)."""
+    best, spent = None, 0.0
+    for _ in range(GUARD_TIMING_CALLS):
+        start = time.perf_counter()
+        try:
+            passed = entry.check(cells, *args, **kwargs)
+        except TypeError:  # (cannot happen for arguments the frame was bound to; never the user's problem)
+            return None
+        seconds = time.perf_counter() - start
+        if not passed:
+            return None
+        best = seconds if best is None else min(best, seconds)
+        spent += seconds
+        if spent > GUARD_TIMING_SECONDS:
+            break
+    return best
 
 
 def call_entry(entry: CacheEntry, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import types
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from bytegraph.breaks import Unsupported, UserFrame
 from bytegraph.graph.backend_compile import CompiledGraph
@@ -71,6 +72,8 @@ class CompileRecord:
         guard_code: the generated guard function's source.
         import_seconds: the part of ``seconds`` spent importing modules on
             first use (see :mod:`bytegraph.imports`).
+        guard_seconds: one call of the guard function on the arguments it was
+            compiled for, in seconds (None when not timed).
     """
 
     code: types.CodeType
@@ -80,6 +83,7 @@ class CompileRecord:
     reason: str | None = None
     guard_code: str = ""
     import_seconds: float = 0.0
+    guard_seconds: float | None = None
 
 
 @dataclasses.dataclass
@@ -90,7 +94,9 @@ class FrameStats:
     total over ``compiles``; ``recompile_reasons`` also holds the failures that
     met the recompile limit (the frame then ran natively and compiled nothing).
     ``trace_seconds`` includes backend compiles and first-use imports;
-    ``import_seconds`` is that import part.
+    ``import_seconds`` is that import part. ``wraps``: for a compiled
+    module's entry frame (bytegraph's own code, named after the module), the
+    module's ``forward`` function it calls.
     """
 
     name: str
@@ -105,6 +111,7 @@ class FrameStats:
     import_seconds: float = 0.0
     frames_compiled: int = 0
     ran_natively: bool = False
+    wraps: Callable[..., Any] | None = None
 
 
 @dataclasses.dataclass
@@ -114,6 +121,9 @@ class Recorder:
     compiles: list[CompileRecord] = dataclasses.field(default_factory=list)
     breaks: list[BreakRecord] = dataclasses.field(default_factory=list)
     recompile_reasons: list[str] = dataclasses.field(default_factory=list)
+    #: the frame each of ``compiles`` (and each of ``recompile_reasons``) is of
+    compiled_frames: list[FrameStats] = dataclasses.field(default_factory=list)
+    recompiled_frames: list[FrameStats] = dataclasses.field(default_factory=list)
 
 
 #: id(code) -> stats; FrameStats keeps its code object alive, so ids are not reused.
@@ -140,11 +150,17 @@ def stats_for(code: types.CodeType) -> FrameStats:
     return stats
 
 
-def label(code: types.CodeType, name: str, filename: str, lineno: int) -> None:
-    """Report ``code`` under another name and location (e.g. an OptimizedModule's
-    entry frame is reported as the module's ``forward``)."""
+def label(code: types.CodeType, name: str, wraps: Callable[..., Any]) -> None:
+    """Report ``code``, a frame that calls ``wraps``, under ``name`` and the
+    location of ``wraps`` (an OptimizedModule's entry frame, named
+    ``Model.__call__``, at the module's ``forward``)."""
     stats = stats_for(code)
-    stats.name, stats.filename, stats.lineno = name, filename, lineno
+    try:
+        target = inspect.unwrap(wraps)  # a decorated forward: where the decorated function is
+    except ValueError:  # a cycle of __wrapped__
+        target = wraps
+    where = getattr(target, "__code__", None) or wraps.__code__
+    stats.name, stats.filename, stats.lineno, stats.wraps = name, where.co_filename, where.co_firstlineno, wraps
 
 
 def record_compile(code: types.CodeType, record: CompileRecord) -> None:
@@ -157,6 +173,7 @@ def record_compile(code: types.CodeType, record: CompileRecord) -> None:
     stats.frames_compiled += 1
     for recorder in _ACTIVE:
         recorder.compiles.append(record)
+        recorder.compiled_frames.append(stats)
 
 
 def record_break(code: types.CodeType, exc: Unsupported) -> None:
@@ -167,9 +184,11 @@ def record_break(code: types.CodeType, exc: Unsupported) -> None:
 
 
 def record_recompile(code: types.CodeType, reason: str) -> None:
-    stats_for(code).recompile_reasons.append(reason)
+    stats = stats_for(code)
+    stats.recompile_reasons.append(reason)
     for recorder in _ACTIVE:
         recorder.recompile_reasons.append(reason)
+        recorder.recompiled_frames.append(stats)
 
 
 def record_native(code: types.CodeType) -> None:

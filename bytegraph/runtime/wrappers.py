@@ -93,9 +93,9 @@ class OptimizedModule(torch.nn.Module):
         code = _call_module.__code__.replace(co_name=name, co_qualname=name)
         frame = types.FunctionType(code, _call_module.__globals__, name)
         self._compiled_call = compile_function(frame, options)
-        forward = getattr(type(traced).forward, "__code__", None)
-        if forward is not None:
-            metrics.label(code, name, forward.co_filename, forward.co_firstlineno)
+        forward = type(traced).forward
+        if isinstance(forward, types.FunctionType):
+            metrics.label(code, name, forward)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """One call of the module. Its hooks are traced with its ``forward``,

@@ -20,7 +20,8 @@ from typing import Any
 
 import torch
 
-from bytegraph.breaks import BreakSite, Unsupported, UserFrame, is_user_file, unimplemented
+from bytegraph.config import config
+from bytegraph.breaks import BreakSite, Unsupported, UserFrame, is_user_file, true_hints, unimplemented
 from bytegraph.bytecode.analysis import catching_indices, enclosing_handlers, except_clauses
 from bytegraph.bytecode.instructions import Instruction, decode
 from bytegraph.graph.output_graph import OutputGraph
@@ -122,6 +123,8 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Mat
             if not e.user_stack:
                 e.user_stack = tuple(self.user_stack())
                 e.frame_depth = self.depth
+                e.hints = true_hints(e.hints, output.capture_scalar_outputs or config.capture_scalar_outputs,
+                                     output.capture_dynamic_output_shape_ops or config.capture_dynamic_output_shape_ops)
             raise
         finally:
             output.current_tx = caller
@@ -264,7 +267,7 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Mat
     # ---- diagnostics ------------------------------------------------------------------
     def frame_summary(self) -> UserFrame:
         lineno = self.current_instruction.lineno if self.current_instruction else self.code.co_firstlineno
-        return UserFrame(self.code.co_filename, lineno, self.code.co_name)
+        return UserFrame(self.code.co_filename, lineno, self.code.co_name, self.code)
 
     def user_frames(self) -> list[InstructionTranslatorBase]:
         """Translators of user frames from this one out to the root (bytegraph's
