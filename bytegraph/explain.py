@@ -2,11 +2,13 @@
 
 Mirrors TorchDynamo's ``explain``: ``bytegraph.explain(fn)(*args, **kwargs)``
 compiles ``fn`` afresh (its own caches, backend ``eager``), runs the call once
-and returns an :class:`ExplainOutput`.
+and returns an :class:`ExplainOutput`. A function or module that is already
+compiled is explained as what it wraps.
 """
 from __future__ import annotations
 
 import dataclasses
+import types
 from typing import Any, Callable
 
 import torch
@@ -15,6 +17,7 @@ from bytegraph.api import compile as bytegraph_compile
 from bytegraph.guards.describe import describe_guards
 from bytegraph.runtime import metrics
 from bytegraph.runtime.metrics import BreakRecord
+from bytegraph.runtime.wrappers import OptimizedModule
 
 
 @dataclasses.dataclass
@@ -39,6 +42,9 @@ class ExplainOutput:
         result: what the call returned.
         subgraph_counts: for each graph, how many graphs the backend compiled
             it as (more than 1 when DDP's bucket split cut it, one per bucket group).
+
+    ``op_count`` is torch's explain's figure: the graphs' ``call_function``
+    nodes (method calls such as ``x.sin()`` are not counted).
     """
 
     graphs: list[torch.fx.GraphModule]
@@ -51,6 +57,10 @@ class ExplainOutput:
     recompile_reasons: list[str]
     result: Any = None
     subgraph_counts: list[int] = dataclasses.field(default_factory=list)
+
+    @property
+    def op_count(self) -> int:
+        return sum(n.op == "call_function" for gm in self.graphs for n in gm.graph.nodes)
 
     def __str__(self) -> str:
         lines = [
@@ -87,6 +97,8 @@ def explain(fn: Callable | torch.nn.Module) -> Callable[..., ExplainOutput]:
     if not callable(fn):
         raise TypeError(f"bytegraph.explain: fn must be a function or nn.Module, got {type(fn).__name__}")
 
+    fn = uncompiled(fn)
+
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
         with metrics.recording() as rec:
             result = bytegraph_compile(fn, backend="eager")(*args, **kwargs)
@@ -111,6 +123,19 @@ def explain(fn: Callable | torch.nn.Module) -> Callable[..., ExplainOutput]:
         )
 
     return run
+
+
+def uncompiled(fn: Callable | torch.nn.Module) -> Callable | torch.nn.Module:
+    """What a compiled function or module wraps (``fn`` itself when it is not compiled)."""
+    while True:
+        if isinstance(fn, OptimizedModule):
+            fn = fn._orig_mod
+        elif hasattr(fn, "_bytegraph_orig_fn"):
+            fn = fn._bytegraph_orig_fn
+        elif isinstance(fn, types.MethodType) and hasattr(fn.__func__, "_bytegraph_orig_fn"):
+            fn = types.MethodType(fn.__func__._bytegraph_orig_fn, fn.__self__)
+        else:
+            return fn
 
 
 def _target_name(target: Any) -> str:
