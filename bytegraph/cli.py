@@ -45,7 +45,7 @@ write the HTML report to PAGE.html."""
 
 
 #: files whose frames a program's traceback leaves out: bytegraph's own and runpy's
-_HIDDEN = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.abspath(runpy.__file__))
+_HIDDEN = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.abspath(runpy.__file__), "<frozen runpy>")
 
 
 class UsageError(Exception):

@@ -35,6 +35,7 @@ import contextlib
 import dataclasses
 import importlib
 import sys
+import time
 import warnings
 from typing import Any, Callable, Iterator
 
@@ -45,14 +46,20 @@ from bytegraph import imports
 FRONTEND = "torch._dynamo"
 
 
+#: ``torch._dynamo.<part>`` by part (``torch._dynamo`` for ``""``), the modules this one reads
+_MODULE_NAMES = {part: f"{FRONTEND}.{part}" if part else FRONTEND
+                 for part in ("", "config", "eval_frame", "trace_rules", "backends.registry")}
+_MODULES = sys.modules
+
+
 def _loaded(part: str) -> Any:
     """Module ``torch._dynamo.<part>`` if it is imported already, else None."""
-    return sys.modules.get(f"{FRONTEND}.{part}" if part else FRONTEND)
+    return _MODULES.get(_MODULE_NAMES[part])
 
 
 def _frontend(part: str) -> Any:
-    """Module ``torch._dynamo.<part>`` (``torch._dynamo`` for ``""``), imported."""
-    return importlib.import_module(f"{FRONTEND}.{part}" if part else FRONTEND)
+    """Module ``torch._dynamo.<part>``, imported."""
+    return importlib.import_module(_MODULE_NAMES[part])
 
 
 # ---- settings of torch._dynamo.config ----------------------------------------------------------
@@ -221,7 +228,7 @@ def tensor_marks(t: torch.Tensor) -> Marks:
 def torch_optimized_module() -> type:
     """torch's ``OptimizedModule`` class (importing torch's frontend package, as
     the first FakeTensorMode would)."""
-    with imports.first_use("torch._dynamo (its OptimizedModule class)"):
+    with imports.first_use("torch._dynamo"):
         frontend = _frontend("eval_frame")
     return frontend.OptimizedModule
 
@@ -246,8 +253,10 @@ def serving(replacements: dict[str, Callable]) -> Iterator[None]:
     """Within the block, ``torch.compile`` and torch's entry points (:data:`ENTRY_POINTS`)
     are ``replacements`` (bytegraph's functions, by the same names); torch's are put back
     after. Imports torch's frontend package, whose functions are replaced."""
-    with imports.first_use("torch._dynamo (its entry points, replaced)"):
-        frontend = _frontend("")
+    start, loaded = time.perf_counter(), _loaded("") is not None
+    frontend = _frontend("")
+    if not loaded:  # (bytegraph run serves them before the program starts)
+        imports.record("torch._dynamo", time.perf_counter() - start, at_startup=True)
     saved = {name: getattr(frontend, name) for name in ENTRY_POINTS}
     saved_compile = torch.compile
     try:

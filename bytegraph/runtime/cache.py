@@ -213,9 +213,9 @@ class FrameCache:
             return fn(*args, **kwargs)  # under vmap/grad (torch.func): the values are functorch wrappers
         try:
             f_locals = self._bind(fn, args, kwargs)
-        except TypeError:
-            return fn(*args, **kwargs)  # raises the eager TypeError
-        except ValueError:  # a hand-made code object whose parameter names are not identifiers
+        except (TypeError, ValueError):  # eager's TypeError; a hand-made code object's non-identifier names
+            f_locals = None
+        if f_locals is None:  # (run outside the except clause: eager's exception gets no chained context)
             return fn(*args, **kwargs)
         signature_fn = None if self.resume_depth else fn
         options = self.options if stance.backend is None else forced_backend(self.options, stance.backend)
@@ -413,11 +413,13 @@ def run(cache: FrameCache, fn: types.FunctionType, args: tuple, kwargs: dict) ->
             continue
         try:
             hit = entry.check(cells, *args, **kwargs)
-        except TypeError:  # the arguments do not bind to the signature: raise eager's error
-            return fn(*args, **kwargs)
+        except TypeError:  # the arguments do not bind to the signature
+            break
         if hit:
             return call_entry(entry, fn, args, kwargs)
-    return cache.miss(fn, args, kwargs)
+    else:
+        return cache.miss(fn, args, kwargs)
+    return fn(*args, **kwargs)  # eager's TypeError (raised outside the except clause: no chained context)
 
 
 def call_entry(entry: CacheEntry, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
@@ -430,7 +432,8 @@ def call_entry(entry: CacheEntry, fn: types.FunctionType, args: tuple, kwargs: d
         if logs.enabled("graph_breaks"):
             logs.get("graph_breaks").info("graph of %s raised %r; running the frame natively",
                                           fn.__code__.co_qualname, raised.__cause__)
-        return fn(*args, **kwargs)
+    # (outside the except clause, so that eager's exception has no GraphRaised as its context)
+    return fn(*args, **kwargs)
 
 
 def reset() -> None:

@@ -7,5 +7,5 @@ def f(x):
 
 for n in (2, 3, 4):
     x = torch.arange(float(n))
-    torch._dynamo.mark_unbacked(x, 0)
+    torch._dynamo.decorators.mark_unbacked(x, 0)
     print(f(x).tolist())
