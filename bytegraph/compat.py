@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import os
 import sys
 import time
 import warnings
@@ -73,7 +74,6 @@ SETTINGS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "assume_static_by_default": ("assume_static_by_default", bool),
     "capture_scalar_outputs": ("capture_scalar_outputs", bool),
     "capture_dynamic_output_shape_ops": ("capture_dynamic_output_shape_ops", bool),
-    "force_parameter_static_shapes": ("force_parameter_static_shapes", bool),
     "optimize_ddp": ("optimize_ddp", lambda v: v not in (False, "no_optimization")),
     "specialize_int": ("specialize_int", bool),
     "specialize_float": ("specialize_float", bool),
@@ -113,10 +113,18 @@ def changed_settings() -> dict[str, Any]:
 
 
 def unsupported(knob: str, why: str) -> None:
-    """Warn, once per ``knob``, that bytegraph cannot honour it."""
-    if knob not in _warned:
-        _warned.add(knob)
-        warnings.warn(f"bytegraph: {knob} is not honoured: {why}", stacklevel=3)
+    """Warn, once per ``knob``, that bytegraph cannot honour it (attributed to
+    the first frame outside bytegraph and torch: the program's)."""
+    if knob in _warned:
+        return
+    _warned.add(knob)
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_LIBRARY_FILES):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(f"bytegraph: {knob} is not honoured: {why}", stacklevel=level + 1)
+
+
+_LIBRARY_FILES = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (torch, sys.modules[__package__]))
 
 
 # ---- the stance (torch.compiler.set_stance) ------------------------------------------------------

@@ -54,9 +54,6 @@ class Config:
         specialize_float: the same for Python ``float`` arguments.
         automatic_dynamic_shapes: after a recompile caused by a size change,
             mark the changed dimensions dynamic (mirrors torch.compile).
-        force_parameter_static_shapes: parameters' sizes are never symbolic
-            (mirrors torch.compile's setting); when False, automatic dynamic
-            and ``dynamic=True`` reach them too.
         fail_on_recompile_limit_hit: raise instead of running natively when a
             frame hits ``recompile_limit`` (mirrors torch.compile's setting).
         error_on_recompile: raise at any recompile (mirrors torch.compile's
@@ -90,7 +87,6 @@ class Config:
     specialize_int: bool = False
     specialize_float: bool = False
     automatic_dynamic_shapes: bool = True
-    force_parameter_static_shapes: bool = True
     fail_on_recompile_limit_hit: bool = False
     error_on_recompile: bool = False
     max_trace_instructions: int = 200_000

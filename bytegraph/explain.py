@@ -18,6 +18,7 @@ from bytegraph.guards.describe import describe_guards
 from bytegraph.runtime import metrics
 from bytegraph.runtime.metrics import BreakRecord
 from bytegraph.runtime.wrappers import OptimizedModule
+from bytegraph.variables.builder import COMPILED_FUNCTION
 
 
 @dataclasses.dataclass
@@ -130,10 +131,10 @@ def uncompiled(fn: Callable | torch.nn.Module) -> Callable | torch.nn.Module:
     while True:
         if isinstance(fn, OptimizedModule):
             fn = fn._orig_mod
-        elif hasattr(fn, "_bytegraph_orig_fn"):
-            fn = fn._bytegraph_orig_fn
-        elif isinstance(fn, types.MethodType) and hasattr(fn.__func__, "_bytegraph_orig_fn"):
-            fn = types.MethodType(fn.__func__._bytegraph_orig_fn, fn.__self__)
+        elif hasattr(fn, COMPILED_FUNCTION):
+            fn = getattr(fn, COMPILED_FUNCTION)
+        elif isinstance(fn, types.MethodType) and hasattr(fn.__func__, COMPILED_FUNCTION):
+            fn = types.MethodType(getattr(fn.__func__, COMPILED_FUNCTION), fn.__self__)
         else:
             return fn
 

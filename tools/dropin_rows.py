@@ -13,16 +13,24 @@ Usage::
     python tools/dropin_rows.py --live [ROW ...]   # compare against torch.compile run now
 
 ``tests/test_dropin.py`` runs the comparison against the recorded answers (quick
-tier) and against live torch.compile runs (slow tier).
+tier: the rows run in the test's process, with torch's entry points served as
+``bytegraph run`` serves them, :func:`run_row_here`) and against live
+torch.compile runs (slow tier: both sides in processes of their own).
 """
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
+import io
 import json
 import os
 import pathlib
+import runpy
 import subprocess
 import sys
+import traceback
+import warnings
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ROWS = ROOT / "tests" / "dropin"
@@ -55,6 +63,47 @@ def _row_env(name: str) -> dict[str, str]:
         key, _, value = first[0][len("# env: "):].partition("=")
         return {key.strip(): value.strip()}
     return {}
+
+
+def run_row_here(name: str) -> dict:
+    """``{"rc", "stdout"}`` of row ``name`` run in this process as ``bytegraph run``
+    runs it (torch's entry points served by bytegraph), leaving torch's settings,
+    the stance and bytegraph's caches as they were."""
+    import torch
+    import torch._dynamo
+
+    import bytegraph
+    from bytegraph.dropin import serving_torch_compile
+
+    settings = torch._dynamo.config
+    changed_before = {k for k in settings._config if not settings._is_default(k)}
+    stance = torch._dynamo.eval_frame._stance
+    out, rc = io.StringIO(), 0
+    sys.path.insert(0, str(ROWS))
+    sys.modules.pop("rowlib", None)
+    try:
+        with contextlib.redirect_stdout(out), serving_torch_compile(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                runpy.run_path(str(ROWS / f"{name}.py"), run_name="__main__")
+            except SystemExit as e:
+                rc = e.code if isinstance(e.code, int) else int(e.code is not None)
+            except Exception:
+                rc = 1
+                traceback.print_exc(file=sys.stderr)
+            rowlib = sys.modules.get("rowlib")
+            if rowlib is not None:
+                atexit.unregister(rowlib.report)
+                rowlib.report()
+    finally:
+        sys.path.remove(str(ROWS))
+        sys.modules.pop("rowlib", None)
+        for key in [k for k in settings._config if not settings._is_default(k)]:
+            if key not in changed_before:
+                delattr(settings, key)
+        torch._dynamo.eval_frame._set_stance(stance)
+        bytegraph.reset()
+    return {"rc": rc, "stdout": out.getvalue().splitlines()}
 
 
 def answer(result: dict) -> dict:

@@ -26,6 +26,7 @@ from bytegraph.convert import CompileOptions
 from bytegraph.runtime import metrics
 from bytegraph.runtime.cache import cache_for, forward_hooks_never_traced, hooks_for, run
 from bytegraph.runtime.ddp import is_ddp, run_ddp
+from bytegraph.variables.builder import COMPILED_FUNCTION
 
 
 def compile_function(fn: Callable, options: CompileOptions) -> Callable:
@@ -62,7 +63,7 @@ def compile_function(fn: Callable, options: CompileOptions) -> Callable:
             return fn(*args, **kwargs)
         return run(cache, fn, args, kwargs)
 
-    compiled._bytegraph_orig_fn = fn  # type: ignore[attr-defined]
+    setattr(compiled, COMPILED_FUNCTION, fn)
     compiled._bytegraph_cache = cache  # type: ignore[attr-defined]
     return compiled
 
@@ -76,7 +77,7 @@ def _run_natively(fn: Callable) -> Callable:
         functools.update_wrapper(native, fn)
     except AttributeError:  # objects without __name__/__doc__ (OpOverload has them; some C callables lack some)
         pass
-    native._bytegraph_orig_fn = fn  # type: ignore[attr-defined]
+    setattr(native, COMPILED_FUNCTION, fn)
     return native
 
 
@@ -93,6 +94,7 @@ class OptimizedModule(torch.nn.Module):
     """
 
     _orig_mod: torch.nn.Module
+    _bytegraph_compiled_module = True  # (COMPILED_MODULE: traced code calling it traces _orig_mod)
     #: attributes that belong to the wrapper itself
     _OWN_ATTRIBUTES = frozenset({"_orig_mod", "_compiled_call", "_options"})
 

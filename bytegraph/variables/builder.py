@@ -80,7 +80,7 @@ from bytegraph.variables.misc import (
     OpaqueConstantVariable,
     WeakRefVariable,
 )
-from bytegraph.variables.nn_module import NNModuleVariable
+from bytegraph.variables.nn_module import NNModuleVariable, has_hooks
 from bytegraph.variables.ndarray import NumpyFunctionVariable, NumpyNdarrayVariable
 from bytegraph.variables.symbolic import SymNodeVariable
 from bytegraph.variables.tensor import TensorVariable
@@ -219,6 +219,10 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
 
     if isinstance(value, torch.nn.Module):
         guards.add(IdMatch.of(source, value))
+        if getattr(type(value), COMPILED_MODULE, False) and not has_hooks(value):
+            # a module bytegraph.compile returned, met in traced code: traced as the module it
+            # compiles, as torch.compile inlines a compiled module called by compiled code
+            return wrap(tx, value._orig_mod, AttrSource(source, "_orig_mod"))
         return side_effects.track(value, NNModuleVariable(value, source))
 
     if isinstance(value, types.MethodType):
@@ -226,6 +230,9 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         obj = wrap(tx, value.__self__, AttrSource(source, "__self__"))
         if isinstance(obj, StateContextVariable):
             return obj.var_getattr(tx, value.__func__.__name__)
+        original = compiled_original(value.__func__)
+        if original is not None:  # a method bytegraph.compile returned (Lightning's compiled training_step)
+            return UserMethodVariable(original, obj, source)
         if isinstance(value.__func__, types.FunctionType):
             return UserMethodVariable(value.__func__, obj, source)
         if isinstance(value.__func__, functools._lru_cache_wrapper):  # a cached function used as a method
@@ -258,6 +265,9 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
             obj = wrap(tx, owner, AttrSource(source, "__self__"))
             return BoundMethodVariable(obj, value.__name__)
 
+    if compiled_original(value) is not None:  # a function bytegraph.compile returned: traced as what it compiles
+        guards.add(IdMatch.of(source, value))
+        return wrap(tx, compiled_original(value), AttrSource(source, COMPILED_FUNCTION))
     if isinstance(value, types.FunctionType) and value.__closure__ is not None:
         # a closure is recreated on each call of its enclosing function: guard its code
         # (and, as they are read, its cells and defaults) rather than the object
@@ -265,6 +275,18 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
     elif _identity_is_value(value):
         guards.add(IdMatch.of(source, value))
     return _wrap_by_kind(tx, value, source)
+
+
+#: the attribute of a function ``bytegraph.compile`` returned that holds what it compiles
+COMPILED_FUNCTION = "_bytegraph_orig_fn"
+#: the class attribute that marks bytegraph's compiled modules (``OptimizedModule``)
+COMPILED_MODULE = "_bytegraph_compiled_module"
+
+
+def compiled_original(value: Any) -> types.FunctionType | None:
+    """The Python function a function returned by ``bytegraph.compile`` compiles, else None."""
+    original = getattr(value, COMPILED_FUNCTION, None) if isinstance(value, types.FunctionType) else None
+    return original if isinstance(original, types.FunctionType) else None
 
 
 def _is_resume_stack_slot(tx: Tx, source: Source) -> bool:
@@ -448,12 +470,10 @@ def _dynamic_dims(tx: Tx, value: torch.Tensor, source: Source) -> dict[int, Any]
     constraints: the policy's (``dynamic=True``, automatic dynamic), then
     ``mark_dynamic``/``maybe_mark_dynamic`` (torch's or bytegraph's: the marks
     on the tensor, :func:`bytegraph.compat.tensor_marks`), minus ``mark_static``.
-    Buffers stay static, and so do parameters unless
-    ``config.force_parameter_static_shapes`` is off (as with torch.compile)."""
+    Parameters and buffers stay static (as with torch.compile)."""
     policy = tx.output.policy
     dims: dict[int, Any] = {}
-    static = _is_buffer_source(source) or (isinstance(value, torch.nn.Parameter) and config.force_parameter_static_shapes)
-    if not static:
+    if not (isinstance(value, torch.nn.Parameter) or _is_buffer_source(source)):
         if policy.all_dims:
             dims.update((i, None) for i in range(value.dim()))
         dims.update((i, None) for i in policy.dims.get(source, ()))
