@@ -165,6 +165,11 @@ def forced_eager() -> bool:
 
 # ---- functions registered to go in the graph -----------------------------------------------------
 
+#: the attribute ``torch.compiler.assume_constant_result`` sets on a function: calls of it
+#: with constant arguments are evaluated once, at trace time, and their result is a constant
+MARKED_CONSTANT = "_dynamo_marked_constant"
+
+
 def registered_in_graph(fn: Any) -> str | None:
     """``"nonstrict_trace"`` or ``"allow_in_graph"`` when ``fn`` (not one of torch's own
     functions) was registered by that decorator, else None."""

@@ -13,7 +13,8 @@ prepared = accelerator.prepare(compiled)
 outer = torch.nn.Sequential(torch.compile(torch.nn.Linear(3, 3), backend="eager"))
 print(json.dumps({
     "is_compiled": is_compiled_module(compiled),
-    "unwrapped_is_model": accelerator.unwrap_model(prepared) is model,
+    "unwrapped": type(accelerator.unwrap_model(prepared)).__name__,
+    "unwrapped_params": [p is q for p, q in zip(accelerator.unwrap_model(prepared).parameters(), model.parameters())],
     "kept": type(accelerator.unwrap_model(prepared, keep_torch_compile=True)).__name__,
     "has_compiled_regions": has_compiled_regions(outer),
     "state_dict": sorted(compiled.state_dict()),
