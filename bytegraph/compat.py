@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from bytegraph import imports
+from bytegraph.config import Config
 
 FRONTEND = "torch._dynamo"
 
@@ -92,24 +93,31 @@ _warned: set[str] = set()
 
 def changed_settings() -> dict[str, Any]:
     """The ``bytegraph.config`` values the program asked for by changing
-    ``torch._dynamo.config`` (``torch._dynamo.config.capture_scalar_outputs =
-    False`` gives ``{"capture_scalar_outputs": False}``). A changed setting
-    bytegraph does not honour is named in a warning, once. Empty until
-    ``torch._dynamo.config`` is imported."""
+    ``torch._dynamo.config`` away from torch's defaults
+    (``torch._dynamo.config.capture_scalar_outputs = False`` gives
+    ``{"capture_scalar_outputs": False}``). A changed setting bytegraph does
+    not honour is named in a warning, once. Empty until ``torch._dynamo.config``
+    is imported."""
     module = _loaded("config")
     if module is None:
         return {}
     changed: dict[str, Any] = {}
-    for name in module._config:
+    for name, entry in module._config.items():
         if module._is_default(name):
             continue
         value = getattr(module, name)
+        # assigned torch's default (as config.patch does on exit): a choice only where bytegraph's
+        # default differs (capture_scalar_outputs): then it asks for torch's behaviour
         if name in SETTINGS:
             target, convert = SETTINGS[name]
-            changed[target] = convert(value)
-        elif name not in _NOT_SEMANTIC:
+            if value != entry.default or convert(value) != _BYTEGRAPH_DEFAULTS[target]:
+                changed[target] = convert(value)
+        elif name not in _NOT_SEMANTIC and value != entry.default:
             unsupported(f"torch._dynamo.config.{name} = {value!r}", "bytegraph does not read this setting")
     return changed
+
+
+_BYTEGRAPH_DEFAULTS = {f.name: f.default for f in dataclasses.fields(Config)}
 
 
 def unsupported(knob: str, why: str) -> None:

@@ -100,10 +100,19 @@ def run_row_here(name: str) -> dict:
         sys.modules.pop("rowlib", None)
         for key in [k for k in settings._config if not settings._is_default(k)]:
             if key not in changed_before:
-                delattr(settings, key)
+                unset_torch_setting(key)
         torch._dynamo.eval_frame._set_stance(stance)
         bytegraph.reset()
     return {"rc": rc, "stdout": out.getvalue().splitlines()}
+
+
+def unset_torch_setting(name: str) -> None:
+    """Put ``torch._dynamo.config.<name>`` back to never having been set (``del``
+    resets it but also hides it; unhide it)."""
+    import torch._dynamo
+
+    delattr(torch._dynamo.config, name)
+    torch._dynamo.config._config[name].hide = False
 
 
 def answer(result: dict) -> dict:

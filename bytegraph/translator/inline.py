@@ -14,6 +14,7 @@ import inspect
 import types
 from typing import Any, Sequence
 
+from bytegraph import compat
 from bytegraph.breaks import BreakSite, unimplemented, user_error
 from bytegraph.bytecode.analysis import closing_runs_code
 from bytegraph.guards.guards import IdMatch
@@ -289,6 +290,9 @@ def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
             hints=("Remove the call to keep the code before and after it in one graph.",),
         )
     if why == "disabled":  # torch's "do not compile" wrappers
+        if getattr(getattr(fn, "fn", None), "_torchdynamo_disable_recursive", True) is False:
+            compat.unsupported("torch.compiler.disable(recursive=False)", "bytegraph has no frame hook to compile "
+                               "what the function calls: it runs natively with its callees (recursive=True)")
         wrapped = getattr(getattr(fn, "fn", None), "__wrapped__", None)
         target = getattr(wrapped, "__qualname__", name)
         unimplemented(
