@@ -70,8 +70,6 @@ def test_disable_returns_the_target_itself():
         ({"disable": "yes"}, TypeError, "disable"),
         ({"dynamic": "auto"}, TypeError, "dynamic"),
         ({"options": ["max_autotune"]}, TypeError, "options"),
-        ({"backend": "eager", "mode": "max-autotune"}, ValueError, "mode"),
-        ({"backend": "eager", "options": {"x": 1}}, ValueError, "options"),
         ({"mode": "bogus"}, ValueError, "mode"),
         ({"options": {"not_an_inductor_setting": 1}}, ValueError, "not_an_inductor_setting"),
         ({"mode": "max-autotune", "options": {"max_autotune": True}}, ValueError, "mode or options"),
