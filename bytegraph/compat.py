@@ -165,10 +165,17 @@ def stance() -> Stance:
     return Stance(current.stance, current.backend)
 
 
+_stance_holder: Any = None  # torch._dynamo.eval_frame once it is imported
+
+
 def forced_eager() -> bool:
     """Whether the stance is ``"force_eager"`` (asked on every call of a compiled function)."""
-    frontend = _loaded("eval_frame")
-    return frontend is not None and frontend._stance.stance == "force_eager"
+    global _stance_holder
+    if _stance_holder is None:
+        _stance_holder = _loaded("eval_frame")
+        if _stance_holder is None:
+            return False
+    return _stance_holder._stance.stance == "force_eager"
 
 
 # ---- functions registered to go in the graph -----------------------------------------------------
@@ -274,9 +281,10 @@ def serving(replacements: dict[str, Callable]) -> Iterator[None]:
     """Within the block, ``torch.compile`` and torch's entry points (:data:`ENTRY_POINTS`)
     are ``replacements`` (bytegraph's functions, by the same names); torch's are put back
     after. Imports torch's frontend package, whose functions are replaced."""
-    start, loaded = time.perf_counter(), _loaded("") is not None
+    start = time.perf_counter()
+    before = _loaded("")
     frontend = _frontend("")
-    if not loaded:  # (bytegraph run serves them before the program starts)
+    if before is None:  # (bytegraph run serves them before the program starts)
         imports.record("torch._dynamo", time.perf_counter() - start, at_startup=True)
     saved = {name: getattr(frontend, name) for name in ENTRY_POINTS}
     saved_compile = torch.compile

@@ -100,14 +100,14 @@ def _compat_uses(tree: ast.AST) -> dict[str, set[str]]:
     compat.py reads on the name it binds the module to (in each function)."""
     used: dict[str, set[str]] = {}
     for function in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
-        bound: dict[str, str] = {}
+        bound: dict[str, str] = {}  # (a name bound in one function is read in that one only)
         for node in ast.walk(function):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and (
                 isinstance(node.value.func, ast.Name) and node.value.func.id in ("_loaded", "_frontend")
             ):
                 part = node.value.args[0]
                 assert isinstance(part, ast.Constant), "compat.py names each frontend module literally"
-                for target in node.targets:
+                for target in node.targets:  # a local, or a global holding the module
                     bound[target.id] = part.value
                 used.setdefault(part.value, set())
         for node in ast.walk(function):

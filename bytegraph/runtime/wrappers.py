@@ -142,15 +142,16 @@ class OptimizedModule(torch.nn.Module):
             return self._modules["_orig_mod"]
         return getattr(self._orig_mod, name)
 
+    # (nn.Module's own methods, not super()'s: torch's OptimizedModule may follow in the MRO)
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self._OWN_ATTRIBUTES or hasattr(type(self), name):
-            super().__setattr__(name, value)
+            torch.nn.Module.__setattr__(self, name, value)
         else:
             setattr(self._orig_mod, name, value)
 
     def __delattr__(self, name: str) -> None:
         if name in self._OWN_ATTRIBUTES or hasattr(type(self), name):
-            super().__delattr__(name)
+            torch.nn.Module.__delattr__(self, name)
         else:
             delattr(self._orig_mod, name)
 
