@@ -1,3 +1,4 @@
+# env: TORCH_LOGS=recompiles
 import torch
 from rowlib import counting
 
