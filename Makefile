@@ -14,11 +14,11 @@ $(STAMP): requirements-dev.txt pyproject.toml
 
 venv: $(STAMP)
 
-# The bench extra (pyproject.toml) on top of the dev set-up; constrained to the
-# dev pins so it never replaces torch.
+# The bench and frameworks extras (pyproject.toml) on top of the dev set-up; constrained
+# to the dev pins so they never replace torch.
 BENCH_STAMP := $(VENV)/.bench-installed
 $(BENCH_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/pip install --quiet -c requirements-dev.txt -e '.[bench]'
+	$(BIN)/pip install --quiet -c requirements-dev.txt -e '.[bench,frameworks]'
 	touch $(BENCH_STAMP)
 
 # The main job: real models (torch's TransformerEncoder, HF GPT-2) through `bytegraph run`;
@@ -115,7 +115,7 @@ demo-py3%: .venv3%/.installed
 	.venv3$*/bin/bytegraph run --report report-py3$*.html examples/gpt2.py
 
 .venv3%/.bench-installed: .venv3%/.installed pyproject.toml
-	.venv3$*/bin/pip install --quiet -c requirements-dev.txt -e '.[bench]'
+	.venv3$*/bin/pip install --quiet -c requirements-dev.txt -e '.[bench,frameworks]'
 	touch $@
 
 test-all-py3%: .venv3%/.bench-installed

@@ -5,16 +5,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-from torch.fx.experimental.symbolic_shapes import RelaxedUnspecConstraint, StrictMinMaxConstraint
-from torch.utils._sympy.numbers import int_oo
-from torch.utils._sympy.value_ranges import ValueRanges
 
+from bytegraph import compat
 from bytegraph.backends.builtin import inductor_with
-from bytegraph.backends.registry import lookup_backend
+from bytegraph.backends.registry import lookup_backend, with_arguments
 from bytegraph.convert import CompileOptions
 from bytegraph.runtime import cache
-from bytegraph.runtime.wrappers import OptimizedModule, compile_function
-from bytegraph.variables.builder import MARKED_DYNAMIC, MARKED_STATIC
+from bytegraph.runtime.wrappers import compile_function, optimized_module
 
 
 def compile(
@@ -22,10 +19,14 @@ def compile(
     *,
     fullgraph: bool = False,
     dynamic: bool | None = None,
-    backend: str | Callable = "inductor",
+    backend: str | Callable | None = "inductor",
     mode: str | None = None,
     options: dict[str, Any] | None = None,
+    name: str | None = None,
     disable: bool = False,
+    recompile_limit: int | None = None,
+    isolate_recompiles: bool = False,
+    shapes_spec: Any = None,
 ) -> Any:
     """Compile a function or ``nn.Module`` with bytegraph (same contract as ``torch.compile``).
 
@@ -41,12 +42,22 @@ def compile(
         fullgraph: raise :class:`bytegraph.Unsupported` at the first graph break
             instead of running that part natively (torch.compile's ``fullgraph``).
         dynamic: None = static first, then dynamic for sizes that change;
-            True = dynamic from the start; False = always static.
-        backend: ``"eager"``, ``"aot_eager"``, ``"inductor"``, another registered
-            name, or a callable ``(gm, example_inputs) -> callable``.
+            True = dynamic from the start (tensor sizes and int/float
+            arguments); False = always static.
+        backend: ``"eager"``, ``"aot_eager"``, ``"inductor"`` (also None),
+            another registered name (bytegraph's or torch's registry), or a
+            callable ``(gm, example_inputs) -> callable``.
         mode / options: inductor settings (torch.compile's ``mode``/``options``);
-            only valid with the inductor backend.
+            with another backend they are passed to it as keyword arguments, as
+            torch.compile does (``backend(gm, example_inputs, mode=...)``; the
+            built-in ``eager`` backends warn that they ignore them).
+        name: a name for the compiled region (accepted, as metadata).
         disable: return ``model_or_fn`` unchanged.
+        recompile_limit: this call's own limit of cache entries per frame
+            (default: ``bytegraph.config.recompile_limit``).
+        isolate_recompiles: accepted; every ``compile`` call of bytegraph
+            keeps its own cache entries (torch.compile's ``True``).
+        shapes_spec: not supported (a warning says so).
 
     Returns:
         A compiled function (same signature), an :class:`OptimizedModule`, or a
@@ -55,8 +66,7 @@ def compile(
     Raises:
         TypeError: for a ``model_or_fn`` that is none of those, a non-bool
             ``fullgraph``/``disable``, or a ``dynamic`` that is not None/bool.
-        ValueError: for an unknown backend name, or ``mode``/``options`` with a
-            backend other than inductor.
+        ValueError: for an unknown backend name, or both ``mode`` and ``options``.
     """
     if not isinstance(fullgraph, bool):
         raise TypeError(f"bytegraph.compile: fullgraph must be a bool, got {type(fullgraph).__name__}")
@@ -66,18 +76,26 @@ def compile(
         raise TypeError(f"bytegraph.compile: dynamic must be None or a bool, got {type(dynamic).__name__}")
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"bytegraph.compile: options must be a dict, got {type(options).__name__}")
-    if (mode is not None or options) and backend != "inductor":
-        raise ValueError("bytegraph.compile: mode and options apply only to backend='inductor'")
+    if recompile_limit is not None and (not isinstance(recompile_limit, int) or recompile_limit < 1):
+        raise ValueError(f"bytegraph.compile: recompile_limit must be a positive int, got {recompile_limit!r}")
+    if mode is not None and options is not None:
+        raise ValueError("bytegraph.compile: give either mode or options, not both (as torch.compile)")
+    if shapes_spec is not None:
+        compat.unsupported("torch.compile(shapes_spec=...)", "bytegraph traces sizes as given by dynamic= and the marks")
+    backend = "inductor" if backend is None else backend
+    arguments = {"mode": mode} if mode not in (None, "default") else {}
+    arguments.update({"options": options} if options else {})
 
     def decorate(target: Any) -> Any:
         if disable:
             return target
-        compiler = inductor_with(mode, options) if backend == "inductor" and (mode or options) else (
-            lookup_backend(backend)
-        )
-        opts = CompileOptions(compiler, fullgraph, dynamic)
+        if backend == "inductor":
+            compiler = inductor_with(mode, options) if arguments else lookup_backend(backend)
+        else:
+            compiler = with_arguments(lookup_backend(backend), arguments) if arguments else lookup_backend(backend)
+        opts = CompileOptions(compiler, fullgraph, dynamic, recompile_limit)
         if isinstance(target, torch.nn.Module):
-            return OptimizedModule(target, opts)
+            return optimized_module(target, opts)
         if not callable(target):
             raise TypeError(
                 f"bytegraph.compile: model_or_fn must be callable (a function or nn.Module), got {type(target).__name__}"
@@ -96,7 +114,8 @@ def reset() -> None:
 
 def mark_dynamic(t: torch.Tensor, index: int | list[int], *, min: int | None = None, max: int | None = None) -> None:
     """Trace dimension(s) ``index`` of ``t`` symbolically from the first compile
-    (mirrors TorchDynamo's ``mark_dynamic``).
+    (mirrors TorchDynamo's ``mark_dynamic``, and sets the same marks on ``t``,
+    so ``torch._dynamo.mark_dynamic`` is honoured as well).
 
     With ``min``/``max`` the dimension's range is constrained: a call outside it
     fails the guard and recompiles. If tracing specialises the dimension to one
@@ -110,12 +129,8 @@ def mark_dynamic(t: torch.Tensor, index: int | list[int], *, min: int | None = N
     dims = _check_dims("mark_dynamic", t, index)
     if min is not None and max is not None and min > max:
         raise ValueError(f"mark_dynamic: min ({min}) must not exceed max ({max})")
-    if min is None and max is None:
-        constraint = RelaxedUnspecConstraint(warn_only=False)
-    else:
-        constraint = StrictMinMaxConstraint(vr=ValueRanges(0 if min is None else min, int_oo if max is None else max),
-                                            warn_only=False)
-    _marks(t, MARKED_DYNAMIC, dict).update((d, constraint) for d in dims)
+    _marks(t, compat.DYNAMIC_DIMS).update(dims)
+    _marks(t, compat.DYNAMIC_RANGES).update(compat.DimRange(d, min, max) for d in dims)
 
 
 def maybe_mark_dynamic(t: torch.Tensor, index: int | list[int]) -> None:
@@ -125,22 +140,19 @@ def maybe_mark_dynamic(t: torch.Tensor, index: int | list[int]) -> None:
     Raises:
         TypeError / ValueError: as :func:`mark_dynamic`.
     """
-    dims = _check_dims("maybe_mark_dynamic", t, index)
-    _marks(t, MARKED_DYNAMIC, dict).update((d, None) for d in dims)
+    _marks(t, compat.WEAK_DYNAMIC_DIMS).update(_check_dims("maybe_mark_dynamic", t, index))
 
 
 def mark_static(t: torch.Tensor, index: int | list[int] | None = None) -> None:
     """Keep dimension(s) ``index`` of ``t`` (all when None) static, even under
-    ``dynamic=True`` or automatic dynamic (mirrors TorchDynamo's ``mark_static``).
+    ``dynamic=True``, automatic dynamic or a ``mark_dynamic`` (mirrors
+    TorchDynamo's ``mark_static``).
 
     Raises:
         TypeError / ValueError: as :func:`mark_dynamic`.
     """
     dims = _check_dims("mark_static", t, list(range(t.dim())) if index is None and isinstance(t, torch.Tensor) else index)
-    _marks(t, MARKED_STATIC, set).update(dims)
-    marked = getattr(t, MARKED_DYNAMIC, {})
-    for d in dims:
-        marked.pop(d, None)
+    _marks(t, compat.STATIC_DIMS).update(dims)
 
 
 def _check_dims(api: str, t: Any, index: Any) -> list[int]:
@@ -155,7 +167,9 @@ def _check_dims(api: str, t: Any, index: Any) -> list[int]:
     return [d % t.dim() for d in dims]
 
 
-def _marks(t: torch.Tensor, attr: str, kind: type) -> Any:
+def _marks(t: torch.Tensor, attr: str) -> set:
+    """The set of marks ``attr`` on ``t`` (created empty), as torch's marking functions keep them."""
     if not hasattr(t, attr):
-        setattr(t, attr, kind())
+        setattr(t, attr, set())
+    t._has_dynamo_dim_marking = True  # type: ignore[attr-defined]
     return getattr(t, attr)

@@ -8,7 +8,10 @@ never silently does nothing::
     with bytegraph.config.patch(capture_scalar_outputs=False):
         ...
 
-Names and defaults mirror torch.compile's frontend settings where the concept exists.
+Names and defaults mirror torch.compile's frontend settings where the concept
+exists, and a program that changes one of those in ``torch._dynamo.config``
+gets the same effect (:func:`bytegraph.compat.changed_settings`, applied while
+a frame compiles).
 """
 from __future__ import annotations
 
@@ -41,11 +44,20 @@ class Config:
             A backend that fails on a captured value gets the frame traced
             again with both off (a graph break instead).
         trace_numpy: trace NumPy calls on tensors through ``torch._numpy``.
-        specialize_int: treat Python ``int`` arguments as constants (guarded)
-            until they change.
-        specialize_float: treat Python ``float`` arguments as constants.
+        assume_static_by_default: when False, tensor dims and Python int/float
+            arguments are symbolic from the first compile, as with
+            ``dynamic=True`` (mirrors torch.compile's setting).
+        specialize_int: when True, Python ``int`` arguments are always
+            constants (guarded), never made symbolic by automatic dynamic or
+            ``dynamic=True`` (mirrors torch.compile's setting; default False:
+            constant until it changes).
+        specialize_float: the same for Python ``float`` arguments.
         automatic_dynamic_shapes: after a recompile caused by a size change,
             mark the changed dimensions dynamic (mirrors torch.compile).
+        fail_on_recompile_limit_hit: raise instead of running natively when a
+            frame hits ``recompile_limit`` (mirrors torch.compile's setting).
+        error_on_recompile: raise at any recompile (mirrors torch.compile's
+            setting, and the stance ``"fail_on_recompile"``).
         max_trace_instructions: bytecode instructions one frame may execute
             symbolically (counting unrolled loop iterations and inlined calls)
             before tracing gives up with a graph break.
@@ -71,9 +83,12 @@ class Config:
     capture_scalar_outputs: bool = True
     capture_dynamic_output_shape_ops: bool = True
     trace_numpy: bool = True
-    specialize_int: bool = True
-    specialize_float: bool = True
+    assume_static_by_default: bool = True
+    specialize_int: bool = False
+    specialize_float: bool = False
     automatic_dynamic_shapes: bool = True
+    fail_on_recompile_limit_hit: bool = False
+    error_on_recompile: bool = False
     max_trace_instructions: int = 200_000
     max_inline_depth: int = 1000  # CPython's default recursion limit
     optimize_ddp: bool = True

@@ -48,11 +48,14 @@ class CompileOptions:
         fullgraph: raise on the first graph break instead of running natively
             (mirrors torch.compile's ``fullgraph``).
         dynamic: None (automatic), True or False (mirrors torch.compile's ``dynamic``).
+        recompile_limit: this call's own limit of cache entries per frame (None:
+            ``config.recompile_limit``; mirrors torch.compile's ``recompile_limit``).
     """
 
     backend: Backend
     fullgraph: bool = False
     dynamic: bool | None = None
+    recompile_limit: int | None = None
 
 
 @dataclasses.dataclass
@@ -134,7 +137,8 @@ def convert_frame(
     capture = True
     while True:
         try:
-            attempt = _trace(code, f_globals, closure, f_locals, options, break_points, runtime, policy, capture)
+            with logs.tracing():
+                attempt = _trace(code, f_globals, closure, f_locals, options, break_points, runtime, policy, capture)
         except BackendCompilerFailed as e:
             # (imported here: the module loads much of torch; the backend that raised has loaded it)
             from torch.fx.passes._tensorify_python_scalars import TensorifyScalarRestartAnalysis

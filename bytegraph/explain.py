@@ -2,13 +2,15 @@
 
 Mirrors TorchDynamo's ``explain``: ``bytegraph.explain(fn)(*args, **kwargs)``
 compiles ``fn`` afresh (its own caches, backend ``eager``), runs the call once
-and returns an :class:`ExplainOutput`.
+and returns an :class:`ExplainOutput`. A function or module that is already
+compiled is explained as what it wraps.
 """
 from __future__ import annotations
 
 import collections
 import dataclasses
 import linecache
+import types
 from typing import Any, Callable
 
 import torch
@@ -18,6 +20,8 @@ from bytegraph.guards.summary import GuardGroup, summarise
 from bytegraph.report.frames import break_key, frame_groups, reword, user_frame_label, value_names
 from bytegraph.runtime import metrics
 from bytegraph.runtime.metrics import BreakRecord
+from bytegraph.runtime.wrappers import OptimizedModule
+from bytegraph.variables.builder import COMPILED_FUNCTION
 
 
 @dataclasses.dataclass
@@ -51,6 +55,9 @@ class ExplainOutput:
         result: what the call returned.
         subgraph_counts: for each graph, how many graphs the backend compiled
             it as (more than 1 when DDP's bucket split cut it, one per bucket group).
+
+    ``op_count`` is torch's explain's figure: the graphs' ``call_function``
+    nodes (method calls such as ``x.sin()`` are not counted).
     """
 
     graphs: list[torch.fx.GraphModule]
@@ -67,6 +74,10 @@ class ExplainOutput:
     backend_times: list[float] = dataclasses.field(default_factory=list)
     import_times: list[float] = dataclasses.field(default_factory=list)
     guard_summaries: list[list[GuardGroup]] = dataclasses.field(default_factory=list)
+
+    @property
+    def op_count(self) -> int:
+        return sum(n.op == "call_function" for gm in self.graphs for n in gm.graph.nodes)
 
     def __str__(self) -> str:
         lines = [
@@ -135,6 +146,8 @@ def explain(fn: Callable | torch.nn.Module) -> Callable[..., ExplainOutput]:
     if not callable(fn):
         raise TypeError(f"bytegraph.explain: fn must be a function or nn.Module, got {type(fn).__name__}")
 
+    fn = uncompiled(fn)
+
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
         with metrics.recording() as rec:
             result = bytegraph_compile(fn, backend="eager")(*args, **kwargs)
@@ -167,6 +180,19 @@ def explain(fn: Callable | torch.nn.Module) -> Callable[..., ExplainOutput]:
         )
 
     return run
+
+
+def uncompiled(fn: Callable | torch.nn.Module) -> Callable | torch.nn.Module:
+    """What a compiled function or module wraps (``fn`` itself when it is not compiled)."""
+    while True:
+        if isinstance(fn, OptimizedModule):
+            fn = fn._orig_mod
+        elif hasattr(fn, COMPILED_FUNCTION):
+            fn = getattr(fn, COMPILED_FUNCTION)
+        elif isinstance(fn, types.MethodType) and hasattr(fn.__func__, COMPILED_FUNCTION):
+            fn = types.MethodType(getattr(fn.__func__, COMPILED_FUNCTION), fn.__self__)
+        else:
+            return fn
 
 
 def _target_name(target: Any) -> str:

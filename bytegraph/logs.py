@@ -6,20 +6,37 @@ Channels (each is the logger ``bytegraph.<channel>``):
 - ``recompiles``: every recompile, with the guard that failed;
 - ``guards``: the guards of each new cache entry, in words, grouped by value;
 - ``graph``: each captured graph, as a table;
-- ``bytecode``: original and transformed bytecode of each frame.
+- ``bytecode``: original and transformed bytecode of each frame;
+- ``fake_tensor``: errors a FakeTensor op raised while a frame was traced
+  (torch's FakeTensorMode logs them as ERROR with a traceback; during a trace
+  they come here instead, since the error is the traced call's: it becomes the
+  exception eager raises, or a graph break, and is never lost).
 
 Turn channels on with the environment variable
 ``BYTEGRAPH_LOGS=graph_breaks,recompiles`` (read at import) or
 ``bytegraph.set_logs("graph", "guards")`` (mirrors ``TORCH_LOGS`` /
 ``torch._logging.set_logs``). Enabled channels log at INFO to stderr.
+``TORCH_LOGS`` names bytegraph has a channel for (:data:`TORCH_LOG_NAMES`)
+turn those on as well, and ``TORCH_COMPILE_DEBUG=1`` turns on every channel;
+its other names stay torch's (its backends log them).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+from typing import Iterator
 
-CHANNELS = ("graph_breaks", "recompiles", "guards", "graph", "bytecode")
+CHANNELS = ("graph_breaks", "recompiles", "guards", "graph", "bytecode", "fake_tensor")
+
+#: ``TORCH_LOGS`` names of torch's frontend logs -> the bytegraph channels that say the same
+TORCH_LOG_NAMES = {
+    "graph_breaks": ("graph_breaks",), "recompiles": ("recompiles",), "recompiles_verbose": ("recompiles",),
+    "guards": ("guards",), "verbose_guards": ("guards",), "graph": ("graph",), "graph_code": ("graph",),
+    "graph_sizes": ("graph",), "bytecode": ("bytecode",), "trace_bytecode": ("bytecode",),
+    "dynamo": CHANNELS, "+dynamo": CHANNELS,
+}
 
 _handler = logging.StreamHandler(sys.stderr)
 _handler.setFormatter(logging.Formatter("[bytegraph.%(channel)s] %(message)s"))
@@ -61,10 +78,48 @@ def set_logs(*channels: str) -> None:
         logger.propagate = False
 
 
+def channels_from_env(environ: dict[str, str]) -> list[str]:
+    """The channels ``BYTEGRAPH_LOGS``, ``TORCH_LOGS`` and ``TORCH_COMPILE_DEBUG`` ask for."""
+    if environ.get("TORCH_COMPILE_DEBUG", "") not in ("", "0"):
+        return list(CHANNELS)
+    names = [n.strip() for n in environ.get("BYTEGRAPH_LOGS", "").split(",") if n.strip()]
+    for name in environ.get("TORCH_LOGS", "").split(","):
+        names += [c for c in TORCH_LOG_NAMES.get(name.strip(), ()) if c not in names]
+    return names
+
+
+_tracing = 0
+
+
+@contextlib.contextmanager
+def tracing() -> Iterator[None]:
+    """Within the block a frame is traced: FakeTensorMode's error records go to ``fake_tensor``."""
+    global _tracing
+    _tracing += 1
+    try:
+        yield
+    finally:
+        _tracing -= 1
+
+
+class _FakeTensorErrors(logging.Filter):
+    """On torch's FakeTensor logger: while a frame is traced, its records go to
+    the ``fake_tensor`` channel instead (see the module docstring)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not _tracing:
+            return True
+        channel = get("fake_tensor")
+        if channel.isEnabledFor(logging.INFO):
+            channel.info(record.getMessage(), exc_info=record.exc_info)
+        return False
+
+
+logging.getLogger("torch._subclasses.fake_tensor").addFilter(_FakeTensorErrors())
+
+
 def _from_env() -> None:
-    spec = os.environ.get("BYTEGRAPH_LOGS", "")
-    names = [name.strip() for name in spec.split(",") if name.strip()]
-    set_logs(*names)
+    set_logs(*channels_from_env(dict(os.environ)))
 
 
 _from_env()

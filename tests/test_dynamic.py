@@ -83,15 +83,43 @@ def test_int_argument_that_changes_every_call_compiles_at_most_twice():
     assert cnt.frame_count == 2
 
 
-def test_specialize_int_false_makes_ints_symbolic_from_the_start():
+def test_assume_static_by_default_off_makes_ints_symbolic_from_the_start():
     def f(x, n):
         return x + n
 
-    with bytegraph.config.patch(specialize_int=False):
+    with bytegraph.config.patch(assume_static_by_default=False):
         compiled, cnt = counted(f)
         for n in range(2, 6):
             x = torch.randn(3)
             assert same(compiled(x, n), f(x, n))
+    assert cnt.frame_count == 1
+
+
+@pytest.mark.parametrize("setting, values", [("specialize_int", (2, 3, 4, 5)), ("specialize_float", (2.5, 3.5, 4.5))])
+def test_specialize_keeps_scalars_constant_even_when_they_change(setting, values):
+    """torch.compile's meaning: a specialised int/float is a guarded constant,
+    never made symbolic (one compile per value), with dynamic=True as well."""
+    def f(x, n):
+        return x * n
+
+    for dynamic in (None, True):
+        with bytegraph.config.patch(**{setting: True}):
+            compiled, cnt = counted(f, dynamic=dynamic)
+            for v in values:
+                x = torch.randn(3)
+                assert same(compiled(x, v), f(x, v))
+        assert cnt.frame_count == len(values)
+
+
+@pytest.mark.parametrize("value", [2, 2.5])
+def test_dynamic_true_makes_int_and_float_arguments_symbolic(value):
+    def f(x, n):
+        return x * n + n
+
+    compiled, cnt = counted(f, dynamic=True)
+    for step in range(3):
+        x = torch.randn(3)
+        assert same(compiled(x, value + step), f(x, value + step))
     assert cnt.frame_count == 1
 
 

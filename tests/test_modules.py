@@ -283,6 +283,21 @@ def test_transformer_encoder_one_graph():
     check_module(model, x, graphs=1, atol=1e-5)
 
 
+def test_compiling_a_module_adds_nothing_to_it():
+    """The compiled module's own state (its compiled call, its options) stays on
+    the wrapper, whatever torch's OptimizedModule class (its base too) would do
+    with an attribute; train()/eval() and deleting an attribute reach the module."""
+    seq = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    before = set(seq.__dict__)
+    compiled = bytegraph.compile(seq, backend="eager")
+    compiled(torch.randn(3, 2))
+    compiled.eval()
+    compiled.note = 1
+    del compiled.note
+    assert set(seq.__dict__) == before and not seq.training
+    assert {"_options", "_compiled_call"} <= set(compiled.__dict__)
+
+
 def test_optimized_module_pickles_and_forwards_container_protocols():
     import pickle
 

@@ -1,14 +1,24 @@
-"""bytegraph is its own frontend: it never imports or calls TorchDynamo.
+"""bytegraph is its own frontend: it never imports or calls TorchDynamo to compile.
 
 Two checks. The source never names ``torch._dynamo`` or ``torch._C._dynamo``
 in code (imports, attribute chains, ``import_module`` strings); mentions in
-docstrings, comments and skip-list strings are fine. And at run time, with
-every built-in backend and a custom one, graph breaks, recompiles and a
-backward pass, torch's frontend compiles no frame (its frame counter stays at
-zero) and its frame hook is never set (sampled at graph breaks and while
-graphs run). torch's FakeTensor code may load ``torch._dynamo.config``; that
-compiles nothing. A control run of ``torch.compile`` in the same process
-shows both probes do see torch's frontend when it runs.
+docstrings, comments and skip-list strings are fine. The one exception is
+``bytegraph/compat.py``, which serves torch.compile's user surface: it reaches
+torch's frontend package only through its helpers ``_loaded(part)`` /
+``_frontend(part)``, for the modules of :data:`COMPAT_MAY_USE` only, and
+uses of those modules only the attributes listed there (settings, the stance,
+the registered ids, the ``OptimizedModule`` class, the backend registry, and
+the entry points it replaces under ``bytegraph run``).
+
+And at run time, with every built-in backend and a custom one, graph breaks,
+recompiles, a backward pass, a compiled module (an instance of torch's
+``OptimizedModule`` class too) and its ``dynamo_ctx``, and torch's entry points
+served by ``bytegraph run``, torch's frontend compiles no frame (its frame counter
+stays at zero), its frame hook is never set (sampled at graph breaks and while
+graphs run), and none of torch's ``OptimizedModule`` methods or compile contexts
+is called. torch's FakeTensor code may load ``torch._dynamo.config``; that
+compiles nothing. A control run of ``torch.compile`` in the same process shows
+the probes do see torch's frontend when it runs.
 """
 import ast
 import json
@@ -20,6 +30,16 @@ import bytegraph
 
 PACKAGE = pathlib.Path(bytegraph.__file__).parent
 FORBIDDEN = ("torch._dynamo", "torch._C._dynamo")
+COMPAT = PACKAGE / "compat.py"
+
+#: what compat.py may use of torch's frontend: module (``torch._dynamo.<part>``) -> attributes
+COMPAT_MAY_USE = {
+    "config": {"_config", "_is_default"},          # which settings the program changed (read with getattr)
+    "eval_frame": {"_stance", "OptimizedModule"},  # the stance; the class compiled modules subclass
+    "trace_rules": {"_allowed_callable_ids", "_nonstrict_trace_callable_ids"},  # allow_in_graph's ids
+    "backends.registry": {"lookup_backend"},     # torch's backends by name
+    "": set(),                                     # the entry points replaced (ENTRY_POINTS, by setattr)
+}
 
 
 def _forbidden(name: str) -> bool:
@@ -69,9 +89,45 @@ def test_source_never_uses_torchs_frontend():
     uses = [
         f"{path.relative_to(PACKAGE.parent)}:{line}: {name}"
         for path in sorted(PACKAGE.rglob("*.py"))
+        if path != COMPAT
         for line, name in _uses(ast.parse(path.read_text(), str(path)))
     ]
     assert uses == []
+
+
+def _compat_uses(tree: ast.AST) -> dict[str, set[str]]:
+    """Per module part reached through ``_loaded``/``_frontend``, the attributes
+    compat.py reads on the name it binds the module to (in each function)."""
+    used: dict[str, set[str]] = {}
+    for function in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
+        bound: dict[str, str] = {}  # (a name bound in one function is read in that one only)
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and (
+                isinstance(node.value.func, ast.Name) and node.value.func.id in ("_loaded", "_frontend")
+            ):
+                part = node.value.args[0]
+                assert isinstance(part, ast.Constant), "compat.py names each frontend module literally"
+                for target in node.targets:  # a local, or a global holding the module
+                    bound[target.id] = part.value
+                used.setdefault(part.value, set())
+        for node in ast.walk(function):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
+                used[bound[node.value.id]].add(node.attr)
+    return used
+
+
+def test_compat_uses_only_what_it_may_of_torchs_frontend():
+    tree = ast.parse(COMPAT.read_text())
+    assert _uses(tree) == []  # no import or attribute chain: only the two helpers reach the package
+    used = _compat_uses(tree)
+    assert set(used) <= set(COMPAT_MAY_USE)
+    for part, attrs in used.items():
+        assert attrs <= COMPAT_MAY_USE[part], (part, attrs - COMPAT_MAY_USE[part])
+    # the helpers are reached by name only in the functions the scan read
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+             and n.func.id in ("_loaded", "_frontend")]
+    assigned = [n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)]
+    assert all(call in assigned for call in calls), "each frontend module is bound to a name, then read"
 
 
 PROGRAM = r"""
@@ -97,6 +153,21 @@ def probing_backend(gm, example_inputs):
         return gm.forward(*args)
     return run
 
+# torch's OptimizedModule methods and compile contexts: none may run for bytegraph's modules
+import torch._dynamo.eval_frame as torch_eval_frame
+torch_calls = []
+
+def spy(owner, name):
+    original = getattr(owner, name)
+    def spied(*args, **kwargs):
+        torch_calls.append(f"{owner.__name__}.{name}")
+        return original(*args, **kwargs)
+    setattr(owner, name, spied)
+
+for name in ("__call__", "__init__", "_initialize", "__setstate__", "_call_lazy_check", "__reduce__"):
+    spy(torch_eval_frame.OptimizedModule, name)
+spy(torch_eval_frame._TorchDynamoContext, "__call__")
+
 model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
 for backend in ("eager", "aot_eager", "inductor", probing_backend):
     bytegraph.reset()
@@ -105,8 +176,23 @@ for backend in ("eager", "aot_eager", "inductor", probing_backend):
         x = torch.randn(size, 4)
         assert torch.allclose(g(x, 2), f(x, 2), atol=1e-5)
     m = bytegraph.compile(model, backend=backend)
+    assert isinstance(m, torch_eval_frame.OptimizedModule)
     m(torch.randn(3, 4)).sum().backward()
+    step = m.dynamo_ctx(lambda x: model(x).sum())  # as Lightning compiles training_step
+    step(torch.randn(3, 4)).backward()
     model.zero_grad()
+
+# torch's entry points as `bytegraph run` serves them
+from bytegraph.dropin import serving_torch_compile
+with serving_torch_compile():
+    model.compile(backend="eager")                 # nn.Module.compile calls torch.compile
+    model(torch.randn(3, 4))
+    torch.compile(f, backend="aot_eager")(torch.randn(3, 4), 2)
+    torch._dynamo.explain(f)(torch.randn(3, 4), 2)
+    torch._dynamo.optimize("eager")(f)(torch.randn(3, 4), 2)
+    torch.compiler.reset()
+model._compiled_call_impl = None
+assert torch_calls == [], torch_calls
 
 import torch._dynamo.convert_frame as convert_frame
 results = {"frames": convert_frame.FRAME_COUNTER, "hooks": list(hooks)}

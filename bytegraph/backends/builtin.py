@@ -21,24 +21,34 @@ from typing import Any, Callable
 
 import torch
 
-from bytegraph import imports
+from bytegraph import compat, imports
 from bytegraph.backends.registry import register_backend
 
 
 @register_backend(name="eager")
-def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-    """Run the graph eagerly: the captured program, unchanged."""
+def eager(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any) -> Callable:
+    """Run the graph eagerly: the captured program, unchanged. Keyword
+    arguments (torch.compile's ``mode``/``options``) are ignored, with a warning."""
+    _ignored("eager", kwargs)
     return gm.forward
 
 
+def _ignored(backend: str, kwargs: dict) -> None:
+    if kwargs:
+        compat.unsupported(f"{', '.join(f'{k}={v!r}' for k, v in kwargs.items())} with backend={backend!r}",
+                           f"the {backend} backend ignores them (torch.compile's does too)")
+
+
 @register_backend(name="eager_noexcept")
-def eager_noexcept(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+def eager_noexcept(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any) -> Callable:
     """Run the graph eagerly; an exception it raises becomes a RuntimeError naming this backend.
 
     The wrapped error is an Exception, so the runtime's native rerun of a frame whose graph
     raised (graph/rerun.py) still applies: the caller sees eager's exception, never this one,
     unless the graph had already written an input.
     """
+    _ignored("eager_noexcept", kwargs)
+
     def run(*args: Any) -> Any:
         try:
             return gm(*args)
@@ -55,8 +65,9 @@ def _boxed_nop(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
 
 
 @register_backend(name="aot_eager")
-def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+def aot_eager(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any) -> Callable:
     """AOTAutograd with the identity compiler for forward and backward."""
+    _ignored("aot_eager", kwargs)
     # AOTAutograd is imported on first use: importing it loads much of torch (about a second)
     with imports.first_use("AOTAutograd"):
         from torch._functorch.aot_autograd import aot_module_simplified
@@ -65,8 +76,9 @@ def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
 
 
 @register_backend(name="aot_eager_default_partitioner")
-def aot_eager_default_partitioner(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+def aot_eager_default_partitioner(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any) -> Callable:
     """``aot_eager`` splitting forward and backward with AOTAutograd's default partitioner."""
+    _ignored("aot_eager_default_partitioner", kwargs)
     from torch._functorch.aot_autograd import aot_module_simplified
     from torch._functorch.partitioners import default_partition
 
@@ -75,9 +87,10 @@ def aot_eager_default_partitioner(gm: torch.fx.GraphModule, example_inputs: list
 
 
 @register_backend(name="aot_eager_decomp_partition")
-def aot_eager_decomp_partition(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+def aot_eager_decomp_partition(gm: torch.fx.GraphModule, example_inputs: list, **kwargs: Any) -> Callable:
     """``aot_eager`` with inductor's decompositions and its min-cut partitioner: the graphs
     inductor would compile, run without inductor (torch.compile's debugging backend of that name)."""
+    _ignored("aot_eager_decomp_partition", kwargs)
     import functools
 
     from torch._functorch.aot_autograd import aot_module_simplified

@@ -11,6 +11,8 @@ from typing import Callable
 
 import torch
 
+from bytegraph import compat
+
 Backend = Callable[[torch.fx.GraphModule, list], Callable]
 
 _REGISTRY: dict[str, Backend] = {}
@@ -49,12 +51,34 @@ def lookup_backend(backend: str | Backend) -> Backend:
         TypeError: for anything that is neither a string nor callable.
     """
     if isinstance(backend, str):
-        if backend not in _REGISTRY:
+        if backend in _REGISTRY:
+            return _REGISTRY[backend]
+        torchs = compat.torch_backend(backend)  # one of torch's own (cudagraphs, tvm, openxla...)
+        if torchs is None:
             raise ValueError(f"unknown backend {backend!r}; registered backends: {list_backends()}")
-        return _REGISTRY[backend]
+        return torchs
     if callable(backend):
         return backend
     raise TypeError(f"backend must be a name or a callable, got {type(backend).__name__}")
+
+
+class BackendWithArguments:
+    """A backend called with keyword arguments: ``backend(gm, example_inputs,
+    **kwargs)`` (what torch.compile's ``mode``/``options`` become for a backend
+    other than inductor)."""
+
+    def __init__(self, backend: Callable, kwargs: dict):
+        self.backend = backend
+        self.kwargs = kwargs
+        self.__name__ = getattr(backend, "__name__", type(backend).__name__)
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        return self.backend(gm, example_inputs, **self.kwargs)
+
+
+def with_arguments(backend: Backend, kwargs: dict) -> Backend:
+    """``backend`` called with ``kwargs`` too."""
+    return BackendWithArguments(backend, kwargs)
 
 
 def list_backends() -> list[str]:

@@ -62,11 +62,12 @@ class DynamicPolicy:
 
     Attributes:
         all_dims: every dimension of every tensor input is dynamic, except
-            parameters and buffers (``dynamic=True``).
+            parameters and buffers, and so is every int/float argument of the
+            frame (``dynamic=True``).
         dims: dynamic dimensions per source (automatic dynamic: the dims that
             changed between calls).
         scalars: Python int/float inputs that are symbolic (they changed
-            between calls, or ``specialize_int``/``specialize_float`` is off).
+            between calls).
         shape_env: use a ShapeEnv even with nothing dynamic yet (an input is
             marked dynamic, or a data-dependent value is captured).
         static: ``dynamic=False``: scalars are never made symbolic.

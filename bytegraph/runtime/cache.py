@@ -9,6 +9,8 @@ code runs natively with one warning naming the guard that keeps failing.
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import inspect
 import os
@@ -21,7 +23,8 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-from bytegraph import logs
+from bytegraph import compat, logs
+from bytegraph.backends.registry import lookup_backend
 from bytegraph.breaks import GraphRaised
 from bytegraph.config import config
 from bytegraph.convert import CompileOptions, Converted, RunNatively, convert_frame
@@ -93,14 +96,19 @@ class FrameCache:
         #: 0 for an original frame; for a resume function, how many pieces of
         #: its eager frame run before it (set by :class:`ResumeFunction`)
         self.resume_depth = 0
+        #: under the stance "eager_then_compile": the sizes and scalars of the first
+        #: call, which ran eagerly (see :func:`_call_snapshot`)
+        self.first_call: tuple | None = None
 
     def policy(self) -> DynamicPolicy:
         """Which inputs the next compile traces symbolically (torch.compile's
-        ``dynamic``: True = all tensor dims, False = none, None = automatic)."""
+        ``dynamic``: True = all tensor dims and scalar arguments, False = none,
+        None = automatic, or all with ``config.assume_static_by_default`` off)."""
         if self.options.dynamic is False:
             return DynamicPolicy(static=True)
+        everything = self.options.dynamic is True or not config.assume_static_by_default
         return DynamicPolicy(
-            all_dims=self.options.dynamic is True, dims=dict(self.dynamic_dims),
+            all_dims=everything, dims=dict(self.dynamic_dims),
             scalars=frozenset(self.dynamic_scalars), data_dependent=frozenset(self.data_dependent),
         )
 
@@ -117,6 +125,19 @@ class FrameCache:
                         self.dynamic_dims[guard.source] = self.dynamic_dims.get(guard.source, frozenset()) | changed
             elif type(value) is type(guard.expected) and value != guard.expected:
                 self.dynamic_scalars.add(guard.source)
+
+    def note_first_call(self, args: tuple) -> None:
+        """Automatic dynamic from the eager first call (stance ``"eager_then_compile"``):
+        the positional arguments' dims and scalars that differ now are symbolic in the
+        first compile."""
+        names = self.code.co_varnames[:self.code.co_argcount]
+        for name, before, now in zip(names, self.first_call or (), _call_snapshot(args)):
+            if isinstance(before, tuple) and isinstance(now, tuple) and len(before) == len(now):
+                changed = frozenset(i for i, (a, b) in enumerate(zip(before, now)) if a != b)
+                if changed:
+                    self.dynamic_dims[LocalSource(name)] = changed
+            elif type(before) in (int, float) and type(before) is type(now) and before != now:
+                self.dynamic_scalars.add(LocalSource(name))
 
     def note_data_dependent(self, sources: Iterable[Source]) -> None:
         """Inputs read from tensor data (what a resume function receives after a
@@ -137,24 +158,48 @@ class FrameCache:
         self.entries = [e for e in self.entries if e is not entry]
 
     def miss(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
-        """No entry matched: compile (or give up and run natively), then run."""
+        """No entry matched: compile (or give up and run natively), then run.
+        The settings a program changed in ``torch._dynamo.config`` apply while
+        the frame compiles, and the stance ``torch.compiler.set_stance`` set
+        decides whether it compiles (:mod:`bytegraph.compat`)."""
         if self.native:
             return fn(*args, **kwargs)
+        changed = compat.changed_settings()
+        with config.patch(**changed) if changed else contextlib.nullcontext():
+            return self._miss(fn, args, kwargs, compat.stance())
+
+    def _miss(self, fn: types.FunctionType, args: tuple, kwargs: dict, stance: compat.Stance) -> Any:
         cells = fn.__closure__
         reason = None
+        if stance.name == "force_eager":
+            return fn(*args, **kwargs)
+        if stance.name in ("eager_then_compile", "aot_eager_then_compile") and self.first_call is None:
+            self.first_call = _call_snapshot(args)  # the next call compiles, dynamic where it differs
+            return fn(*args, **kwargs)
         if self.entries:
             latest = self.entries[0]
             if latest.defaults is not fn.__defaults__ or latest.kwdefaults is not fn.__kwdefaults__:
                 reason = f"{self.code.co_name}.__defaults__ or __kwdefaults__ changed"
             else:
                 reason = latest.guard.first_failure(cells, args, kwargs) or "unknown guard"
+            if stance.name == "eager_on_recompile":
+                return fn(*args, **kwargs)
+            if stance.name == "fail_on_recompile" or config.error_on_recompile:
+                raise RuntimeError(
+                    f"Detected recompile when torch.compile stance is 'fail_on_recompile'. filename: "
+                    f"{self.code.co_filename!r}, function name: {self.code.co_name!r}, line number: "
+                    f"{self.code.co_firstlineno}; failed guard: {reason}")
             metrics.record_recompile(self.code, reason)
-            if len(self.entries) >= config.recompile_limit:
+            limit = self.options.recompile_limit or config.recompile_limit
+            if len(self.entries) >= limit:
+                if config.fail_on_recompile_limit_hit or self.options.fullgraph:
+                    raise RuntimeError(f"bytegraph: {self.code.co_qualname} hit the recompile limit ({limit}) "
+                                       f"with fail_on_recompile_limit_hit or fullgraph=True. Last guard failure: {reason}")
                 self.native = True
                 metrics.record_native(self.code)
                 warnings.warn(
                     f"bytegraph: {self.code.co_qualname} hit config.recompile_limit "
-                    f"({config.recompile_limit}); running it natively from now on. "
+                    f"({limit}); running it natively from now on. "
                     f"Last guard failure: {reason}",
                     stacklevel=_user_stacklevel(),
                 )
@@ -163,17 +208,20 @@ class FrameCache:
                 logs.get("recompiles").info("recompiling %s: %s", self.code.co_qualname, reason)
             if self.options.dynamic is None and config.automatic_dynamic_shapes:
                 self.note_changes(self.entries[0], cells, args, kwargs)
+        elif self.first_call is not None and self.options.dynamic is None and config.automatic_dynamic_shapes:
+            self.note_first_call(args)
         if torch._C._functorch.peek_interpreter_stack() is not None:
             return fn(*args, **kwargs)  # under vmap/grad (torch.func): the values are functorch wrappers
         try:
             f_locals = self._bind(fn, args, kwargs)
-        except TypeError:
-            return fn(*args, **kwargs)  # raises the eager TypeError
-        except ValueError:  # a hand-made code object whose parameter names are not identifiers
+        except (TypeError, ValueError):  # eager's TypeError; a hand-made code object's non-identifier names
+            f_locals = None
+        if f_locals is None:  # (run outside the except clause: eager's exception gets no chained context)
             return fn(*args, **kwargs)
         signature_fn = None if self.resume_depth else fn
-        result = convert_frame(self.code, fn.__globals__, cells, f_locals, signature_fn, self.options,
-                               hooks_for(self.options), self.policy())
+        options = self.options if stance.backend is None else forced_backend(self.options, stance.backend)
+        result = convert_frame(self.code, fn.__globals__, cells, f_locals, signature_fn, options,
+                               hooks_for(options), self.policy())
         for brk in result.breaks if isinstance(result, Converted) else ():
             metrics.record_break(self.code, brk)
         if isinstance(result, RunNatively):
@@ -293,6 +341,27 @@ class FrameHooks:
         return runner
 
 
+def _call_snapshot(args: tuple) -> tuple:
+    """What automatic dynamic compares between two calls: each positional
+    argument's sizes (a tensor), its value (an int or float), else None."""
+    return tuple(tuple(a.shape) if isinstance(a, torch.Tensor) else a if type(a) in (int, float) else None
+                 for a in args)
+
+
+_FORCED: dict[tuple[int, int], tuple[Any, CompileOptions]] = {}
+
+
+def forced_backend(options: CompileOptions, backend: Any) -> CompileOptions:
+    """``options`` with the backend ``torch.compiler.set_stance(force_backend=...)``
+    forced (one object per pair, so that resume functions share their caches)."""
+    key = (id(options), id(backend))
+    known = _FORCED.get(key)
+    if known is None or known[0] is not backend:
+        known = backend, dataclasses.replace(options, backend=lookup_backend(backend))
+        _FORCED[key] = known
+    return known[1]
+
+
 def forward_hooks_never_traced(module: torch.nn.Module) -> bool:
     """Whether one of the forward (pre-)hooks ``module(...)`` would run,
     its own or a global one, is a function bytegraph never traces
@@ -354,11 +423,13 @@ def run(cache: FrameCache, fn: types.FunctionType, args: tuple, kwargs: dict) ->
             continue
         try:
             hit = entry.check(cells, *args, **kwargs)
-        except TypeError:  # the arguments do not bind to the signature: raise eager's error
-            return fn(*args, **kwargs)
+        except TypeError:  # the arguments do not bind to the signature
+            break
         if hit:
             return call_entry(entry, fn, args, kwargs)
-    return cache.miss(fn, args, kwargs)
+    else:
+        return cache.miss(fn, args, kwargs)
+    return fn(*args, **kwargs)  # eager's TypeError (raised outside the except clause: no chained context)
 
 
 #: calls of a new cache entry's guard function timed (the compile report's per-call guard cost),
@@ -397,7 +468,8 @@ def call_entry(entry: CacheEntry, fn: types.FunctionType, args: tuple, kwargs: d
         if logs.enabled("graph_breaks"):
             logs.get("graph_breaks").info("graph of %s raised %r; running the frame natively",
                                           fn.__code__.co_qualname, raised.__cause__)
-        return fn(*args, **kwargs)
+    # (outside the except clause, so that eager's exception has no GraphRaised as its context)
+    return fn(*args, **kwargs)
 
 
 def reset() -> None:
@@ -407,6 +479,7 @@ def reset() -> None:
         cache.clear()
     _CACHES.clear()
     _HOOKS.clear()
+    _FORCED.clear()
     metrics.reset()
 
 

@@ -2,7 +2,15 @@
 
 Without a PEP 523 frame hook, a frame is compiled when it is entered through a
 wrapper: the function returned by :func:`compile_function`, or an
-:class:`OptimizedModule`'s ``forward``.
+:class:`OptimizedModule`'s ``forward``. Under the stance ``"force_eager"``
+(``torch.compiler.set_stance``) a wrapper calls its function as it is.
+
+A compiled module is made by :func:`optimized_module`: an instance of a subclass
+of both :class:`OptimizedModule` and torch's own ``OptimizedModule`` class, so
+that code written for torch.compile (``isinstance`` checks in Lightning, HF and
+accelerate; ``_orig_mod``; ``dynamo_ctx(fn)``) accepts it. Nothing of torch's
+class runs: its methods that would reach torch's frontend (``__call__``,
+``__setstate__``, ``_initialize``) are overridden.
 """
 from __future__ import annotations
 
@@ -12,10 +20,13 @@ from typing import Any, Callable
 
 import torch
 
+from bytegraph import compat
+from bytegraph.compat import forced_eager
 from bytegraph.convert import CompileOptions
 from bytegraph.runtime import metrics
 from bytegraph.runtime.cache import cache_for, forward_hooks_never_traced, hooks_for, run
 from bytegraph.runtime.ddp import is_ddp, run_ddp
+from bytegraph.variables.builder import COMPILED_FUNCTION
 
 
 def compile_function(fn: Callable, options: CompileOptions) -> Callable:
@@ -48,9 +59,11 @@ def compile_function(fn: Callable, options: CompileOptions) -> Callable:
         nonlocal cache
         if fn.__code__ is not cache.code:  # the user assigned fn.__code__: compile the new code
             cache = cache_for(fn.__code__, options)
+        if forced_eager():
+            return fn(*args, **kwargs)
         return run(cache, fn, args, kwargs)
 
-    compiled._bytegraph_orig_fn = fn  # type: ignore[attr-defined]
+    setattr(compiled, COMPILED_FUNCTION, fn)
     compiled._bytegraph_cache = cache  # type: ignore[attr-defined]
     return compiled
 
@@ -64,7 +77,7 @@ def _run_natively(fn: Callable) -> Callable:
         functools.update_wrapper(native, fn)
     except AttributeError:  # objects without __name__/__doc__ (OpOverload has them; some C callables lack some)
         pass
-    native._bytegraph_orig_fn = fn  # type: ignore[attr-defined]
+    setattr(native, COMPILED_FUNCTION, fn)
     return native
 
 
@@ -81,11 +94,12 @@ class OptimizedModule(torch.nn.Module):
     """
 
     _orig_mod: torch.nn.Module
+    _bytegraph_compiled_module = True  # (COMPILED_MODULE: traced code calling it traces _orig_mod)
     #: attributes that belong to the wrapper itself
     _OWN_ATTRIBUTES = frozenset({"_orig_mod", "_compiled_call", "_options"})
 
     def __init__(self, module: torch.nn.Module, options: CompileOptions):
-        super().__init__()
+        torch.nn.Module.__init__(self)  # (not super(): torch's OptimizedModule may follow in the MRO)
         self._orig_mod = module
         self._options = options
         traced = module.module if is_ddp(module) else module  # DDP's own forward runs natively
@@ -128,24 +142,32 @@ class OptimizedModule(torch.nn.Module):
             return self._modules["_orig_mod"]
         return getattr(self._orig_mod, name)
 
+    # (nn.Module's own methods, not super()'s: torch's OptimizedModule may follow in the MRO)
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self._OWN_ATTRIBUTES or hasattr(type(self), name):
-            super().__setattr__(name, value)
+            torch.nn.Module.__setattr__(self, name, value)
         else:
             setattr(self._orig_mod, name, value)
 
     def __delattr__(self, name: str) -> None:
         if name in self._OWN_ATTRIBUTES or hasattr(type(self), name):
-            super().__delattr__(name)
+            torch.nn.Module.__delattr__(self, name)
         else:
             delattr(self._orig_mod, name)
+
+    @property
+    def dynamo_ctx(self) -> CompileContext:
+        """What torch's compiled modules call ``dynamo_ctx``: applied to a function,
+        it compiles it with this module's options (Lightning compiles
+        ``training_step`` this way)."""
+        return CompileContext(self._options)
 
     def __repr__(self) -> str:
         return f"OptimizedModule({self._orig_mod!r})"
 
     def __reduce__(self) -> tuple:
         """Pickled as the module and the compile options (compiled code is not kept)."""
-        return (OptimizedModule, (self._orig_mod, self._options))
+        return (optimized_module, (self._orig_mod, self._options))
 
     # container protocols are looked up on the type, past __getattr__: forward them
     def __bool__(self) -> bool:
@@ -162,6 +184,39 @@ class OptimizedModule(torch.nn.Module):
 
     def __contains__(self, item: Any) -> bool:
         return item in self._orig_mod
+
+
+class CompileContext:
+    """A compiled module's ``dynamo_ctx``: ``ctx(fn)`` is ``fn`` compiled with its options."""
+
+    def __init__(self, options: CompileOptions):
+        self.options = options
+
+    def __call__(self, fn: Callable) -> Callable:
+        return compile_function(fn, self.options)
+
+
+@functools.cache
+def _torch_compatible() -> type:
+    """:class:`OptimizedModule` as a subclass of torch's ``OptimizedModule`` too.
+    Every method of torch's class that would call torch's frontend is replaced:
+    ``__call__`` is ``nn.Module``'s, ``__getstate__``/``__setstate__`` are
+    ``nn.Module``'s (torch's would re-wrap ``forward`` with its frontend)."""
+    torch_class = compat.torch_optimized_module()
+    own = {
+        "__call__": torch.nn.Module.__call__,
+        "__getstate__": torch.nn.Module.__getstate__,
+        "__setstate__": torch.nn.Module.__setstate__,
+        "__doc__": OptimizedModule.__doc__,
+        "__module__": OptimizedModule.__module__,
+    }
+    return type("OptimizedModule", (OptimizedModule, torch_class), own)
+
+
+def optimized_module(module: torch.nn.Module, options: CompileOptions) -> OptimizedModule:
+    """``module`` compiled: an :class:`OptimizedModule` that is an instance of
+    torch's ``OptimizedModule`` class as well."""
+    return _torch_compatible()(module, options)
 
 
 def _call_module(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:

@@ -14,6 +14,7 @@ import inspect
 import types
 from typing import Any, Sequence
 
+from bytegraph import compat
 from bytegraph.breaks import BreakSite, unimplemented, user_error
 from bytegraph.bytecode.analysis import closing_runs_code
 from bytegraph.guards.guards import IdMatch
@@ -44,13 +45,15 @@ SKIP_MODULE_PREFIXES = (
 )
 
 #: Functions of skipped modules that are plain Python over their arguments (no I/O,
-#: no compiler state), traced like user code: (module, qualified name).
+#: no compiler state), traced like user code, with the functions nested in them:
+#: (module, qualified name).
 INLINED_ANYWAY = frozenset({
     ("torch.jit._trace", "_script_if_tracing.<locals>.wrapper"),  # @torch.jit.script_if_tracing
     ("torch.jit._script", "_unwrap_optional"),
     ("torch.jit", "annotate"),
     ("torch.distributed.fsdp._flat_param", "_same_storage_size"),
     ("torch.fx.immutable_collections", "_no_mutation"),  # immutable_list.append...: raises TypeError
+    (f"{TORCH_FRONTEND}.external_utils", "wrap_numpy.<locals>.wrap"),  # torch.compiler.wrap_numpy's wrapper
 })
 
 _CO_VARARGS = inspect.CO_VARARGS
@@ -244,9 +247,11 @@ def _not_traced(module: str, qualname: str) -> str | None:
     """Why a function of ``module`` named ``qualname`` is never traced into:
     ``"disabled"`` (one of torch's "do not compile" wrappers), ``"skipped"``
     (a function of a skipped module), or None (it is traced)."""
+    if any(module == m and (qualname == q or qualname.startswith(q + ".<locals>.")) for m, q in INLINED_ANYWAY):
+        return None  # (and the functions nested in one, its lambdas)
     if module.startswith(TORCH_FRONTEND) or module == "torch._compile":
         return "disabled"
-    if is_skipped_module(module) and module != polyfills.__name__ and (module, qualname) not in INLINED_ANYWAY:
+    if is_skipped_module(module) and module != polyfills.__name__:
         return "skipped"
     return None
 
@@ -277,7 +282,17 @@ def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
         )
     module = fn.get_globals().get("__name__", "") or ""
     why = _not_traced(module, getattr(code, "co_qualname", name))
+    if why == "disabled" and (module, name) == (f"{TORCH_FRONTEND}.decorators", "graph_break"):
+        unimplemented(
+            gb_type="torch._dynamo.graph_break()",
+            context="call to torch._dynamo.graph_break()",
+            explanation="The program asks for a graph break here.",
+            hints=("Remove the call to keep the code before and after it in one graph.",),
+        )
     if why == "disabled":  # torch's "do not compile" wrappers
+        if getattr(getattr(fn, "fn", None), "_torchdynamo_disable_recursive", True) is False:
+            compat.unsupported("torch.compiler.disable(recursive=False)", "bytegraph has no frame hook to compile "
+                               "what the function calls: it runs natively with its callees (recursive=True)")
         wrapped = getattr(getattr(fn, "fn", None), "__wrapped__", None)
         target = getattr(wrapped, "__qualname__", name)
         unimplemented(

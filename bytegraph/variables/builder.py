@@ -26,7 +26,11 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.fx.experimental.symbolic_shapes import RelaxedUnspecConstraint, StrictMinMaxConstraint
+from torch.utils._sympy.numbers import int_oo
+from torch.utils._sympy.value_ranges import ValueRanges
 
+from bytegraph import compat
 from bytegraph.breaks import unimplemented
 from bytegraph.bytecode.resume import RESUME_FRESH
 from bytegraph.config import config
@@ -75,7 +79,7 @@ from bytegraph.variables.objects.library_objects import (
     PythonModuleVariable,
     WeakRefVariable,
 )
-from bytegraph.variables.objects.nn_modules import NNModuleVariable
+from bytegraph.variables.objects.nn_modules import NNModuleVariable, has_hooks
 from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
 from bytegraph.variables.objects.user_objects import UserDefinedObjectVariable
 from bytegraph.variables.tensors import numpy_ops as npops
@@ -98,8 +102,6 @@ if TYPE_CHECKING:
 VT = VariableTracker
 
 #: attributes ``mark_dynamic``/``maybe_mark_dynamic``/``mark_static`` set on tensors
-MARKED_DYNAMIC = "_bytegraph_dynamic_dims"
-MARKED_STATIC = "_bytegraph_static_dims"
 
 #: builtin types and callables answered by BuiltinVariable.
 _BUILTIN_CALLABLES = frozenset(
@@ -222,6 +224,10 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
 
     if isinstance(value, torch.nn.Module):
         guards.add(IdMatch.of(source, value))
+        if getattr(type(value), COMPILED_MODULE, False) and not has_hooks(value):
+            # a module bytegraph.compile returned, met in traced code: traced as the module it
+            # compiles, as torch.compile inlines a compiled module called by compiled code
+            return wrap(tx, value._orig_mod, AttrSource(source, "_orig_mod"))
         return side_effects.track(value, NNModuleVariable(value, source))
 
     if isinstance(value, types.MethodType):
@@ -229,6 +235,9 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         obj = wrap(tx, value.__self__, AttrSource(source, "__self__"))
         if isinstance(obj, StateContextVariable):
             return obj.var_getattr(tx, value.__func__.__name__)
+        original = compiled_original(value.__func__)
+        if original is not None:  # a method bytegraph.compile returned (Lightning's compiled training_step)
+            return UserMethodVariable(original, obj, source)
         if isinstance(value.__func__, types.FunctionType):
             return UserMethodVariable(value.__func__, obj, source)
         if isinstance(value.__func__, functools._lru_cache_wrapper):  # a cached function used as a method
@@ -261,6 +270,9 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
             obj = wrap(tx, owner, AttrSource(source, "__self__"))
             return BoundMethodVariable(obj, value.__name__)
 
+    if compiled_original(value) is not None:  # a function bytegraph.compile returned: traced as what it compiles
+        guards.add(IdMatch.of(source, value))
+        return wrap(tx, compiled_original(value), AttrSource(source, COMPILED_FUNCTION))
     if isinstance(value, types.FunctionType) and value.__closure__ is not None:
         # a closure is recreated on each call of its enclosing function: guard its code
         # (and, as they are read, its cells and defaults) rather than the object
@@ -268,6 +280,18 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
     elif _identity_is_value(value):
         guards.add(IdMatch.of(source, value))
     return _wrap_by_kind(tx, value, source)
+
+
+#: the attribute of a function ``bytegraph.compile`` returned that holds what it compiles
+COMPILED_FUNCTION = "_bytegraph_orig_fn"
+#: the class attribute that marks bytegraph's compiled modules (``OptimizedModule``)
+COMPILED_MODULE = "_bytegraph_compiled_module"
+
+
+def compiled_original(value: Any) -> types.FunctionType | None:
+    """The Python function a function returned by ``bytegraph.compile`` compiles, else None."""
+    original = getattr(value, COMPILED_FUNCTION, None) if isinstance(value, types.FunctionType) else None
+    return original if isinstance(original, types.FunctionType) else None
 
 
 def _is_resume_stack_slot(tx: Tx, source: Source) -> bool:
@@ -449,8 +473,9 @@ def _wrap_ndarray(tx: Tx, value: Any, source: Source) -> VT:
 def _dynamic_dims(tx: Tx, value: torch.Tensor, source: Source) -> dict[int, Any]:
     """Dims of an input tensor to trace symbolically, with their ShapeEnv
     constraints: the policy's (``dynamic=True``, automatic dynamic), then
-    ``mark_dynamic``/``maybe_mark_dynamic``, minus ``mark_static``. Parameters
-    and buffers stay static (as with torch.compile)."""
+    ``mark_dynamic``/``maybe_mark_dynamic`` (torch's or bytegraph's: the marks
+    on the tensor, :func:`bytegraph.compat.tensor_marks`), minus ``mark_static``.
+    Parameters and buffers stay static (as with torch.compile)."""
     policy = tx.output.policy
     dims: dict[int, Any] = {}
     if not (isinstance(value, torch.nn.Parameter) or _is_buffer_source(source)):
@@ -459,10 +484,23 @@ def _dynamic_dims(tx: Tx, value: torch.Tensor, source: Source) -> dict[int, Any]
         dims.update((i, None) for i in policy.dims.get(source, ()))
         if source in policy.data_dependent and value.dim() > 0:
             dims[0] = None  # a data-dependent size (x[mask], nonzero): dynamic from the first compile
-    dims.update(getattr(value, MARKED_DYNAMIC, {}))
-    for i in getattr(value, MARKED_STATIC, ()):
-        dims.pop(i, None)
+    marks = compat.tensor_marks(value)
+    dims.update((i % value.dim(), _constraint(bounds)) for i, bounds in marks.dynamic.items())
+    for i in marks.static:
+        dims.pop(i % value.dim(), None)
     return dims
+
+
+def _constraint(bounds: tuple[int | None, int | None] | None) -> Any:
+    """The ShapeEnv constraint of a dim marked dynamic: None for ``maybe_mark_dynamic`` (it
+    may be specialised), else one that raises when the trace specialises it, with its range."""
+    if bounds is None:
+        return None
+    low, high = bounds
+    if low is None and high is None:
+        return RelaxedUnspecConstraint(warn_only=False)
+    return StrictMinMaxConstraint(vr=ValueRanges(0 if low is None else low, int_oo if high is None else high),
+                                  warn_only=False)
 
 
 def _is_buffer_source(source: Source) -> bool:
@@ -474,8 +512,10 @@ def _is_buffer_source(source: Source) -> bool:
 def _symbolic_scalar(tx: Tx, value: int | float, source: Source) -> bool:
     """Whether a Python int/float input is traced as a SymInt/SymFloat: it changed
     between calls (automatic dynamic), it is an int read from tensor data
-    (``DynamicPolicy.data_dependent``), or specialize_int/specialize_float is
-    off for frame arguments.
+    (``DynamicPolicy.data_dependent``), or it is a frame argument and every
+    input is dynamic (``dynamic=True``, ``assume_static_by_default=False``), as
+    with torch.compile; ``specialize_int``/``specialize_float`` keep ints/floats
+    constant in every case but the data-dependent one.
 
     A float that is NaN, infinite or zero is never symbolic (a constant, whose
     ``ConstantMatch`` tells NaN and -0.0 apart): the ShapeEnv reasons about a SymFloat
@@ -484,13 +524,16 @@ def _symbolic_scalar(tx: Tx, value: int | float, source: Source) -> bool:
     The trace of a symbolic float then holds for finite values only
     (:class:`~bytegraph.guards.guards.FiniteFloat`), and its specialisations
     (``v == 2.5``) never accept a zero of the other sign."""
-    if type(value) is float and (tx.output.policy.static_floats or not math.isfinite(value) or value == 0.0):
+    policy = tx.output.policy
+    if type(value) is float and (policy.static_floats or not math.isfinite(value) or value == 0.0):
         return False
-    if source in tx.output.policy.scalars or (type(value) is int and source in tx.output.policy.data_dependent):
+    if type(value) is int and source in policy.data_dependent:
         return True
-    if not isinstance(source, LocalSource) or tx.output.policy.static:
+    if config.specialize_int if type(value) is int else config.specialize_float:
         return False
-    return not (config.specialize_int if type(value) is int else config.specialize_float)
+    if source in policy.scalars:
+        return True
+    return isinstance(source, LocalSource) and policy.all_dims and not policy.static
 
 
 @protocol.wrap_const.provide

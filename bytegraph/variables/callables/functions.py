@@ -13,6 +13,7 @@ import logging
 import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from bytegraph import compat
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, GlobalStateMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource, Source
@@ -27,6 +28,8 @@ from bytegraph.variables.constant import (
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.tx import wrap, wrap_const
+from bytegraph.variables.tensors import graph_calls
+
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
@@ -127,10 +130,15 @@ class UserFunctionVariable(ConstantCallableVariable):
 
     # VariableTracker ---------------------------------------------------------
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if self.fn in FOLDABLE_LIBRARY_FUNCTIONS:
+        if self.fn in FOLDABLE_LIBRARY_FUNCTIONS or (
+            getattr(self.fn, compat.MARKED_CONSTANT, False)  # torch.compiler.assume_constant_result: the
+            and all(a.is_python_constant() for a in (*args, *kwargs.values()))  # user vouches, no guard
+        ):
             values = [_fold_argument(self.fn, a) for a in (*args, *kwargs.values())]
             if all(v is not _NOT_CONSTANT for v in values):
                 return wrap_const(tx, self.fn(*values[:len(args)], **dict(zip(kwargs, values[len(args):]))))
+        if compat.registered_in_graph(self.fn) is not None:  # allow_in_graph, nonstrict_trace: one node
+            return graph_calls.graph_call(tx, "call_function", self.fn, args, kwargs)
         return tx.inline_call(self, args, kwargs)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:

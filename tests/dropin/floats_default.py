@@ -1,0 +1,9 @@
+import torch
+from rowlib import counting
+
+@torch.compile(backend=counting)
+def f(x, v):
+    return x * v
+
+for v in (2.5, 3.5, 4.5):
+    print(f(torch.arange(3.0), v).tolist())

@@ -1,0 +1,11 @@
+import torch
+from rowlib import counting
+
+@torch.compile(backend=counting)
+def f(x):
+    return x * 2 + x.shape[0]
+
+for n in (2, 3, 4, 5):
+    x = torch.arange(float(n))
+    torch._dynamo.mark_dynamic(x, 0)
+    print(f(x).tolist())

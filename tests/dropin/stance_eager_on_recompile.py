@@ -1,0 +1,11 @@
+import torch
+from rowlib import counting
+
+@torch.compile(backend=counting)
+def f(x):
+    return x.sin() + 1
+
+print(f(torch.arange(3.0)).tolist())
+torch.compiler.set_stance("eager_on_recompile")
+print(f(torch.arange(4.0)).tolist())
+print(f(torch.arange(3.0)).tolist())
