@@ -38,7 +38,6 @@ from bytegraph.guards.guards import (
     NoModuleHooks,
     NotShadowed,
     RecomputedMatch,
-    TensorMatch,
     TypeMatch,
 )
 from bytegraph.guards.shape_guards import ShapeGuard
@@ -50,6 +49,7 @@ from bytegraph.guards.source import (
     GlobalSource,
     Source,
 )
+from bytegraph.guards.tensor_guards import TensorMatch
 
 INPUTS = "inputs"
 PARAMETERS = "parameters and buffers"

@@ -29,6 +29,7 @@ from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.iterators import GeneratorVariable
 from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
+from bytegraph.variables.tensors.graph_calls import graph_call
 from bytegraph.variables.tensors.subclass_dispatch import MODELED_FUNCTIONS
 
 VT = VariableTracker
@@ -75,6 +76,8 @@ def inline_call(tx: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwar
     model = MODELED_FUNCTIONS.get(getattr(fn, "fn", None))
     if model is not None:  # a torch function whose effect bytegraph models (handle_torch_function...)
         return model(tx, list(args), kwargs)
+    if compat.registered_in_graph(getattr(fn, "fn", None)) is not None:  # allow_in_graph, nonstrict_trace
+        return graph_call(tx, "call_function", fn.fn, args, kwargs)  # one node, not traced
     check_inlinable(tx, fn)
     if fn.source is not None and type(fn) is UserFunctionVariable:  # a function's __code__ may be swapped
         tx.output.guards.add(IdMatch.of(AttrSource(fn.source, "__code__"), fn.get_code()))

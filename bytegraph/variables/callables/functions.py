@@ -28,7 +28,6 @@ from bytegraph.variables.constant import (
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.tx import wrap, wrap_const
-from bytegraph.variables.tensors import graph_calls
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -137,8 +136,6 @@ class UserFunctionVariable(ConstantCallableVariable):
             values = [_fold_argument(self.fn, a) for a in (*args, *kwargs.values())]
             if all(v is not _NOT_CONSTANT for v in values):
                 return wrap_const(tx, self.fn(*values[:len(args)], **dict(zip(kwargs, values[len(args):]))))
-        if compat.registered_in_graph(self.fn) is not None:  # allow_in_graph, nonstrict_trace: one node
-            return graph_calls.graph_call(tx, "call_function", self.fn, args, kwargs)
         return tx.inline_call(self, args, kwargs)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
