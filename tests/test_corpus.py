@@ -98,7 +98,8 @@ def test_baseline_matches_zoo_and_torch():
     """The recorded torch.compile counts cover exactly the zoo, with this torch
     (regenerate: ``make bench-baseline``)."""
     assert set(BASELINE["models"]) == set(MODELS), "regenerate with `make bench-baseline`"
-    assert BASELINE["torch"] == torch.__version__ and BASELINE["backend"] == "eager"
+    release = torch.__version__.split("+")[0]  # the CPU and CUDA builds of one release capture alike
+    assert BASELINE["torch"].split("+")[0] == release and BASELINE["backend"] == "eager"
 
 
 def test_second_inputs_change_shape():

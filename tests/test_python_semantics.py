@@ -21,7 +21,7 @@ import torch
 import bytegraph
 from bytegraph.runtime import metrics
 from bytegraph.testing import CompileCounter, same
-from helpers import check_compiled, t
+from helpers import check_compiled, check_fullgraph, t
 
 
 def breaks():
@@ -658,6 +658,23 @@ def test_functools_wraps_and_annotations_inside_the_trace():
     (values, wrapper), eager = bytegraph.compile(f, backend="eager")(t(4).zero_()), f(t(4).zero_())
     assert same(values, eager[0]) and breaks() == []
     assert inspect.signature(wrapper) == inspect.signature(eager[1]) and wrapper.__name__ == "annotated_identity"
+
+
+def test_functions_made_in_the_trace_have_every_attribute_functools_wraps_copies():
+    """``functools.wraps`` of a function made in the trace reads all of WRAPPER_ASSIGNMENTS
+    (3.12 adds ``__type_params__``); defaults read back as CPython stores them."""
+    def f(x):
+        inner = lambda v, k=2, *, s=3: v * k + s  # noqa: E731
+
+        @functools.wraps(inner)
+        def wrapper(v):
+            return inner(v) + 1
+
+        missing = [a for a in functools.WRAPPER_ASSIGNMENTS if hasattr(inner, a) and not hasattr(wrapper, a)]
+        return (wrapper(x), wrapper.__name__, inner.__defaults__, inner.__kwdefaults__,
+                (lambda: 0).__defaults__, getattr(inner, "__type_params__", ()), missing)
+
+    check_fullgraph(f, t(3))
 
 
 @functools.lru_cache(None)

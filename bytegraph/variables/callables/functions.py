@@ -315,6 +315,11 @@ class NestedUserFunctionVariable(VariableTracker):
             return ConstantVariable(doc if isinstance(doc, str) else None)
         if name == "__code__":
             return ConstantVariable(self.code)
+        if name == "__type_params__" and hasattr(types.FunctionType, name):  # 3.12+: () unless PEP 695 syntax
+            return TupleVariable([])
+        if name in ("__defaults__", "__kwdefaults__"):
+            value = self.defaults if name == "__defaults__" else self.kwdefaults
+            return value if value is not None else ConstantVariable(None)
         if name == "__dict__":
             return self.func_dict
         if name == "__annotations__":
