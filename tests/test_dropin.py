@@ -19,31 +19,17 @@ from tools.dropin_rows import EXPECTED, answer, row_names, run_row, run_row_here
 
 RECORDED = json.loads(EXPECTED.read_text())
 
-#: rows bytegraph does not serve as torch.compile does yet, and why (each still runs; a row
-#: that starts to match fails here, so that it leaves this list)
-NOT_YET = {
-    "disable_nonrecursive": "disable(recursive=False) needs a frame hook to compile what the disabled function "
-                            "calls; bytegraph runs it natively with its callees, and warns",
-}
-
-
-def _row(row):
-    if row in NOT_YET:
-        return pytest.param(row, marks=pytest.mark.xfail(reason=NOT_YET[row], strict=True))
-    return row
-
-
 def test_every_row_has_a_recorded_answer():
     assert sorted(RECORDED) == row_names()
 
 
-@pytest.mark.parametrize("row", [_row(r) for r in row_names()])
+@pytest.mark.parametrize("row", row_names())
 def test_row_prints_what_torch_compile_prints(row):
     assert run_row_here(row) == RECORDED[row]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("row", [_row(r) for r in row_names()])
+@pytest.mark.parametrize("row", row_names())
 def test_row_under_bytegraph_run_matches_torch_compile_run_now(row):
     torch_compile = answer(run_row(row, "torch"))
     served = run_row(row, "bytegraph")

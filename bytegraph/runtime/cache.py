@@ -26,6 +26,7 @@ import torch
 from bytegraph import compat, logs
 from bytegraph.backends.registry import lookup_backend
 from bytegraph.breaks import GraphRaised
+from bytegraph.bytecode.route_calls import route_calls
 from bytegraph.config import config
 from bytegraph.convert import CompileOptions, Converted, RunNatively, convert_frame
 from bytegraph.graph.output_graph import DynamicPolicy
@@ -285,12 +286,17 @@ class ResumeFunction:
         return f"<ResumeFunction {self.code.co_name}>"
 
 
+#: packages whose Python functions a natively run frame calls natively
+_NATIVE_PACKAGES = frozenset({"torch", "bytegraph"})
+
+
 class FrameHooks:
     """The :class:`~bytegraph.translator.graph_break.FrameRuntime` of one set of options."""
 
     def __init__(self, options: CompileOptions):
         self.options = options
         self._resumes: dict[types.CodeType, ResumeFunction] = {}
+        self._routed_calls: dict[types.FunctionType, types.FunctionType] = {}
 
     def resume_function(self, code: types.CodeType, f_globals: dict, depth: int,
                         data_dependent: frozenset[str] = frozenset()) -> Callable[..., Any]:
@@ -331,6 +337,23 @@ class FrameHooks:
         if isinstance(call, types.FunctionType) and not isinstance(callee, type):
             return types.MethodType(self._runner(call), callee)
         return callee
+
+    def route_calls_of(self, disabled: Any) -> Callable[..., Any]:
+        if isinstance(disabled, types.MethodType):  # a disabled method, bound
+            return types.MethodType(self.route_calls_of(disabled.__func__), disabled.__self__)
+        fn = inspect.unwrap(disabled)
+        routed = self._routed_calls.get(fn)
+        if routed is None:
+            routed = self._routed_calls[fn] = route_calls(fn, self._route_from_native)
+        return routed
+
+    def _route_from_native(self, callee: Any) -> Any:
+        """A callee of a natively run frame: torch's and bytegraph's own Python run natively
+        (as top-level frames torch.compile skips), the program's is routed."""
+        module = getattr(callee, "__module__", None) or ""
+        if module.partition(".")[0] in _NATIVE_PACKAGES:
+            return callee
+        return self.route_callee(callee)
 
     def _runner(self, fn: types.FunctionType) -> Callable[..., Any]:
         cache = cache_for(fn.__code__, self.options)

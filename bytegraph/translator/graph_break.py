@@ -79,6 +79,10 @@ class FrameRuntime(Protocol):
     def route_callee(self, callee: Any) -> Callable[..., Any]:
         """``callee`` made to run through the runtime (its frame compiled on its own)."""
 
+    def route_calls_of(self, disabled: Any) -> Callable[..., Any]:
+        """The function a ``torch.compiler.disable(recursive=False)`` wrapper holds,
+        made to run natively with the calls it makes routed (see :meth:`route_callee`)."""
+
 
 _CALLS = frozenset({"CALL", "CALL_FUNCTION_EX"})
 _FORWARD = {
@@ -132,7 +136,10 @@ def codegen_graph_break(
     # a callee that broke inside is compiled as a frame of its own, unless it broke
     # because inlining recursed too deep (then it runs natively, recursion and all)
     routable = reason.frame_depth > 0 and reason.gb_type != "inline depth exceeded"
-    route = _callee_slot(tx, inst) if inst.opname in _CALLS and routable else None
+    # a function disabled with recursive=False runs natively, the calls it makes are routed
+    shallow = reason.frame_depth == 0 and reason.gb_type == "function disabled for compilers, not its callees"
+    route = _callee_slot(tx, inst) if inst.opname in _CALLS and (routable or shallow) else None
+    router = runtime.route_calls_of if shallow else runtime.route_callee
     local_names = sorted(live_locals(code, inst.index) & bound) + [n for n in code.co_cellvars if n in bound]
     deleted = [name for name in tx.argument_names if name not in bound]  # by the traced code
     grad_at_break = torch.is_grad_enabled()
@@ -151,7 +158,7 @@ def codegen_graph_break(
             if isinstance(vt, NullVariable):
                 temps.append(None)
             elif i == route:
-                temps.append(cg.store_temp(lambda vt=vt: _routed(cg, vt, runtime)))
+                temps.append(cg.store_temp(lambda vt=vt: _routed(cg, vt, router)))
             else:
                 temps.append(cg.store_temp(lambda vt=vt: cg.reconstruct(vt)))
         locals_ = [
@@ -316,7 +323,7 @@ def _call_resume(fn: Any, spec: ResumeSpec, n_stack: int, lineno: int | None) ->
     return lower(ins)
 
 
-def _routed(cg: PyCodegen, vt: Any, runtime: FrameRuntime) -> None:
-    cg.load_callable(runtime.route_callee)
+def _routed(cg: PyCodegen, vt: Any, router: Callable[[Any], Any]) -> None:
+    cg.load_callable(router)
     cg.reconstruct(vt)
     cg.call(1)

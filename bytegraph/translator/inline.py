@@ -294,8 +294,13 @@ def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
         )
     if why == "disabled":  # torch's "do not compile" wrappers
         if getattr(getattr(fn, "fn", None), "_torchdynamo_disable_recursive", True) is False:
-            compat.unsupported("torch.compiler.disable(recursive=False)", "bytegraph has no frame hook to compile "
-                               "what the function calls: it runs natively with its callees (recursive=True)")
+            unimplemented(
+                gb_type="function disabled for compilers, not its callees",
+                context=f"call to {name}, marked torch.compiler.disable(recursive=False)",
+                explanation="Its own frame runs natively; the functions it calls are compiled as frames of "
+                "their own.",
+                hints=("Use recursive=True to run its callees natively too.",),
+            )
         wrapped = getattr(getattr(fn, "fn", None), "__wrapped__", None)
         target = getattr(wrapped, "__qualname__", name)
         unimplemented(
