@@ -1,6 +1,7 @@
 """The Tensor surface: attributes, methods, in-place ops, storage, data pointers
 and hooks, each compiled vs eager (values, dtypes, input mutations, grads),
 with graph counts; graph breaks asserted by gb_type."""
+import copy
 import operator
 
 import pytest
@@ -498,6 +499,24 @@ def test_untyped_storage_size_is_answered_and_guarded():
     for x in (base[:4], base[:4], torch.randn(4)):
         assert same(compiled(x), f(x))
     assert cnt.frame_count == 2  # the storage size is guarded: a 4-element storage recompiles
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.randn(12).resize_(4),  # shrunk: the storage keeps its 12 elements
+    lambda: torch.empty(0).set_(torch.randn(12).untyped_storage(), 0, (4,), (1,)),
+    lambda: copy.deepcopy(torch.randn(12)[:4]),  # a copy of a view: the whole storage, no view
+], ids=["resize_", "set_", "deepcopy_of_a_view"])
+def test_untyped_storage_size_of_an_input_whose_storage_outgrows_its_elements(make):
+    # the FakeTensor of such an input has a storage just as large as its elements
+    def f(x):
+        s = x.untyped_storage()
+        return s.size(), s.nbytes(), x[1:].untyped_storage().nbytes(), x + 1
+
+    torch.manual_seed(0)
+    expected = f(make())
+    torch.manual_seed(0)
+    cnt = CompileCounter()
+    assert same(bytegraph.compile(f, backend=cnt)(make()), expected) and cnt.frame_count == 1
 
 
 def test_untyped_storage_resize_is_a_graph_op():

@@ -54,6 +54,9 @@ class GraphInput:
     example: Any
     symbolic_context: Any = None  # the ShapeEnv context it was made symbolic with, if any
     fake_version: int = 0  # the FakeTensor's version counter when it was made (see Tensor._version)
+    #: the FakeTensor's storage size in bytes when it was made: smaller than the real one for a
+    #: tensor whose storage outgrows its elements at offset 0 (shrunk by resize_, set_, a deepcopied view)
+    fake_nbytes: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -266,7 +269,9 @@ class OutputGraph(BackendCompile):
         self._last_placeholder = node
         self._input_index[id(value)] = len(self.inputs)
         version = example._version if isinstance(example, torch.Tensor) and not example.is_inference() else 0
-        self.inputs.append(GraphInput(source, value, node, example, fake_version=version))
+        tensor = isinstance(example, torch.Tensor) and storage_id(example) is not None
+        nbytes = example.untyped_storage().nbytes() if tensor else None
+        self.inputs.append(GraphInput(source, value, node, example, fake_version=version, fake_nbytes=nbytes))
         return node
 
     def is_input(self, node: torch.fx.Node) -> bool:

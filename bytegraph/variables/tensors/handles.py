@@ -84,7 +84,7 @@ class UntypedStorageVariable(VariableTracker):
         fake = self.tensor.example.untyped_storage().nbytes()
         for owner in tx.output.inputs_sharing_storage(self.tensor.example):
             real = owner.value.untyped_storage().nbytes()
-            if isinstance(fake, torch.SymInt) or fake == real:  # not resized by the trace so far
+            if isinstance(fake, torch.SymInt) or fake == owner.fake_nbytes:  # not resized by the trace so far
                 storage = CallMethodSource(owner.source, "untyped_storage")
                 return wrap(tx, real, CallMethodSource(storage, "nbytes"))
         if isinstance(fake, torch.SymInt):
