@@ -17,9 +17,7 @@ import torch
 
 import bytegraph
 from bytegraph.testing import CompileCounter, same
-from helpers import check_fullgraph
-
-full = functools.partial(check_fullgraph, clone=False)  # eager and compiled share the arguments
+from tests.helpers import check
 
 
 # --- torch functions that answer about process state ----------------------------
@@ -37,7 +35,7 @@ def test_state_queries_fold_to_constants():
         )
         return x + 1, flags
 
-    full(f, torch.ones(3))
+    check(f, torch.ones(3), fullgraph=True)
 
 
 def test_autocast_dtype_query_is_guarded():
@@ -58,7 +56,7 @@ def test_usage_logging_is_not_a_break():
     def f(x):
         return torch.nn.Softmax(dim=-1)(x)
 
-    full(f, torch.randn(2, 3))
+    check(f, torch.randn(2, 3), fullgraph=True)
 
 
 def test_small_torch_helpers_of_skipped_modules_are_traced():
@@ -70,7 +68,7 @@ def test_small_torch_helpers_of_skipped_modules_are_traced():
         y = torch.jit._unwrap_optional(x)
         return helper(y) + torch.jit.annotate(torch.Tensor, y)
 
-    full(f, torch.randn(3))
+    check(f, torch.randn(3), fullgraph=True)
 
 
 # --- C library functions that call back into user code ---------------------------
@@ -79,7 +77,7 @@ def test_reduce_traces_the_reducing_function():
     def f(a, b, c):
         return functools.reduce(lambda x, y: x * 2 + y, [a, b, c]), functools.reduce(max, [1, 5, 3], 4)
 
-    full(f, torch.randn(3), torch.randn(3), torch.randn(3))
+    check(f, torch.randn(3), torch.randn(3), torch.randn(3), fullgraph=True)
 
 
 def test_reduce_errors_are_eagers():
@@ -90,7 +88,7 @@ def test_reduce_errors_are_eagers():
             return x + 1, str(e)
         return x, ""
 
-    full(f, torch.ones(2))
+    check(f, torch.ones(2), fullgraph=True)
 
 
 def test_filterfalse_and_chain_from_iterable():
@@ -102,7 +100,7 @@ def test_filterfalse_and_chain_from_iterable():
             total = total * v
         return total
 
-    full(f, torch.randn(3), torch.randn(3))
+    check(f, torch.randn(3), torch.randn(3), fullgraph=True)
 
 
 def test_lru_cache_wrapper_metadata_is_the_wrapped_functions():
@@ -114,7 +112,7 @@ def test_lru_cache_wrapper_metadata_is_the_wrapped_functions():
     def f(x):
         return x + cached(3), cached.__name__, cached.__doc__, cached.__qualname__, cached.__wrapped__(4)
 
-    full(f, torch.ones(2))
+    check(f, torch.ones(2), fullgraph=True)
 
 
 def test_a_returned_input_tensor_goes_through_one_graph():
@@ -123,8 +121,7 @@ def test_a_returned_input_tensor_goes_through_one_graph():
         itertools.product([a, b], [1, 2])
         return a
 
-    x = torch.randn(2)
-    assert full(f, x, torch.randn(2)) is x
+    check(f, torch.randn(2), torch.randn(2), fullgraph=True)  # the result is the compiled side's own a
 
 
 # --- library functions evaluated on constants, dict classes' fromkeys -------------
@@ -135,7 +132,7 @@ def test_namedtuple_class_made_in_the_trace():
         p = Pair(a, b)
         return p.x * p[1], Pair._fields
 
-    full(f, torch.randn(2), torch.randn(2))
+    check(f, torch.randn(2), torch.randn(2), fullgraph=True)
 
 
 def test_fromkeys_of_dict_classes_keeps_the_class():
@@ -145,7 +142,7 @@ def test_fromkeys_of_dict_classes_keeps_the_class():
         dd = collections.defaultdict.fromkeys(iter(plain), 3)
         return plain, ordered, dd, type(ordered) is collections.OrderedDict, type(dd).__name__
 
-    full(f, torch.ones(2))
+    check(f, torch.ones(2), fullgraph=True)
 
 
 def test_typing_introspection_and_recursion_limit_fold():
@@ -157,7 +154,7 @@ def test_typing_introspection_and_recursion_limit_fold():
     def f(x):
         return x * sys.getrecursionlimit(), typing.get_args(optional), typing.get_origin(listed)
 
-    full(f, torch.ones(2))
+    check(f, torch.ones(2), fullgraph=True)
 
 
 # --- attributes of builtin-typed objects and functions ------------------------------
@@ -170,7 +167,7 @@ def test_hasattr_on_a_partial_answers_as_the_real_object(name):
         p = functools.partial(lambda x, y: x * y, y=t)
         return p(t) if hasattr(p, name) else torch.zeros_like(t)
 
-    full(f, torch.randn(3))
+    check(f, torch.randn(3), fullgraph=True)
 
 
 def test_hasattr_on_builtin_objects_made_in_the_trace():
@@ -178,7 +175,7 @@ def test_hasattr_on_builtin_objects_made_in_the_trace():
         return t + 1, [hasattr(obj, n) for obj in ([1], {1: 2}, (1,), map(abs, [1]), zip([1]))
                        for n in ("__name__", "__qualname__", "append", "keys", "count", "__next__")]
 
-    full(f, torch.ones(2))
+    check(f, torch.ones(2), fullgraph=True)
 
 
 def test_missing_function_attribute_raises_attribute_error():
@@ -201,7 +198,7 @@ def test_missing_function_attribute_raises_attribute_error():
                 out.append(str(e))
         return out, hasattr(outer(), "not_there"), hasattr(g, "__defaults__")
 
-    full(f, torch.ones(2))
+    check(f, torch.ones(2), fullgraph=True)
 
 
 def test_attribute_set_on_a_function_is_read_and_guarded():
@@ -228,7 +225,7 @@ def test_list_extend_takes_a_lazy_iterator_one_item_at_a_time():
         same_list.extend(same_list)  # read whole first: doubles, never loops
         return a + 1, y, w, same_list
 
-    assert full(f, torch.ones(1))[1] == [1, 1, 2, 4]
+    assert check(f, torch.ones(1), fullgraph=True)[1] == [1, 1, 2, 4]
 
 
 def test_deque_extend_and_extendleft_take_a_lazy_iterator_one_item_at_a_time():
@@ -239,7 +236,7 @@ def test_deque_extend_and_extendleft_take_a_lazy_iterator_one_item_at_a_time():
         right.extend(map(lambda z: z + right[-1], range(3)))
         return a + 1, left, right
 
-    full(f, torch.ones(1))
+    check(f, torch.ones(1), fullgraph=True)
 
 
 def test_dict_update_from_a_generator_of_pairs_stores_one_pair_at_a_time():
@@ -248,7 +245,7 @@ def test_dict_update_from_a_generator_of_pairs_stores_one_pair_at_a_time():
         d.update((k, len(d)) for k in range(1, 4))
         return a + 1, d
 
-    assert full(f, torch.ones(1))[1] == {0: 1, 1: 1, 2: 2, 3: 3}
+    assert check(f, torch.ones(1), fullgraph=True)[1] == {0: 1, 1: 1, 2: 2, 3: 3}
 
 
 def test_dict_from_a_mapping_object_reads_keys_then_items():
@@ -270,7 +267,7 @@ def test_dict_from_a_mapping_object_reads_keys_then_items():
     def f(x):
         return x * dict(box)["a"]
 
-    full(f, torch.randn(2))
+    check(f, torch.randn(2), fullgraph=True)
 
 
 def test_dict_update_with_a_bad_pair_raises_eagers_value_error():
@@ -281,7 +278,7 @@ def test_dict_update_with_a_bad_pair_raises_eagers_value_error():
             return x + 1, str(e)
         return x, ""
 
-    full(f, torch.ones(1))
+    check(f, torch.ones(1), fullgraph=True)
 
 
 # --- lazy iterators live after the graph; Python iterators stepped lazily ----------
@@ -327,7 +324,7 @@ def test_python_iterator_steps_interleave_with_the_loop_body():
             x = x + v
         return x, seen
 
-    full(f, torch.ones(2))
+    check(f, torch.ones(2), fullgraph=True)
 
 
 # --- structural pattern matching ------------------------------------------------------
@@ -367,7 +364,7 @@ def _matcher(a, point, cfg):
 @pytest.mark.parametrize("point, cfg", [((5, 8), {"lr": 0.5, "z": 1}), ((0, 3), {"b": 2.0}), ([1, 2, 3], {}),
                                         ((0, 0), {"c": 1})])
 def test_match_statement_takes_eagers_case(point, cfg):
-    full(_matcher, torch.ones(2), point, cfg)
+    check(_matcher, torch.ones(2), point, cfg, fullgraph=True)
 
 
 # --- what bytegraph.compile accepts -------------------------------------------------------
@@ -433,7 +430,7 @@ def test_str_runs_a_python_str_or_repr():
     def f(x):
         return x + 1, str(_Named()), str(_OnlyRepr()), f"{_Named()}!"
 
-    full(f, torch.ones(2))
+    check(f, torch.ones(2), fullgraph=True)
 
 
 def test_isinstance_with_typing_aliases_checks_their_origin():
@@ -443,7 +440,7 @@ def test_isinstance_with_typing_aliases_checks_their_origin():
         return x + 1, isinstance([x], typing.Sequence), isinstance({}, typing.Mapping), isinstance(
             (1,), (list, typing.MutableSequence)), isinstance([x], list | tuple)
 
-    full(f, torch.ones(2))
+    check(f, torch.ones(2), fullgraph=True)
 
 
 def test_equal_containers_holding_the_same_tensors_compare_equal_without_tensor_eq():
@@ -452,7 +449,7 @@ def test_equal_containers_holding_the_same_tensors_compare_equal_without_tensor_
     def f(x, y):
         return x + 1 if Pair(x, y) == Pair(x, y) and [x] == [x] and (x, 1) != (x, 2) else x - 1
 
-    full(f, torch.randn(2), torch.randn(2))
+    check(f, torch.randn(2), torch.randn(2), fullgraph=True)
 
 
 def test_operator_concat_and_iconcat_on_sequences():
@@ -463,7 +460,7 @@ def test_operator_concat_and_iconcat_on_sequences():
         same_list = operator.iconcat(target, [x + 1]) is target
         return operator.concat((1,), (2,)), operator.concat([x], [x * 2]), target, same_list
 
-    full(f, torch.ones(2))
+    check(f, torch.ones(2), fullgraph=True)
 
 
 # --- a defaultdict read from outside the frame ---------------------------------------------
@@ -501,7 +498,7 @@ def test_str_join_over_a_lazy_iterator_of_constants():
     def f(x):
         return x + 1, "-".join(map(str.upper, ["a", "b"])), "".join(c for c in "xyz" if c != "y")
 
-    full(f, torch.ones(1))
+    check(f, torch.ones(1), fullgraph=True)
 
 
 # --- dict views and class __dict__ --------------------------------------------------------
@@ -526,7 +523,7 @@ def test_keys_views_compare_and_combine_as_sets():
         d[4] = x + 1  # a live view
         return 3 in keys, {3: 0, 4: 1}.keys() == keys, keys & {3}, keys | {9}, keys - {3}, {4, 5} ^ keys
 
-    full(f, torch.ones(1))
+    check(f, torch.ones(1), fullgraph=True)
 
 
 def test_class_dict_is_read_only_and_iterable():
@@ -545,7 +542,7 @@ def test_class_dict_is_read_only_and_iterable():
             names.append(str(e))
         return (t + 1 if "x" in A.__dict__ else t), names, type(A.__dict__.copy())
 
-    full(f, torch.ones(1))
+    check(f, torch.ones(1), fullgraph=True)
 
 
 @pytest.mark.parametrize("kind", [set, frozenset])
@@ -555,7 +552,7 @@ def test_set_init_refills_a_set_and_leaves_a_frozenset(kind):
         s.__init__({"kiwi", "apple"})
         return (a + 1 if "banana" in s else a - 1), sorted(s)
 
-    full(f, torch.ones(1))
+    check(f, torch.ones(1), fullgraph=True)
 
 
 # --- properties whose getter is not a plain function ---------------------------------------
@@ -625,7 +622,7 @@ def test_namedtuple_methods_and_generic_namedtuples_stay_in_the_graph():
         fields_ok = hasattr(g, "_asdict") and hasattr(g, "_fields")
         return p.total() * p.one(), p.name(), g.total(), fields_ok, p._replace(first=b).total()
 
-    full(f, torch.randn(2), torch.randn(2))
+    check(f, torch.randn(2), torch.randn(2), fullgraph=True)
 
 
 def test_graph_break_message_shows_the_users_source_line():
@@ -678,7 +675,7 @@ def test_length_hint_follows_cpython_step_by_step(call):
         except Exception as e:
             return ("raised", type(e).__name__, str(e)), x + 1
 
-    full(f, torch.ones(2))
+    check(f, torch.ones(2), fullgraph=True)
 
 
 def test_length_hint_of_iterators_counts_what_is_left():
@@ -688,7 +685,7 @@ def test_length_hint_of_iterators_counts_what_is_left():
         rest = iter(range(10))
         return x + operator.length_hint(it) * 10 + type(rest).__length_hint__(rest)
 
-    full(f, torch.ones(2))
+    check(f, torch.ones(2), fullgraph=True)
 
 
 @pytest.mark.parametrize("fn", [math.ceil, math.floor])
@@ -714,14 +711,14 @@ def test_math_rounding_of_user_objects(fn):
                 out.append(str(e))
         return out, x - 1
 
-    full(f, torch.ones(2))
+    check(f, torch.ones(2), fullgraph=True)
 
 
 def test_tensor_from_a_range_is_the_tensor_of_its_ints():
     def f(a):
         return torch.tensor(range(a.size(0))), torch.as_tensor(range(2, 9, 3), dtype=torch.float32) + a.sum()
 
-    full(f, torch.ones(5))
+    check(f, torch.ones(5), fullgraph=True)
 
 
 # --- a branch whose other side only raises is a runtime check in the graph ----------------------
@@ -731,7 +728,7 @@ def test_distribution_argument_validation_is_a_check_in_the_graph():
         normal = torch.distributions.Normal(x * 2, scale, validate_args=True)  # whatever the global default
         return torch.distributions.Independent(normal, 1, validate_args=True).log_prob(x)
 
-    full(f, torch.randn(5), torch.tensor(1.5))
+    check(f, torch.randn(5), torch.tensor(1.5), fullgraph=True)
     calls = []
 
     def g(x, scale):
@@ -757,7 +754,7 @@ def test_if_not_condition_raise_stays_in_one_graph():
             raise ValueError("too large")
         return x + 1
 
-    full(f, torch.ones(3))
+    check(f, torch.ones(3), fullgraph=True)
     compiled = bytegraph.compile(f, backend=CompileCounter(), fullgraph=True)
     for bad, error in ((-torch.ones(3), RuntimeError), (torch.full((3,), 200.0), ValueError)):
         with pytest.raises(error) as ours:
@@ -772,7 +769,7 @@ def test_list_indexed_by_a_tensor_built_from_a_constant():
         items = [a, b, a + 1, b + 1]
         return items[torch.as_tensor(2)], (a, b)[torch.tensor(1)]
 
-    full(f, torch.randn(3), torch.randn(3))
+    check(f, torch.randn(3), torch.randn(3), fullgraph=True)
 
 
 def test_list_indexed_by_a_tensor_of_data_breaks_with_eagers_value():
@@ -806,4 +803,4 @@ class _Attention(torch.nn.Module):
 
 def test_signature_parameters_of_a_method_are_read_in_the_graph():
     model = _Attention()
-    full(lambda x: model(x, scale=2.0, unused=1), torch.randn(3))
+    check(lambda x: model(x, scale=2.0, unused=1), torch.randn(3), fullgraph=True)

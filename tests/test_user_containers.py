@@ -10,9 +10,7 @@ import torch
 
 import bytegraph
 from bytegraph.testing import CompileCounter, same
-from helpers import check_fullgraph, t
-
-full = functools.partial(check_fullgraph, clone=False)  # eager and compiled share the arguments
+from tests.helpers import check, t
 
 
 # ---- defaultdict ---------------------------------------------------------------------------
@@ -68,7 +66,7 @@ def test_defaultdict_made_in_the_trace_and_filled_through_a_closure():
         add("b", 3)
         return groups, groups.default_factory, len(groups["a"])
 
-    full(fn, t(2))
+    check(fn, t(2), fullgraph=True)
 
 
 def test_default_factory_of_a_captured_defaultdict():
@@ -78,7 +76,7 @@ def test_default_factory_of_a_captured_defaultdict():
         factory = table.default_factory
         return x + table["q"] + factory()
 
-    full(fn, t(2))
+    check(fn, t(2), fullgraph=True)
     assert dict(table) == {"z": 1, "q": 5}
 
 
@@ -93,7 +91,7 @@ def test_defaultdict_subclass_attributes_are_no_custom_getattribute():
     def fn(x):
         return x * tally.total(), tally.default_factory
 
-    full(fn, t(2))
+    check(fn, t(2), fullgraph=True)
 
 
 # ---- user subclasses of tuple and list ---------------------------------------------------------
@@ -186,7 +184,7 @@ def test_tuple_subclass_made_in_the_trace_is_rebuilt(make):
         y = x.cos() if 3 in tup else x.sin()
         return y, tup, tup[0] + tup[-1]
 
-    out = full(fn, t(3))
+    out = check(fn, t(3), fullgraph=True)
     assert type(out[1]) is type(make())
 
 
@@ -207,7 +205,7 @@ def test_base_new_of_a_class_argument(base):
         return made
 
     for klass in (Mine, tuple if base == "tuple" else list):
-        out = full(fn, t(2), klass)
+        out = check(fn, t(2), klass, fullgraph=True)
         assert type(out) is klass
         assert getattr(out, "tag", None) == (3 if klass is Mine else None)
 
@@ -222,8 +220,8 @@ def test_tuple_subclass_equality_and_operators_follow_tuple():
         return (x + 1 if a != b else x - 1, a == b, a == (1, -1), a < Row([2]), type(joined) is tuple,
                 joined, a * 2, 2 * a)
 
-    full(fn, t(1), Row([1, -1]), Row([1, -1]))
-    full(fn, t(1), Row([1, -1]), Row([1, 5]))
+    check(fn, t(1), Row([1, -1]), Row([1, -1]), fullgraph=True)
+    check(fn, t(1), Row([1, -1]), Row([1, 5]), fullgraph=True)
 
 
 # ---- namedtuple subclasses -----------------------------------------------------------------
@@ -261,7 +259,7 @@ def test_namedtuple_subclass_with_new_and_add_reads_fields_through_tuplegetters(
     def fn(p, q):
         return p + q
 
-    out = full(fn, Summed(t(4), t(2, 8)), Summed(t(1), t(2, 1)))
+    out = check(fn, Summed(t(4), t(2, 8)), Summed(t(1), t(2, 1)), fullgraph=True)
     assert type(out) is Summed
 
 
@@ -270,7 +268,7 @@ def test_namedtuple_helpers_on_a_subclass_with_its_own_new():
         return (p._replace(b=x), p._asdict(), p._fields, len(p), p[0] * 2, Summed._make([x, x]), Summed(x, x),
                 p.a + p.b)
 
-    out = full(fn, t(1), Summed(t(2), t(2)))
+    out = check(fn, t(1), Summed(t(2), t(2)), fullgraph=True)
     assert type(out[0]) is type(out[5]) is Summed
 
 
@@ -284,7 +282,7 @@ def test_attributes_on_a_namedtuple_subclass_instance(cls):
         p.z = a
         return hasattr(p, "x"), hasattr(p, "w"), p.x + p.y, p.z, p
 
-    out = full(fn, t(2), t(2))
+    out = check(fn, t(2), t(2), fullgraph=True)
     assert out[4].z is not None and type(out[4]) is cls
 
 
@@ -308,7 +306,7 @@ def test_namedtuple_keyword_fields_and_defaults():
         tmp = Triple(a, xy=b)
         return Triple(tmp.x, tmp[1], tmp.xy + b), Triple._fields, Triple._field_defaults, Triple(y=2)
 
-    full(fn, t(2), t(2))
+    check(fn, t(2), t(2), fullgraph=True)
 
 
 def test_namedtuple_construction_errors_are_eager_type_errors():
@@ -322,7 +320,7 @@ def test_namedtuple_construction_errors_are_eager_type_errors():
         return x
 
     for which in (True, False):
-        _ = full(fn, t(1), which)
+        _ = check(fn, t(1), which, fullgraph=True)
 
 
 def test_fx_immutable_list_mutation_raises_type_error_in_the_trace():
@@ -334,7 +332,7 @@ def test_fx_immutable_list_mutation_raises_type_error_in_the_trace():
             return [v * 2 for v in frozen], type(frozen), "mutation" in str(e)
         return None
 
-    full(fn, [t(2), t(2)], t(2))
+    check(fn, [t(2), t(2)], t(2), fullgraph=True)
 
 
 def test_tuple_subclass_with_its_own_iter_unpacks_in_its_order():
@@ -350,7 +348,7 @@ def test_tuple_subclass_with_its_own_iter_unpacks_in_its_order():
         first, second = given
         return first, second * 2, given[0], given.a
 
-    full(fn, t(1), Swapped(t(2), 3))
+    check(fn, make=lambda: (t(1), Swapped(t(2), 3)), fullgraph=True)  # deepcopy rebuilds it through its __iter__
 
 
 # ---- builtins on user objects ----------------------------------------------------------------
@@ -363,7 +361,7 @@ def test_str_of_an_object_with_its_own_str():
     def fn(x):
         return x + 1, str(Named()), f"{Named()}!"
 
-    full(fn, t(2))
+    check(fn, t(2), fullgraph=True)
 
 
 class Plain:
@@ -407,7 +405,7 @@ def test_metaclass_shadowing_mro_and_dict_is_read_as_eager_reads_it():
     def fn(x):
         return x + Shadowed.__dict__["shadow"] + len(Shadowed.__mro__) + Shadowed.marker
 
-    full(fn, torch.tensor(1.0))
+    check(fn, torch.tensor(1.0), fullgraph=True)
 
 
 def test_type_descriptors_called_directly_bypass_a_metaclass_shadow():
@@ -416,7 +414,7 @@ def test_type_descriptors_called_directly_bypass_a_metaclass_shadow():
         mro = type.__dict__["__mro__"].__get__(Shadowed)
         return x + namespace["marker"] + len(mro)
 
-    full(fn, torch.tensor(1.0))
+    check(fn, torch.tensor(1.0), fullgraph=True)
 
 
 class CGetter:
@@ -474,7 +472,7 @@ def test_dict_subclass_made_in_the_trace_compares_as_a_dict():
         d["c"] = 3
         return x * d.total(), "a" in d, d == {"a": 1, "b": 2, "c": 3}, len(d), list(d), d
 
-    out = full(fn, t(2))
+    out = check(fn, t(2), fullgraph=True)
     assert type(out[-1]) is Totals
 
 
@@ -492,7 +490,7 @@ def test_library_objects_with_a_generic_c_getattribute_are_traced():
     def fn(x):
         return x * settings.scale, settings.name, window.maxlen, hasattr(settings, "missing")
 
-    full(fn, t(2))
+    check(fn, t(2), fullgraph=True)
 
 
 class Bag(list):
@@ -566,7 +564,7 @@ def test_map_aggregate_keeps_eagers_values_and_container_types(make):
         return type(value)
 
     aggregate = make()
-    result = full(_map_aggregate, aggregate)
+    result = check(_map_aggregate, aggregate, fullgraph=True)
     assert types(result) == types(_map_aggregate(aggregate))
 
 
@@ -579,4 +577,4 @@ def test_immutable_list_refuses_append_and_maps_in_one_graph():
             pass
         return torch.fx.node.map_aggregate(frozen, _double), len(frozen)
 
-    full(f, [t(3), [t(3), t(3)]], t(3))
+    check(f, [t(3), [t(3), t(3)]], t(3), fullgraph=True)
