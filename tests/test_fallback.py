@@ -9,7 +9,7 @@ import torch
 import bytegraph
 from bytegraph.runtime import metrics
 from bytegraph.testing import same
-from helpers import breaks_of, compile_counted
+from tests.helpers import breaks_of, compile_counted
 
 
 def with_print(x):

@@ -6,7 +6,8 @@ import torch
 
 import bytegraph
 from bytegraph.breaks import Unsupported
-from tests.helpers import check_compiled, check_fullgraph
+from bytegraph.testing import CompileCounter
+from tests.helpers import assert_same, check
 
 BACKENDS = [None, "aot_eager", "inductor"]
 
@@ -23,7 +24,7 @@ def test_grad_of_a_lambda_closing_over_a_tensor(backend):
     def f(x, w):
         return torch.func.grad(lambda y: (y.sin() * w).sum())(x) + 1
 
-    check_fullgraph(f, torch.randn(3), torch.randn(3), backend=backend)
+    check(f, torch.randn(3), torch.randn(3), backend=backend, fullgraph=True)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -32,7 +33,7 @@ def test_grad_and_value_with_argnums(backend):
         g, v = torch.func.grad_and_value(lambda a, b: (a * b.cos()).sum(), argnums=(0, 1))(x, w)
         return g[0] * 2, g[1], v
 
-    check_fullgraph(f, torch.randn(4), torch.randn(4), backend=backend)
+    check(f, torch.randn(4), torch.randn(4), backend=backend, fullgraph=True)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -41,7 +42,7 @@ def test_vmap_of_a_lambda_and_in_dims(backend):
         return torch.func.vmap(lambda a, b: a @ b)(xs, ys), torch.vmap(lambda a, b: (a * b).sum(),
                                                                          in_dims=(0, None))(xs.sum(-1), y)
 
-    check_fullgraph(f, torch.randn(4, 2, 3), torch.randn(4, 3, 5), torch.randn(2), backend=backend)
+    check(f, torch.randn(4, 2, 3), torch.randn(4, 3, 5), torch.randn(2), backend=backend, fullgraph=True)
 
 
 def test_a_closure_tensor_is_a_graph_input_not_a_constant():
@@ -50,13 +51,15 @@ def test_a_closure_tensor_is_a_graph_input_not_a_constant():
     def f(x):
         return torch.func.grad(loss)(x) * 2
 
-    x = torch.randn(3)
-    compiled = bytegraph.compile(f, backend="eager", fullgraph=True)
-    assert torch.allclose(compiled(x), f(x))
+    # not check: the closure cell changes between calls, which a per-call copy cannot express
+    x, cnt = torch.randn(3), CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt, fullgraph=True)
+    assert_same(compiled(x), f(x))
     loss.__closure__[0].cell_contents = torch.randn(3)  # a new tensor in the cell: the graph reads it
-    assert torch.allclose(compiled(x), f(x))
+    assert_same(compiled(x), f(x))
     loss.__closure__[0].cell_contents.mul_(3)  # new values in place
-    assert torch.allclose(compiled(x), f(x))
+    assert_same(compiled(x), f(x))
+    assert cnt.frame_count == 1  # a graph input, not a guarded constant: no recompile
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -64,11 +67,8 @@ def test_backward_through_a_grad_of_a_function(backend):
     def f(x, w):
         return (torch.func.grad(lambda y: (y.sin() * w).sum())(x) ** 2).sum()
 
-    x, w = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
-    expected = torch.autograd.grad(f(x, w), (x, w))
-    compiled = bytegraph.compile(f, backend=backend or "eager", fullgraph=True)
-    actual = torch.autograd.grad(compiled(x, w), (x, w))
-    assert all(torch.allclose(a, e) for a, e in zip(actual, expected))
+    check(f, torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True), backend=backend,
+          fullgraph=True, backward=True)
 
 
 def test_constant_closure_values_are_guarded():
@@ -78,15 +78,13 @@ def test_constant_closure_values_are_guarded():
         k = scale[0]
         return torch.func.grad(lambda y: (y * y * k).sum())(x)
 
-    x = torch.randn(3)
-    compiled = bytegraph.compile(f, backend="eager", fullgraph=True)
-    assert torch.allclose(compiled(x), f(x))
+    # not check: the closed-over list changes between calls
+    x, cnt = torch.randn(3), CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt, fullgraph=True)
+    assert_same(compiled(x), f(x))
     scale[0] = 5.0
-    assert torch.allclose(compiled(x), f(x))
-
-
-def _breaks(fn, *args):
-    return [b.gb_type for b in bytegraph.explain(fn)(*args).break_reasons]
+    assert_same(compiled(x), f(x))
+    assert cnt.frame_count == 2  # the guard on scale[0] failed
 
 
 def test_a_side_effect_in_the_function_breaks_and_happens_once_per_call():
@@ -99,19 +97,15 @@ def test_a_side_effect_in_the_function_breaks_and_happens_once_per_call():
     def f(x):
         return torch.func.grad(body)(x) + 1
 
-    x = torch.randn(3)
-    check_compiled(f, x, graphs=None)
+    check(f, torch.randn(3), graphs=1, breaks=1, gb_types=["unsupported torch.func transform"])  # the grad call runs natively, the add is a graph
     assert len(calls) == 2  # eager once, compiled once
-    assert _breaks(f, x)[0] == "unsupported torch.func transform"
 
 
 def test_reading_a_global_tensor_breaks():
     def f(x):
         return torch.func.grad(lambda y: (y * GLOBAL_W).sum())(x)
 
-    x = torch.randn(3)
-    check_compiled(f, x, graphs=None)
-    assert _breaks(f, x)[0] == "unsupported torch.func transform"
+    check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])  # nothing but the call, which runs natively
 
 
 GLOBAL_W = torch.randn(3)
@@ -121,7 +115,7 @@ def test_random_draw_breaks():
     def f(x):
         return torch.func.grad(lambda y: (y * torch.rand(3)).sum())(x)
 
-    assert _breaks(f, torch.randn(3))[0] == "unsupported torch.func transform"
+    check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])  # same draws: check seeds both
 
 
 def test_print_breaks():
@@ -132,9 +126,7 @@ def test_print_breaks():
 
         return torch.func.grad(body)(x)
 
-    x = torch.randn(3)
-    check_compiled(f, x, graphs=None)
-    assert "unsupported torch.func transform" in _breaks(f, x)
+    check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
 
 
 def test_a_list_closure_breaks():
@@ -142,9 +134,7 @@ def test_a_list_closure_breaks():
         acc = [x]
         return torch.func.vmap(lambda a: a * acc[0].sum())(x)
 
-    x = torch.randn(2, 3)
-    check_compiled(f, x, graphs=None)
-    assert _breaks(f, x)[0] == "unsupported torch.func transform"
+    check(f, torch.randn(2, 3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
 
 
 def test_assigning_a_closed_over_variable_breaks():
@@ -158,9 +148,7 @@ def test_assigning_a_closed_over_variable_breaks():
 
         return torch.func.grad(body)(x), n
 
-    x = torch.randn(3)
-    check_compiled(f, x, graphs=None)
-    assert "unsupported torch.func transform" in _breaks(f, x)
+    check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
 
 
 def test_writing_a_closure_tensor_in_place_breaks_but_writing_its_own_tensors_traces():
@@ -176,10 +164,8 @@ def test_writing_a_closure_tensor_in_place_breaks_but_writing_its_own_tensors_tr
 
         return torch.func.grad(body)(x)
 
-    x = torch.randn(2, 3)
-    check_compiled(writes_input, x, graphs=None)
-    assert "unsupported torch.func transform" in _breaks(writes_input, x)
-    check_fullgraph(writes_own, x)
+    check(writes_input, torch.randn(2, 3), graphs=1, breaks=1, gb_types=["unsupported torch.func transform"])  # the clone is a graph
+    check(writes_own, torch.randn(2, 3), fullgraph=True)
 
 
 def test_reading_autograd_state_breaks():
@@ -198,11 +184,9 @@ def test_reading_autograd_state_breaks():
     def f(x):
         return torch.func.grad(body)(x), torch.func.grad(lambda y: helper(y))(x)
 
-    x = torch.randn(3)
     with torch.no_grad():  # grad mode is on inside the transform, off in the trace
-        check_compiled(f, x, graphs=None)
-        assert _breaks(f, x) == ["unsupported torch.func transform"] * 2
-    assert len(seen) == 3  # eager, compiled and explained: once each, none at trace time
+        check(f, torch.randn(3), graphs=0, breaks=2, gb_types=["unsupported torch.func transform"] * 2)
+    assert len(seen) == 2  # eager and compiled: once each, none at trace time
 
 
 def test_a_callee_reading_requires_grad_breaks_and_its_side_effect_happens_once_per_call():
@@ -216,10 +200,8 @@ def test_a_callee_reading_requires_grad_breaks_and_its_side_effect_happens_once_
     def f(x):
         return torch.func.grad(lambda y: log_if_tracked(y).sum())(x)
 
-    x = torch.randn(3)
-    check_compiled(f, x, graphs=None)
-    assert _breaks(f, x) == ["unsupported torch.func transform"]
-    assert len(seen) == 3  # eager, compiled and explained: once each, none while compiling
+    check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
+    assert len(seen) == 2  # eager and compiled: once each, none while compiling
 
 
 @pytest.mark.parametrize("backend", [None, "aot_eager"])
@@ -227,7 +209,7 @@ def test_grad_of_a_function_taking_a_grad(backend):
     def f(x):
         return torch.func.grad(lambda y: torch.func.grad(lambda z: (z.sin() * z).sum())(y).sum())(x)
 
-    check_fullgraph(f, torch.randn(4), backend=backend)
+    check(f, torch.randn(4), backend=backend, fullgraph=True)
 
 
 @pytest.mark.parametrize("dynamic", [False, True])
@@ -237,7 +219,7 @@ def test_transforms_with_dynamic_shapes(dynamic):
         return torch.func.grad(lambda y: (y.sin() * w).sum())(x), torch.vmap(lambda a: a * n)(x.unsqueeze(0))
 
     for size in (3, 5, 7):
-        check_fullgraph(f, torch.randn(size), torch.randn(size), dynamic=dynamic, graphs=None)
+        check(f, torch.randn(size), torch.randn(size), dynamic=dynamic, fullgraph=True)
 
 
 def test_sizes_read_in_the_function_leave_the_graph_whole():
@@ -254,10 +236,7 @@ def test_sizes_read_in_the_function_leave_the_graph_whole():
         g = torch.func.grad(lambda y: (y * y.shape[0]).sum())(x)
         return g + x.shape[0]
 
-    compiled = bytegraph.compile(f, backend=linting_backend, dynamic=True, fullgraph=True)
-    for size in (3, 5, 7):
-        x = torch.randn(size)
-        assert torch.allclose(compiled(x), f(x))
+    check(f, calls=[(torch.randn(n),) for n in (3, 5, 7)], backend=linting_backend, dynamic=True, fullgraph=True)
     assert len(compiled_graphs) == 1
 
 
@@ -265,9 +244,7 @@ def test_reading_a_value_breaks():
     def f(x):
         return torch.func.grad(lambda y: y.sum() * y.max().item())(x)
 
-    x = torch.randn(3)
-    check_compiled(f, x, graphs=None)
-    assert "unsupported torch.func transform" in _breaks(f, x)
+    check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
 
 
 @pytest.mark.parametrize("backend", [None, "aot_eager"])
@@ -281,7 +258,7 @@ def test_vmap_writing_its_batched_arguments_in_place(backend):
         c, d = torch.vmap(g)(a, b)
         return a is c, b is d, a is b, a + 1, b * 1
 
-    check_fullgraph(f, torch.rand(4, 2), torch.rand(4, 3), backend=backend)
+    check(f, torch.rand(4, 2), torch.rand(4, 3), backend=backend, fullgraph=True)
 
 
 def test_vmap_writing_an_unbatched_argument_breaks():
@@ -289,12 +266,9 @@ def test_vmap_writing_an_unbatched_argument_breaks():
         return torch.vmap(lambda a, b: b.add_(a.sum()), in_dims=(0, None))(x, w)
 
     x, w = torch.randn(2, 3), torch.randn(3)
-    with pytest.raises(RuntimeError):
-        f(x, w.clone())
-    with pytest.raises(RuntimeError):
-        bytegraph.compile(f, backend="eager")(x, w.clone())
+    check(f, x, w, raises=RuntimeError, graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
     with pytest.raises(Unsupported, match="unsupported torch.func transform"):
-        bytegraph.compile(f, backend="eager", fullgraph=True)(x, w.clone())
+        bytegraph.compile(f, backend="eager", fullgraph=True)(x, w)
 
 
 def test_a_transformed_function_live_across_a_graph_break_is_rebuilt(capsys):
@@ -303,7 +277,6 @@ def test_a_transformed_function_live_across_a_graph_break_is_rebuilt(capsys):
         print("untraceable")  # a graph break while g is live
         return g(x) + 1
 
-    x, w = torch.randn(2, 3), torch.randn(2)
-    check_compiled(f, x, w, graphs=1)  # nothing to compute before the break; the resume function one graph
-    # rebuilt, g is torch's own wrapper function, which the resume function calls natively
-    assert _breaks(f, x, w) == ["print", "call to skipped function"]
+    # nothing to compute before the break; rebuilt, g is torch's own wrapper function, which the
+    # resume function calls natively (a second break); the add after it is one graph
+    check(f, torch.randn(2, 3), torch.randn(2), graphs=1, breaks=2, gb_types=["print", "call to skipped function"])

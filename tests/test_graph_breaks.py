@@ -10,7 +10,7 @@ import bytegraph
 from bytegraph.runtime import metrics
 from bytegraph.translator.graph_break import LOOP_RESUME_DEPTH
 from bytegraph.testing import CompileCounter, same
-from helpers import break_types
+from tests.helpers import break_types
 
 
 def compile_and_compare(fn, *args, calls=2):

@@ -13,7 +13,7 @@ from bytegraph import recursion
 from bytegraph.translator.inline import InliningTranslator
 import inline_helpers
 from bytegraph.testing import CompileCounter, same
-from helpers import break_types, check_compiled, t
+from tests.helpers import break_types, check, t
 from inline_helpers import Affine, apply_twice, count_call, scaled
 
 
@@ -25,7 +25,7 @@ def test_user_function():
     def f(x, y):
         return add_mul(x, y) - add_mul(y, x, 0.5)
 
-    check_compiled(f, t(3), t(3))
+    check(f, t(3), t(3))
 
 
 def test_nested_calls():
@@ -38,7 +38,7 @@ def test_nested_calls():
     def f(x):
         return middle(middle(x))
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 class Scaler:
@@ -70,14 +70,14 @@ def test_methods():
     def f(obj, x):
         return obj.twice(x), obj.static(x), obj.from_class(x), x + obj.doubled_bias, Scaler.static(x)
 
-    check_compiled(f, Scaler(), t(3))
+    check(f, Scaler(), t(3))
 
 
 def test_unbound_method_called_with_instance():
     def f(obj, x):
         return Scaler.apply(obj, x)
 
-    check_compiled(f, Scaler(), t(3))
+    check(f, Scaler(), t(3))
 
 
 def test_lambdas():
@@ -88,14 +88,14 @@ def test_lambdas():
         add = lambda a, b=1.0: a + b  # noqa: E731
         return double(square(x)), add(x), add(x, b=x), (lambda: x + 3)()
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def test_lambda_passed_to_higher_order_function():
     def f(x):
         return apply_twice(lambda v: v * 3 + 1, x), list(map(lambda v: v + 1, [x, x * 2]))
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def test_closure_reads():
@@ -109,7 +109,7 @@ def test_closure_reads():
     def f(x):
         return triple(x) + make(0.5)(x)
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def test_nonlocal_write_in_nested_function():
@@ -124,7 +124,7 @@ def test_nonlocal_write_in_nested_function():
         add(x * 2)
         return total
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def test_nonlocal_counter_in_nested_closure_chain():
@@ -141,7 +141,7 @@ def test_nonlocal_counter_in_nested_closure_chain():
         outer()
         return x * count, count
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def test_compiled_closure_writes_its_own_free_variable():
@@ -152,6 +152,7 @@ def test_compiled_closure_writes_its_own_free_variable():
         state = state + 1
         return x + state
 
+    # not check: the function's own closure is the state, one cell for every call
     cnt = CompileCounter()
     compiled = bytegraph.compile(f, backend=cnt)
     x = t(3)
@@ -168,7 +169,7 @@ def test_defaults_and_keyword_only_arguments():
     def f(x):
         return g(x, c=1.0), g(x, 3.0, c=x, d=0.0), g(a=x, c=2.0, b=x)
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def test_positional_only_arguments():
@@ -178,7 +179,7 @@ def test_positional_only_arguments():
     def f(x, y):
         return g(x, y), g(y, x, c=5.0)
 
-    check_compiled(f, t(3), t(3))
+    check(f, t(3), t(3))
 
 
 def test_star_args_and_kwargs():
@@ -193,7 +194,7 @@ def test_star_args_and_kwargs():
     def f(x, y):
         return g(x, y, 3.0, m=2.0, a=x), g(), g(*[x, y], **{"mb": 0.5})
 
-    check_compiled(f, t(3), t(3))
+    check(f, t(3), t(3))
 
 
 def test_forwarding_wrapper_with_star_args():
@@ -206,7 +207,7 @@ def test_forwarding_wrapper_with_star_args():
     def f(x, y):
         return forward(x, y, scale=3.0), forward(y, b=x)
 
-    check_compiled(f, t(3), t(3))
+    check(f, t(3), t(3))
 
 
 def logged(fn):
@@ -225,7 +226,7 @@ def test_functools_wraps_decorated_function():
     def f(x):
         return decorated(x), decorated(x, scale=0.5), decorated.__name__, decorated.__wrapped__(x)
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def plus_one(fn):
@@ -242,7 +243,7 @@ def test_plain_decorator_applied_inside_the_trace():
 
         return inner(x)
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def test_generator_consumed_by_for_loop():
@@ -256,7 +257,7 @@ def test_generator_consumed_by_for_loop():
             out = out + v
         return out
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def test_generator_consumed_by_builtins_and_next():
@@ -275,7 +276,7 @@ def test_generator_consumed_by_builtins_and_next():
         rest = list(it)
         return first, rest, sum(delegate(x)), tuple(gen(x * 2)), next(gen(x), None)
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def test_generator_with_return_value_via_yield_from():
@@ -292,7 +293,7 @@ def test_generator_with_return_value_via_yield_from():
         items = list(outer(x, box))
         return items, box
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def fib(n):
@@ -309,20 +310,21 @@ def test_bounded_recursion():
     def f(x):
         return x * fib(6), tree_sum(x, 3)
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def test_calls_across_modules():
     def f(x):
         return scaled(x), inline_helpers.scaled(x * 2), apply_twice(scaled, x)
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def test_cross_module_global_write():
     def f(x):
         return count_call(x) + count_call(x)
 
+    # not check: the state is another module's global, which each side must start from
     inline_helpers.CALLS = 0
     expected = f(torch.zeros(3))
     assert inline_helpers.CALLS == 2
@@ -338,6 +340,7 @@ def test_cross_module_global_change_is_seen():
     def f(x):
         return scaled(x)
 
+    # not check: another module's global changes between calls
     cnt = CompileCounter()
     compiled = bytegraph.compile(f, backend=cnt)
     x = t(3)
@@ -355,7 +358,7 @@ def test_callable_object_and_its_methods_from_other_module():
     def f(layer, x):
         return layer(x), layer.shifted(x), layer.shifted(x, shift=x)
 
-    check_compiled(f, Affine(t(3), t(3)), t(3))
+    check(f, Affine(t(3), t(3)), t(3))
 
 
 def test_inline_depth_limit_is_a_graph_break_not_an_error():
@@ -366,11 +369,7 @@ def test_inline_depth_limit_is_a_graph_break_not_an_error():
         return down(x, 10)
 
     with bytegraph.config.patch(max_inline_depth=4):
-        cnt = CompileCounter()
-        x = t(3)
-        assert same(bytegraph.compile(f, backend=cnt)(x), f(x))
-    breaks = {b.gb_type for stats in metrics.FRAMES.values() for b in stats.breaks}
-    assert "inline depth exceeded" in breaks
+        check(f, t(3), graphs=0, breaks=1, gb_types=["inline depth exceeded"])
 
 
 def _count_down(x, n):
@@ -380,10 +379,9 @@ def _count_down(x, n):
 def test_recursion_cpython_runs_at_the_default_limit_is_one_graph():
     # 200 nested calls: CPython's default limit (1000) runs them; tracing them must fit too
     assert sys.getrecursionlimit() >= 1000
-    _, cnt = check_compiled(_count_down, t(3), 200)
-    assert break_types() == [] and cnt.op_count == 200
-    x = t(3)
-    assert same(bytegraph.compile(_count_down, backend=CompileCounter(), fullgraph=True)(x, 200), x + 200)
+    cnt = CompileCounter()
+    check(_count_down, t(3), 200, backend=cnt, fullgraph=True)
+    assert cnt.op_count == 200
 
 
 def _deepest_eager_recursion() -> int:
@@ -416,8 +414,9 @@ def _traced_depth_reaches_eager_depth():
     limit = sys.getrecursionlimit()
     eager_max = _deepest_eager_recursion()
     traced = eager_max - 40
-    _, cnt = check_compiled(_count_down, t(1), traced)
-    assert break_types() == [] and cnt.op_count == traced
+    cnt = CompileCounter()
+    check(_count_down, t(1), traced, backend=cnt)
+    assert cnt.op_count == traced
     too_deep = eager_max + 5
     with pytest.raises(RecursionError):
         _count_down(t(1), too_deep)
@@ -436,7 +435,7 @@ def test_frames_per_inlined_call_stay_within_the_budget():
         return real_run(self)
 
     with mock.patch.object(InliningTranslator, "run", run):
-        check_compiled(_count_down, t(3), 20)
+        check(_count_down, t(3), 20)
     steps = {b - a for a, b in zip(depths, depths[1:])}
     assert len(steps) == 1 and steps.pop() + 1 <= recursion.FRAMES_PER_INLINED_CALL  # +1: the patched run
 
@@ -453,12 +452,7 @@ def test_bad_call_of_inlined_function_raises_eager_type_error(bad_call):
             return g(x, x, x)
         return g(x, c=x)
 
-    compiled = bytegraph.compile(f, backend=CompileCounter())
-    with pytest.raises(TypeError) as eager:
-        f(t(3))
-    with pytest.raises(TypeError) as actual:
-        compiled(t(3))
-    assert str(actual.value) == str(eager.value)
+    check(f, t(3), raises=TypeError, graphs=0, breaks=1, gb_types=["user error"])
 
 
 def test_mutable_default_argument_is_mutated_like_eager():
@@ -471,17 +465,8 @@ def test_mutable_default_argument_is_mutated_like_eager():
     def run(g, x):
         return g(x), g(x)
 
-    eager_g, compiled_g = make(), make()
-    x = t(3)
-    expected = run(eager_g, x)
-
-    def f(x):
-        return run(compiled_g, x)
-
-    cnt = CompileCounter()
-    assert same(bytegraph.compile(f, backend=cnt)(x), expected)
-    assert compiled_g.__defaults__ == eager_g.__defaults__ == ([0, 1],)
-    assert cnt.frame_count == 1
+    # a factory: a copy of a function shares its defaults; check compares each side's g.__defaults__
+    check(run, make=lambda: (make(), t(3)))
 
 
 # --- generators: PEP 479, close(), cleanup of abandoned generators -------------
@@ -541,13 +526,8 @@ def test_stop_iteration_escaping_a_generator_is_runtime_error(consumer):
             result = _describe_error(e)
         return x + 1, result
 
-    cnt = CompileCounter()
-    compiled = bytegraph.compile(f, backend=cnt)
     x = t(2)
-    for _ in range(2):
-        assert same(compiled(x), f(x))
-    assert cnt.frame_count == 1
-    assert break_types() == []
+    check(f, calls=[(x,), (x,)])
 
 
 def _with_cleanup(log):
@@ -586,12 +566,6 @@ def _first_of(log):
         return v
 
 
-def _run_with_log(fn, x):
-    log = []
-    result = fn(x, log)
-    return result, log
-
-
 @pytest.mark.parametrize("case", ["break", "break_with_block", "break_yield_from", "return_from_callee"])
 def test_generator_abandoned_while_suspended_runs_its_cleanup_when_collected(case):
     """Eager closes a dropped generator when it is collected (right after the
@@ -611,13 +585,8 @@ def test_generator_abandoned_while_suspended_runs_its_cleanup_when_collected(cas
         log.append("after loop")
         return y
 
-    cnt = CompileCounter()
-    compiled = bytegraph.compile(f, backend=cnt)
-    x = t(2)
-    for _ in range(2):
-        assert same(_run_with_log(compiled, x), _run_with_log(f, x))
-    assert cnt.frame_count == 1  # the prefix; the generator is created natively
-    assert "suspended generator" in break_types()
+    x = t(2)  # the prefix is the graph; the generator is created natively
+    check(f, calls=[(x, []), (x, [])], graphs=1, breaks=1, gb_types=["suspended generator"])
 
 
 def _ignores_exit(log):
@@ -665,13 +634,8 @@ def test_generator_close_is_traced(case):
         g.close()
         return x * 2, list(g)
 
-    cnt = CompileCounter()
-    compiled = bytegraph.compile(f, backend=cnt)
-    x = t(2)
-    for _ in range(2):
-        assert same(_run_with_log(compiled, x), _run_with_log(f, x))
-    assert cnt.frame_count == 1
-    assert break_types() == []  # (the second close() finishes even the generator that ignored the first)
+    x = t(2)  # (the second close() finishes even the generator that ignored the first)
+    check(f, calls=[(x, []), (x, [])])
 
 
 class _Layers(collections.abc.Sequence):
@@ -709,8 +673,4 @@ def test_generator_suspended_in_an_except_only_try_stays_in_the_graph():
             break
         return x
 
-    log_eager, log_compiled = [], []
-    x = t(3)
-    check_compiled(lambda x: f(x, log_compiled), x)
-    f(x, log_eager)
-    assert log_compiled == log_eager and "suspended generator" not in break_types()
+    check(f, t(3), [])

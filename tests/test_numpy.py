@@ -7,9 +7,9 @@ import torch
 
 import bytegraph
 from bytegraph.runtime import metrics
-from bytegraph.testing import same
+from bytegraph.testing import CompileCounter, same
 from bytegraph.variables.tensors import numpy_ops as npops
-from helpers import breaks_of, check_compiled, compile_counted
+from tests.helpers import check
 
 
 def a34():
@@ -66,13 +66,7 @@ def mixed(x):
     ],
 )
 def test_numpy_pipeline_is_one_graph_and_matches_eager(fn, make):
-    compiled_result, _ = check_compiled(fn, *make(), graphs=1)
-    expected = fn(*make())
-    assert [type(r) for r in _tuple(compiled_result)] == [type(r) for r in _tuple(expected)]
-
-
-def _tuple(value):
-    return value if isinstance(value, tuple) else (value,)
+    check(fn, make=make)  # check compares exact result types too
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.bool_, np.complex64])
@@ -81,7 +75,7 @@ def test_ndarray_inputs_of_each_dtype_give_numpys_output_dtypes(dtype):
         return a + a, a * 2, a / 2, np.sum(a), a[0], np.mean(a, axis=0)
 
     a = (np.arange(6).reshape(2, 3) % 3).astype(dtype)
-    out, _ = check_compiled(fn, a)
+    out = check(fn, a)
     expected = fn(a)
     for got, want in zip(out, expected):
         assert type(got) is type(want) and got.dtype == want.dtype
@@ -91,7 +85,7 @@ def test_float64_defaults_of_numpy_are_kept():
     def fn():
         return np.array([1, 2]) / 2, np.ones(3), np.arange(3) * 1.5, np.array([1, 2]).mean()
 
-    out, _ = check_compiled(fn, graphs=1)
+    out = check(fn, graphs=1)
     assert [o.dtype for o in out] == [np.float64, np.float64, np.float64, np.float64]
     assert type(out[3]) is np.float64
 
@@ -101,7 +95,7 @@ def test_numpy_scalars_and_zero_d_arrays_are_returned_as_numpy_does():
         z = np.asarray(a[0, 0])
         return np.sum(a), a[0, 1], a[0], a.sum(axis=None), z, z[...], np.float64(2.0) * a[1, 1], np.sin(z)
 
-    out, _ = check_compiled(fn, a34())
+    out = check(fn, a34())
     assert [type(o) for o in out] == [type(e) for e in fn(a34())]
     assert type(out[0]) is np.float64 and type(out[4]) is np.ndarray
 
@@ -114,12 +108,7 @@ def test_writes_into_input_arrays_reach_the_callers_array():
         return a.sum()
 
     for backend in ("eager", "aot_eager"):
-        a, b = a34(), np.ones((3, 4))
-        ea, eb = a34(), np.ones((3, 4))
-        compiled = bytegraph.compile(fn, backend=backend)
-        for _ in range(2):
-            assert same(compiled(a, b), fn(ea, eb))
-            assert np.array_equal(a, ea) and np.array_equal(b, eb)
+        check(fn, calls=[(a34(), np.ones((3, 4)))] * 2, backend=backend)
 
 
 def test_returning_an_input_array_returns_the_same_object():
@@ -129,10 +118,8 @@ def test_returning_an_input_array_returns_the_same_object():
         t = a.T
         return a, b, b is a, t is a, a + 0 is a
 
-    compiled, _ = compile_counted(fn)
-    a = a34()
-    out = compiled(a)
-    assert out[0] is a and out[1] is a and out[2:] == (True, False, False)
+    out = check(fn, a34())  # check compares identities: out[0] and out[1] are the compiled side's a
+    assert out[2:] == (True, False, False)
 
 
 def test_in_place_methods_and_row_iteration_write_the_array():
@@ -145,7 +132,7 @@ def test_in_place_methods_and_row_iteration_write_the_array():
         np.copyto(a[0], b)
         return a, b
 
-    check_compiled(fn, -a34())
+    check(fn, -a34())
 
 
 def test_scalar_types_and_metadata_questions_match_numpy():
@@ -153,28 +140,22 @@ def test_scalar_types_and_metadata_questions_match_numpy():
         s = a.sum()
         return np.float32(2) * a, np.isscalar(s), np.isscalar(a), np.ndim(a), np.shape(a), type(s) is np.float64
 
-    out, _ = check_compiled(fn, a34())
+    out = check(fn, a34())
     assert out[1:] == (True, False, 2, (3, 4), True) and out[0].dtype == np.float64
 
 
 @pytest.mark.parametrize(
-    "fn",
+    "fn, gb_type",
     [
-        lambda a: a.clip(a_min=1),  # np.clip accepts a_min, the method does not (NumPy 2)
-        lambda a: np.sum(a, axis=0, foo=1),
-        lambda a: np.add(a, 1, 2),
-        lambda a: np.expand_dims(a, 0.0),  # torch._numpy accepts a float axis
+        (lambda a: a.clip(a_min=1), "operator error at trace time"),  # np.clip accepts a_min, the method does not
+        (lambda a: np.sum(a, axis=0, foo=1), "operator error at trace time"),
+        (lambda a: np.add(a, 1, 2), "operator error at trace time"),
+        (lambda a: np.expand_dims(a, 0.0), "numpy rejects arguments"),  # torch._numpy accepts a float axis
     ],
 )
-def test_arguments_numpy_rejects_raise_numpys_error(fn):
-    with pytest.raises(TypeError) as eager:
-        fn(a34())
-    compiled, _ = compile_counted(fn)
-    with pytest.raises(TypeError) as got:
-        compiled(a34())
-    assert str(got.value) == str(eager.value)
-    # torch._numpy refuses them at trace time too, or NumPy is asked and refuses
-    assert breaks_of(fn)[0] in ("operator error at trace time", "numpy rejects arguments")
+def test_arguments_numpy_rejects_raise_numpys_error(fn, gb_type):
+    # torch._numpy refuses them at trace time too, or NumPy is asked and refuses: the call runs natively
+    check(fn, a34(), raises=TypeError, graphs=0, breaks=1, gb_types=[gb_type])
 
 
 def test_argsort_is_traced_only_where_ties_are_ordered_as_in_numpy():
@@ -183,21 +164,19 @@ def test_argsort_is_traced_only_where_ties_are_ordered_as_in_numpy():
     def stable(a):
         return np.argsort(a, axis=0, kind="stable"), a.argsort(kind="stable"), np.sort(a, axis=0)
 
-    check_compiled(stable, ties)
+    check(stable, ties)
 
     def default(a):
         return np.argsort(a, axis=0)
 
-    compiled, _ = compile_counted(default)
-    assert same(compiled(ties), default(ties))
-    assert breaks_of(default) == ["numpy tie order"]
+    check(default, ties, graphs=0, breaks=1, gb_types=["numpy tie order"])
 
 
 def test_large_arrays_are_traced_without_asking_numpy_each_operation():
     def fn(a):
         return np.sqrt(a) + a.T, np.sum(a)
 
-    check_compiled(fn, np.ones((300, 300)))
+    check(fn, np.ones((300, 300)))
 
 
 # ---- views and copies --------------------------------------------------------------------------
@@ -212,7 +191,7 @@ def test_torch_numpy_aliasing_is_corrected_to_numpys_copies():
         a[0, 1] = 7.0
         return a, s, pos.sum(), flat.sum(), cast.sum()
 
-    out, cnt = check_compiled(fn, a34())
+    out = check(fn, a34())
     assert out[1] == -4.5
 
 
@@ -224,9 +203,7 @@ def test_views_share_memory_as_in_numpy():
         row *= 0
         return a, t, row, a[:, 1:3]
 
-    a = a34()
-    out, _ = check_compiled(fn, a)
-    assert np.shares_memory(out[3], a) and np.shares_memory(out[1], a)
+    check(fn, a34())  # check compares which results share memory with the argument
 
 
 def test_read_only_views_stay_read_only():
@@ -235,7 +212,7 @@ def test_read_only_views_stay_read_only():
         b = np.broadcast_to(a[0], (2, 4))
         return d, b[1], a.T, d.copy()
 
-    out, _ = check_compiled(fn, a34())
+    out = check(fn, a34())
     assert [o.flags.writeable for o in out] == [False, False, True, True]
 
     def writes(a):
@@ -243,10 +220,7 @@ def test_read_only_views_stay_read_only():
         d[0] = 1.0
         return a
 
-    compiled, _ = compile_counted(writes)
-    with pytest.raises(ValueError, match="read-only"):
-        compiled(a34())
-    assert breaks_of(writes) == ["user error"]
+    check(writes, a34(), raises=ValueError, graphs=1, breaks=1, gb_types=["user error"])
 
 
 def test_a_copy_where_numpy_returns_a_view_is_a_graph_break():
@@ -255,10 +229,7 @@ def test_a_copy_where_numpy_returns_a_view_is_a_graph_break():
         r[0] = 0.0
         return a + 1, np.flip(a, 1)
 
-    compiled, _ = compile_counted(fn)
-    a, ea = a34(), a34()
-    assert same(compiled(a), fn(ea)) and np.array_equal(a, ea)
-    assert "numpy view semantics" in breaks_of(fn)
+    check(fn, a34(), graphs=0, breaks=2, gb_types=["numpy view semantics", "unsupported ndarray input"])
 
 
 # ---- attributes --------------------------------------------------------------------------------
@@ -267,7 +238,7 @@ def test_static_attributes_are_answered_without_graph_operations():
     def fn(a):
         return a.ndim, a.shape, a.size, a.itemsize, a.strides, a.nbytes, len(a)
 
-    out, cnt = check_compiled(fn, a34(), graphs=0)
+    out = check(fn, a34(), graphs=0)
     assert out == (2, (3, 4), 12, 8, (32, 8), 96, 3)
 
 
@@ -276,18 +247,15 @@ def test_graph_attributes_T_real_imag():
         c = a * (1 + 2j)
         return a.T, c.real, c.imag, c.T.real
 
-    check_compiled(fn, a34())
+    check(fn, a34())
 
 
-@pytest.mark.parametrize("expr", ["a.dtype", "a.base", "a.flags", "a.tobytes()"])
-def test_unsupported_attributes_break_with_a_reason(expr):
+@pytest.mark.parametrize("expr, breaks", [("a.dtype", 1), ("a.base", 1), ("a.flags", 1), ("a.tobytes()", 2)])
+def test_unsupported_attributes_break_with_a_reason(expr, breaks):
+    # the attribute is read natively, the add after it is a graph; the method read from a.tobytes
+    # breaks again when the resume function calls it
     fn = eval(f"lambda a: ({expr}, a + 1)")
-    compiled, _ = compile_counted(fn)
-    a = a34()
-    result = compiled(a)
-    expected = fn(a34())
-    assert same(result[1], expected[1])
-    assert breaks_of(fn) == ["unsupported ndarray attribute"]
+    check(fn, a34(), breaks=breaks, gb_types=["unsupported ndarray attribute"] * breaks)
 
 
 # ---- conversions between tensors and ndarrays --------------------------------------------------
@@ -299,19 +267,14 @@ def test_tensor_numpy_shares_memory_and_force_detaches():
         b = w.numpy(force=True) * 2
         return torch.from_numpy(a).sum(), b, np.asarray(x)
 
-    x, w = torch.zeros(3), torch.ones(3, requires_grad=True)
-    out, _ = check_compiled(fn, x, w)
-    assert torch.equal(x, torch.ones(3)) and np.shares_memory(out[2], x.numpy())
+    check(fn, torch.zeros(3), torch.ones(3, requires_grad=True))  # and that out[2] shares x's memory
 
 
 def test_tensor_numpy_of_a_tensor_requiring_grad_breaks_as_eager_raises():
     def fn(w):
         return w.numpy()
 
-    compiled, _ = compile_counted(fn)
-    with pytest.raises(RuntimeError, match="requires grad"):
-        compiled(torch.ones(2, requires_grad=True))
-    assert breaks_of(fn) == ["unsupported tensor method"]
+    check(fn, torch.ones(2, requires_grad=True), raises=RuntimeError, graphs=0, breaks=1, gb_types=["unsupported tensor method"])
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # eager np.sin(tensor) warns about __array_wrap__
@@ -319,16 +282,13 @@ def test_mixing_tensors_and_ndarrays_in_one_operation_breaks():
     def fn(x, a):
         return np.add(x.numpy(), 1) * 2, x + 1, np.sin(a)
 
-    compiled, _ = compile_counted(fn)
     x, a = torch.ones(3, dtype=torch.float64), np.ones(3)
-    assert same(compiled(x, a), fn(x, a))
+    check(fn, x, a)
 
     def mixes(x, a):
         return np.sin(x) + a
 
-    compiled, _ = compile_counted(mixes)
-    assert same(compiled(x, a), mixes(x, a))
-    assert breaks_of(mixes) == ["tensor passed to numpy"]
+    check(mixes, x, a, graphs=0, breaks=2, gb_types=["tensor passed to numpy"] * 2)
 
 
 def test_numpy_random_is_not_traced():
@@ -336,9 +296,7 @@ def test_numpy_random_is_not_traced():
         np.random.seed(0)
         return a + np.random.rand(3)
 
-    compiled, _ = compile_counted(fn)
-    assert same(compiled(np.ones(3)), fn(np.ones(3)))
-    assert "unsupported numpy function" in breaks_of(fn)
+    check(fn, np.ones(3), graphs=1, breaks=1, gb_types=["unsupported numpy function"])
 
 
 # ---- guards and inputs -------------------------------------------------------------------------
@@ -347,12 +305,9 @@ def test_ndarray_guards_recompile_on_dtype_and_shape_changes():
     def fn(a):
         return a * 2
 
-    compiled, cnt = compile_counted(fn)
     inputs = [np.ones(3), np.ones(3), np.ones(3, dtype=np.float32), np.ones((2, 2)), np.ones(3)]
-    for a in inputs:
-        assert same(compiled(a), fn(a))
-    assert cnt.frame_count == 3
-    assert same(compiled(np.ones(3, dtype=np.int64)), fn(np.ones(3, dtype=np.int64)))
+    check(fn, calls=[(a,) for a in inputs], graphs=3)
+    check(fn, calls=[(a,) for a in inputs + [np.ones(3, dtype=np.int64)]], graphs=4)  # and one more for int64
 
 
 REDUCERS = {"reduce": np.sum}
@@ -362,7 +317,9 @@ def test_numpy_functions_read_from_globals_are_guarded():
     def fn(a):
         return REDUCERS["reduce"](a)
 
-    compiled, cnt = compile_counted(fn)
+    # not check: the global table changes between calls
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt)
     try:
         for reducer in (np.sum, np.sum, np.max):
             REDUCERS["reduce"] = reducer
@@ -376,22 +333,19 @@ def test_read_only_array_input_breaks_and_runs_natively():
     def fn(a):
         return a * 2
 
-    compiled, _ = compile_counted(fn)
-    a = np.ones(3)
-    a.flags.writeable = False
-    assert same(compiled(a), fn(a))
-    assert breaks_of(fn) == ["unsupported ndarray input"]
+    def read_only():
+        a = np.ones(3)
+        a.flags.writeable = False
+        return (a,)
+
+    check(fn, make=read_only, graphs=0, breaks=1, gb_types=["unsupported ndarray input"])  # a copy is writeable
 
 
 def test_ndarray_inputs_with_dynamic_shapes():
     def fn(a):
         return np.sum(a, axis=0) + 1, np.mean(a), a.shape
 
-    compiled, cnt = compile_counted(fn, dynamic=True)
-    for n in (3, 5, 7):
-        a = np.ones((n, 4))
-        assert same(compiled(a), fn(a))
-    assert cnt.frame_count == 1
+    check(fn, calls=[(np.ones((n, 4)),) for n in (3, 5, 7)], dynamic=True)
 
 
 def test_live_ndarrays_survive_a_graph_break():
@@ -402,9 +356,7 @@ def test_live_ndarrays_survive_a_graph_break():
         c += 1  # c is a view of b
         return b, c
 
-    compiled, cnt = compile_counted(fn)
-    out = compiled(a34())
-    assert same(out, fn(a34())) and np.shares_memory(out[0], out[1])
+    check(fn, a34(), graphs=2, breaks=1, gb_types=["print"])  # check compares that c shares b's memory
 
 
 # ---- configuration -----------------------------------------------------------------------------
@@ -413,10 +365,8 @@ def test_trace_numpy_false_breaks_with_a_hint():
     def fn(x):
         return np.sin(x.numpy()) + 1
 
-    compiled, _ = compile_counted(fn)
-    x = torch.ones(3)
     with bytegraph.config.patch(trace_numpy=False):
-        assert same(compiled(x), fn(x))
+        check(fn, torch.ones(3), graphs=0, breaks=3, gb_types=["numpy tracing disabled", "numpy tracing disabled", "unsupported builtin call"])
     report = metrics.FRAMES[id(fn.__code__)].breaks[0]
     assert report.gb_type == "numpy tracing disabled"
     assert "Set bytegraph.config.trace_numpy = True" in report.message
@@ -428,10 +378,7 @@ def test_without_numpy_installed_numpy_code_breaks(monkeypatch):
     def fn(x):
         return x.numpy()
 
-    compiled, _ = compile_counted(fn)
-    x = torch.ones(3)
-    assert isinstance(compiled(x), np.ndarray)
-    assert breaks_of(fn) == ["numpy not installed"]
+    check(fn, torch.ones(3), graphs=0, breaks=1, gb_types=["numpy not installed"])
 
 
 def test_median_and_quantiles_have_numpys_shapes():
@@ -439,8 +386,7 @@ def test_median_and_quantiles_have_numpys_shapes():
     def fn(a):
         return np.median(a), np.percentile(a, 50), np.quantile(a, [0.2, 0.5]), np.median(a, axis=0)
 
-    out, _ = check_compiled(fn, a34())
-    assert [(type(o), np.shape(o)) for o in out] == [(type(e), np.shape(e)) for e in fn(a34())]
+    check(fn, a34())  # check compares types and shapes
 
 
 def test_a_result_shaped_differently_by_torch_numpy_breaks():
@@ -448,6 +394,4 @@ def test_a_result_shaped_differently_by_torch_numpy_breaks():
     def fn(a):
         return np.quantile(a, [0.2, 0.5], axis=0, keepdims=True)
 
-    out, _ = check_compiled(fn, a34(), graphs=0)
-    assert out.shape == fn(a34()).shape
-    assert breaks_of(fn) == ["numpy shape mismatch"]
+    check(fn, a34(), graphs=0, breaks=1, gb_types=["numpy shape mismatch"])

@@ -8,11 +8,7 @@ import torch
 
 import bytegraph
 from bytegraph.testing import CompileCounter, same
-from helpers import check_compiled, check_fullgraph, clone_inputs
-
-
-def gb_types(fn, *args):
-    return [b.gb_type for b in bytegraph.explain(fn)(*clone_inputs(args)).break_reasons]
+from tests.helpers import check, clone_inputs
 
 
 # ---- dtype and limits objects ------------------------------------------------------------------
@@ -22,7 +18,7 @@ def test_limits_and_dtypes_are_computed_in_the_trace():
         dt = np.dtype("float")
         return x + np.iinfo(np.int16).max, x * np.finfo(np.float32).eps, x.to(torch.float64) + np.finfo(dt).tiny
 
-    check_fullgraph(f, torch.randn(4))
+    check(f, torch.randn(4), fullgraph=True)
 
 
 @pytest.mark.parametrize("info", [np.iinfo, np.finfo])
@@ -33,26 +29,18 @@ def test_limits_objects_passed_in_are_guarded_by_what_is_read(info):
     def f(a, limits):
         return a + limits.max
 
-    cnt = CompileCounter()
-    compiled = bytegraph.compile(f, backend=cnt)
-    for dt in (np.dtype(kind), np.ones(1, dtype=kind).dtype, np.dtype(np.dtype(kind).name)):
-        assert same(compiled(a, info(dt)), f(a, info(dt)))
-    assert cnt.frame_count == 1  # equal limits from distinct objects reuse the graph
-    narrow = info(np.int16 if kind is int else np.float16)
-    assert same(compiled(a, narrow), f(a, narrow))
-    assert cnt.frame_count == 2
+    dtypes = [np.dtype(kind), np.ones(1, dtype=kind).dtype, np.dtype(np.dtype(kind).name)]
+    equal = [lambda dt=dt: (a.clone(), info(dt)) for dt in dtypes]  # factories: limits objects do not deep-copy
+    check(f, calls=equal, graphs=1)  # equal limits from distinct objects reuse the graph
+    check(f, calls=[*equal, lambda: (a.clone(), info(np.int16 if kind is int else np.float16))], graphs=2)
 
 
 def test_dtype_argument_recompiles_per_dtype():
     def f(a, dt):
         return a + np.finfo(dt).max
 
-    cnt = CompileCounter()
-    compiled = bytegraph.compile(f, backend=cnt)
     a = torch.zeros(2, dtype=torch.float64)
-    for dt in (np.dtype(float), np.dtype("float64"), np.dtype(np.float16)):
-        assert same(compiled(a, dt), f(a, dt))
-    assert cnt.frame_count == 2
+    check(f, calls=[(a, dt) for dt in (np.dtype(float), np.dtype("float64"), np.dtype(np.float16))], graphs=2)
 
 
 # ---- NumPy scalars as tensor operands ----------------------------------------------------------
@@ -64,7 +52,7 @@ def test_numpy_scalar_operand_promotes_like_eager(scalar, dtype):
     def f(t):
         return t + scalar, scalar * t, t - scalar, t != scalar
 
-    check_fullgraph(f, torch.arange(1, 5).to(dtype))
+    check(f, torch.arange(1, 5).to(dtype), fullgraph=True)
 
 
 @pytest.mark.parametrize("scalar", [np.bool_(True), np.complex64(1 + 2j)], ids=lambda v: type(v).__name__)
@@ -73,8 +61,8 @@ def test_numpy_scalars_torch_reads_as_float_run_natively(scalar):
     def f(t):
         return t + scalar
 
-    check_compiled(f, torch.arange(3, dtype=torch.int32), graphs=None)
-    assert gb_types(f, torch.arange(3, dtype=torch.int32)) == ["argument FX cannot render"]
+    # the add breaks and runs natively; nothing else to compile
+    check(f, torch.arange(3, dtype=torch.int32), graphs=0, breaks=1, gb_types=["argument FX cannot render"])
 
 
 # ---- tensors given to NumPy functions ----------------------------------------------------------
@@ -84,7 +72,7 @@ def test_numpy_function_takes_a_tensor_as_its_array():
         return (np.ones_like(x, dtype=np.float64), np.full_like(x, 2.4, dtype=np.dtype("float")),
                 np.where(x > 0, x, np.zeros_like(x)), np.linalg.norm(x))
 
-    check_fullgraph(f, torch.randn(3, 4))
+    check(f, torch.randn(3, 4), fullgraph=True)
 
 
 def test_array_of_a_tensor_shares_its_memory():
@@ -93,7 +81,7 @@ def test_array_of_a_tensor_shares_its_memory():
         a[0] = 7.0
         return a * 2
 
-    check_fullgraph(f, torch.randn(3))
+    check(f, torch.randn(3), fullgraph=True)
 
 
 @pytest.mark.parametrize("fn, eager_type", [
@@ -104,8 +92,7 @@ def test_array_of_a_tensor_shares_its_memory():
 def test_numpy_function_that_treats_a_tensor_otherwise_runs_natively(fn, eager_type):
     x = torch.randn(3)
     assert type(fn(x)) is eager_type
-    check_compiled(fn, x, graphs=None)
-    assert gb_types(fn, x) == ["tensor passed to numpy"]
+    check(fn, x, graphs=0, breaks=1, gb_types=["tensor passed to numpy"])  # the call runs natively
 
 
 @pytest.mark.parametrize("fn, x, error", [
@@ -113,10 +100,7 @@ def test_numpy_function_that_treats_a_tensor_otherwise_runs_natively(fn, eager_t
     (lambda x: np.ones_like(x), torch.randn(3, requires_grad=True), RuntimeError),
 ], ids=["delegates_to_tensor_method", "requires_grad"])
 def test_numpy_function_eager_rejects_raises_like_eager(fn, x, error):
-    with pytest.raises(error):
-        fn(x)
-    with pytest.raises(error):
-        bytegraph.compile(fn, backend="eager")(x)
+    check(fn, x, raises=error, graphs=0, breaks=1, gb_types=["tensor passed to numpy"])  # the call runs natively
 
 
 # ---- NumPy's global random generator ----------------------------------------------------------
@@ -130,14 +114,9 @@ def _draws(t):
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_numpy_random_draws_eagers_numbers_in_order(backend):
-    compiled = bytegraph.compile(_draws, backend=backend, fullgraph=True)
-    t = torch.ones(2)
-    for seed in (0, 1):
+    for seed in (0, 1):  # check compares NumPy's generator state after each side too
         np.random.seed(seed)
-        expected, expected_next = _draws(t), np.random.rand()
-        np.random.seed(seed)
-        actual, actual_next = compiled(t), np.random.rand()
-        assert same(actual, expected) and actual_next == expected_next
+        check(_draws, torch.ones(2), backend=backend, fullgraph=True)
 
 
 def test_numpy_random_without_an_array_result_or_changing_state_runs_natively():
@@ -145,9 +124,8 @@ def test_numpy_random_without_an_array_result_or_changing_state_runs_natively():
         np.random.seed(3)
         return t + np.random.randn()  # a Python float
 
-    np.random.seed(0)
-    check_compiled(f, torch.ones(2), graphs=None)
-    assert gb_types(f, torch.ones(2))[0] == "unsupported numpy function"
+    # both calls break and run natively; the add is one graph
+    check(f, torch.ones(2), graphs=1, breaks=2, gb_types=["unsupported numpy function"] * 2)
 
 
 def test_numpy_random_state_restored_when_the_graph_raises():
@@ -155,13 +133,6 @@ def test_numpy_random_state_restored_when_the_graph_raises():
         noise = np.random.randn(3)
         return t[i] + noise  # out of range: the graph raises, the frame reruns natively
 
-    np.random.seed(0)
-    with pytest.raises(IndexError):
-        f(torch.ones(3), torch.tensor([5]))
-    expected_next = np.random.rand()
-    compiled = bytegraph.compile(f, backend="eager")
-    compiled(torch.ones(3), torch.tensor([1]))
-    np.random.seed(0)
-    with pytest.raises(IndexError):
-        compiled(torch.ones(3), torch.tensor([5]))
-    assert np.random.rand() == expected_next  # drawn once, as in eager
+    # the add of a tensor and an ndarray breaks; the index fails inside the graph before it, and
+    # check compares NumPy's generator state after each side
+    check(f, torch.ones(3), torch.tensor([5]), raises=IndexError, graphs=1, breaks=1, gb_types=["tensor passed to numpy"])

@@ -5,7 +5,7 @@ import torch
 
 import bytegraph
 from bytegraph.testing import CompileCounter, same
-from helpers import check_compiled, t
+from tests.helpers import check, t
 
 G_TENSOR = torch.arange(4.0)
 G_SCALE = 3
@@ -22,7 +22,7 @@ def test_fast_locals():
         a = b - x
         return a, b
 
-    check_compiled(f, t(4))
+    check(f, t(4))
 
 
 def test_delete_fast():
@@ -32,14 +32,14 @@ def test_delete_fast():
         del a
         return b
 
-    check_compiled(f, t(4))
+    check(f, t(4))
 
 
 def test_global_loads():
     def f(x):
         return x * G_SCALE + G_TENSOR
 
-    check_compiled(f, t(4))
+    check(f, t(4))
 
 
 def test_global_store():
@@ -48,6 +48,7 @@ def test_global_store():
         G_COUNTER = G_COUNTER + 1
         return x + G_COUNTER
 
+    # not check: a global each side must start from, which a copy of the arguments cannot reset
     global G_COUNTER
     G_COUNTER = 0
     expected = f(torch.ones(2))
@@ -67,7 +68,7 @@ def test_closure_read():
     def f(x):
         return x * scale + offset
 
-    check_compiled(f, t(4))
+    check(f, t(4))
 
 
 def test_cell_variable_shared_with_inner_function():
@@ -79,7 +80,7 @@ def test_cell_variable_shared_with_inner_function():
 
         return inner(x) + inner(y)
 
-    check_compiled(f, t(4))
+    check(f, t(4))
 
 
 class Holder:
@@ -93,7 +94,7 @@ def test_attribute_loads():
     def f(obj, x):
         return x * obj.scale + obj.weight
 
-    check_compiled(f, Holder(), t(4))
+    check(f, Holder(), t(4))
 
 
 def test_attribute_store_replayed_on_object():
@@ -102,15 +103,7 @@ def test_attribute_store_replayed_on_object():
         obj.last = x * 2
         return x + obj.calls
 
-    eager_obj, compiled_obj = Holder(), Holder()
-    x = t(4)
-    expected = f(eager_obj, x)
-    cnt = CompileCounter()
-    actual = bytegraph.compile(f, backend=cnt)(compiled_obj, x)
-    assert same(actual, expected)
-    assert compiled_obj.calls == eager_obj.calls == 1
-    assert same(compiled_obj.last, eager_obj.last)
-    assert cnt.frame_count == 1
+    check(f, Holder(), t(4))  # check compares the objects' attributes after each side
 
 
 class WithProperty:
@@ -155,12 +148,10 @@ def test_attribute_store_runs_setters_like_eager(kind):
         return x + 1, obj._v
 
     make = LoggingSetattr if kind == "custom __setattr__" else WithProperty
-    eager_obj, compiled_obj = make(), make()
-    x = t(3)
-    expected = f(x, eager_obj)
-    actual = bytegraph.compile(f, backend=CompileCounter())(x, compiled_obj)
-    assert same(actual, expected)
-    assert vars(compiled_obj) == vars(eager_obj)
+    if kind == "property delete":  # the deleter runs natively; x + 1 after it is the graph
+        check(f, t(3), make(), breaks=1, gb_types=["attribute delete"])
+    else:
+        check(f, t(3), make())
 
 
 @pytest.mark.parametrize("value", [None, True, 7, 2.5, "s", (1, "a", None), b"b", 1 + 2j])
@@ -168,14 +159,14 @@ def test_constants(value):
     def f(x):
         return x + 1, value
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def test_constant_literals_in_code():
     def f(x):
         return x * 0.5, -3, "name", (1, 2.0, None), ..., None
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 # ---- BINARY_OP ------------------------------------------------------------------
@@ -196,9 +187,7 @@ def make_binop(op, inplace=False):
 @pytest.mark.parametrize("op", FLOAT_OPS)
 def test_binary_op_float_tensors(op, inplace):
     a, b = t(3, 4), t(3, 4).abs() + 0.5
-    out, _ = check_compiled(make_binop(op, inplace), a, b)
-    if inplace:
-        assert out is a  # in-place on a tensor keeps the identity of the input
+    check(make_binop(op, inplace), a, b)  # in place: the result is the compiled side's own a
 
 
 @pytest.mark.parametrize("inplace", [False, True], ids=["binary", "inplace"])
@@ -206,20 +195,20 @@ def test_binary_op_float_tensors(op, inplace):
 def test_binary_op_int_tensors(op, inplace):
     a = torch.randint(0, 64, (3, 4))
     b = torch.randint(0, 4, (3, 4))
-    check_compiled(make_binop(op, inplace), a, b)
+    check(make_binop(op, inplace), a, b)
 
 
 @pytest.mark.parametrize("inplace", [False, True], ids=["binary", "inplace"])
 def test_binary_op_matmul(inplace):
-    check_compiled(make_binop("@", inplace), t(3, 3), t(3, 3))
+    check(make_binop("@", inplace), t(3, 3), t(3, 3))
 
 
 @pytest.mark.parametrize("inplace", [False, True], ids=["binary", "inplace"])
 @pytest.mark.parametrize("op", FLOAT_OPS)
 def test_binary_op_tensor_and_scalar(op, inplace):
-    check_compiled(make_binop(op, inplace), t(3).abs() + 0.5, 2)
+    check(make_binop(op, inplace), t(3).abs() + 0.5, 2)
     bytegraph.reset()
-    check_compiled(make_binop(op, inplace), 2.5, t(3).abs() + 0.5)
+    check(make_binop(op, inplace), 2.5, t(3).abs() + 0.5)
 
 
 @pytest.mark.parametrize("inplace", [False, True], ids=["binary", "inplace"])
@@ -230,7 +219,7 @@ def test_binary_op_python_ints(op, inplace):
     def g(x, a, b):
         return x + 1, fn(a, b)
 
-    check_compiled(g, t(2), 13, 3)
+    check(g, t(2), 13, 3)
 
 
 @pytest.mark.parametrize("inplace", [False, True], ids=["binary", "inplace"])
@@ -241,7 +230,7 @@ def test_binary_op_python_floats(op, inplace):
     def g(x, a, b):
         return x * fn(a, b)
 
-    check_compiled(g, t(2), 7.5, 2.0)
+    check(g, t(2), 7.5, 2.0)
 
 
 @pytest.mark.parametrize("op", ["+", "*"])
@@ -251,9 +240,9 @@ def test_binary_op_sequences(op):
     def f(x, a, b):
         return x + 1, fn(a, b)
 
-    check_compiled(f, t(2), [1, 2], [3] if op == "+" else 2)
+    check(f, t(2), [1, 2], [3] if op == "+" else 2)
     bytegraph.reset()
-    check_compiled(f, t(2), (1, "a"), (None,) if op == "+" else 3)
+    check(f, t(2), (1, "a"), (None,) if op == "+" else 3)
 
 
 def test_inplace_add_on_list_mutates_input_list():
@@ -262,9 +251,7 @@ def test_inplace_add_on_list_mutates_input_list():
         return items
 
     x = t(2)
-    items = [x]
-    out, _ = check_compiled(f, x, items)
-    assert out is items
+    check(f, x, [x])  # the result is the compiled side's own list, its first item its own x
 
 
 def test_inplace_add_on_list_with_tensor_extends_by_rows():
@@ -273,7 +260,7 @@ def test_inplace_add_on_list_with_tensor_extends_by_rows():
         items += x
         return items
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def test_inplace_op_on_python_scalar_with_tensor():
@@ -284,7 +271,7 @@ def test_inplace_op_on_python_scalar_with_tensor():
         return n, m
 
     x = t(3)
-    out, _ = check_compiled(f, x, 3)
+    out = check(f, x, 3)
     assert out[0] is not x and out[1] is not x
 
 
@@ -297,9 +284,7 @@ def test_list_items_keep_identity_through_subscript_and_max():
         outer.append(inner)
         return outer
 
-    outer = [[1], [2], [3]]
-    out, _ = check_compiled(f, t(2), outer)
-    assert out is outer and outer[0] is outer[-1]
+    check(f, t(2), [[1], [2], [3]])  # check compares identities: the result is the argument, ends aliased
 
 
 @pytest.mark.parametrize("op", ["|", "&", "-", "^"])
@@ -311,7 +296,7 @@ def test_inplace_set_operators_mutate_the_set(op):
         return x * len(r), r is s
 
     s = {1, 2, 3}
-    out, _ = check_compiled(f, t(2), s)
+    out = check(f, t(2), s)
     assert out[1] is True
 
 
@@ -321,7 +306,7 @@ def test_inplace_repeat_mutates_the_list():
         items *= 2
         return x + len(alias), alias is items
 
-    check_compiled(f, t(2), [1, 2])
+    check(f, t(2), [1, 2])
 
 
 def test_string_concatenation_and_repeat():
@@ -329,7 +314,7 @@ def test_string_concatenation_and_repeat():
         key = name + "_" + name * 2
         return {key: x + 1}
 
-    check_compiled(f, t(2), "ab")
+    check(f, t(2), "ab")
 
 
 # ---- comparisons, identity, membership, unary ------------------------------------
@@ -342,7 +327,7 @@ def test_compare_op_tensors(op):
     a = t(6)
     b = a.clone()
     b[::2] += 1
-    check_compiled(namespace["f"], a, b)
+    check(namespace["f"], a, b)
 
 
 @pytest.mark.parametrize("op", ["<", "<=", "==", "!=", ">", ">="])
@@ -358,7 +343,7 @@ def test_compare_op_python_values_branch(op):
     )
     for n, s in [(2, "a"), (3, "b"), (4, "c")]:
         bytegraph.reset()
-        check_compiled(namespace["f"], t(3), n, s)
+        check(namespace["f"], t(3), n, s)
 
 
 def test_chained_comparison():
@@ -367,9 +352,9 @@ def test_chained_comparison():
             return x + n
         return x - n
 
-    check_compiled(f, t(3), 4)
+    check(f, t(3), 4)
     bytegraph.reset()
-    check_compiled(f, t(3), 9)
+    check(f, t(3), 9)
 
 
 @pytest.mark.parametrize("y_is_none", [True, False])
@@ -383,7 +368,7 @@ def test_is_op(y_is_none):
         other = x is y
         return out, same_obj, other
 
-    check_compiled(f, t(3), None if y_is_none else t(3))
+    check(f, t(3), None if y_is_none else t(3))
 
 
 @pytest.mark.parametrize("kind", ["tensor", "list"])
@@ -392,13 +377,9 @@ def test_is_op_between_inputs_follows_aliasing(kind):
         return x + 1, a is b, a is not b
 
     make = {"tensor": lambda: t(2), "list": lambda: [1]}[kind]
-    first, second = make(), make()
-    cnt = CompileCounter()
-    compiled = bytegraph.compile(f, backend=cnt)
-    x = t(2)
-    for a, b in [(first, second), (first, first), (first, second), (second, second)]:
-        assert same(compiled(x, a, b), f(x, a, b))
-    assert cnt.frame_count == 2  # distinct inputs, then one object passed twice
+    first, second, x = make(), make(), t(2)
+    calls = [(x, a, b) for a, b in [(first, second), (first, first), (first, second), (second, second)]]
+    check(f, calls=calls, graphs=2)  # distinct inputs, then one object passed twice
 
 
 def test_is_op_on_classes_and_functions():
@@ -407,7 +388,7 @@ def test_is_op_on_classes_and_functions():
             return fn(x)
         return x
 
-    check_compiled(f, t(4), float, torch.relu)
+    check(f, t(4), float, torch.relu)
 
 
 def test_contains_op():
@@ -423,25 +404,22 @@ def test_contains_op():
             out = out + 10
         return out, key in d, "zz" in d, 2 in items, "a" in "abc"
 
-    check_compiled(f, t(3), {"k": 1.5, "j": 2}, [1, 2, 3], "k")
+    check(f, t(3), {"k": 1.5, "j": 2}, [1, 2, 3], "k")
 
 
 def test_contains_op_tensor():
     def f(x, y):
         return 2.0 in x, y
 
-    x = torch.tensor([1.0, 2.0, 3.0])
-    eager = f(x, 1)
-    cnt = CompileCounter()
-    # ``in`` on a tensor reads data: whatever bytegraph does, the answer must be eager's
-    assert same(bytegraph.compile(f, backend=cnt)(x, 1), eager)
+    # ``in`` on a tensor reads data
+    check(f, torch.tensor([1.0, 2.0, 3.0]), 1, graphs=1, breaks=0)
 
 
 def test_unary_ops_tensors():
     def f(x, i, b):
         return -x, +x, ~i, ~b, abs(x)
 
-    check_compiled(f, t(4), torch.randint(-5, 5, (4,)), torch.tensor([True, False]))
+    check(f, t(4), torch.randint(-5, 5, (4,)), torch.tensor([True, False]))
 
 
 def test_unary_ops_python_values():
@@ -453,9 +431,9 @@ def test_unary_ops_python_values():
             r = r * 2
         return r, -n, +n, ~n, not n, not items
 
-    check_compiled(f, t(2), 5, False, [])
+    check(f, t(2), 5, False, [])
     bytegraph.reset()
-    check_compiled(f, t(2), -3, True, [1])
+    check(f, t(2), -3, True, [1])
 
 
 # ---- calls ----------------------------------------------------------------------
@@ -465,21 +443,21 @@ def test_call_global_function_push_null():
     def f(x):
         return torch.relu(x) + torch.sigmoid(x)
 
-    check_compiled(f, t(5))
+    check(f, t(5))
 
 
 def test_method_calls_with_keywords():
     def f(x):
         return x.sum(dim=0, keepdim=True), x.view(-1), x.transpose(0, 1).contiguous()
 
-    check_compiled(f, t(3, 4))
+    check(f, t(3, 4))
 
 
 def test_call_with_keyword_names():
     def f(x, y):
         return torch.cat([x, y], dim=1), torch.clamp(x, min=-0.5, max=0.5)
 
-    check_compiled(f, t(2, 3), t(2, 2))
+    check(f, t(2, 3), t(2, 2))
 
 
 def helper_sum(a, b, c=1, *rest, scale=1.0, **extra):
@@ -496,7 +474,7 @@ def test_call_function_ex_args():
         args = (x, y)
         return helper_sum(*args), helper_sum(*[x, y, 2.0, x])
 
-    check_compiled(f, t(3), t(3))
+    check(f, t(3), t(3))
 
 
 def test_call_function_ex_kwargs():
@@ -505,7 +483,7 @@ def test_call_function_ex_kwargs():
         more = {"bonus": x}
         return helper_sum(x, **kwargs), helper_sum(x, **kwargs, **more)
 
-    check_compiled(f, t(3), t(3))
+    check(f, t(3), t(3))
 
 
 def test_call_function_ex_torch_function():
@@ -514,7 +492,7 @@ def test_call_function_ex_torch_function():
         kwargs = {"dim": 0}
         return torch.stack(args, **kwargs), torch.add(*args, alpha=2)
 
-    check_compiled(f, t(3), t(3))
+    check(f, t(3), t(3))
 
 
 def test_call_function_ex_method():
@@ -522,7 +500,7 @@ def test_call_function_ex_method():
         shape = (2, -1)
         return x.reshape(*shape), x.sum(**{"dim": 1})
 
-    check_compiled(f, t(4, 3))
+    check(f, t(4, 3))
 
 
 def test_call_builtins():
@@ -531,7 +509,7 @@ def test_call_builtins():
         m = max(items) + min(3, 4) + abs(-2)
         return x * n + m, isinstance(x, torch.Tensor), type(n) is int, round(2.567, 1)
 
-    check_compiled(f, t(3), [4, 1, 9])
+    check(f, t(3), [4, 1, 9])
 
 
 # ---- building containers --------------------------------------------------------
@@ -544,7 +522,7 @@ def test_build_tuple_list_set():
         st = {a, b, a}
         return tup, lst, len(st), a in st
 
-    check_compiled(f, t(2), 1, 2)
+    check(f, t(2), 1, 2)
 
 
 def test_build_map_and_const_key_map():
@@ -553,7 +531,7 @@ def test_build_map_and_const_key_map():
         d2 = {"a": x * 2, "b": 3, "c": None}
         return d1, d2
 
-    check_compiled(f, t(2), "k")
+    check(f, t(2), "k")
 
 
 def test_build_string_and_fstrings():
@@ -561,14 +539,14 @@ def test_build_string_and_fstrings():
         tag = f"{name}_{n:03d}|{n!r}|{2.5:.2f}|{name!s:>6}"
         return {tag: x + 1, f"{name}": n}
 
-    check_compiled(f, t(2), "layer", 7)
+    check(f, t(2), "layer", 7)
 
 
 def test_build_slice():
     def f(x, items, i):
         return x[1:i], x[::2], x[-i:], items[1:i], items[::-1], items[slice(0, 2)]
 
-    check_compiled(f, t(6), [1, 2, 3, 4, 5], 4)
+    check(f, t(6), [1, 2, 3, 4, 5], 4)
 
 
 def test_list_extend_and_unpacking_into_literals():
@@ -578,7 +556,7 @@ def test_list_extend_and_unpacking_into_literals():
         st = {*[1, 2], 3}
         return lst, tup, len(st), [*lst, x + y]
 
-    check_compiled(f, t(2), t(2), [1, 2])
+    check(f, t(2), t(2), [1, 2])
 
 
 def test_dict_update_and_merge():
@@ -586,7 +564,7 @@ def test_dict_update_and_merge():
         merged = {**base, "x": x, **extra}
         return merged, helper_sum(x, **base, **extra)
 
-    check_compiled(f, t(2), {"b": 1.0}, {"c": 2.0})
+    check(f, t(2), {"b": 1.0}, {"c": 2.0})
 
 
 def test_mutating_built_containers():
@@ -605,7 +583,7 @@ def test_mutating_built_containers():
         d.setdefault("z", 9)
         return lst, d, last, popped
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 # ---- unpacking ------------------------------------------------------------------
@@ -617,7 +595,7 @@ def test_unpack_sequence():
         (c, d), e = (x, x + 1), 5
         return a * b + c + d + e
 
-    check_compiled(f, (2, 3.5), t(3))
+    check(f, (2, 3.5), t(3))
 
 
 def test_unpack_tensor():
@@ -626,7 +604,7 @@ def test_unpack_tensor():
         first, *rest = x.unbind(1)
         return a - b, first, rest
 
-    check_compiled(f, t(2, 3))
+    check(f, t(2, 3))
 
 
 def test_unpack_ex():
@@ -636,7 +614,7 @@ def test_unpack_ex():
         head, *others = "abc"
         return first + last + len(middle), init, tail, head, others
 
-    check_compiled(f, t(2), [1, 2, 3, 4, 5])
+    check(f, t(2), [1, 2, 3, 4, 5])
 
 
 # ---- subscripts -----------------------------------------------------------------
@@ -646,7 +624,7 @@ def test_subscr_list_tuple_dict():
     def f(x, lst, tup, d):
         return x * lst[0] + lst[-1], tup[1:], d["w"] * x, d.get("missing", 7), tup[-1][0]
 
-    check_compiled(f, t(3), [2, 3, 4], (1, 2, (5, 6)), {"w": 1.5})
+    check(f, t(3), [2, 3, 4], (1, 2, (5, 6)), {"w": 1.5})
 
 
 @pytest.mark.parametrize(
@@ -658,14 +636,14 @@ def test_subscr_tensor(index):
     def f(x):
         return x[index] * 2
 
-    check_compiled(f, t(3, 4))
+    check(f, t(3, 4))
 
 
 def test_subscr_tensor_with_tensor_index():
     def f(x, idx):
         return x[idx], x[:, idx]
 
-    check_compiled(f, t(4, 4), torch.tensor([0, 2, 3]))
+    check(f, t(4, 4), torch.tensor([0, 2, 3]))
 
 
 def test_store_subscr_tensor_mutates_input():
@@ -674,7 +652,7 @@ def test_store_subscr_tensor_mutates_input():
         x[1:3] = y
         return x.sum()
 
-    check_compiled(f, t(4), t(2))
+    check(f, t(4), t(2))
 
 
 def test_store_subscr_containers():
@@ -685,7 +663,7 @@ def test_store_subscr_containers():
         return lst, d
 
     x = t(2)
-    check_compiled(f, x, [1, 2], {"gone": 1, "kept": 2})
+    check(f, x, [1, 2], {"gone": 1, "kept": 2})
 
 
 # ---- loops ----------------------------------------------------------------------
@@ -699,7 +677,7 @@ def test_loop_range():
             x = x * 0.5 + i
         return x
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def test_loop_over_list_and_tuple():
@@ -711,7 +689,7 @@ def test_loop_over_list_and_tuple():
             total = total * s
         return total
 
-    check_compiled(f, [t(2), t(2), t(2)], (1.5, 2))
+    check(f, [t(2), t(2), t(2)], (1.5, 2))
 
 
 def test_loop_over_dict_items_keys_values():
@@ -727,7 +705,7 @@ def test_loop_over_dict_items_keys_values():
             out = out + v * len(k)
         return out
 
-    check_compiled(f, {"a": t(2), "bb": t(2)}, t(2))
+    check(f, {"a": t(2), "bb": t(2)}, t(2))
 
 
 def test_loop_enumerate_zip_reversed():
@@ -743,7 +721,7 @@ def test_loop_enumerate_zip_reversed():
             out = out * 0.5 + x
         return out
 
-    check_compiled(f, [t(2), t(2), t(2)], [1.0, 2.0, 3.0])
+    check(f, [t(2), t(2), t(2)], [1.0, 2.0, 3.0])
 
 
 def test_nested_loops_with_break_and_continue():
@@ -757,7 +735,7 @@ def test_nested_loops_with_break_and_continue():
                 x = x + i * j
         return x
 
-    check_compiled(f, t(2))
+    check(f, t(2))
 
 
 def test_while_loop_on_python_counter():
@@ -768,7 +746,7 @@ def test_while_loop_on_python_counter():
             n += 1
         return x, n
 
-    check_compiled(f, t(2))
+    check(f, t(2))
 
 
 def test_enumerate_zip_map_filter_are_lazy():
@@ -794,7 +772,7 @@ def test_enumerate_zip_map_filter_are_lazy():
         first_odd = next(filter(lambda v: v % 2, numbers("filter")))
         return out, pairs, first_odd
 
-    check_compiled(f, t(2), [])
+    check(f, t(2), [])
 
 
 def test_loop_sees_items_appended_to_the_list():
@@ -806,7 +784,7 @@ def test_loop_sees_items_appended_to_the_list():
             total = total + v
         return total
 
-    check_compiled(f, t(2), [1, 2, 5])
+    check(f, t(2), [1, 2, 5])
 
 
 def test_dict_resized_during_iteration_raises_like_eager():
@@ -815,11 +793,7 @@ def test_dict_resized_during_iteration_raises_like_eager():
             d[k + "_copy"] = x
         return d
 
-    with pytest.raises(RuntimeError) as eager:
-        f(t(2), {"a": 1})
-    with pytest.raises(RuntimeError) as actual:
-        bytegraph.compile(f, backend=CompileCounter())(t(2), {"a": 1})
-    assert str(actual.value) == str(eager.value)
+    check(f, t(2), {"a": 1}, raises=RuntimeError, graphs=0, breaks=1, gb_types=["cannot reconstruct"])
 
 
 def key_logging(v):
@@ -834,6 +808,7 @@ def test_key_functions_run_at_call_time():
     def f(x, items):
         return x * max(items, key=key_logging), min(1, 2, key=key_logging), sorted(items, key=key_logging)
 
+    # not check: the key function writes a global log, compared after each call here
     cnt = CompileCounter()
     compiled = bytegraph.compile(f, backend=cnt)
     x = t(2)
@@ -857,7 +832,7 @@ def test_comprehensions():
         filtered = [x for i, x in enumerate(xs) if i % 2 == 0]
         return squares, by_index, len(lengths), total, nested, filtered
 
-    check_compiled(f, [t(2), t(2), t(2)])
+    check(f, [t(2), t(2), t(2)])
 
 
 def test_generator_expressions_consumed_by_builtins():
@@ -871,23 +846,23 @@ def test_generator_expressions_consumed_by_builtins():
             out = out + 1
         return out, as_tuple, has_big, all_pos
 
-    check_compiled(f, t(2), [1, 2, 5])
+    check(f, t(2), [1, 2, 5])
     bytegraph.reset()
-    check_compiled(f, t(2), [1, -2, 3])
+    check(f, t(2), [1, -2, 3])
 
 
 # ---- return values --------------------------------------------------------------
 
 
 def test_return_tensor():
-    check_compiled(lambda x: x.sin(), t(3))
+    check(lambda x: x.sin(), t(3))
 
 
 def test_return_constant_only():
     def f(x, n):
         return n * 2 + 1
 
-    check_compiled(f, t(3), 4, graphs=None)
+    check(f, t(3), 4, graphs=0)  # no tensor operation: no graph
 
 
 def test_return_none():
@@ -895,7 +870,7 @@ def test_return_none():
         y = x + 1  # noqa: F841
         return None
 
-    check_compiled(f, t(3), graphs=None)
+    check(f, t(3))
 
 
 def test_return_mixed_containers():
@@ -903,17 +878,14 @@ def test_return_mixed_containers():
         y = x * 2
         return (y, 1, "a"), [None, y + 1], {"t": y, "n": 3, "l": [y, (2,)]}
 
-    check_compiled(f, t(3))
+    check(f, t(3))
 
 
 def test_return_input_is_same_object():
     def f(x, y):
         return x
 
-    x = t(3)
-    cnt = CompileCounter()
-    out = bytegraph.compile(f, backend=cnt)(x, t(3))
-    assert out is x
+    check(f, t(3), t(3))  # check compares identities: the result is the compiled side's own x
 
 
 def test_return_inputs_in_container_keep_identity():
@@ -921,14 +893,11 @@ def test_return_inputs_in_container_keep_identity():
         z = x + y
         return (x, z, z, y)
 
-    x, y = t(3), t(3)
-    out, _ = check_compiled(f, x, y)
-    assert out[0] is x and out[3] is y
-    assert out[1] is out[2]
+    check(f, t(3), t(3))  # check compares identities: the inputs themselves, z twice
 
 
 def test_return_view_of_input():
     def f(x):
         return x.view(-1), x[0]
 
-    check_compiled(f, t(2, 2))
+    check(f, t(2, 2))

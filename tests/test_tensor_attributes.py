@@ -6,7 +6,7 @@ import torch
 
 import bytegraph
 from bytegraph.testing import CompileCounter, same
-from helpers import break_types, t
+from tests.helpers import break_types, t
 
 
 def run_both(fn, make_args, fullgraph=True):

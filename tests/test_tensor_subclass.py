@@ -10,7 +10,7 @@ from torch.utils import _pytree as pytree
 import bytegraph
 from bytegraph.runtime import metrics
 from bytegraph.testing import same
-from helpers import breaks_of, compile_counted
+from tests.helpers import breaks_of, compile_counted
 from bytegraph.variables.tensors.subclass import NO_TORCH_FUNCTION
 
 
