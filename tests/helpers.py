@@ -339,6 +339,7 @@ def _same(a: Any, e: Any, where: str, atol: float, rtol: float, pairs: dict) -> 
         _same(a.args, e.args, f"{where}.args", atol, rtol, pairs)
     elif hasattr(e, "__next__") and not hasattr(e, "__dict__"):
         _same(_iterator_state(a), _iterator_state(e), f"{where} (iterator state)", atol, rtol, pairs)
+        return
     state_e, state_a = _state(e), _state(a)
     if state_e is None and not isinstance(e, (list, tuple, dict, set, frozenset)):
         if not (a is e or a == e):
