@@ -301,8 +301,8 @@ def _same(a: Any, e: Any, where: str, atol: float, rtol: float, pairs: dict) -> 
         _same_tensor(a, e, fail, atol, rtol)
         if e.is_leaf and (e.grad is not None or a.grad is not None):
             _same(a.grad, e.grad, f"{where}.grad", atol, rtol, pairs)
-        if vars(e) or vars(a):  # a subclass's attributes
-            _same(vars(a), vars(e), f"{where} (attributes)", atol, rtol, pairs)
+        if _tensor_attributes(e) or _tensor_attributes(a):  # a subclass's, or the user's
+            _same(_tensor_attributes(a), _tensor_attributes(e), f"{where} (attributes)", atol, rtol, pairs)
         return
     np = sys.modules.get("numpy")  # NumPy values can only appear if NumPy was imported
     if np is not None and isinstance(e, (np.ndarray, np.generic)):
@@ -363,6 +363,12 @@ def _same_tensor(a: torch.Tensor, e: torch.Tensor, fail: Callable, atol: float, 
         equal = torch.equal(a, e)
     if not equal:
         fail("values differ")
+
+
+def _tensor_attributes(value: torch.Tensor) -> dict:
+    """A tensor's Python attributes, without the ``_dynamo_*`` marks torch's
+    compiled runtime puts on outputs (dynamic dims; torch.compile's too)."""
+    return {k: v for k, v in vars(value).items() if not k.startswith("_dynamo_")}
 
 
 def _storage_bytes(value: torch.Tensor) -> int | None:

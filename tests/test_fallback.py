@@ -8,8 +8,9 @@ import torch
 
 import bytegraph
 from bytegraph.runtime import metrics
-from bytegraph.testing import same
-from tests.helpers import breaks_of, compile_counted
+from bytegraph.testing import CompileCounter, same
+from tests import assert_bodies
+from tests.helpers import assert_same, check
 
 
 def with_print(x):
@@ -51,12 +52,8 @@ def with_tolist(x):
     ],
 )
 def test_unsupported_code_runs_natively_and_records_the_break(fn, gb_type, graphs, capsys):
-    compiled, cnt = compile_counted(fn)
     with bytegraph.config.patch(capture_scalar_outputs=False):  # on (the default), item() and tolist() are traced
-        for x in (torch.ones(4), -torch.ones(4)):
-            assert same(compiled(x), fn(x))
-    assert cnt.frame_count == graphs
-    assert breaks_of(fn) == [gb_type]
+        check(fn, calls=[(torch.ones(4),), (-torch.ones(4),)], graphs=graphs, breaks=1, gb_types=[gb_type])
     stats = metrics.FRAMES[id(fn.__code__)]
     assert not stats.ran_natively  # compiled around the break, not given up on
     (record,) = stats.breaks
@@ -64,9 +61,8 @@ def test_unsupported_code_runs_natively_and_records_the_break(fn, gb_type, graph
 
 
 def test_print_output_is_produced_once(capsys):
-    compiled, _ = compile_counted(with_print)
-    compiled(torch.randn(2))
-    assert capsys.readouterr().out == "value computed\n"
+    check(with_print, torch.randn(2), graphs=2, breaks=1, gb_types=["print"])
+    assert capsys.readouterr().out == "value computed\n" * 2  # once on each side
 
 
 def test_break_inside_an_inlined_function_records_the_inner_frame():
@@ -77,9 +73,7 @@ def test_break_inside_an_inlined_function_records_the_inner_frame():
     def outer(x):
         return inner(x * 2) * 3
 
-    compiled, cnt = compile_counted(outer)
-    x = torch.randn(3)
-    assert same(compiled(x), outer(x))
+    check(outer, torch.randn(3), graphs=3, breaks=1, gb_types=["print"])
     (record,) = metrics.FRAMES[id(outer.__code__)].breaks
     assert record.gb_type == "print"
     assert [f.name for f in record.user_stack] == ["outer", "inner"]
@@ -93,17 +87,12 @@ def test_side_effects_before_a_break_happen_once():
         log.append("end")
         return y
 
-    log = []
-    compiled, _ = compile_counted(f)
-    x = torch.randn(2)
-    assert same(compiled(x, log), x + 1)
-    assert log == ["start", "end"]
+    # x + 1 before the print, nothing after it; check compares each side's log: ["start", "end"]
+    check(f, torch.randn(2), [], graphs=1, breaks=1, gb_types=["print"])
 
 
 def test_capture_scalar_outputs_is_not_required_for_correctness():
-    compiled, _ = compile_counted(with_item)
-    x = torch.randn(4)
-    assert same(compiled(x), with_item(x))
+    check(with_item, torch.randn(4))
 
 
 # ---- user exceptions ------------------------------------------------------------
@@ -136,11 +125,6 @@ def missing_attribute(x):
     return x.no_such_method()
 
 
-def failed_assert(x):
-    assert x.dim() == 2, "need a matrix"
-    return x
-
-
 def bad_call(x):
     return torch.relu(x, x, x)
 
@@ -159,29 +143,32 @@ def exception_in_inlined_callee(x):
 
 
 @pytest.mark.parametrize(
-    "fn",
-    [raises_value_error, missing_key, bad_index, zero_division, shape_mismatch, missing_attribute,
-     failed_assert, bad_call, unbound_local, exception_in_inlined_callee],
+    "fn, error",
+    [(raises_value_error, ValueError), (missing_key, KeyError), (bad_index, IndexError),
+     (zero_division, ZeroDivisionError), (shape_mismatch, RuntimeError), (missing_attribute, AttributeError),
+     (assert_bodies.assert_is_a_matrix, AssertionError), (bad_call, TypeError), (unbound_local, UnboundLocalError),
+     (exception_in_inlined_callee, KeyError)],
 )
-def test_user_exceptions_surface_as_in_eager(fn):
-    x = torch.randn(3)
-    with pytest.raises(Exception) as eager:
-        fn(x)
-    compiled, cnt = compile_counted(fn)
-    for _ in range(2):  # first call (tracing) and a later call behave the same
-        with pytest.raises(type(eager.value)) as actual:
-            compiled(x)
-        assert type(actual.value) is type(eager.value)
-        assert str(actual.value) == str(eager.value)
+def test_user_exceptions_surface_as_in_eager(fn, error):
+    # the exception is met while tracing: the frame runs natively from there (nothing was computed
+    # before it); a shape mismatch is found by the graph's matmul after its ones() are a graph
+    graphs = 1 if fn is shape_mismatch else 0
+    gb = {shape_mismatch: ["operator error at trace time"], bad_call: ["operator error at trace time"],
+          unbound_local: ["user error"], assert_bodies.assert_is_a_matrix: ["assertion failure", "uncaught exception"],
+          }.get(fn, ["uncaught exception"])
+    x = torch.randn(3)  # the first call (tracing) and a later one behave the same
+    check(fn, calls=[(x,), (x,)], raises=error, graphs=graphs, breaks=len(gb), gb_types=gb)
 
 
 def test_exception_in_compiled_graph_at_run_time():
     def f(x, idx):
         return x[idx]
 
-    compiled, cnt = compile_counted(f)
+    # not check for the second call: one compiled function, a call that works, then one that raises
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
     x = torch.randn(4)
-    assert same(compiled(x, torch.tensor([1, 3])), f(x, torch.tensor([1, 3])))
+    assert_same(compiled(x, torch.tensor([1, 3])), f(x, torch.tensor([1, 3])))
     with pytest.raises(IndexError):
         f(x, torch.tensor([1, 9]))
     with pytest.raises(IndexError):
@@ -197,7 +184,8 @@ def test_exception_in_compiled_graph_at_run_time():
     [(with_print, "print"), (with_tensor_branch, "data-dependent branching")],
 )
 def test_fullgraph_raises_unsupported(fn, gb_type):
-    compiled, cnt = compile_counted(fn, fullgraph=True)
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt, fullgraph=True)
     with pytest.raises(bytegraph.Unsupported) as info:
         compiled(torch.randn(3))
     assert info.value.gb_type == gb_type
@@ -208,28 +196,21 @@ def test_fullgraph_raises_unsupported(fn, gb_type):
 
 def test_fullgraph_captures_item_whatever_the_settings():
     # as torch.compile: under fullgraph a data-dependent scalar is a symbol, never a failing break
-    compiled, cnt = compile_counted(with_item, fullgraph=True)
     with bytegraph.config.patch(capture_scalar_outputs=False):
-        for _ in range(2):
-            x = torch.randn(3)
-            assert same(compiled(x), with_item(x))
-    assert cnt.frame_count == 1
+        check(with_item, calls=[(torch.randn(3),), (torch.randn(3),)], fullgraph=True)
 
 
 def test_fullgraph_compiles_code_without_breaks():
     def f(x):
         return (x * 2).relu()
 
-    compiled, cnt = compile_counted(f, fullgraph=True)
-    x = torch.randn(3)
-    assert same(compiled(x), f(x))
-    assert cnt.frame_count == 1
+    check(f, torch.randn(3), fullgraph=True)
 
 
 def test_fullgraph_reports_user_errors_as_graph_breaks():
     # as torch.compile(fullgraph=True) does ("Observed exception"): the error is
     # met while tracing, before any code runs
-    compiled, _ = compile_counted(missing_key, fullgraph=True)
+    compiled = bytegraph.compile(missing_key, backend="eager", fullgraph=True)
     with pytest.raises(bytegraph.Unsupported) as info:
         compiled(torch.randn(3))
     assert info.value.gb_type == "uncaught exception"
@@ -242,9 +223,11 @@ def test_error_inside_no_grad_block_restores_grad_mode():
             y = x[idx]
         return y * 2
 
-    compiled, cnt = compile_counted(f)
+    # not check: a call that works, then one that raises, on one compiled function
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
     x = torch.randn(4, requires_grad=True)
-    assert same(compiled(x, torch.tensor([1])), f(x, torch.tensor([1])))
+    assert_same(compiled(x, torch.tensor([1])), f(x, torch.tensor([1])))
     try:
         with pytest.raises(IndexError):
             compiled(x, torch.tensor([9]))
@@ -261,8 +244,9 @@ def test_error_after_plain_set_grad_enabled_leaves_mode_as_eager():
         torch.set_grad_enabled(True)
         return y
 
+    # not check: f leaves the global grad mode switched when it raises; eager's is compared
     x = torch.randn(4, requires_grad=True)
-    compiled, _ = compile_counted(f)
+    compiled = bytegraph.compile(f, backend="eager")
     compiled(x, torch.tensor([1]))
     try:
         with pytest.raises(IndexError):
@@ -284,11 +268,8 @@ def test_tensor_work_in_try_except_keeps_eager_exception_handling():
             y = x * 0
         return y
 
-    compiled, _ = compile_counted(f)
-    x = torch.randn(4)
-    for idx in (torch.tensor([1]), torch.tensor([9])):  # the second raises inside the try
-        assert same(compiled(x, idx), f(x, idx))
-    assert breaks_of(f) == ["graph operation in try block"]
+    x = torch.randn(4)  # the second call raises inside the try
+    check(f, calls=[(x, torch.tensor([1])), (x, torch.tensor([9]))], graphs=0, breaks=1, gb_types=["graph operation in try block"])
 
 
 def test_with_block_is_not_a_try_statement():
@@ -297,10 +278,7 @@ def test_with_block_is_not_a_try_statement():
             y = x * 2
         return y + 1
 
-    compiled, cnt = compile_counted(f)
-    x = torch.randn(3, requires_grad=True)
-    assert same(compiled(x), f(x))
-    assert cnt.frame_count == 1
+    check(f, torch.randn(3, requires_grad=True))
 
 
 class LibraryError(RuntimeError):
@@ -327,11 +305,11 @@ def test_tensor_work_in_try_breaks_only_when_an_except_clause_can_catch_torch_er
         namespace,
     )
     f = namespace["f"]
-    compiled, cnt = compile_counted(f)
-    x, i = torch.randn(4), torch.tensor([1])
-    for d in ({"scale": 2.0}, {}):  # the second raises KeyError inside the try
-        assert same(compiled(x, i, d), f(x, i, d))
-    assert (breaks_of(f) == ["graph operation in try block"]) == breaks
+    x, i = torch.randn(4), torch.tensor([1])  # the second call raises KeyError inside the try
+    gb_types = ["graph operation in try block"] if breaks else []
+    # without the break: one graph per dict (its keys are guarded); with it, the try runs natively
+    check(f, calls=[(x, i, {"scale": 2.0}), (x, i, {})], graphs=0 if breaks else 2, breaks=len(gb_types),
+          gb_types=gb_types)
 
 
 @pytest.mark.parametrize("clause", ["Exception", "LookupError", ""])
@@ -348,6 +326,4 @@ def test_operations_that_cannot_raise_on_the_data_stay_in_the_graph_inside_try(c
     f = namespace["f"]
     x = torch.randn(4)
     for d in ({"k": 3}, {}):  # the second raises KeyError inside the try
-        compiled, cnt = compile_counted(f, fullgraph=True)
-        assert same(compiled(x, d), f(x, d))
-        assert cnt.frame_count == 1
+        check(f, x, d, fullgraph=True)
