@@ -28,6 +28,7 @@ import math
 import random
 import sys
 import types
+import weakref
 from typing import Any, Callable, Sequence
 
 import torch
@@ -337,6 +338,9 @@ def _same(a: Any, e: Any, where: str, atol: float, rtol: float, pairs: dict) -> 
         _same((a.__func__, a.__self__), (e.__func__, e.__self__), f"{where} (bound method)", atol, rtol, pairs)
     elif isinstance(e, BaseException):
         _same(a.args, e.args, f"{where}.args", atol, rtol, pairs)
+    elif isinstance(e, weakref.ref):
+        _same(a(), e(), f"{where} (referent)", atol, rtol, pairs)
+        return
     elif hasattr(e, "__next__") and not hasattr(e, "__dict__"):
         _same(_iterator_state(a), _iterator_state(e), f"{where} (iterator state)", atol, rtol, pairs)
         return

@@ -12,24 +12,7 @@ import bytegraph
 from bytegraph.backends.registry import lookup_backend
 from bytegraph.runtime import metrics
 from bytegraph.testing import CompileCounter, same
-
-
-def breaks():
-    return [b.reason for stats in metrics.FRAMES.values() for b in stats.breaks]
-
-
-def run_both(module, *args, calls=1, backend=None):
-    """Compile ``module`` (CompileCounter unless ``backend``), call it ``calls``
-    times; compare the last output with a deep copy of the module run eagerly
-    the same number of times. Returns (compiled output, counter)."""
-    reference = copy.deepcopy(module)
-    cnt = CompileCounter()
-    compiled = bytegraph.compile(module, backend=backend or cnt)
-    for _ in range(calls):
-        actual = compiled(*args)
-        expected = reference(*args)
-    assert same(actual, expected, atol=1e-5), f"{actual!r} != {expected!r}"
-    return actual, cnt
+from tests.helpers import break_types, check, check_module
 
 
 class Containers(nn.Module):
@@ -55,18 +38,12 @@ class Containers(nn.Module):
 
 
 def test_module_and_parameter_containers_and_slices():
-    run_both(Containers(), torch.randn(3, 8))
-    assert breaks() == []
+    check_module(Containers(), torch.randn(3, 8))
 
 
 def test_sliced_module_list_does_not_recompile():
-    module = Containers()
-    cnt = CompileCounter()
-    compiled = bytegraph.compile(module, backend=cnt)
     x = torch.randn(3, 8)
-    for _ in range(3):
-        assert same(compiled(x), module(x))
-    assert cnt.frame_count == 1
+    check_module(Containers(), calls=[(x,)] * 3)
 
 
 def test_returned_module_slice_is_a_new_container_of_the_same_modules():
@@ -75,18 +52,13 @@ def test_returned_module_slice_is_a_new_container_of_the_same_modules():
     def f(x):
         return module.layers[1:], module.seq[:2](x)
 
-    x = torch.randn(2, 8)
-    out = bytegraph.compile(f, backend="eager")(x)
-    eager = f(x)
-    sliced = out[0]
-    assert type(sliced) is nn.ModuleList and list(sliced) == list(eager[0]) and sliced is not module.layers
-    assert same(out[1], eager[1])
+    out = check(f, torch.randn(2, 8))  # check compares the slice's type and that it holds the same modules
+    assert out[0] is not module.layers
 
 
 def test_batchnorm_running_stats_match_after_steps():
     model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8)).train()
-    _, cnt = run_both(model, torch.randn(4, 8), calls=3)
-    assert cnt.frame_count == 1
+    check_module(model, calls=[(torch.randn(4, 8),)] * 3)  # check_module compares the running stats
 
 
 class Hooked(nn.Module):
@@ -102,13 +74,13 @@ def test_forward_hooks_registered_before_compiling():
     model = Hooked()
     model.inner.register_forward_hook(lambda m, i, o: o * 2)
     model.inner.register_forward_pre_hook(lambda m, i: (i[0] + 1,))
-    _, cnt = run_both(model, torch.randn(2, 8))
-    assert cnt.frame_count == 1 and breaks() == []
+    check_module(model, torch.randn(2, 8))
 
 
 def compiled_hooked():
     """A ``Hooked`` model compiled with a CompileCounter and called once on an
-    input (compared with eager): (model, counter, compiled, input)."""
+    input (compared with eager): (model, counter, compiled, input). For tests
+    that add hooks between calls, which check_module's copies cannot see."""
     model = Hooked()
     cnt = CompileCounter()
     compiled = bytegraph.compile(model, backend=cnt)
@@ -151,54 +123,31 @@ def test_compiled_module_whose_hook_torch_marks_not_to_compile_runs_its_hooks_na
     model.register_forward_pre_hook(add_one)
     model.register_forward_hook(lambda m, i, o: o * 2)
     x = torch.randn(2, 8)
-    _, cnt = run_both(model, x, calls=2)
-    assert cnt.frame_count == 1 and breaks() == []
+    check_module(model, calls=[(x,), (x,)])  # and that the copies' __dict__ gained no compiled forward
     assert calls == ["pre"] * 4  # once per call, compiled (2) and eager (2)
-    assert "forward" not in model.__dict__  # the compiled forward was in place for the call only
 
 
 def test_hook_torch_marks_not_to_compile_registered_after_compiling_is_run():
     model, _, compiled, x = compiled_hooked()
     model.register_forward_hook(functools.partial(torch.compiler.disable(lambda shift, m, i, o: o + shift), 100))
     assert same(compiled(x), model(x)) and float(compiled(x).min()) >= 100
-    assert breaks() == []
+    assert break_types() == []
 
 
 def test_tensor_hooks_registered_between_calls_do_not_recompile():
-    model = Hooked()
-    cnt = CompileCounter()
-    compiled = bytegraph.compile(model, backend=cnt)
-    for _ in range(3):
+    def hooked_input():  # a factory: a copy of a tensor has none of its hooks
         x = torch.randn(2, 8, requires_grad=True)
-        x_eager = x.detach().clone().requires_grad_()
-        for inp in (x, x_eager):
-            inp.register_hook(lambda g: g * 2)
-        compiled(x).sum().backward()
-        model(x_eager).sum().backward()
-        assert same(x.grad, x_eager.grad)
-    assert cnt.frame_count == 1
+        x.register_hook(lambda g: g * 2)
+        return (x,)
+
+    check_module(Hooked(), calls=[hooked_input] * 3, backward=True)
 
 
 @pytest.mark.parametrize("backend", ["aot_eager"])
 def test_training_steps_with_a_compiling_backend_do_not_recompile(backend):
-    calls = []
-    real = lookup_backend(backend)
-
-    def counting(gm, example_inputs):
-        calls.append(gm)
-        return real(gm, example_inputs)
-
-    torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 1)).train()
-    reference = copy.deepcopy(model)
-    compiled = bytegraph.compile(model, backend=counting)
-    x = torch.randn(4, 8)
-    for _ in range(3):
-        compiled(x).sum().backward()
-        reference(x).sum().backward()
-    for p, q in zip(model.parameters(), reference.parameters()):
-        assert same(p.grad, q.grad, atol=1e-5)
-    assert len(calls) == 1
+    x = torch.randn(4, 8)  # gradients accumulate over the three steps on each side
+    check_module(model, calls=[(x,)] * 3, backend=backend, backward=True, atol=1e-5)
 
 
 class SelfCache(nn.Module):
@@ -214,20 +163,15 @@ class SelfCache(nn.Module):
 
 
 def test_module_attribute_rebinding_and_buffer_updates_replay_each_call():
-    model = SelfCache()
-    compiled = bytegraph.compile(model, backend="eager")
-    x = torch.randn(3)
-    compiled(x)
-    out = compiled(x)
-    assert same(model.cache, x * 3) and model.count == 2 and model.steps.item() == 2.0
-    assert same(out, x * 3 + 2)
+    x = torch.randn(3)  # check_module compares cache, count and steps after each call
+    check_module(SelfCache(), calls=[(x,), (x,)], graphs=2)  # count is a guarded int: 1, then 2
 
 
 @pytest.mark.parametrize("cls,shape", [(nn.LSTM, (2, 5, 8)), (nn.GRU, (2, 5, 8)), (nn.RNN, (2, 5, 8))])
 def test_recurrent_modules_in_one_graph(cls, shape):
     model = cls(8, 4, num_layers=2, batch_first=True, bidirectional=True)
-    _, cnt = run_both(model, torch.randn(*shape), calls=2)
-    assert cnt.frame_count == 1 and breaks() == []
+    x = torch.randn(*shape)
+    check_module(model, calls=[(x,), (x,)], atol=1e-5)
 
 
 def test_training_flag_is_guarded():
@@ -235,6 +179,7 @@ def test_training_flag_is_guarded():
         def forward(self, x):
             return x * 2 if self.training else x - 1
 
+    # not check_module: the module's mode changes between calls
     model = TrainFlag()
     cnt = CompileCounter()
     compiled = bytegraph.compile(model, backend=cnt)
@@ -249,6 +194,7 @@ def test_training_flag_is_guarded():
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_compiled_module_under_torch_func_transforms_matches_eager(backend):
     # under vmap/grad the inputs are functorch wrappers: the call runs natively
+    # not check_module: the compiled module is called under transforms, which check cannot wrap
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(3, 3), nn.GELU())
     cnt = CompileCounter() if backend == "eager" else backend
@@ -274,7 +220,10 @@ def test_rnn_on_packed_sequences_of_changing_lengths_matches_eager(rnn):
     def f(p):
         return layer(p)[0].data
 
-    compiled = bytegraph.compile(f, backend="eager")
-    for lengths in ([5, 3, 2], [4, 3, 1], [5, 5, 5]):
-        packed = pack_padded_sequence(torch.randn(5, 3, 3), torch.tensor(lengths))
-        assert same(compiled(packed), f(packed))
+    packed = [pack_padded_sequence(torch.randn(5, 3, 3), torch.tensor(n)) for n in ([5, 3, 2], [4, 3, 1], [5, 5, 5])]
+    if rnn is nn.LSTM:  # the kernel call breaks on each new batch_sizes guard
+        breaks = ["packed sequence RNN"] * 2
+    else:  # GRU's input check reads batch_sizes[0] in a branch first: a break per size, then the kernel's
+        branch = "data-dependent branching"
+        breaks = [branch] * 3 + ["packed sequence RNN"] + [branch] * 2 + ["packed sequence RNN"]
+    check(f, calls=[(p,) for p in packed], graphs=2 if rnn is nn.LSTM else 4, breaks=len(breaks), gb_types=breaks)
