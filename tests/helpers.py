@@ -22,6 +22,7 @@ parameters, buffers and, with ``backward``, gradients compared as state).
 """
 from __future__ import annotations
 
+import collections
 import copy
 import enum
 import math
@@ -284,10 +285,13 @@ def _same(a: Any, e: Any, where: str, atol: float, rtol: float, pairs: dict) -> 
 
     if not _same_type(type(a), type(e)):
         fail(f"type {type(a).__name__} != {type(e).__name__}")
+    if isinstance(e, float):
+        if not (math.copysign(1, a) == math.copysign(1, e) and (a == e or math.isnan(a) and math.isnan(e))
+                or math.isclose(a, e, rel_tol=rtol, abs_tol=atol)):
+            fail("values differ")
+        return
     if isinstance(e, _ATOMS) or isinstance(e, type):
-        equal = (a is e or a == e or (isinstance(e, float) and math.isnan(e) and math.isnan(a))
-                 or (isinstance(e, type) and _same_type(a, e)))
-        if not equal:
+        if not (a is e or a == e or (isinstance(e, type) and _same_type(a, e))):
             fail("values differ")
         return
     if not isinstance(e, _IMMUTABLE):
@@ -313,7 +317,9 @@ def _same(a: Any, e: Any, where: str, atol: float, rtol: float, pairs: dict) -> 
         if not (close(a, e, equal_nan=True) if e.dtype.kind in "fc" else close(a, e)):
             fail("values differ")
         return
-    if isinstance(e, (list, tuple)):
+    if isinstance(e, collections.deque) and a.maxlen != e.maxlen:
+        fail(f"maxlen {a.maxlen} != {e.maxlen}")
+    if isinstance(e, (list, tuple, collections.deque)):
         if len(a) != len(e):
             fail(f"length {len(a)} != {len(e)}")
         for n, (x, y) in enumerate(zip(a, e)):
@@ -336,8 +342,10 @@ def _same(a: Any, e: Any, where: str, atol: float, rtol: float, pairs: dict) -> 
         _same(a.__defaults__, e.__defaults__, f"{where}.__defaults__", atol, rtol, pairs)
     elif isinstance(e, types.MethodType):
         _same((a.__func__, a.__self__), (e.__func__, e.__self__), f"{where} (bound method)", atol, rtol, pairs)
-    elif isinstance(e, BaseException):
-        _same(a.args, e.args, f"{where}.args", atol, rtol, pairs)
+    elif isinstance(e, BaseException):  # its chain too, and whether it carries a traceback
+        _same((a.args, a.__cause__, a.__context__, a.__suppress_context__, a.__traceback__ is None),
+              (e.args, e.__cause__, e.__context__, e.__suppress_context__, e.__traceback__ is None),
+              f"{where} (args, cause, context, suppress_context, no traceback)", atol, rtol, pairs)
     elif isinstance(e, weakref.ref):
         _same(a(), e(), f"{where} (referent)", atol, rtol, pairs)
         return
@@ -345,7 +353,7 @@ def _same(a: Any, e: Any, where: str, atol: float, rtol: float, pairs: dict) -> 
         _same(_iterator_state(a), _iterator_state(e), f"{where} (iterator state)", atol, rtol, pairs)
         return
     state_e, state_a = _state(e), _state(a)
-    if state_e is None and not isinstance(e, (list, tuple, dict, set, frozenset)):
+    if state_e is None and not isinstance(e, (list, tuple, collections.deque, dict, set, frozenset)):
         if not (a is e or a == e):
             fail("values differ")
     elif state_e is not None:
