@@ -152,6 +152,26 @@ def check_module(module: torch.nn.Module | Callable[[], torch.nn.Module], *args:
                          options.pop("kwargs", None) or {}, **options)
 
 
+def check_scenario(run: Callable[[Callable], Any], graphs: int = 1, breaks: int = 0,
+                   gb_types: list[str] | None = None, backend: Any = None, atol: float = 1e-6, rtol: float = 1e-5,
+                   **options: Any) -> Any:
+    """``check`` for programs that change what a compiled function reads between
+    its calls (a module list appended to, a default replaced): ``run(compile)``
+    builds everything it uses afresh, compiles with ``compile`` and returns what
+    it saw. It runs once with ``compile`` the identity and once with bytegraph
+    (counted; ``options`` as for ``bytegraph.compile``), from the same random
+    state; the two returns must be the same. Returns the compiled run's."""
+    counter = CountingBackend(backend)
+    rng = _rng_state()
+    expected = run(lambda fn: fn)
+    _set_rng_state(rng)
+    with metrics.recording() as record:
+        actual = run(lambda fn: bytegraph.compile(fn, backend=counter, **options))
+    assert_same(actual, expected, "scenario", atol, rtol)
+    _assert_counts(counter, metrics.distinct(record.breaks), graphs, breaks, gb_types)
+    return actual
+
+
 def _argument_sets(args: tuple, make: Callable | None, calls: Sequence | None) -> list[Callable[[], Args]]:
     given = [x for x in (args or None, make, calls) if x is not None]
     assert len(given) <= 1, "give the arguments, make or calls, not several"
@@ -198,12 +218,16 @@ def _differential(pair: Callable, arg_sets: list, kwargs: dict, graphs: int = 1,
             assert_same(actual, expected, f"{where}: result", atol, rtol, pairs)
             assert_same_memory(pairs)
             assert_same(_rng_state(), eager_rng, f"{where}: random generators' state (torch, random, numpy)")
-    recorded = metrics.distinct(record.breaks)
+    _assert_counts(counter, metrics.distinct(record.breaks), graphs, breaks, gb_types)
+    return actual
+
+
+def _assert_counts(counter: CountingBackend, recorded: list, graphs: int, breaks: int,
+                   gb_types: list[str] | None) -> None:
     got = f"graphs={counter.frame_count}, breaks={len(recorded)}, gb_types={[b.gb_type for b in recorded]}"
     reasons = "".join(f"\n  {b.reason}" for b in recorded)
     assert (counter.frame_count, len(recorded)) == (graphs, breaks), f"expected graphs={graphs}, breaks={breaks}; got {got}{reasons}"
     assert gb_types is None or [b.gb_type for b in recorded] == gb_types, f"expected gb_types={gb_types}; got {got}{reasons}"
-    return actual
 
 
 def _rng_state() -> tuple:
