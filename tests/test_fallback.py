@@ -160,6 +160,44 @@ def test_user_exceptions_surface_as_in_eager(fn, error):
     check(fn, calls=[(x,), (x,)], raises=error, graphs=graphs, breaks=len(gb), gb_types=gb)
 
 
+def _raised(fn, *args, handling=False, **kwargs):
+    """The exception ``fn(*args, **kwargs)`` raises (while handling one of the caller's, with ``handling``)."""
+    try:
+        if handling:
+            try:
+                raise KeyError("the caller's")
+            except KeyError:
+                fn(*args, **kwargs)
+        fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - compared below
+        return e
+    raise AssertionError("no exception")
+
+
+@pytest.mark.parametrize("handling", [False, True], ids=["plain", "while_handling"])
+@pytest.mark.parametrize("warm", [False, True], ids=["first_call", "cached"])
+@pytest.mark.parametrize("call", [
+    ((torch.ones(3), torch.tensor([5])), {}),  # the graph raises; the frame reruns natively
+    ((torch.ones(3),), {}),  # the arguments do not bind: eager's TypeError
+    ((torch.ones(3), torch.tensor([1])), {"j": 1}),
+], ids=["graph_raises", "missing_argument", "unknown_keyword"])
+def test_an_exception_from_the_native_run_has_eagers_context(call, warm, handling):
+    # the native run happened inside bytegraph's own except clause: the user's exception carried
+    # GraphRaised (or the binding TypeError) as its __context__
+    def f(x, i):
+        return x[i] + 1
+
+    args, kwargs = call
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(f, backend=cnt)
+    if warm:
+        compiled(torch.ones(3), torch.tensor([1]))
+    actual, expected = _raised(compiled, *args, handling=handling, **kwargs), _raised(f, *args, handling=handling, **kwargs)
+    assert_same(actual, expected)  # the type, message, cause and context chain
+    binds = len(args) == 2 and not kwargs  # a call that does not bind compiles nothing
+    assert cnt.frame_count == (1 if warm or binds else 0)
+
+
 def test_exception_in_compiled_graph_at_run_time():
     def f(x, idx):
         return x[idx]
