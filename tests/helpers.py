@@ -78,8 +78,9 @@ def fresh(args: Any) -> Any:
         elif hasattr(value, "__dict__") and not isinstance(value, (type, types.FunctionType, types.ModuleType)):
             walk(vars(value))
 
-    walk(args)
-    copied = copy.deepcopy(args, memo)
+    with torch._C.DisableTorchFunctionSubclass():  # copying runs no user __torch_function__ (it may log)
+        walk(args)
+        copied = copy.deepcopy(args, memo)
     twins = [(memo[id(t)], t._version) for t in tensors if id(t) in memo]
     if twins:  # deepcopy writes its copies once: give them the originals' version counters
         torch._C._autograd._unsafe_set_version_counter(*zip(*twins))
@@ -268,7 +269,8 @@ def assert_same(actual: Any, expected: Any, where: str = "value", atol: float = 
     ``expected`` hold one object in ``actual``, and only then)."""
     own = pairs is None
     pairs = {} if own else pairs
-    _same(actual, expected, where, atol, rtol, pairs)
+    with torch._C.DisableTorchFunctionSubclass():  # comparing runs no user __torch_function__ (it may log)
+        _same(actual, expected, where, atol, rtol, pairs)
     if own:
         assert_same_memory(pairs)
 
@@ -277,9 +279,11 @@ def assert_same_memory(pairs: dict) -> None:
     """Two tensors or arrays compared share memory in eager's values exactly
     when their compiled twins do (views of an argument stay views of it)."""
     buffers = pairs.get("buffers", [])
-    for n, (where, a, e) in enumerate(buffers):
-        for where2, a2, e2 in buffers[n + 1:]:
-            if _overlap(_memory(e), _memory(e2)) != _overlap(_memory(a), _memory(a2)):
+    with torch._C.DisableTorchFunctionSubclass():
+        spans = [(where, _memory(a), _memory(e)) for where, a, e in buffers]
+    for n, (where, a, e) in enumerate(spans):
+        for where2, a2, e2 in spans[n + 1:]:
+            if _overlap(e, e2) != _overlap(a, a2):
                 raise AssertionError(f"{where} and {where2} share memory in one run and not in the other")
 
 
@@ -291,9 +295,10 @@ def _memory(value: Any) -> tuple[int, int] | None:
             return None
         try:
             storage = value.untyped_storage()
+            start = storage.data_ptr()
         except (RuntimeError, NotImplementedError):  # a wrapper subclass without storage
             return None
-        return (storage.data_ptr(), storage.data_ptr() + storage.nbytes()) if storage.data_ptr() else None
+        return (start, start + storage.nbytes()) if start else None
     if np is not None and isinstance(value, np.ndarray) and value.size:
         return np.lib.array_utils.byte_bounds(value)
     return None
@@ -324,7 +329,7 @@ def _same(a: Any, e: Any, where: str, atol: float, rtol: float, pairs: dict) -> 
                 fail("aliasing differs (an object eager returns in two places is two objects here, or the reverse)")
             return
         pairs[id(e)], pairs[id(a)] = a, e
-        if _memory(e) is not None or _memory(a) is not None:
+        if isinstance(e, torch.Tensor) or type(e).__module__ == "numpy":
             pairs.setdefault("buffers", []).append((where, a, e))
     if isinstance(e, torch.Tensor):
         _same_tensor(a, e, fail, atol, rtol)

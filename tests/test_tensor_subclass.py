@@ -9,25 +9,9 @@ from torch.utils import _pytree as pytree
 
 import bytegraph
 from bytegraph.runtime import metrics
-from bytegraph.testing import same
-from tests.helpers import breaks_of, compile_counted
+from bytegraph.testing import CompileCounter, same
+from tests.helpers import check, check_scenario
 from bytegraph.variables.tensors.subclass import NO_TORCH_FUNCTION
-
-
-def assert_same_outputs(actual, expected):
-    actual, expected = _tuple(actual), _tuple(expected)
-    assert [type(a) for a in actual] == [type(e) for e in expected]
-    for a, e in zip(actual, expected):
-        if isinstance(e, torch.Tensor):
-            assert a.__dict__ == e.__dict__, f"{a.__dict__} != {e.__dict__}"
-            with torch._C.DisableTorchFunctionSubclass():  # compare data without logging
-                assert a.dtype == e.dtype and a.shape == e.shape and torch.allclose(a, e)
-        else:
-            assert same(a, e)
-
-
-def _tuple(value):
-    return value if isinstance(value, tuple) else (value,)
 
 
 # ---- a logging subclass --------------------------------------------------------------------------
@@ -54,36 +38,30 @@ def logged_ops(x, y):
 
 
 def test_logging_subclass_records_the_same_calls_as_eager():
-    def make():
-        return torch.randn(4, 3).as_subclass(LoggingTensor), torch.randn(4, 3)
+    def run(compile):  # check_scenario compares the results and the logs, each call's
+        args = torch.randn(4, 3).as_subclass(LoggingTensor), torch.randn(4, 3)
+        fn, logs = compile(logged_ops), []
+        for _ in range(2):  # the log is replayed on every compiled call
+            LOG.clear()
+            logs.append((fn(*args), list(LOG)))
+        return logs
 
-    torch.manual_seed(0)
-    eager_args = make()
-    torch.manual_seed(0)
-    args = make()
-    LOG.clear()
-    expected = logged_ops(*eager_args)
-    eager_log = list(LOG)
-    compiled, cnt = compile_counted(logged_ops)
-    for _ in range(2):  # the log is replayed on every compiled call
-        LOG.clear()
-        actual = compiled(*args)
-        assert LOG == eager_log
-    assert cnt.frame_count == 1
-    assert eager_log[:6] == ["add", "relu", "mul", "relu", "sum", "__get__"]
-    assert_same_outputs(actual, expected)
+    logs = check_scenario(run)
+    assert logs[0][1][:6] == ["add", "relu", "mul", "relu", "sum", "__get__"]
 
 
 def test_plain_tensor_input_recompiles_on_the_subclass_type_guard():
     def fn(x):
         return x * 2
 
-    compiled, cnt = compile_counted(fn)
-    for x in (torch.ones(3).as_subclass(LoggingTensor), torch.ones(3), torch.ones(3).as_subclass(LoggingTensor)):
-        LOG.clear()
-        out = compiled(x)
-        assert type(out) is type(x) and LOG == (["mul"] if type(x) is LoggingTensor else [])
-    assert cnt.frame_count == 2
+    def run(compile):
+        compiled, logs = compile(fn), []
+        for x in (torch.ones(3).as_subclass(LoggingTensor), torch.ones(3), torch.ones(3).as_subclass(LoggingTensor)):
+            LOG.clear()
+            logs.append((compiled(x), list(LOG)))
+        return logs
+
+    check_scenario(run, graphs=2)
     reasons = metrics.FRAMES[id(fn.__code__)].recompile_reasons
     assert "type mismatch" in reasons[0]
 
@@ -97,7 +75,9 @@ def test_replacing_torch_function_on_the_class_recompiles():
     def fn(x):
         return x + 1
 
-    compiled, cnt = compile_counted(fn)
+    # not check_scenario: the class is the changed state, shared by both runs
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt)
     x = torch.ones(2).as_subclass(Swappable)
     assert type(compiled(x)) is Swappable
     Swappable.__torch_function__ = classmethod(lambda cls, func, types, args=(), kwargs=None: "replaced")
@@ -152,17 +132,14 @@ def test_subclasses_that_choose_output_types_match_eager(cls, fn):
     def make():
         return torch.arange(6.0).reshape(2, 3).sub(2).as_subclass(cls)
 
-    compiled, cnt = compile_counted(fn)
-    assert_same_outputs(compiled(make()), fn(make()))
-    assert cnt.frame_count == 1
+    check(fn, make())  # check compares output types and instance attributes
 
 
 def test_torch_return_types_keep_their_type_when_converted():
     def fn(p):
         return p.max(dim=1)
 
-    compiled, _ = compile_counted(fn)
-    out = compiled(torch.ones(2, 3).as_subclass(Plain))
+    out = check(fn, torch.ones(2, 3).as_subclass(Plain))
     assert type(out) is torch.return_types.max and type(out.values) is Plain
 
 
@@ -212,9 +189,7 @@ def test_unit_carrying_subclass_with_methods_matches_eager():
     def make():
         return Quantity(torch.arange(3.0), "m"), torch.ones(3)
 
-    compiled, cnt = compile_counted(quantities)
-    assert_same_outputs(compiled(*make()), quantities(*make()))
-    assert cnt.frame_count == 1
+    check(quantities, make=make)
 
 
 def test_attribute_writes_on_a_subclass_input_are_replayed():
@@ -223,10 +198,7 @@ def test_attribute_writes_on_a_subclass_input_are_replayed():
         q.history = [q.unit]
         return q * 1
 
-    compiled, _ = compile_counted(fn)
-    q, eq = Quantity(torch.ones(2), "m"), Quantity(torch.ones(2), "m")
-    assert_same_outputs(compiled(q), fn(eq))
-    assert q.__dict__ == eq.__dict__
+    check(fn, make=lambda: (Quantity(torch.ones(2), "m"),))  # and each side's q.__dict__
 
 
 # ---- construction --------------------------------------------------------------------------------
@@ -258,12 +230,7 @@ def test_construction_routes_match_eager(fn):
     def make():
         return torch.arange(3.0, requires_grad=True)
 
-    compiled, cnt = compile_counted(fn)
-    actual, expected = compiled(make()), fn(make())
-    assert_same_outputs(actual, expected)
-    assert cnt.frame_count == 1
-    if isinstance(expected, tuple) and expected[0] is expected[1]:
-        assert actual[0] is actual[1]
+    check(fn, make=lambda: (make(),))  # check compares types, attributes and aliasing
 
 
 def test_default_constructor_aliases_and_keeps_autograd_history():
@@ -271,24 +238,14 @@ def test_default_constructor_aliases_and_keeps_autograd_history():
         p = Plain(t)
         return p * 3
 
-    t = torch.arange(3.0, requires_grad=True)
-    compiled = bytegraph.compile(fn, backend="aot_eager")
-    compiled(t).sum().backward()
-    assert torch.equal(t.grad, torch.full((3,), 3.0))
+    check(fn, torch.arange(3.0, requires_grad=True), backend="aot_eager", backward=True)  # t.grad: 3 each
 
 
 @pytest.mark.parametrize("fn", [lambda: Plain([1.0, 2.0]), lambda t: Plain(t, t)])
 def test_other_constructors_break_with_a_reason(fn):
     args = (torch.ones(2),) if fn.__code__.co_argcount else ()
-    compiled, _ = compile_counted(fn)
-    try:
-        expected = fn(*args)
-    except Exception as e:
-        with pytest.raises(type(e)):
-            compiled(*args)
-    else:
-        assert_same_outputs(compiled(*args), expected)
-    assert breaks_of(fn) == ["tensor subclass construction"]
+    raises = TypeError if args else None  # Plain(t, t) is eager's TypeError
+    check(fn, *args, raises=raises, graphs=0, breaks=1, gb_types=["tensor subclass construction"])  # runs natively
 
 
 # ---- dispatch rules ------------------------------------------------------------------------------
@@ -317,13 +274,11 @@ def test_several_subclasses_dispatch_in_eagers_order():
     def fn(b, d):
         return b + d, torch.sub(d, b)
 
-    LOG.clear()
-    expected = fn(*make_base_and_derived())
-    eager_log = list(LOG)
-    compiled, _ = compile_counted(fn)
-    LOG.clear()
-    assert_same_outputs(compiled(*make_base_and_derived()), expected)
-    assert LOG == eager_log and eager_log[0][0] == "Derived"
+    def run(compile):
+        LOG.clear()
+        return compile(fn)(*make_base_and_derived()), list(LOG)
+
+    assert check_scenario(run)[1][0][0] == "Derived"
 
 
 def test_every_override_returning_not_implemented_raises_eagers_type_error():
@@ -331,14 +286,15 @@ def test_every_override_returning_not_implemented_raises_eagers_type_error():
         # Derived returns NotImplemented; Base's default declines too (Base is not a subclass of Derived)
         return torch.mul(b, d)
 
-    with pytest.raises(TypeError) as eager:
-        fn(*make_base_and_derived())
-    compiled, _ = compile_counted(fn)
-    LOG.clear()
-    with pytest.raises(TypeError) as got:
-        compiled(*make_base_and_derived())
-    assert type(got.value) is type(eager.value)
-    assert [entry[0] for entry in LOG] == ["Derived", "Base"]
+    def run(compile):
+        LOG.clear()
+        try:
+            compile(fn)(*make_base_and_derived())
+        except TypeError as e:
+            return e, list(LOG)
+
+    _, log = check_scenario(run, graphs=0, breaks=1, gb_types=["user error"])
+    assert [entry[0] for entry in log] == ["Derived", "Base"]
 
 
 def test_subclass_with_disabled_torch_function_returns_plain_tensors():
@@ -351,9 +307,7 @@ def test_subclass_with_disabled_torch_function_returns_plain_tensors():
     def fn(x):
         return x.double(), x + 1
 
-    compiled, _ = compile_counted(fn)
-    x = torch.ones(2).as_subclass(NoDispatch)
-    assert_same_outputs(compiled(x), fn(x))
+    check(fn, torch.ones(2).as_subclass(NoDispatch))
 
 
 def test_module_with_subclass_input_dispatches_functional_calls():
@@ -362,40 +316,32 @@ def test_module_with_subclass_input_dispatches_functional_calls():
     def fn(x):
         return model(x)
 
-    x = torch.randn(2, 3).as_subclass(LoggingTensor)
-    LOG.clear()
-    expected = fn(x)
-    eager_log = list(LOG)
-    compiled, cnt = compile_counted(fn)
-    LOG.clear()
-    assert_same_outputs(compiled(x), expected)
-    assert LOG == eager_log == ["linear", "relu"] and cnt.frame_count == 1
+    def run(compile):
+        LOG.clear()
+        return compile(fn)(torch.randn(2, 3).as_subclass(LoggingTensor)), list(LOG)
+
+    assert check_scenario(run)[1] == ["linear", "relu"]
 
 
 def test_gradients_flow_through_subclass_inputs():
     def fn(x, w):
         return (x * w).sum()
 
-    for backend in ("eager", "aot_eager"):
-        x = torch.arange(3.0).as_subclass(Plain).requires_grad_()
-        w = torch.ones(3, requires_grad=True)
-        bytegraph.compile(fn, backend=backend)(x, w).backward()
-        assert torch.equal(w.grad, torch.arange(3.0)) and torch.equal(x.grad, torch.ones(3))
+    for backend in ("eager", "aot_eager"):  # check compares x.grad and w.grad
+        check(fn, torch.arange(3.0).as_subclass(Plain).requires_grad_(), torch.ones(3, requires_grad=True),
+              backend=backend, backward=True)
 
 
 def test_iterating_a_dispatching_subclass_breaks():
     def fn(x):
         return [row * 2 for row in x]
 
-    compiled, _ = compile_counted(fn)
-    x = torch.ones(2, 2).as_subclass(LoggingTensor)
-    LOG.clear()
-    expected = fn(x)
-    eager_log = list(LOG)
-    LOG.clear()
-    assert_same_outputs(tuple(compiled(x)), tuple(expected))
-    assert LOG == eager_log
-    assert "tensor subclass operation" in breaks_of(fn)
+    def run(compile):
+        LOG.clear()
+        return compile(fn)(torch.ones(2, 2).as_subclass(LoggingTensor)), list(LOG)
+
+    # each step of the iteration runs natively; the products are one graph
+    check_scenario(run, breaks=1, gb_types=["tensor subclass operation"])
 
 
 # ---- __torch_dispatch__ wrapper subclasses -------------------------------------------------------
@@ -429,12 +375,9 @@ def test_torch_dispatch_subclass_input_breaks_cleanly():
     def fn(w, t):
         return w * 2 + 1, t + 1
 
-    compiled, _ = compile_counted(fn)
-    w, t = WrapperTensor(torch.arange(3.0)), torch.ones(3)
-    out, expected = compiled(w, t), fn(w, t)
-    assert type(out[0]) is WrapperTensor and torch.equal(out[0].inner, expected[0].inner)
-    assert same(out[1], expected[1])
-    assert "tensor subclass with __torch_dispatch__" in breaks_of(fn)
+    # the input cannot be a FakeTensor: the frame runs natively
+    check(fn, make=lambda: (WrapperTensor(torch.arange(3.0)), torch.ones(3)), graphs=0, breaks=1,
+          gb_types=["tensor subclass with __torch_dispatch__"])
 
 
 # ---- interplay with the rest of the frontend -----------------------------------------------------
@@ -446,40 +389,32 @@ def test_subclass_instances_made_in_the_trace_survive_a_graph_break():
         print("graph break")
         return r, r + 1, r.label
 
-    compiled, cnt = compile_counted(fn)
-    assert_same_outputs(compiled(torch.ones(2)), fn(torch.ones(2)))
-    assert cnt.frame_count == 2
+    check(fn, torch.ones(2), graphs=2, breaks=1, gb_types=["print"])
 
 
 def test_dynamic_shapes_with_subclass_inputs_do_not_run_the_override_while_tracing():
     def fn(x):
         return x * x.shape[0], x.sum(0)
 
-    compiled, cnt = compile_counted(fn, dynamic=True)
-    for n in (2, 3, 4):
-        x = torch.ones(n, 3).as_subclass(LoggingTensor)
-        LOG.clear()
-        expected = fn(x)
-        eager_log = list(LOG)
-        LOG.clear()
-        assert_same_outputs(compiled(x), expected)
-        assert LOG == eager_log
-    assert cnt.frame_count == 1
+    def run(compile):
+        compiled, logs = compile(fn), []
+        for n in (2, 3, 4):
+            LOG.clear()
+            logs.append((compiled(torch.ones(n, 3).as_subclass(LoggingTensor)), list(LOG)))
+        return logs
+
+    check_scenario(run, dynamic=True)
 
 
 def test_numpy_of_a_subclass_dispatches_then_converts():
     def fn(x):
         return x.numpy().sum(), (x + 1).numpy()
 
-    x = torch.ones(2, 3).as_subclass(LoggingTensor)
-    LOG.clear()
-    expected = fn(x)
-    eager_log = list(LOG)
-    compiled, cnt = compile_counted(fn)
-    LOG.clear()
-    actual = compiled(x)
-    assert LOG == eager_log == ["numpy", "add", "numpy"] and cnt.frame_count == 1
-    assert same(actual, expected)
+    def run(compile):
+        LOG.clear()
+        return compile(fn)(torch.ones(2, 3).as_subclass(LoggingTensor)), list(LOG)
+
+    assert check_scenario(run)[1] == ["numpy", "add", "numpy"]
 
 
 class ClassLogged(torch.Tensor):
@@ -496,14 +431,11 @@ def test_writes_to_class_attributes_from_torch_function_are_replayed():
         plain = x.as_subclass(torch.Tensor)  # as_subclass does not call __torch_function__
         return x + 1, plain.as_subclass(ClassLogged) * 2, type(x).calls[-1]
 
-    x = torch.ones(2).as_subclass(ClassLogged)
-    ClassLogged.calls.clear()
-    expected = fn(x)
-    eager_calls = list(ClassLogged.calls)
-    compiled, _ = compile_counted(fn)
-    ClassLogged.calls.clear()
-    assert_same_outputs(compiled(x), expected)
-    assert ClassLogged.calls == eager_calls == ["add", "mul"]
+    def run(compile):
+        ClassLogged.calls.clear()
+        return compile(fn)(torch.ones(2).as_subclass(ClassLogged)), list(ClassLogged.calls)
+
+    assert check_scenario(run)[1] == ["add", "mul"]
 
 
 def test_tensor_attributes_listed_as_skipping_torch_function_do_skip_it():
