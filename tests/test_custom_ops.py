@@ -7,7 +7,7 @@ import torch
 from torch import Tensor
 
 import bytegraph
-from tests.helpers import check, clone_inputs
+from tests.helpers import check
 from bytegraph.testing import CompileCounter, same
 
 

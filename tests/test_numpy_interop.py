@@ -8,7 +8,7 @@ import torch
 
 import bytegraph
 from bytegraph.testing import CompileCounter, same
-from tests.helpers import check, clone_inputs
+from tests.helpers import check
 
 
 # ---- dtype and limits objects ------------------------------------------------------------------
