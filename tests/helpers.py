@@ -366,9 +366,12 @@ def _same(a: Any, e: Any, where: str, atol: float, rtol: float, pairs: dict) -> 
             _same(va, ve, f"{where}[{ke!r}]", atol, rtol, pairs)
         _same(getattr(a, "default_factory", None), getattr(e, "default_factory", None), f"{where}.default_factory",
               atol, rtol, pairs)
-    elif isinstance(e, (set, frozenset)):
-        if a != e:
-            fail("set contents differ")
+    elif isinstance(e, (set, frozenset)):  # members by value, or (objects hashed by identity) by twin
+        atoms_a, atoms_e = ({m for m in x if isinstance(m, _ATOMS)} for x in (a, e))
+        twins = {id(m) for m in a}
+        if len(a) != len(e) or atoms_a != atoms_e or any(
+                id(pairs[id(m)]) not in twins for m in e if not isinstance(m, _ATOMS) and id(m) in pairs):
+            fail("set members differ")
     elif isinstance(e, types.FunctionType):
         if a.__code__ is not e.__code__:
             fail("different functions")

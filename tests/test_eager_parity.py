@@ -10,6 +10,7 @@ import torch
 
 import bytegraph
 from bytegraph.testing import same
+from tests.helpers import check
 
 
 def saved_then_written(y, state):
@@ -62,8 +63,8 @@ def broken_backend(gm, example_inputs):
 def test_failing_custom_backend_falls_back_and_fullgraph_raises():
     fn = lambda x: x.sin() + 1  # noqa: E731
     with bytegraph.config.patch(raise_on_backend_error=False), warnings.catch_warnings(record=True):
-        warnings.simplefilter("always")
-        assert same(bytegraph.compile(fn, backend=broken_backend)(torch.ones(2)), fn(torch.ones(2)))
+        warnings.simplefilter("always")  # the graph is handed to the backend (counted), which refuses it
+        check(fn, torch.ones(2), backend=broken_backend, breaks=1, gb_types=["backend compiler failed"])
         with pytest.raises(bytegraph.BackendCompilerFailed):
             bytegraph.compile(fn, backend=broken_backend, fullgraph=True)(torch.ones(2))
 
@@ -83,13 +84,8 @@ def out_before_inplace_pair(x, y):
 @pytest.mark.parametrize("fn", [out_before_inplace, out_before_inplace_pair])
 @pytest.mark.parametrize("dynamic", [False, None])
 def test_aot_outputs_computed_before_an_inplace_write_keep_eagers_requires_grad(fn, dynamic):
-    x, y = torch.ones(3), torch.full((3,), 2.0, requires_grad=True)
-    x_eager = x.clone()
-    expected = fn(x_eager, y)
-    compiled = bytegraph.compile(fn, backend="aot_eager", dynamic=dynamic)
-    actual = compiled(x, y)
-    assert same(actual, expected)  # (same compares requires_grad)
-    assert same(x.detach(), x_eager.detach()) and x.requires_grad == x_eager.requires_grad
+    # check compares requires_grad of the results and of x, written in place with y's history
+    check(fn, torch.ones(3), torch.full((3,), 2.0, requires_grad=True), backend="aot_eager", dynamic=dynamic)
 
 
 def grow(a):
@@ -107,10 +103,9 @@ def flags(a):
 
 @pytest.mark.parametrize("fn", [grow, flags])
 def test_ndarrays_made_in_the_trace_own_their_data_like_eagers(fn):
-    a_eager, a_compiled = np.arange(6.0), np.arange(6.0)
-    expected = fn(a_eager)
-    actual = bytegraph.compile(fn, backend="eager")(a_compiled)
-    assert same(actual, expected)
-    if fn is flags:  # the view still writes through to the caller's array
-        expected[0][0] = actual[0][0] = 100.0
-        assert same(a_compiled, a_eager)
+    # check compares owndata, and which results share memory with the argument (the view does)
+    # (c.resize and the flags are ndarray attributes read natively)
+    if fn is grow:
+        check(fn, np.arange(6.0), breaks=2, gb_types=["print", "unsupported ndarray attribute"])
+    else:
+        check(fn, np.arange(6.0), breaks=2, gb_types=["unsupported ndarray attribute"] * 2)

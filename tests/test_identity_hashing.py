@@ -7,13 +7,9 @@ import torch
 
 import bytegraph
 from bytegraph.testing import CompileCounter, same
+from tests.helpers import check
 
 P = torch.nn.Parameter(torch.ones(3, 3))
-
-
-def compiled(fn, **kwargs):
-    cnt = CompileCounter()
-    return bytegraph.compile(fn, backend=cnt, **kwargs), cnt
 
 
 def test_set_of_a_tensor_and_its_in_place_result_has_one_member():
@@ -24,9 +20,7 @@ def test_set_of_a_tensor_and_its_in_place_result_has_one_member():
         s.add(x + 1)  # a new object
         return len(s), y in s, (x - 1) in s
 
-    opt, cnt = compiled(f, fullgraph=True)
-    assert opt(torch.randn(4)) == f(torch.randn(4)) == (2, True, False)
-    assert cnt.frame_count == 1
+    assert check(f, torch.randn(4), fullgraph=True) == (2, True, False)
 
 
 def test_frozenset_of_a_constant_and_a_tensor_is_rebuilt_after_the_graph():
@@ -34,14 +28,8 @@ def test_frozenset_of_a_constant_and_a_tensor_is_rebuilt_after_the_graph():
         s = frozenset([1, x])
         return x + 1, s, frozenset(s)
 
-    x = torch.randn(4)
-    opt, cnt = compiled(f, fullgraph=True)
-    out, s, t = opt(x)
-    expected, es, et = f(x)
-    assert same(out, expected)
-    assert type(s) is frozenset and len(s) == len(es) == 2 and 1 in s and x in s
-    assert t == s
-    assert cnt.frame_count == 1
+    _, s, t = check(f, torch.randn(4), fullgraph=True)  # check pairs the input in s with the compiled side's x
+    assert type(s) is frozenset and len(s) == 2 and 1 in s and t == s
 
 
 def test_membership_of_two_inputs_is_guarded_on_their_aliasing():
@@ -49,12 +37,8 @@ def test_membership_of_two_inputs_is_guarded_on_their_aliasing():
         a.add_(1)
         return a in set([b]), b in {a, 2}
 
-    a, b = torch.zeros(5), torch.zeros(5, 2)
-    opt, cnt = compiled(f, fullgraph=True)
-    assert opt(a, b) == f(a.clone(), b.clone()) == (False, False)
-    assert cnt.frame_count == 1
-    assert opt(a, a) == f(a, a) == (True, True)  # one object passed twice: not the traced case
-    assert cnt.frame_count == 2
+    a = torch.zeros(5)  # one object passed twice: not the traced case, a recompile
+    assert check(f, calls=[(a, torch.zeros(5, 2)), (a, a)], fullgraph=True, graphs=2) == (True, True)
 
 
 def test_set_methods_on_identity_members():
@@ -66,9 +50,7 @@ def test_set_methods_on_identity_members():
         s.update([y, y])
         return len(s), len(u), len(d), y in d, x in d, s.issuperset({x}), s.isdisjoint(d)
 
-    opt, cnt = compiled(f, fullgraph=True)
-    assert opt(torch.ones(2), torch.ones(2)) == f(torch.ones(2), torch.ones(2))
-    assert cnt.frame_count == 0  # no tensor work: nothing to compile
+    check(f, torch.ones(2), torch.ones(2), fullgraph=True, graphs=0)  # no tensor work: nothing to compile
 
 
 def test_removing_a_missing_tensor_raises_eagers_key_error():
@@ -77,12 +59,7 @@ def test_removing_a_missing_tensor_raises_eagers_key_error():
         s.remove(y)
         return x + 1
 
-    opt, _ = compiled(f)
-    with pytest.raises(KeyError) as eager:
-        f(torch.ones(2), torch.ones(2))
-    with pytest.raises(KeyError) as ours:
-        opt(torch.ones(2), torch.ones(2))
-    assert type(ours.value) is type(eager.value)
+    check(f, torch.ones(2), torch.ones(2), raises=KeyError, graphs=0, breaks=1, gb_types=["user error"])
 
 
 def test_iterating_a_set_of_tensors_breaks_its_order_is_runtime_ids():
@@ -92,11 +69,8 @@ def test_iterating_a_set_of_tensors_breaks_its_order_is_runtime_ids():
             total = total + t
         return total
 
-    x, y = torch.randn(3), torch.randn(3)
-    with bytegraph.runtime.metrics.recording() as rec:
-        opt, _ = compiled(f)
-        assert same(opt(x, y), f(x, y))
-    assert rec.breaks[0].gb_type == "set order of identity-hashed members"
+    x, y = torch.randn(3), torch.randn(3)  # (the sum of two is the same in either order)
+    check(f, x, y, graphs=3, breaks=4, gb_types=["set order of identity-hashed members", "unsupported iteration", "unsupported iteration", "unsupported iteration"])
     with pytest.raises(bytegraph.breaks.Unsupported):
         bytegraph.compile(f, fullgraph=True)(x, y)
 
@@ -127,32 +101,19 @@ def test_dict_keyed_by_a_parameter_and_by_a_computed_tensor():
         d = {"a": a, P: 3, b: 4}
         return d["a"] + d[P] + d[b], P in d, (a + 0) in d
 
-    opt, cnt = compiled(f, fullgraph=True)
-    a = torch.randn(3, 3)
-    out, has_p, has_new = opt(a)
-    e_out, e_p, e_new = f(a)
-    assert same(out, e_out) and (has_p, has_new) == (e_p, e_new) == (True, False)
-    assert cnt.frame_count == 1
+    assert check(f, torch.randn(3, 3), fullgraph=True)[1:] == (True, False)
 
 
 def test_list_membership_compares_identity_first_then_eq():
     def found_by_identity(x):
         return x in [x, 5]
 
-    opt, cnt = compiled(found_by_identity, fullgraph=True)
-    assert opt(torch.ones(1)) is True
-    assert cnt.frame_count == 0
+    assert check(found_by_identity, torch.ones(1), fullgraph=True, graphs=0) is True
 
     def needs_eq(x):  # 1 == x is a tensor, whose bool is the answer: data-dependent
         return (1 in [x]), x + 1
 
-    for value in (1.0, 2.0):
-        x = torch.tensor([value])
-        with bytegraph.runtime.metrics.recording() as rec:
-            opt, _ = compiled(needs_eq)
-            found, out = opt(x)
-        e_found, e_out = needs_eq(x)
-        assert found == e_found and same(out, e_out)
-        assert len(rec.breaks) >= 1
+    for value in (1.0, 2.0):  # the truth of the comparison is a data-dependent break
+        check(needs_eq, torch.tensor([value]), breaks=1, gb_types=["data-dependent branching"])
     with pytest.raises(bytegraph.breaks.Unsupported):
         bytegraph.compile(needs_eq, fullgraph=True)(torch.ones(1))
