@@ -1,4 +1,8 @@
-"""The public API: compile in its three forms, argument checking, reset, config."""
+"""The public API: compile in its three forms, argument checking, reset, config.
+
+The API itself is under test (what compile returns and accepts, its errors and
+decorator forms), so the tests call ``bytegraph.compile`` directly; programs
+compared with eager go through tests/helpers.check."""
 import functools
 import os
 from pathlib import Path

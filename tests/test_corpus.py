@@ -38,7 +38,15 @@ def graph_bound(name: str) -> int | None:
     return entry["graphs"] + entry["skipped_frames"]
 
 
+#: The quick tier's graphs, exactly: (first call, all three calls). The inputs of another shape
+#: recompile each graph once (automatic dynamic). data_dependent breaks at its branch on h.sum()
+#: and at max() of the counts tolist() gave: 3 graphs, where torch.compile makes 5.
+QUICK_GRAPHS = {"mlp": (1, 2), "shape_control_flow": (1, 2), "data_dependent": (3, 6)}
+
+
 def compile_and_compare(name: str) -> None:
+    """Not check: a model entry's step (loss, backward, gradients) and tolerances are the
+    benchmark's own; eager runs on a deep copy of the model, each call on the entry's inputs."""
     entry = MODELS[name]
     missing = entry.missing()
     if missing:  # `make test-all` installs the bench extra: a missing package is a set-up error, not a skip
@@ -54,9 +62,14 @@ def compile_and_compare(name: str) -> None:
         assert all_close(actual, expected, case.atol, case.rtol), (
             f"{name}, call {n} ({inputs.describe()}): max abs diff {max_abs_diff(actual, expected):.3g}"
         )
-        bound = graph_bound(name)
-        if n == 1 and bound is not None:
-            assert counter.frame_count <= bound, f"{name}: {counter.frame_count} graphs, bound {bound}"
+        if n == 1:
+            bound = graph_bound(name)
+            if bound is not None:
+                assert counter.frame_count <= bound, f"{name}: {counter.frame_count} graphs, bound {bound}"
+            if name in QUICK_GRAPHS:
+                assert counter.frame_count == QUICK_GRAPHS[name][0], f"{name}: {counter.frame_count} graphs"
+    if name in QUICK_GRAPHS:
+        assert counter.frame_count == QUICK_GRAPHS[name][1], f"{name}: {counter.frame_count} graphs"
 
 
 @pytest.mark.parametrize("name", QUICK_TIER)

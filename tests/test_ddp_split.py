@@ -1,7 +1,7 @@
 """The DDP bucket split of one graph (bytegraph/backends/ddp.py), in one process:
 bucket packing checked against DDP's own C++ assignment, and the split's
 invariant (every use of a bucket's parameters lies in or after the subgraph
-whose backward completes it)."""
+whose backward completes it). The split is under test, not a program's values."""
 import pytest
 import torch
 import torch.distributed as dist

@@ -5,7 +5,11 @@ requires_grad by its truth, an empty container by its truth, a constant that is
 still the traced object by identity. Constants, dict keys, set items and slice
 bounds are checked by exact type, items too ((2.0, 3) == (2, 3) but is another
 constant for a trace). Every change recompiles, with a reason naming what
-changed (or the read that raised); nothing else does."""
+changed (or the read that raised); nothing else does.
+
+Each test changes what one compiled function read between its calls, which
+check's copies per call cannot do: they call one compiled function directly and
+count its entries."""
 import cmath
 import gc
 import math

@@ -1,6 +1,7 @@
 """The compile report, as a user meets it: the HTML page of a program with graph
 breaks, a recompile, dynamic shapes and a nested call; the decompiled code;
-``bytegraph run``'s command line; the page in a real browser."""
+``bytegraph run``'s command line; the page in a real browser. The report is
+under test, not the compiled values (compared with eager by check elsewhere)."""
 import importlib
 import inspect
 import os

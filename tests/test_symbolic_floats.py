@@ -1,7 +1,8 @@
 """Float arguments that change between calls become symbolic (SymFloat): every
 ``math`` function, float method and decision on them must give eager's answer for
 each value the compiled entry accepts, NaN, infinities and the sign of zero
-included."""
+included. compare_all, not check: among the values one function is called with,
+some raise in eager and some do not, which check's one ``raises`` cannot say."""
 import math
 
 import pytest
