@@ -8,7 +8,6 @@ from torch import Tensor
 
 import bytegraph
 from tests.helpers import check
-from bytegraph.testing import CompileCounter, same
 
 
 # operators of this module's own namespace, registered once at import

@@ -13,7 +13,6 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph.runtime import metrics
 from bytegraph.testing import same
 from tests import assert_bodies
 from tests.helpers import CountingBackend, assert_same, break_types, check, check_module

@@ -8,12 +8,11 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph.runtime import metrics
 from bytegraph import recursion
 from bytegraph.translator.inline import InliningTranslator
 import inline_helpers
 from bytegraph.testing import CompileCounter, same
-from tests.helpers import break_types, check, t
+from tests.helpers import check, t
 from inline_helpers import Affine, apply_twice, count_call, scaled
 
 

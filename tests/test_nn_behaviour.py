@@ -9,8 +9,6 @@ import torch
 from torch import nn
 
 import bytegraph
-from bytegraph.backends.registry import lookup_backend
-from bytegraph.runtime import metrics
 from bytegraph.testing import CompileCounter, same
 from tests.helpers import break_types, check, check_module
 

@@ -6,8 +6,6 @@ import numpy as np
 import pytest
 import torch
 
-import bytegraph
-from bytegraph.testing import CompileCounter, same
 from tests.helpers import check
 
 

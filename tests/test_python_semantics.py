@@ -19,7 +19,6 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph.runtime import metrics
 from bytegraph.testing import CompileCounter, same
 from tests.helpers import break_types, check, check_module, t
 

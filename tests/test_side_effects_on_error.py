@@ -5,8 +5,6 @@ autocast, inference mode, the random generator), on every backend."""
 import pytest
 import torch
 
-import bytegraph
-from bytegraph.testing import CompileCounter, same
 from tests.helpers import check, check_module, check_scenario
 
 BACKENDS = ["eager", "aot_eager"]

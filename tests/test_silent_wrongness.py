@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 import bytegraph
-from bytegraph.testing import CompileCounter, same
+from bytegraph.testing import same
 from tests.helpers import check, check_scenario
 
 

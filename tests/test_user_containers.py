@@ -1,7 +1,6 @@
 """defaultdicts, dicts keyed by objects, and user subclasses of the builtin
 containers, traced whole (``fullgraph=True``) and compared with eager (issue 17)."""
 import collections
-import functools
 import operator
 import typing
 

@@ -14,7 +14,6 @@ import torch
 
 import bytegraph
 from bytegraph.guards import guard_code
-from bytegraph.runtime import metrics
 from bytegraph.testing import CompileCounter, same
 from tests.helpers import check
 

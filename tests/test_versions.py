@@ -10,7 +10,6 @@ import importlib
 import sys
 import types
 
-import pytest
 import torch
 
 import bytegraph

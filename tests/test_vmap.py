@@ -5,7 +5,6 @@ tests/test_func_transforms.py)."""
 import pytest
 import torch
 
-import bytegraph
 from tests.helpers import check
 
 
