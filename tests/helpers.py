@@ -186,7 +186,7 @@ def _faithful_copy(args: tuple) -> tuple:
     try:
         assert_same(copied, args, "copy")
     except AssertionError as e:
-        raise AssertionError(f"the arguments do not deep-copy faithfully: give a factory (make=) instead\n{e}") from None
+        raise AssertionError(f"the arguments do not deep-copy faithfully: give a factory (make=)\n{e}") from None
     return copied
 
 
@@ -227,8 +227,10 @@ def _assert_counts(counter: CountingBackend, recorded: list, graphs: int, breaks
                    gb_types: list[str] | None) -> None:
     got = f"graphs={counter.frame_count}, breaks={len(recorded)}, gb_types={[b.gb_type for b in recorded]}"
     reasons = "".join(f"\n  {b.reason}" for b in recorded)
-    assert (counter.frame_count, len(recorded)) == (graphs, breaks), f"expected graphs={graphs}, breaks={breaks}; got {got}{reasons}"
-    assert gb_types is None or [b.gb_type for b in recorded] == gb_types, f"expected gb_types={gb_types}; got {got}{reasons}"
+    assert (counter.frame_count, len(recorded)) == (graphs, breaks), (
+        f"expected graphs={graphs}, breaks={breaks}; got {got}{reasons}")
+    assert gb_types is None or [b.gb_type for b in recorded] == gb_types, (
+        f"expected gb_types={gb_types}; got {got}{reasons}")
 
 
 def _rng_state() -> tuple:
@@ -429,13 +431,14 @@ def _storage_bytes(value: torch.Tensor) -> int | None:
 
 def _same_type(a: type, e: type) -> bool:
     """The same type; or, for classes a call defines (one per run), the same definition."""
-    return a is e or (a.__qualname__ == e.__qualname__ and a.__module__ == e.__module__ and "<locals>" in e.__qualname__)
+    return a is e or ("<locals>" in e.__qualname__ and (a.__qualname__, a.__module__) == (e.__qualname__, e.__module__))
 
 
 def _state(value: Any) -> dict | None:
     """An object's attributes (``__dict__`` and slots); None for objects without any."""
     state = dict(vars(value)) if hasattr(value, "__dict__") and not isinstance(value, type) else None
-    slots = [s for cls in type(value).__mro__ for s in getattr(cls, "__slots__", ()) if s not in ("__dict__", "__weakref__")]
+    slots = [s for cls in type(value).__mro__ for s in getattr(cls, "__slots__", ())
+             if s not in ("__dict__", "__weakref__")]
     if slots:
         state = state or {}
         state.update((s, getattr(value, s, "<unset>")) for s in (slots if not isinstance(slots, str) else [slots]))

@@ -125,7 +125,8 @@ PATTERNS = {
 def test_pattern_settings_off(name, backend):
     fn, calls, off, gb_type, _ = PATTERNS[name]
     with bytegraph.config.patch(**OFF):
-        check(fn, calls=calls, backend=backend, graphs=off, breaks=1 if gb_type else 0, gb_types=[gb_type] if gb_type else [])
+        check(fn, calls=calls, backend=backend, graphs=off, breaks=1 if gb_type else 0,
+              gb_types=[gb_type] if gb_type else [])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -280,7 +281,8 @@ def test_assert_on_a_captured_float_behaves_as_in_eager(fn, value):
     with bytegraph.config.patch(**BOTH):
         # the truth of the float, and n == n on one, decide in Python: a break, with a graph before it and
         # one after; a failing assert then raises in the resume function, which runs natively from there
-        gb_type = "data-dependent branching" if fn is assert_bodies.assert_item_truthy else "data-dependent float folded"
+        truth = fn is assert_bodies.assert_item_truthy
+        gb_type = "data-dependent branching" if truth else "data-dependent float folded"
         check(fn, torch.ones(2), backend="eager", graphs=2, breaks=1, gb_types=[gb_type])
         check(fn, torch.tensor([value]), backend="eager", raises=AssertionError, graphs=1, breaks=3,
               gb_types=[gb_type, "assertion failure", "uncaught exception"])
@@ -299,7 +301,8 @@ def test_failing_assert_inside_autocast_leaves_autocast_as_eager_does(backend):
 
 
 def test_assert_on_several_elements_raises_as_in_eager():
-    check(assert_bodies.assert_several_elements, torch.ones(3), raises=RuntimeError, graphs=1, breaks=1, gb_types=["data-dependent branching"])
+    check(assert_bodies.assert_several_elements, torch.ones(3), raises=RuntimeError, graphs=1, breaks=1,
+          gb_types=["data-dependent branching"])
 
 
 def test_python_branch_on_a_captured_scalar_is_still_a_break():
@@ -378,7 +381,8 @@ def test_a_backend_refusing_a_captured_value_gets_a_graph_break_instead():
         return gm.forward
 
     with bytegraph.config.patch(**BOTH):
-        check(item_math, calls=[(r(4),), (r(4),)], backend=picky, graphs=4, breaks=1, gb_types=["data-dependent tensor method"])
+        check(item_math, calls=[(r(4),), (r(4),)], backend=picky, graphs=4, breaks=1,
+              gb_types=["data-dependent tensor method"])
 
 
 def _full_from_tensor(x, v):

@@ -192,7 +192,8 @@ def test_an_exception_from_the_native_run_has_eagers_context(call, warm, handlin
     compiled = bytegraph.compile(f, backend=cnt)
     if warm:
         compiled(torch.ones(3), torch.tensor([1]))
-    actual, expected = _raised(compiled, *args, handling=handling, **kwargs), _raised(f, *args, handling=handling, **kwargs)
+    actual = _raised(compiled, *args, handling=handling, **kwargs)
+    expected = _raised(f, *args, handling=handling, **kwargs)
     assert_same(actual, expected)  # the type, message, cause and context chain
     binds = len(args) == 2 and not kwargs  # a call that does not bind compiles nothing
     assert cnt.frame_count == (1 if warm or binds else 0)
@@ -307,7 +308,8 @@ def test_tensor_work_in_try_except_keeps_eager_exception_handling():
         return y
 
     x = torch.randn(4)  # the second call raises inside the try
-    check(f, calls=[(x, torch.tensor([1])), (x, torch.tensor([9]))], graphs=0, breaks=1, gb_types=["graph operation in try block"])
+    check(f, calls=[(x, torch.tensor([1])), (x, torch.tensor([9]))], graphs=0, breaks=1,
+          gb_types=["graph operation in try block"])
 
 
 def test_with_block_is_not_a_try_statement():

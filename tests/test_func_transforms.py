@@ -97,7 +97,8 @@ def test_a_side_effect_in_the_function_breaks_and_happens_once_per_call():
     def f(x):
         return torch.func.grad(body)(x) + 1
 
-    check(f, torch.randn(3), graphs=1, breaks=1, gb_types=["unsupported torch.func transform"])  # the grad call runs natively, the add is a graph
+    # the grad call runs natively, the add is a graph
+    check(f, torch.randn(3), graphs=1, breaks=1, gb_types=["unsupported torch.func transform"])
     assert len(calls) == 2  # eager once, compiled once
 
 
@@ -105,7 +106,8 @@ def test_reading_a_global_tensor_breaks():
     def f(x):
         return torch.func.grad(lambda y: (y * GLOBAL_W).sum())(x)
 
-    check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])  # nothing but the call, which runs natively
+    # nothing but the call, which runs natively
+    check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
 
 
 GLOBAL_W = torch.randn(3)
@@ -115,7 +117,8 @@ def test_random_draw_breaks():
     def f(x):
         return torch.func.grad(lambda y: (y * torch.rand(3)).sum())(x)
 
-    check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])  # same draws: check seeds both
+    # same draws: check seeds both
+    check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
 
 
 def test_print_breaks():
@@ -164,7 +167,8 @@ def test_writing_a_closure_tensor_in_place_breaks_but_writing_its_own_tensors_tr
 
         return torch.func.grad(body)(x)
 
-    check(writes_input, torch.randn(2, 3), graphs=1, breaks=1, gb_types=["unsupported torch.func transform"])  # the clone is a graph
+    # the clone is a graph
+    check(writes_input, torch.randn(2, 3), graphs=1, breaks=1, gb_types=["unsupported torch.func transform"])
     check(writes_own, torch.randn(2, 3), fullgraph=True)
 
 

@@ -124,7 +124,8 @@ def test_break_in_loop_leaves_an_input_iterator_where_eager_does(values):
 
     it = iter(values)
     next(it)  # not at its start: a range iterator reduces differently then
-    check(f, torch.ones(2), it, graphs=2, breaks=2, gb_types=["print"] * 2)  # check compares where each side's iterator stopped
+    # check compares where each side's iterator stopped
+    check(f, torch.ones(2), it, graphs=2, breaks=2, gb_types=["print"] * 2)
 
 
 def test_break_in_loop_sees_items_appended_during_the_loop():
@@ -325,7 +326,9 @@ def test_exception_from_native_piece_propagates_unchanged():
         print("before")
         raise KeyError(f"boom {x.sum().item():.0f}")
 
-    check(f, torch.ones(2), raises=KeyError, graphs=2, breaks=3, gb_types=["print", "str of traced value", "uncaught exception"])  # "boom 4", x written once
+    # "boom 4", x written once
+    check(f, torch.ones(2), raises=KeyError, graphs=2, breaks=3,
+          gb_types=["print", "str of traced value", "uncaught exception"])
 
 
 def test_exception_inside_with_block_restores_grad_mode():

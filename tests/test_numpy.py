@@ -274,7 +274,8 @@ def test_tensor_numpy_of_a_tensor_requiring_grad_breaks_as_eager_raises():
     def fn(w):
         return w.numpy()
 
-    check(fn, torch.ones(2, requires_grad=True), raises=RuntimeError, graphs=0, breaks=1, gb_types=["unsupported tensor method"])
+    check(fn, torch.ones(2, requires_grad=True), raises=RuntimeError, graphs=0, breaks=1,
+          gb_types=["unsupported tensor method"])
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # eager np.sin(tensor) warns about __array_wrap__
@@ -366,7 +367,8 @@ def test_trace_numpy_false_breaks_with_a_hint():
         return np.sin(x.numpy()) + 1
 
     with bytegraph.config.patch(trace_numpy=False):
-        check(fn, torch.ones(3), graphs=0, breaks=3, gb_types=["numpy tracing disabled", "numpy tracing disabled", "unsupported builtin call"])
+        check(fn, torch.ones(3), graphs=0, breaks=3,
+              gb_types=["numpy tracing disabled", "numpy tracing disabled", "unsupported builtin call"])
     report = metrics.FRAMES[id(fn.__code__)].breaks[0]
     assert report.gb_type == "numpy tracing disabled"
     assert "Set bytegraph.config.trace_numpy = True" in report.message

@@ -133,4 +133,5 @@ def test_numpy_random_state_restored_when_the_graph_raises():
 
     # the add of a tensor and an ndarray breaks; the index fails inside the graph before it, and
     # check compares NumPy's generator state after each side
-    check(f, torch.ones(3), torch.tensor([5]), raises=IndexError, graphs=1, breaks=1, gb_types=["tensor passed to numpy"])
+    check(f, torch.ones(3), torch.tensor([5]), raises=IndexError, graphs=1, breaks=1,
+          gb_types=["tensor passed to numpy"])

@@ -625,7 +625,8 @@ def test_functools_wraps_and_annotations_inside_the_trace():
                 wrapper.__wrapped__ is annotated_identity), wrapper
 
     _, wrapper = check(f, t(4).zero_())  # check compares the wrappers: code, closure and __dict__
-    assert inspect.signature(wrapper) == inspect.signature(annotated_identity) and wrapper.__name__ == "annotated_identity"
+    assert inspect.signature(wrapper) == inspect.signature(annotated_identity)
+    assert wrapper.__name__ == "annotated_identity"
 
 
 def test_functions_made_in_the_trace_have_every_attribute_functools_wraps_copies():

@@ -297,7 +297,8 @@ def test_inplace_ops_keep_eager_errors():
     def f(x, y):
         return x.add_(y, alpha=1.5)
 
-    check(f, torch.ones(2, dtype=torch.int64), torch.ones(2, dtype=torch.int64), raises=RuntimeError)  # the graph raises; the frame reruns natively
+    # the graph raises; the frame reruns natively
+    check(f, torch.ones(2, dtype=torch.int64), torch.ones(2, dtype=torch.int64), raises=RuntimeError)
 
 
 def test_sampling_in_place_is_in_the_graph_with_eager_randomness():
@@ -351,7 +352,8 @@ def test_set_with_storage_arguments_breaks_and_set_of_an_intermediate_is_a_graph
         w.set_(x.untyped_storage(), 0, (2,))
         return z, w
 
-    check(f, torch.ones(3), torch.zeros(2), graphs=1, breaks=1, gb_types=["unsupported tensor method"])  # nothing to compute after the break
+    # nothing to compute after the break
+    check(f, torch.ones(3), torch.zeros(2), graphs=1, breaks=1, gb_types=["unsupported tensor method"])
 
 
 def test_inplace_view_ops_on_intermediates_are_graph_ops():
@@ -419,7 +421,8 @@ def test_item_and_tolist_follow_scalar_capture():
         return x.sum().item() * 2, x.tolist()
 
     with bytegraph.config.patch(capture_scalar_outputs=False):
-        check(f, torch.arange(3.0), graphs=1, breaks=2, gb_types=["data-dependent tensor method"] * 2)  # x.sum() before the break
+        # x.sum() before the break
+        check(f, torch.arange(3.0), graphs=1, breaks=2, gb_types=["data-dependent tensor method"] * 2)
     with bytegraph.config.patch(capture_scalar_outputs=True):
         check(f, torch.arange(3.0))
 
