@@ -6,7 +6,9 @@ Each entry is classified as answered at trace time (no graph op), run in a
 graph, or broken (by its first gb_type), and checked against its route in
 ``variables/tensors/surface.py``: names routed to a break must break, names
 answered from metadata must not; the totals are printed at the end of the
-module's run, with or without ``-s``.
+module's run, with or without ``-s``. A sweep with a classification of its own
+(which route each name takes), not check: each entry runs on its own fresh
+input per side and counts by its first gb_type.
 """
 import collections
 import warnings
