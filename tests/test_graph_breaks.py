@@ -394,7 +394,7 @@ def test_explain_reports_graphs_breaks_and_guards():
     assert "Graph break count: 1" in str(out)
 
 
-def test_graph_breaks_log_channel(caplog):
+def test_graph_breaks_log_channel(caplog):  # the log channel is under test (compiled directly)
     def f(x):
         print("logged")
         return x + 1

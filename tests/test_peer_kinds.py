@@ -367,7 +367,7 @@ def test_match_statement_takes_eagers_case(point, cfg):
 
 # --- what bytegraph.compile accepts -------------------------------------------------------
 
-def test_compile_accepts_any_callable_as_torch_compile_does():
+def test_compile_accepts_any_callable_as_torch_compile_does():  # the API under test: compiled directly
     @functools.lru_cache
     def cached(n):
         return n + 1

@@ -837,6 +837,9 @@ def test_inspect_signature_of_known_function():
     check(f, t(4), graphs=1, breaks=1, gb_types=["unsupported iteration"])
 
 
+# The warning and logging tests compile directly: what each side emits (warnings, log records, the
+# locations they name, the filters they obey) is the result under test, compared below per call.
+
 def _warnings_of(fn, *args):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
