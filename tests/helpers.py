@@ -2,23 +2,28 @@
 equal arguments, compare everything a caller can see, and count exactly.
 
 ``check`` gives each side its own deep copy of the arguments (tensors keep
-requires_grad, leaf-ness and subclass; ``make`` builds objects a copy cannot
-rebuild, once per side), compiles with a counting backend (or counts the
-``backend`` given), and asserts that the results, the arguments as each run
-left them (eager's copy against its compiled twin), aliasing between them, and
-raised exceptions (type and message) agree, and that exactly ``graphs`` graphs
-were compiled and ``breaks`` graph breaks recorded::
+requires_grad, leaf-ness, subclass, views and version; ``make`` builds objects a
+copy cannot rebuild, once per side), runs both from the same random state,
+compiles with a counting backend (or counts the ``backend`` given), and asserts
+that the results, the arguments as each side left them (eager's copy against
+its compiled twin), aliasing and shared memory between them, raised exceptions
+(type, message, chain) and the random generators' state agree, and that exactly
+``graphs`` graphs were compiled and ``breaks`` graph breaks recorded::
 
     def test_scale_in_place():
         def f(x, out):
             out.mul_(2)
+            print("a graph break")
             return x + out
-        check(f, t(3), t(3))                                    # graphs=1, breaks=0
-        check(f, calls=[(t(3), t(3)), (t(4), t(4))], graphs=2)  # one compiled f, two calls
-        check(f, make=lambda: (t(3), Counter()), breaks=1, graphs=2, gb_types=["..."])
+
+        check(f, t(3), t(3), graphs=2, breaks=1, gb_types=["print"])
+        check(f, calls=[(t(3), t(3)), (t(4), t(4))], graphs=4, breaks=2)  # one compiled f, two sizes
+        check(f, make=lambda: (t(3), Buffer()), graphs=2, breaks=1)       # objects built per side
 
 ``check_module`` does the same for an ``nn.Module`` (each side its own copy;
-parameters, buffers and, with ``backward``, gradients compared as state).
+parameters, buffers and, with ``backward``, gradients compared as state);
+``check_scenario`` for a program that changes what a compiled function reads
+between its calls. ``assert_same`` is the comparison all three use.
 """
 from __future__ import annotations
 
