@@ -43,7 +43,7 @@ def double(x):
     (wrapping(lambda o: o.detach()), "requires_grad"),
     (wrapping(lambda o: o.reshape(-1, 1)), "shape"),
     (writes_first_input, "arguments"),
-    (draws_a_random_number, "random generators"),
+    (draws_a_random_number, "random generators' states"),
 ])
 def test_a_compiled_difference_fails_the_check(backend, message):
     # (an input that requires grad would make the in-place write raise, and the frame rerun natively)
