@@ -318,28 +318,3 @@ def test_explain_counts_a_break_in_a_compiled_modules_forward_once():
     assert (out.graph_count, out.graph_break_count) == (2, 1)
     assert [b.gb_type for b in out.break_reasons] == ["print"]
 
-
-def test_eager_exceptions_have_no_context_from_bytegraph():
-    """Where the compiled call falls back to running the function natively so
-    that it raises eager's exception (the graph raised; the arguments do not
-    bind, with or without a cache entry), the exception has eager's
-    ``__context__`` and ``__cause__`` (None), not one of bytegraph's own."""
-    def check(x, scale=2):
-        if x.sum() > 0:
-            raise ValueError("positive input")
-        return x * scale
-
-    compiled = bytegraph.compile(check, backend=CompileCounter())
-    assert torch.equal(compiled(-torch.ones(2)), check(-torch.ones(2)))
-    calls = {
-        "the graph raised": lambda f: f(torch.ones(2)),
-        "arguments that do not bind, after a compile": lambda f: f(torch.ones(2), 3, 4),
-    }
-    for what, call in calls.items():
-        for fn in (check, compiled):
-            with pytest.raises((ValueError, TypeError)) as raised:
-                call(fn)
-            assert (raised.value.__context__, raised.value.__cause__) == (None, None), (what, fn)
-    with pytest.raises(TypeError) as raised:  # before any compile
-        bytegraph.compile(check, backend="eager")(torch.ones(2), 3, 4)
-    assert (raised.value.__context__, raised.value.__cause__) == (None, None)

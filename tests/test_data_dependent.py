@@ -7,7 +7,6 @@ where it has a backward) and checks the number of graphs compiled over all
 calls, with the settings off and on. A backend failure fails the test (it
 raises ``BackendCompilerFailed``).
 """
-import copy
 
 import pytest
 import torch

@@ -8,7 +8,7 @@ import torch
 
 import bytegraph
 from bytegraph.runtime import metrics
-from bytegraph.testing import CompileCounter, same
+from bytegraph.testing import CompileCounter
 from tests import assert_bodies
 from tests.helpers import assert_same, check
 

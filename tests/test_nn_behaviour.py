@@ -1,7 +1,6 @@
 """nn.Module behaviour real models rely on: containers and their slices,
 parameter/module listings, hooks (also added after compiling), buffer updates,
 RNNs, training with torch's compiling backends. Compiled vs eager."""
-import copy
 import functools
 
 import pytest

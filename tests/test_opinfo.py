@@ -9,7 +9,12 @@ aliasing of outputs to inputs (``tools/opinfo/cases.py``). The whole of ``op_db`
 The slice holds only cases torch.compile captures whole on both backends, which
 ``test_slice_is_captured_by_torch_compile`` checks against the committed torch.compile sweep
 (``tools/opinfo/results/torch.json``, made in a process of its own); the cases are read from
-there too, so collecting this module does not import ``op_db``."""
+there too, so collecting this module does not import ``op_db``.
+
+Not tests/helpers.check: a case is judged by the sweep's own judge (``cases.judge``), the
+one the committed tables of both frontends were judged by, so that a quick-tier pass means
+what a sweep pass means (bit-exact on eager, OpInfo's tolerances on aot_eager, random and
+uninitialised results by metadata); the judge's own tests below show it fails where it should."""
 import functools
 import json
 import pathlib

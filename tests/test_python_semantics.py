@@ -643,7 +643,7 @@ def test_functions_made_in_the_trace_have_every_attribute_functools_wraps_copies
         return (wrapper(x), wrapper.__name__, inner.__defaults__, inner.__kwdefaults__,
                 (lambda: 0).__defaults__, getattr(inner, "__type_params__", ()), missing)
 
-    check_fullgraph(f, t(3))
+    check(f, t(3), fullgraph=True)
 
 
 @functools.lru_cache(None)

@@ -15,7 +15,7 @@ from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_OUTPUT_SHAPE, tru
 from bytegraph.bytecode.resume import stack_value_names, user_label
 from bytegraph.report import format_report, model
 from bytegraph.runtime import metrics
-from bytegraph.testing import same
+from tests.helpers import assert_same, check, fresh
 
 TURN_ON = "Turn bytegraph.config.capture_scalar_outputs on"
 
@@ -25,9 +25,10 @@ def steps(x):
 
 
 def _explained(fn, *args):
-    """explain() of ``fn`` on ``args``, its result checked against eager."""
-    out = bytegraph.explain(fn)(*args)
-    assert same(out.result, fn(*args))
+    """explain() of ``fn`` on a copy of ``args``, its result checked against eager's on another
+    (not check: explain() itself, the API under test, compiles and runs the function)."""
+    out = bytegraph.explain(fn)(*fresh(args))
+    assert_same(out.result, fn(*fresh(args)))
     return out
 
 
@@ -53,10 +54,8 @@ def printing(x):
 
 
 def test_a_break_met_by_every_recompile_is_listed_once(capsys):
-    compiled = bytegraph.compile(printing, backend="eager", dynamic=False)
-    for rows in (2, 3, 4):
-        x = torch.randn(rows)
-        assert same(compiled(x), printing(x))
+    check(printing, calls=[(torch.randn(rows),) for rows in (2, 3, 4)], dynamic=False, graphs=6, breaks=3,
+          gb_types=["print"] * 3)
     [stats] = [s for s in metrics.FRAMES.values() if s.name == "printing"]
     assert len(stats.compiles) == 3 and [b.gb_type for b in stats.breaks] == ["print"] * 3
     terminal = format_report()
@@ -123,10 +122,11 @@ def test_recompile_reasons_name_resume_values_by_their_expression():
     """A size change seen by a resume function is said of the expression whose
     value it received (``block(x) (line N)``), in explain() and the terminal report."""
     blocks = [_Noisy(), _Noisy()]
+    # not check: the same blocks on both calls (check's fresh copies per call would recompile on their identity)
     compiled = bytegraph.compile(looping, backend="eager")
     for rows in (2, 3):
         x = torch.randn(rows)
-        assert same(compiled(x, blocks), looping(x, blocks))
+        assert_same(compiled(x, blocks), looping(x.clone(), blocks))
     call = _line(looping, "x = block(x)")
     terminal = format_report()
     assert f"tensor 'block(x) (line {call})' size mismatch at index 0: expected 2, got 3" in terminal
@@ -134,9 +134,7 @@ def test_recompile_reasons_name_resume_values_by_their_expression():
 
 
 def test_resume_functions_are_named_by_the_function_they_continue():
-    compiled = bytegraph.compile(caller, backend="eager")
-    x = torch.ones(3)
-    assert same(compiled(x), caller(x))
+    check(caller, torch.ones(3), graphs=2, breaks=1, gb_types=["print"])
     [resume] = [s.code for s in metrics.FRAMES.values() if s.name.startswith("resume_in_")]
     line = _line(caller, "print(")
     assert resume.co_name == f"resume_in_caller_at_{line}"  # not resume_in_resume_in_...

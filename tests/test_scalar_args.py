@@ -9,7 +9,6 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph.testing import same
 from tests.helpers import check
 
 

@@ -9,7 +9,7 @@ from torch.utils import _pytree as pytree
 
 import bytegraph
 from bytegraph.runtime import metrics
-from bytegraph.testing import CompileCounter, same
+from bytegraph.testing import CompileCounter
 from tests.helpers import check, check_scenario
 from bytegraph.variables.tensors.subclass import NO_TORCH_FUNCTION
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph.testing import CompileCounter, same
+from bytegraph.testing import CompileCounter
 from tests.helpers import check, t
 
 
