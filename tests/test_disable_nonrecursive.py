@@ -6,9 +6,10 @@ import functools
 import pytest
 import torch
 
-import bytegraph
-from bytegraph.testing import CompileCounter, same
-from tests.helpers import check_compiled
+from tests.helpers import check
+
+#: the break at the call of a function disabled with recursive=False (its callees compile on their own)
+NOT_ITS_CALLEES = ["function disabled for compilers, not its callees"]
 
 
 def callee(x, k=2):
@@ -87,33 +88,28 @@ HELPERS = {"global": _global, "method": _method, "local": _local, "from_a_list":
 def test_the_callees_of_a_function_disabled_without_recursion_are_compiled(kind):
     helper = torch.compiler.disable(HELPERS[kind], recursive=False)
     # graphs: the caller's x.sin() and the callee's body; the helper's own `+ y` runs natively
-    _, cnt = check_compiled(lambda x: helper(x.sin()), torch.randn(4), graphs=2)
-    check_compiled(lambda x: helper(x.sin()), torch.randn(4), graphs=2)
+    check(lambda x: helper(x.sin()), torch.randn(4), graphs=2, breaks=1, gb_types=NOT_ITS_CALLEES)
 
 
 def test_a_disabled_method_reaches_its_base_through_super():
     child = Child()
-    check_compiled(lambda x: child.step(x.sin()), torch.randn(4), graphs=2)
+    check(lambda x: child.step(x.sin()), torch.randn(4), graphs=2, breaks=1, gb_types=NOT_ITS_CALLEES)
 
 
 def test_with_recursion_its_callees_run_natively_too():
     helper = torch.compiler.disable(_global)  # recursive=True
-    check_compiled(lambda x: helper(x.sin()), torch.randn(4), graphs=1)
+    check(lambda x: helper(x.sin()), torch.randn(4), graphs=1, breaks=1, gb_types=["function disabled for compilers"])
 
 
 def test_torch_functions_it_calls_run_natively():
     helper = torch.compiler.disable(lambda y: torch.nn.functional.gelu(y) + y, recursive=False)
-    check_compiled(lambda x: helper(x.sin()), torch.randn(4), graphs=1)
+    check(lambda x: helper(x.sin()), torch.randn(4), graphs=1, breaks=1, gb_types=NOT_ITS_CALLEES)
 
 
 def test_later_calls_reuse_the_compiled_callees():
     helper = torch.compiler.disable(_global, recursive=False)
-    cnt = CompileCounter()
-    compiled = bytegraph.compile(lambda x: helper(x.sin()), backend=cnt)
-    for _ in range(3):
-        x = torch.randn(4)
-        assert same(compiled(x), helper(x.sin()))
-    assert cnt.frame_count == 2
+    check(lambda x: helper(x.sin()), calls=[(torch.randn(4),) for _ in range(3)], graphs=2, breaks=1,
+          gb_types=NOT_ITS_CALLEES)
 
 
 def test_an_exception_from_a_callee_surfaces_as_eager_raises_it():
@@ -121,6 +117,5 @@ def test_an_exception_from_a_callee_surfaces_as_eager_raises_it():
         raise KeyError("no such thing")
 
     helper = torch.compiler.disable(lambda y: failing(y) + y, recursive=False)
-    compiled = bytegraph.compile(lambda x: helper(x.sin()), backend=CompileCounter())
-    with pytest.raises(KeyError, match="no such thing"):
-        compiled(torch.randn(4))
+    check(lambda x: helper(x.sin()), torch.randn(4), raises=KeyError, graphs=1, breaks=2,
+          gb_types=[*NOT_ITS_CALLEES, "uncaught exception"])
