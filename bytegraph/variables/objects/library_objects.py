@@ -217,6 +217,6 @@ LIBRARY_MODULES = ("torch", "math", "operator", "builtins", "functools", "iterto
 
 def is_library_module(module: types.ModuleType) -> bool:
     """Whether ``module`` belongs to a library bytegraph assumes nobody monkeypatches
-    while compiled code runs (documented in docs/architecture.md)."""
+    while compiled code runs (documented in docs/guards.md)."""
     top = module.__name__.split(".", 1)[0]
     return top in LIBRARY_MODULES
