@@ -1,7 +1,9 @@
 """Bodies of the DDP tests, run in each process by ``dist_helpers.spawn``.
 
 Each body trains the same model eagerly and compiled (in the same process
-group, one after the other) and compares losses and every parameter.
+group, one after the other) and compares losses and every parameter (not
+tests/helpers.check: whole training loops across a process group, compared
+step by step, with DDP's reducer state read on rank 0).
 """
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Bodies of the DTensor tests, run in each process by ``dist_helpers.spawn``."""
+"""Bodies of the DTensor tests, run in each process by ``dist_helpers.spawn``.
+
+Not tests/helpers.check: a DTensor is compared by its placements and its
+gathered values (``full_tensor()``, a collective every rank runs), and each
+side gets its own DTensors, built twice from the same data."""
 from __future__ import annotations
 
 import json
