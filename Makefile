@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo report-screenshots bench-report test test-all venv bench bench-baseline bench-quick bench-inductor fuzz opinfo
+.PHONY: demo report-screenshots bench-report test test-all venv bench bench-baseline bench-quick bench-inductor bench-trace fuzz opinfo
 
 $(STAMP): requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -68,6 +68,12 @@ bench-inductor: $(BENCH_STAMP)
 # open in Chromium (needs chromium; about 1 min).
 bench-report: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.report_page
+
+# The trace-time budget: first-call CPU time of every installed corpus model, this tree against
+# the pinned reference commit (benchmarks/trace.py: REFERENCE) and torch.compile, alternated fresh
+# processes, medians; MODELS=a,b picks models, PROFILE=model profiles one instead.
+bench-trace: $(BENCH_STAMP)
+	$(BIN)/python -m benchmarks.trace $(if $(MODELS),--models $(MODELS)) $(if $(PROFILE),--profile $(PROFILE))
 
 # The quick subset (about 1-2 min); results in benchmarks/results/ only.
 bench-quick: $(BENCH_STAMP)
