@@ -111,7 +111,7 @@ class DecodedCode:
 def decode(code: types.CodeType) -> DecodedCode:
     """Decode ``code`` (cached per code object)."""
     everything = list(dis.get_instructions(code))
-    natives = native_instructions(code)
+    natives = native_instructions(everything)
     groups = []  # (first native, native count, members)
     n = 0
     while n < len(natives):
