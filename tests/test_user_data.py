@@ -13,7 +13,11 @@ import pytest
 import torch
 
 import bytegraph
+from bytegraph.breaks import InternalError
 from bytegraph.guards import guard_code
+from bytegraph.guards.guard_code import build_guard_function
+from bytegraph.guards.guards import ConstantMatch, Guard, LenMatch
+from bytegraph.guards.source import LocalSource
 from bytegraph.testing import CompileCounter, same
 from tests.helpers import check
 
@@ -201,3 +205,50 @@ def test_constant_whose_repr_is_code_never_reaches_fx_code():
     check(fn, torch.ones(2), backend=cnt, breaks=1, gb_types=["argument FX cannot render"])
     for gm in cnt.graphs:
         assert "BYTEGRAPH_TEST_RAN" not in gm.code
+
+
+class _TextGuard(Guard):
+    """A guard whose check is the given source text (what a buggy guard kind would write)."""
+
+    def __init__(self, text):
+        super().__init__(None)
+        object.__setattr__(self, "text", text)
+
+    def key(self):
+        return ("_TextGuard", self.text)
+
+    def check(self, names, value):
+        return self.text
+
+
+@pytest.mark.parametrize("text, message", [
+    ("'a' == 'a'", "string constant 'a'"),
+    ("f'a{1}' == 1", "string constant 'a'"),
+    ("b'x' == 1", "string constant b'x'"),
+    ("(1, ('deep',)) == 1", "string constant 'deep'"),
+    ("undefined_name is None", r"unknown global\(s\) \['undefined_name'\]"),
+    ("[q for q in (1,) if q is BYTEGRAPH_TEST_RAN]", "unknown global"),  # nested code objects too
+])
+def test_guard_source_with_user_text_is_refused(text, message):
+    def fn(x, *, scale=2.0):  # (a keyword-only default: the compiler's own string constant is allowed)
+        return x * scale
+
+    with pytest.raises(InternalError, match=message):
+        build_guard_function(fn.__code__, fn, [_TextGuard(text)])
+
+
+@pytest.mark.parametrize("name", ["len", "type", "torch", "Exception"])
+def test_guard_source_calls_builtins_a_parameter_shadows(name):
+    src = f"def fn(x, {name}, y=1):\n    return x\n"
+    scope: dict = {}
+    exec(compile(src, "<test>", "exec"), scope)
+    fn = scope["fn"]
+    guards = [LenMatch(LocalSource(name), list, 2), _TextGuard("type(x) is torch.Tensor"),
+              _TextGuard("isinstance(y, int)"), ConstantMatch(LocalSource("y"), 1)]
+    check = build_guard_function(fn.__code__, fn, guards).check
+    assert check(None, torch.ones(1), [1, 2]) is True
+    assert check(None, torch.ones(1), **{name: [3, 4]}) is True
+    assert check(None, torch.ones(1), [1]) is False
+    assert check(None, torch.ones(1), (5, 6)) is False
+    assert check(None, torch.ones(1), [1, 2], y=2) is False
+    assert check(None, [1], [1, 2]) is False

@@ -66,9 +66,55 @@ class Member:
     prelude: tuple[str, ...] = ()
 
 
-def native_instructions(code: types.CodeType) -> list[dis.Instruction]:
-    """``code``'s instructions as ``dis`` gives them, less ``CACHE`` and ``EXTENDED_ARG``."""
-    return [i for i in dis.get_instructions(code) if i.opname not in ("EXTENDED_ARG", "CACHE")]
+def native_instructions(everything: list[dis.Instruction]) -> list[dis.Instruction]:
+    """A code object's instructions (all of ``dis.get_instructions``), less ``CACHE`` and ``EXTENDED_ARG``."""
+    return [i for i in everything if i.opname not in ("EXTENDED_ARG", "CACHE")]
+
+
+def code_objects(code: types.CodeType) -> list[types.CodeType]:
+    """``code`` and the code objects nested in its constants, at any depth."""
+    found = [code]
+    for c in found:
+        found += [const for const in c.co_consts if isinstance(const, types.CodeType)]
+    return found
+
+
+def code_constants(code: types.CodeType) -> list[Any]:
+    """The constants of ``code`` and of every code object nested in it, the
+    items of constant tuples and frozensets included (not the code objects)."""
+    out: list[Any] = []
+    pending = [const for c in code_objects(code) for const in c.co_consts]
+    while pending:
+        const = pending.pop()
+        if isinstance(const, (tuple, frozenset)):
+            pending += const
+        elif not isinstance(const, types.CodeType):
+            out.append(const)
+    return out
+
+
+_LOAD_GLOBAL, _LOAD_NAME = dis.opmap["LOAD_GLOBAL"], dis.opmap["LOAD_NAME"]
+
+
+def global_reads(code: types.CodeType) -> set[str]:
+    """The names ``code`` and the code objects nested in it read as globals
+    (``LOAD_GLOBAL``, whose oparg is the name's index shifted left by one on
+    every supported version, and ``LOAD_NAME``). Read from the raw bytecode,
+    without decoding it (a guard function has tens of thousands of instructions)."""
+    names: set[str] = set()
+    for c in code_objects(code):
+        raw = c.co_code
+        ops = raw[0::2]  # the opcode bytes; each is followed by its oparg byte
+        for op, shift in ((_LOAD_GLOBAL, 1), (_LOAD_NAME, 0)):
+            at = ops.find(op)
+            while at >= 0:
+                arg, before, bits = raw[2 * at + 1], at - 1, 8
+                while before >= 0 and ops[before] == dis.EXTENDED_ARG:
+                    arg |= raw[2 * before + 1] << bits
+                    before, bits = before - 1, bits + 8
+                names.add(c.co_names[arg >> shift])
+                at = ops.find(op, at + 1)
+    return names
 
 
 def _target(natives: list[dis.Instruction], ins: dis.Instruction) -> int:

@@ -26,17 +26,15 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import inspect
-import io
-import keyword
 import math
 import re
-import tokenize
 import types
 from typing import Any, Callable, Sequence
 
 import torch
 
 from bytegraph.breaks import InternalError
+from bytegraph.bytecode.versions import code_constants, code_objects, global_reads
 from bytegraph.guards.guards import (
     ConstantMatch,
     Guard,
@@ -219,16 +217,15 @@ def _sources_of(guard: Guard) -> tuple:
     return (guard.source,)
 
 
-def _parameters(code: types.CodeType, fn: Callable | None, builder: _Builder) -> tuple[str, set[str]]:
-    """Parameter list text matching ``code``'s signature, with ``fn``'s defaults,
-    and the parameter names it uses.
+def _parameters(code: types.CodeType, fn: Callable | None, builder: _Builder) -> str:
+    """Parameter list text matching ``code``'s signature, with ``fn``'s defaults.
 
     Read from the code object (not ``inspect.signature``, which a ``__signature__``
     attribute can change). A name callers may pass by keyword is kept as is and
     must be a plain name; positional-only names (and all of a resume function's,
     ``fn`` None) are renamed when they are not. A parameter named like a global
     the guards read (``len``, ``math``) is written as a stand-in until
-    :func:`_bind_globals` has renamed those globals, then gets its name back.
+    :func:`_compile_guard_source` has renamed those globals, then gets its name back.
 
     Raises:
         InternalError: a parameter callers may pass by keyword has a name that is
@@ -244,11 +241,9 @@ def _parameters(code: types.CodeType, fn: Callable | None, builder: _Builder) ->
         if keyword_ok and fn is not None and not is_plain_name(name):  # FrameCache._bind refuses these
             raise InternalError(f"{code.co_qualname} has a keyword parameter named {name!r}")
         text = builder.local(name)
-        used.add(text)
         return text if default is inspect.Parameter.empty else f"{text}={builder.const(default)}"
 
     parts = []
-    used: set[str] = set()
     first_default = argcount - len(defaults)
     for i in range(argcount):
         default = defaults[i - first_default] if i >= first_default else inspect.Parameter.empty
@@ -265,7 +260,7 @@ def _parameters(code: types.CodeType, fn: Callable | None, builder: _Builder) ->
         parts.append(param(i, True, kwdefaults.get(names[i], inspect.Parameter.empty)))
     if code.co_flags & inspect.CO_VARKEYWORDS:
         parts.append("**" + param(index, False))
-    return ", ".join(parts), used
+    return ", ".join(parts)
 
 
 def build_guard_function(
@@ -299,7 +294,7 @@ def build_guard_function(
     prefix = _internal_prefix(code)
     builder = _Builder(code, prefix)
     builder.count_uses(ordered_guards)
-    params, param_names = _parameters(code, fn, builder)
+    params = _parameters(code, fn, builder)
     check_lines: list[str] = []
     fail_lines: list[str] = []
     for index, guard in enumerate(ordered_guards):
@@ -349,10 +344,7 @@ def build_guard_function(
         f"        return {p}values\n"
         f"    return {p}guard, {p}first_failure, {p}observe\n"
     )
-    text, namespace = _bind_globals(text, prefix, param_names)
-    for name in _GLOBALS.keys() & set(code.co_varnames):  # parameters named like a global: their names back
-        text = re.sub(rf"\b{prefix}P_{name}\b", name, text)
-    exec(compile(text, f"<bytegraph guards for {code.co_name}>", "exec"), namespace)
+    text, namespace = _compile_guard_source(text, code, prefix)
     check, first_failure, observe = namespace[f"{p}make"](**builder.consts)
     return GuardFunction(check, first_failure, ordered_guards, text, observed, observe)
 
@@ -371,45 +363,42 @@ def _internal_prefix(code: types.CodeType) -> str:
 _GLOBALS: dict[str, Any] = {**vars(builtins), "math": math, "torch": torch}
 
 
-def _bind_globals(text: str, prefix: str, locals_: set[str]) -> tuple[str, dict[str, Any]]:
-    """Check that ``text`` holds no user text and give its globals private names.
+def _compile_guard_source(text: str, code: types.CodeType, prefix: str) -> tuple[str, dict[str, Any]]:
+    """Compile and run the generated guard source; (the source, the namespace it ran in).
 
-    Every token must be a keyword, number, operator, one of the function's own
-    names (``prefix``...) or parameters (``locals_``), an attribute after ``.``, or a
-    global from :data:`_GLOBALS`; each global ``g`` is renamed ``<prefix>G_g`` and
-    bound in the returned namespace, so a parameter named ``len`` or ``torch``
-    cannot shadow what the guards call. String literals never appear: user values
-    (attribute names, dict keys...) are bound constants.
+    The source reaches user values only through the factory's parameters
+    (constants) and identifiers checked as it was built (:func:`attr_expr`,
+    :meth:`_Builder.local`). The compiled code is checked for the rest: it holds
+    no string constant (a user string written as a literal; the compiler's own
+    are the names of keyword-only parameters) and reads no global
+    but :data:`_GLOBALS` (its builtins). A parameter of ``code`` named like one
+    of those (``len``, ``torch``) would shadow it: the source then calls those
+    globals under private names (``<prefix>G_len``), and the stand-ins the
+    parameters were written as (``<prefix>P_len``) get their names back.
 
     Raises:
-        InternalError: on a string literal or an unknown global (a bytegraph bug).
+        InternalError: on a string constant or an unknown global (a bytegraph bug).
     """
-    lines = text.splitlines(keepends=True)
-    edits: list[tuple[int, int, int, str]] = []
-    namespace: dict[str, Any] = {"__builtins__": {}}
-    previous = None
-    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-        if tok.type == tokenize.STRING:  # (Python 3.11 tokenizes f-strings as STRING too)
-            raise InternalError(f"guard source has a string literal {tok.string!r}")
-        if tok.type == tokenize.NAME:
-            name = tok.string
-            after_dot = previous is not None and previous.type == tokenize.OP and previous.string == "."
-            if after_dot:
-                if not is_plain_name(name):
-                    raise InternalError(f"guard source reads attribute {name!r} as code")
-            elif not (keyword.iskeyword(name) or name.startswith(prefix) or name in locals_):
-                if name not in _GLOBALS:
-                    raise InternalError(f"guard source reads unknown global {name!r}")
-                private = f"{prefix}G_{name}"
-                namespace[private] = _GLOBALS[name]
-                (row, col), (_, end) = tok.start, tok.end
-                edits.append((row - 1, col, end, private))
-        if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT):
-            previous = tok
-    for row, col, end, new in reversed(edits):
-        line = lines[row]
-        lines[row] = line[:col] + new + line[end:]
-    return "".join(lines), namespace
+    namespace: dict[str, Any] = {"__builtins__": _GLOBALS}
+    shadowed = sorted(_GLOBALS.keys() & set(code.co_varnames))
+    if shadowed:
+        names = "|".join(map(re.escape, shadowed))
+        # a global is a name not after "." or another identifier character (the text has no strings)
+        text = re.sub(rf"(?<![\w.])({names})\b", rf"{prefix}G_\1", text)
+        text = re.sub(rf"\b{re.escape(prefix)}P_({names})\b", r"\1", text)
+        namespace.update((f"{prefix}G_{name}", _GLOBALS[name]) for name in shadowed)
+    compiled = compile(text, f"<bytegraph guards for {code.co_name}>", "exec")
+    # the one kind of string the compiler makes itself: the names of keyword-only parameters with defaults
+    keyword_only = {name for c in code_objects(compiled)
+                    for name in c.co_varnames[c.co_argcount:c.co_argcount + c.co_kwonlyargcount]}
+    for const in code_constants(compiled):
+        if isinstance(const, (str, bytes)) and const not in keyword_only:
+            raise InternalError(f"guard source has a string constant {const!r}")
+    unknown = global_reads(compiled) - namespace.keys() - _GLOBALS.keys()
+    if unknown:
+        raise InternalError(f"guard source reads unknown global(s) {sorted(unknown)}")
+    exec(compiled, namespace)
+    return text, namespace
 
 
 def _observable(guard: Guard) -> bool:
