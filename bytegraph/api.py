@@ -93,7 +93,7 @@ def compile(
             compiler = inductor_with(mode, options) if arguments else lookup_backend(backend)
         else:
             compiler = with_arguments(lookup_backend(backend), arguments) if arguments else lookup_backend(backend)
-        opts = CompileOptions(compiler, fullgraph, dynamic, recompile_limit)
+        opts = cache.intern_options(CompileOptions(compiler, fullgraph, dynamic, recompile_limit))
         if isinstance(target, torch.nn.Module):
             return optimized_module(target, opts)
         if not callable(target):

@@ -18,7 +18,7 @@ import torch
 from bytegraph.api import compile as bytegraph_compile
 from bytegraph.guards.summary import GuardGroup, summarise
 from bytegraph.report.frames import break_key, frame_groups, reword, user_frame_label, value_names
-from bytegraph.runtime import metrics
+from bytegraph.runtime import cache, metrics
 from bytegraph.runtime.metrics import BreakRecord
 from bytegraph.runtime.wrappers import OptimizedModule
 from bytegraph.variables.builder import COMPILED_FUNCTION
@@ -149,7 +149,7 @@ def explain(fn: Callable | torch.nn.Module) -> Callable[..., ExplainOutput]:
     fn = uncompiled(fn)
 
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
-        with metrics.recording() as rec:
+        with metrics.recording() as rec, cache.isolated():
             result = bytegraph_compile(fn, backend="eager")(*args, **kwargs)
         graphs = [g.graph_module for c in rec.compiles for g in c.graphs]
         breaks = metrics.distinct(rec.breaks)

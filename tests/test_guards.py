@@ -234,15 +234,28 @@ def test_module_attribute_change_recompiles():
     assert "scale" in reason and "2.0" in reason and "4.0" in reason
 
 
-def test_submodule_replaced_recompiles():
+def test_submodule_replaced_reuses_the_entry_until_its_structure_differs():
+    # modules are guarded by type and structure (their parameters are graph inputs), not identity
     module = Scaled()
     cnt = CompileCounter()
     compiled = bytegraph.compile(module, backend=cnt)
     x = torch.randn(2, 3)
-    compiled(x)
-    module.linear = nn.Linear(3, 3)
     assert same(compiled(x), module(x))
-    assert cnt.frame_count == 2
+    module.linear = nn.Linear(3, 3)  # same structure, new weights: the entry runs on them
+    assert same(compiled(x), module(x))
+    assert cnt.frame_count == 1
+    module.linear = nn.Linear(3, 3, bias=False)  # no bias parameter any more
+    assert same(compiled(x), module(x))
+    module.linear = nn.Linear(3, 3).double()
+    assert same(compiled(x.double()), module(x.double()))
+    module.linear = nn.Bilinear(3, 3, 3)  # another class, whose forward takes two inputs: eager's TypeError
+    with pytest.raises(TypeError):
+        module(x)
+    with pytest.raises(TypeError):
+        compiled(x)
+    assert cnt.frame_count == 3
+    reasons = [r for stats in metrics.FRAMES.values() for r in stats.recompile_reasons]
+    assert "bias" in reasons[0] and "dtype" in reasons[1] and "Bilinear" in reasons[2], reasons
 
 
 def test_grad_mode_change_recompiles():

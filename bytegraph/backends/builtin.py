@@ -129,7 +129,16 @@ def inductor_with(mode: str | None, options: dict[str, Any] | None) -> Callable:
             raise ValueError(f"bytegraph.compile: unknown mode {mode!r}; inductor has {sorted(modes)}")
         patches.update(modes[mode])
     patches.update(options or {})
-    return InductorBackend(patches)
+    try:
+        key = (mode, tuple(sorted((options or {}).items())))
+        hash(key)
+    except TypeError:  # an option value that is a list or dict: a backend of its own
+        return InductorBackend(patches)
+    # one backend per setting, so that compiled code is shared across compile calls (cached by backend)
+    return _INDUCTOR_WITH.setdefault(key, InductorBackend(patches))
+
+
+_INDUCTOR_WITH: dict[tuple, "InductorBackend"] = {}
 
 
 class InductorBackend:

@@ -63,14 +63,18 @@ class SideEffects:
 
     def aliasing_sources(self) -> list[Any]:
         """Sources of the pre-existing mutable Python objects the trace used
-        (lists, dicts, sets, user objects; not tensors or modules), when it
+        (lists, dicts, sets, user objects, modules; not tensors), when it
         mutated one of them: these must stay distinct objects on later calls,
-        or a mutation through one would be missed by reads through another."""
+        or a mutation through one would be missed by reads through another.
+        Modules (guarded by type, not identity) count only when the trace
+        stored an attribute of one."""
         if not (self._mutated or self._attrs):
             return []
+        module_stores = any(isinstance(self.object_of(vt), torch.nn.Module) for vt, _, _ in self._attrs.values())
         return [vt.source for value, vt in self._objects.values()
-                if vt.source is not None and getattr(vt, "mutable", False)
-                and not isinstance(value, (torch.Tensor, torch.nn.Module))]
+                if vt.source is not None and not isinstance(value, torch.Tensor) and (
+                    isinstance(value, torch.nn.Module) and module_stores
+                    or not isinstance(value, torch.nn.Module) and getattr(vt, "mutable", False))]
 
     def identity_of(self, vt: Any) -> int | None:
         """``id()`` of the real object behind ``vt``, if it is a tracked input."""

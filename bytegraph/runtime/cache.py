@@ -1,11 +1,16 @@
 """Per-code caches of compiled frames, the call path, and the frames generated
 code enters at run time (resume functions, callees routed after a break).
 
-A :class:`FrameCache` belongs to one code object and one set of compile
-options. It holds :class:`CacheEntry` objects, newest first; :func:`run`
-checks their guards and runs the first hit, and on a miss converts the frame
-again (a recompile), up to ``config.recompile_limit`` entries, after which the
-code runs natively with one warning naming the guard that keeps failing.
+A :class:`FrameCache` belongs to one code object, as torch.compile's cache
+does: every ``bytegraph.compile`` call of a function with that code, and every
+instance of a module class (modules are guarded by type and structure, not
+identity), shares it. It holds :class:`CacheEntry` objects, newest first, each
+made under one set of compile options (:func:`intern_options`: equal options
+are one object); :func:`run` checks the guards of the entries made under the
+call's options and runs the first hit, and on a miss converts the frame again
+(a recompile), up to ``config.recompile_limit`` entries of the code object in
+all, after which the code runs natively with one warning naming the guard that
+keeps failing.
 """
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ import time
 import types
 import warnings
 import weakref
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 
@@ -51,10 +56,12 @@ class CacheEntry:
         code: the transformed code object.
     """
 
-    __slots__ = ("check", "guard", "code", "defaults", "kwdefaults", "_plain_fn", "_refs", "valid", "__weakref__")
+    __slots__ = ("check", "guard", "code", "defaults", "kwdefaults", "options", "_plain_fn", "_refs", "valid",
+                 "__weakref__")
 
-    def __init__(self, converted: Converted, owner: FrameCache, fn: types.FunctionType):
+    def __init__(self, converted: Converted, owner: FrameCache, fn: types.FunctionType, options: CompileOptions):
         self.guard: GuardFunction = converted.guard
+        self.options = options  # the compile options it was made under (interned: compared with ``is``)
         # the guard binds arguments with these defaults: valid only while the function has them
         self.defaults = fn.__defaults__
         self.kwdefaults = fn.__kwdefaults__
@@ -84,13 +91,15 @@ class CacheEntry:
 
 
 class FrameCache:
-    """Cache entries of one code object under one set of compile options."""
+    """Cache entries of one code object, under any compile options."""
 
-    def __init__(self, code: types.CodeType, options: CompileOptions):
+    def __init__(self, code: types.CodeType):
         self.code = code
-        self.options = options
         self.entries: list[CacheEntry] = []
+        #: the code runs natively under every option set (it hit the recompile limit)
         self.native = False
+        #: options (by id) under which the code runs natively (it cannot be traced, or their backend failed)
+        self.native_under: dict[int, CompileOptions] = {}
         self.dynamic_dims: dict[Source, frozenset[int]] = {}
         self.dynamic_scalars: set[Source] = set()
         self.data_dependent: set[Source] = set()
@@ -101,13 +110,13 @@ class FrameCache:
         #: call, which ran eagerly (see :func:`_call_snapshot`)
         self.first_call: tuple | None = None
 
-    def policy(self) -> DynamicPolicy:
+    def policy(self, options: CompileOptions) -> DynamicPolicy:
         """Which inputs the next compile traces symbolically (torch.compile's
         ``dynamic``: True = all tensor dims and scalar arguments, False = none,
         None = automatic, or all with ``config.assume_static_by_default`` off)."""
-        if self.options.dynamic is False:
+        if options.dynamic is False:
             return DynamicPolicy(static=True)
-        everything = self.options.dynamic is True or not config.assume_static_by_default
+        everything = options.dynamic is True or not config.assume_static_by_default
         return DynamicPolicy(
             all_dims=everything, dims=dict(self.dynamic_dims),
             scalars=frozenset(self.dynamic_scalars), data_dependent=frozenset(self.data_dependent),
@@ -153,23 +162,26 @@ class FrameCache:
             entry.valid = False
         self.entries = []
         self.native = False
+        self.native_under = {}
 
     def invalidate(self, entry: CacheEntry) -> None:
         entry.valid = False
         self.entries = [e for e in self.entries if e is not entry]
 
-    def miss(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
-        """No entry matched: compile (or give up and run natively), then run.
-        The settings a program changed in ``torch._dynamo.config`` apply while
-        the frame compiles, and the stance ``torch.compiler.set_stance`` set
-        decides whether it compiles (:mod:`bytegraph.compat`)."""
-        if self.native:
+    def miss(self, fn: types.FunctionType, args: tuple, kwargs: dict, options: CompileOptions) -> Any:
+        """No entry made under ``options`` matched: compile (or give up and run
+        natively), then run. The settings a program changed in
+        ``torch._dynamo.config`` apply while the frame compiles, and the stance
+        ``torch.compiler.set_stance`` set decides whether it compiles
+        (:mod:`bytegraph.compat`)."""
+        if self.native or id(options) in self.native_under:
             return fn(*args, **kwargs)
         changed = compat.changed_settings()
         with config.patch(**changed) if changed else contextlib.nullcontext():
-            return self._miss(fn, args, kwargs, compat.stance())
+            return self._miss(fn, args, kwargs, options, compat.stance())
 
-    def _miss(self, fn: types.FunctionType, args: tuple, kwargs: dict, stance: compat.Stance) -> Any:
+    def _miss(self, fn: types.FunctionType, args: tuple, kwargs: dict, options: CompileOptions,
+              stance: compat.Stance) -> Any:
         cells = fn.__closure__
         reason = None
         if stance.name == "force_eager":
@@ -177,23 +189,26 @@ class FrameCache:
         if stance.name in ("eager_then_compile", "aot_eager_then_compile") and self.first_call is None:
             self.first_call = _call_snapshot(args)  # the next call compiles, dynamic where it differs
             return fn(*args, **kwargs)
+        latest = next((e for e in self.entries if e.options is options), None)
         if self.entries:
-            latest = self.entries[0]
-            if latest.defaults is not fn.__defaults__ or latest.kwdefaults is not fn.__kwdefaults__:
+            if latest is None:
+                reason = f"{self.code.co_name} was compiled with another backend or other options"
+            elif latest.defaults is not fn.__defaults__ or latest.kwdefaults is not fn.__kwdefaults__:
                 reason = f"{self.code.co_name}.__defaults__ or __kwdefaults__ changed"
             else:
                 reason = latest.guard.first_failure(cells, args, kwargs) or "unknown guard"
-            if stance.name == "eager_on_recompile":
-                return fn(*args, **kwargs)
-            if stance.name == "fail_on_recompile" or config.error_on_recompile:
-                raise RuntimeError(
-                    f"Detected recompile when torch.compile stance is 'fail_on_recompile'. filename: "
-                    f"{self.code.co_filename!r}, function name: {self.code.co_name!r}, line number: "
-                    f"{self.code.co_firstlineno}; failed guard: {reason}")
-            metrics.record_recompile(self.code, reason)
-            limit = self.options.recompile_limit or config.recompile_limit
+            if latest is not None:  # a recompile (a first compile under other options is not one)
+                if stance.name == "eager_on_recompile":
+                    return fn(*args, **kwargs)
+                if stance.name == "fail_on_recompile" or config.error_on_recompile:
+                    raise RuntimeError(
+                        f"Detected recompile when torch.compile stance is 'fail_on_recompile'. filename: "
+                        f"{self.code.co_filename!r}, function name: {self.code.co_name!r}, line number: "
+                        f"{self.code.co_firstlineno}; failed guard: {reason}")
+                metrics.record_recompile(self.code, reason)
+            limit = options.recompile_limit or config.recompile_limit
             if len(self.entries) >= limit:
-                if config.fail_on_recompile_limit_hit or self.options.fullgraph:
+                if config.fail_on_recompile_limit_hit or options.fullgraph:
                     raise RuntimeError(f"bytegraph: {self.code.co_qualname} hit the recompile limit ({limit}) "
                                        f"with fail_on_recompile_limit_hit or fullgraph=True. Last guard failure: {reason}")
                 self.native = True
@@ -207,9 +222,9 @@ class FrameCache:
                 return fn(*args, **kwargs)
             if logs.enabled("recompiles"):
                 logs.get("recompiles").info("recompiling %s: %s", self.code.co_qualname, reason)
-            if self.options.dynamic is None and config.automatic_dynamic_shapes:
-                self.note_changes(self.entries[0], cells, args, kwargs)
-        elif self.first_call is not None and self.options.dynamic is None and config.automatic_dynamic_shapes:
+            if latest is not None and options.dynamic is None and config.automatic_dynamic_shapes:
+                self.note_changes(latest, cells, args, kwargs)
+        elif self.first_call is not None and options.dynamic is None and config.automatic_dynamic_shapes:
             self.note_first_call(args)
         if torch._C._functorch.peek_interpreter_stack() is not None:
             return fn(*args, **kwargs)  # under vmap/grad (torch.func): the values are functorch wrappers
@@ -220,17 +235,17 @@ class FrameCache:
         if f_locals is None:  # (run outside the except clause: eager's exception gets no chained context)
             return fn(*args, **kwargs)
         signature_fn = None if self.resume_depth else fn
-        options = self.options if stance.backend is None else forced_backend(self.options, stance.backend)
-        result = convert_frame(self.code, fn.__globals__, cells, f_locals, signature_fn, options,
-                               hooks_for(options), self.policy())
+        compiling = options if stance.backend is None else forced_backend(options, stance.backend)
+        result = convert_frame(self.code, fn.__globals__, cells, f_locals, signature_fn, compiling,
+                               hooks_for(compiling), self.policy(options))
         for brk in result.breaks if isinstance(result, Converted) else ():
             metrics.record_break(self.code, brk)
         if isinstance(result, RunNatively):
             metrics.record_break(self.code, result.reason)
             metrics.record_native(self.code)
-            self.native = True
+            self.native_under[id(options)] = options
             return fn(*args, **kwargs)
-        entry = CacheEntry(result, self, fn)
+        entry = CacheEntry(result, self, fn, options)
         metrics.record_compile(self.code, metrics.CompileRecord(
             result.code, result.graphs, result.guard.guards, result.seconds, reason, result.guard.text,
             result.import_seconds, _guard_seconds(entry, cells, args, kwargs)))
@@ -273,14 +288,15 @@ class ResumeFunction:
     def __init__(self, code: types.CodeType, f_globals: dict, options: CompileOptions, depth: int):
         self.code = code
         self.f_globals = f_globals
-        self.cache: FrameCache = cache_for(code, options)
+        self.options = options
+        self.cache: FrameCache = cache_for(code)
         self.cache.resume_depth = depth
         self.plain = types.FunctionType(code, f_globals) if not code.co_freevars else None
 
     def __call__(self, *args: Any) -> Any:
         *values, closure = args
         fn = self.plain or types.FunctionType(self.code, self.f_globals, self.code.co_name, None, closure)
-        return run(self.cache, fn, tuple(values), {})
+        return run(self.cache, fn, tuple(values), {}, self.options)
 
     def __repr__(self) -> str:
         return f"<ResumeFunction {self.code.co_name}>"
@@ -308,7 +324,7 @@ class FrameHooks:
         return fn
 
     def resume_depth(self, code: types.CodeType) -> int:
-        return cache_for(code, self.options).resume_depth
+        return cache_for(code).resume_depth
 
     def route_callee(self, callee: Any) -> Callable[..., Any]:
         """``callee`` made to compile its own frame: Python functions and bound
@@ -356,10 +372,10 @@ class FrameHooks:
         return self.route_callee(callee)
 
     def _runner(self, fn: types.FunctionType) -> Callable[..., Any]:
-        cache = cache_for(fn.__code__, self.options)
+        cache, options = cache_for(fn.__code__), self.options
 
         def runner(*args: Any, **kwargs: Any) -> Any:
-            return run(cache, fn, args, kwargs)
+            return run(cache, fn, args, kwargs, options)
 
         return runner
 
@@ -408,11 +424,22 @@ def _call_with_forward(module: torch.nn.Module, forward: Callable[..., Any], *ar
         module.__dict__.pop("forward", None)
 
 
+#: one CompileOptions object per distinct set of options (see :func:`intern_options`)
+_OPTIONS: dict[tuple, CompileOptions] = {}
 _HOOKS: dict[int, FrameHooks] = {}
 
 
+def intern_options(options: CompileOptions) -> CompileOptions:
+    """The one CompileOptions object equal to ``options``: the same backend
+    object (by identity: a backend need not be hashable), ``fullgraph``,
+    ``dynamic`` and ``recompile_limit``. Entries compiled under it serve every
+    ``bytegraph.compile`` call that asks for the same, as torch.compile's cache does."""
+    key = (id(options.backend), options.fullgraph, options.dynamic, options.recompile_limit)
+    return _OPTIONS.setdefault(key, options)
+
+
 def hooks_for(options: CompileOptions) -> FrameHooks:
-    """The FrameHooks of ``options`` (one per compile call)."""
+    """The FrameHooks of ``options`` (one per interned option set)."""
     hooks = _HOOKS.get(id(options))
     if hooks is None or hooks.options is not options:
         hooks = FrameHooks(options)
@@ -420,29 +447,29 @@ def hooks_for(options: CompileOptions) -> FrameHooks:
     return hooks
 
 
-_CACHES: dict[tuple[types.CodeType, int], FrameCache] = {}
+_CACHES: dict[types.CodeType, FrameCache] = {}
 #: every FrameCache still alive; compiled wrappers hold theirs directly, so
 #: reset() must clear them in place rather than only forget them.
 _LIVE: "weakref.WeakSet[FrameCache]" = weakref.WeakSet()
 
 
-def cache_for(code: types.CodeType, options: CompileOptions) -> FrameCache:
-    """The FrameCache of ``code`` under ``options`` (created on first use)."""
-    key = (code, id(options))
-    cache = _CACHES.get(key)
-    if cache is None or cache.options is not options:
-        cache = FrameCache(code, options)
-        _CACHES[key] = cache
+def cache_for(code: types.CodeType) -> FrameCache:
+    """The FrameCache of ``code`` (created on first use)."""
+    cache = _CACHES.get(code)
+    if cache is None or cache.code is not code:
+        cache = FrameCache(code)
+        _CACHES[code] = cache
         _LIVE.add(cache)
     return cache
 
 
-def run(cache: FrameCache, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
-    """Call ``fn`` through its cache: first entry whose guard passes, else a miss."""
+def run(cache: FrameCache, fn: types.FunctionType, args: tuple, kwargs: dict, options: CompileOptions) -> Any:
+    """Call ``fn`` through its cache: the first entry made under ``options``
+    whose guard passes, else a miss."""
     cells = fn.__closure__
     defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__
     for entry in cache.entries:
-        if entry.defaults is not defaults or entry.kwdefaults is not kwdefaults:
+        if entry.options is not options or entry.defaults is not defaults or entry.kwdefaults is not kwdefaults:
             continue
         try:
             hit = entry.check(cells, *args, **kwargs)
@@ -451,7 +478,7 @@ def run(cache: FrameCache, fn: types.FunctionType, args: tuple, kwargs: dict) ->
         if hit:
             return call_entry(entry, fn, args, kwargs)
     else:
-        return cache.miss(fn, args, kwargs)
+        return cache.miss(fn, args, kwargs, options)
     return fn(*args, **kwargs)  # eager's TypeError (raised outside the except clause: no chained context)
 
 
@@ -495,6 +522,20 @@ def call_entry(entry: CacheEntry, fn: types.FunctionType, args: tuple, kwargs: d
     return fn(*args, **kwargs)
 
 
+@contextlib.contextmanager
+def isolated() -> Iterator[None]:
+    """Compile afresh inside the block: ``bytegraph.compile`` calls made in it
+    get caches (and interned options) of their own, which later compile calls
+    outside do not see (``bytegraph.explain`` reports one compilation)."""
+    global _CACHES, _HOOKS, _OPTIONS
+    saved = _CACHES, _HOOKS, _OPTIONS
+    _CACHES, _HOOKS, _OPTIONS = {}, {}, {}
+    try:
+        yield
+    finally:
+        _CACHES, _HOOKS, _OPTIONS = saved
+
+
 def reset() -> None:
     """Drop every cache entry and statistic; compiled functions that are still
     alive recompile on their next call."""
@@ -503,6 +544,7 @@ def reset() -> None:
     _CACHES.clear()
     _HOOKS.clear()
     _FORCED.clear()
+    _OPTIONS.clear()
     metrics.reset()
 
 

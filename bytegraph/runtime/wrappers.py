@@ -52,16 +52,16 @@ def compile_function(fn: Callable, options: CompileOptions) -> Callable:
         if isinstance(call, types.FunctionType):
             return compile_function(types.MethodType(call, fn), options)
         return _run_natively(fn)
-    cache = cache_for(fn.__code__, options)
+    cache = cache_for(fn.__code__)
 
     @functools.wraps(fn)
     def compiled(*args: Any, **kwargs: Any) -> Any:
         nonlocal cache
         if fn.__code__ is not cache.code:  # the user assigned fn.__code__: compile the new code
-            cache = cache_for(fn.__code__, options)
+            cache = cache_for(fn.__code__)
         if forced_eager():
             return fn(*args, **kwargs)
-        return run(cache, fn, args, kwargs)
+        return run(cache, fn, args, kwargs, options)
 
     setattr(compiled, COMPILED_FUNCTION, fn)
     compiled._bytegraph_cache = cache  # type: ignore[attr-defined]
@@ -103,13 +103,7 @@ class OptimizedModule(torch.nn.Module):
         self._orig_mod = module
         self._options = options
         traced = module.module if is_ddp(module) else module  # DDP's own forward runs natively
-        name = f"{type(traced).__qualname__}.__call__"
-        code = _call_module.__code__.replace(co_name=name, co_qualname=name)
-        frame = types.FunctionType(code, _call_module.__globals__, name)
-        self._compiled_call = compile_function(frame, options)
-        forward = type(traced).forward
-        if isinstance(forward, types.FunctionType):
-            metrics.label(code, name, forward)
+        self._compiled_call = compile_function(_module_frame(type(traced)), options)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """One call of the module. Its hooks are traced with its ``forward``,
@@ -217,6 +211,25 @@ def optimized_module(module: torch.nn.Module, options: CompileOptions) -> Optimi
     """``module`` compiled: an :class:`OptimizedModule` that is an instance of
     torch's ``OptimizedModule`` class as well."""
     return _torch_compatible()(module, options)
+
+
+_FRAMES: dict[tuple[str, types.CodeType | None], types.FunctionType] = {}
+
+
+def _module_frame(cls: type) -> types.FunctionType:
+    """The frame OptimizedModules of class ``cls`` compile: :func:`_call_module`
+    named after the class, one per class (and its ``forward``), so that every
+    instance shares one FrameCache, as torch.compile's cache on ``forward``'s code."""
+    forward = getattr(cls, "forward", None)
+    key = (cls.__qualname__, getattr(forward, "__code__", None))
+    frame = _FRAMES.get(key)
+    if frame is None:
+        name = f"{cls.__qualname__}.__call__"
+        code = _call_module.__code__.replace(co_name=name, co_qualname=name)
+        frame = _FRAMES[key] = types.FunctionType(code, _call_module.__globals__, name)
+    if isinstance(forward, types.FunctionType):  # (again after a reset, which forgets labels)
+        metrics.label(frame.__code__, frame.__name__, forward)
+    return frame
 
 
 def _call_module(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:

@@ -223,7 +223,9 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         return side_effects.track(value, var) if type(value) is set else var
 
     if isinstance(value, torch.nn.Module):
-        guards.add(IdMatch.of(source, value))
+        # by type, as torch.compile: every instance of the class reuses the entry, guarded by what the trace
+        # read of it (attributes, submodules, parameters and buffers, which are graph inputs), not its identity
+        guards.add(TypeMatch(source, type(value)))
         if getattr(type(value), COMPILED_MODULE, False) and not has_hooks(value):
             # a module bytegraph.compile returned, met in traced code: traced as the module it
             # compiles, as torch.compile inlines a compiled module called by compiled code
