@@ -1,9 +1,11 @@
 """``torch.nn.Module`` instances.
 
-A module is guarded by identity when it is wrapped. Its parameters and buffers
-become graph inputs read through ``_parameters[...]``/``_buffers[...]`` (fast in
-guards and in the generated code); submodules are modules again; other instance
-attributes are guarded constants or objects. Calling a module inlines its
+A module is guarded by its type when it is wrapped, not its identity, so one
+compiled entry serves every instance of the class with the same structure, as
+under torch.compile. Its parameters and buffers become graph inputs read
+through ``_parameters[...]``/``_buffers[...]`` (fast in guards and in the
+generated code), each guarded by its metadata; submodules are modules again;
+other instance attributes are guarded constants or objects. Calling a module inlines its
 ``forward`` (or a Python ``__call__`` override) when it has no hooks; the
 absence of hooks is guarded per module (:class:`NoModuleHooks`) and for the
 global hook dicts, so registering a module hook later forces a recompile
@@ -58,7 +60,7 @@ def has_hooks(module: torch.nn.Module) -> bool:
 
 
 class NNModuleVariable(VariableTracker):
-    """An ``nn.Module`` read from a source (guarded by identity)."""
+    """An ``nn.Module`` read from a source (guarded by type and by what is read of it)."""
 
     def __init__(self, module: torch.nn.Module, source=None):
         super().__init__(source)
