@@ -4,7 +4,10 @@ instance of a class shares one entry and one backend compile; the cache is
 the code object's across ``bytegraph.compile`` calls (the options are part of
 the key), and ``recompile_limit`` counts the code object's entries. Each test
 compares with eager on equal copies and counts backend calls exactly; a
-mutation of one instance after sharing must still be seen."""
+mutation of one instance after sharing must still be seen. The tests compile
+directly, not through ``tests/helpers.check``: what is under test is the sharing
+across several ``bytegraph.compile`` calls and instances, which one check of one
+compiled callable cannot express."""
 import copy
 import gc
 import warnings
