@@ -17,7 +17,8 @@ from typing import Any, Callable, ClassVar, Protocol
 
 import torch
 
-from bytegraph.guards.source import Source, user_name
+from bytegraph.guards.source import GLOBAL_STATE, AttrSource, Source, user_name
+from bytegraph.guards.words import GLOBALS, INPUTS, STATE, Words, modules_phrase, short, type_name
 
 
 class Names(Protocol):
@@ -57,6 +58,23 @@ class Guard:
         TypeMatch for the same type is then redundant)."""
         return None
 
+    #: its summary group (:data:`~bytegraph.guards.words.GROUPS`); None: by the path of its source
+    group: ClassVar[str | None] = None
+    unchanged_object: ClassVar[bool] = False  # a summary lists it among a module's unchanged objects
+    checks_tensor: ClassVar[bool] = False  # a tensor held by a module is a parameter or buffer
+
+    def describe(self, words: Words) -> tuple[str, str]:
+        """``(name of the value checked, the fact in words)``."""
+        return words.name(self.source), type(self).__name__
+
+    def module_source(self) -> Source | None:
+        """The source this guard shows to hold an ``nn.Module``, if any."""
+        return None
+
+    def dynamic_dims(self) -> list[int]:
+        """The dims of the tensor it checks whose sizes are symbolic."""
+        return []
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class TypeMatch(Guard):
@@ -64,6 +82,14 @@ class TypeMatch(Guard):
 
     expected: type = object
     order: ClassVar[int] = 2
+    unchanged_object: ClassVar[bool] = True
+
+    def describe(self, words: Words) -> tuple[str, str]:
+        return words.name(self.source), f"has type {type_name(self.expected)}"
+
+    def module_source(self) -> Source | None:
+        expected = self.expected
+        return self.source if isinstance(expected, type) and issubclass(expected, torch.nn.Module) else None
 
     def check(self, names: Names, value: str) -> str:
         return f"type({value}) is {names.const(self.expected)}"
@@ -82,6 +108,9 @@ class FiniteFloat(Guard):
     trace made with it holds for no NaN or infinity (those are specialised)."""
 
     order: ClassVar[int] = 2
+
+    def describe(self, words: Words) -> tuple[str, str]:
+        return words.name(self.source), "finite float (neither NaN nor infinite)"
 
     def check(self, names: Names, value: str) -> str:
         return f"type({value}) is float and {names.const(math.isfinite)}({value})"
@@ -107,6 +136,10 @@ class RecomputedMatch(Guard):
     expected: Any = None
     label: str = ""
     order: ClassVar[int] = 5
+    group: ClassVar[str | None] = INPUTS
+
+    def describe(self, words: Words) -> tuple[str, str]:
+        return words.name(self.source), f"{self.label} is {self.expected!r} (recomputed with Python's operations)"
 
     def key(self) -> tuple:
         return (type(self).__name__, self.sources, self.label, self.expected)
@@ -131,6 +164,12 @@ class ConstantMatch(Guard):
 
     expected: Any = None
     order: ClassVar[int] = 1
+
+    def describe(self, words: Words) -> tuple[str, str]:
+        exp = self.expected
+        if exp is None or exp is Ellipsis or exp is NotImplemented or type(exp) is bool:
+            return words.name(self.source), f"is {exp!r}"
+        return words.name(self.source), f"== {short(exp)} ({type(exp).__name__})"
 
     def check(self, names: Names, value: str) -> str:
         exp = self.expected
@@ -213,6 +252,9 @@ class EqualsMatch(Guard):
     expected: Any = None
     order: ClassVar[int] = 2
 
+    def describe(self, words: Words) -> tuple[str, str]:
+        return words.name(self.source), f"== {short(self.expected)}"
+
     def check(self, names: Names, value: str) -> str:
         exp = self.expected
         equal = f"{value} == {names.const(exp)}"
@@ -236,6 +278,7 @@ class IdMatch(Guard):
     ref: Any = None  # a weak reference to the object (``weak``), or the object itself when it cannot have one
     weak: bool = False
     order: ClassVar[int] = 1
+    unchanged_object: ClassVar[bool] = True
 
     @staticmethod
     def of(source: Source, obj: Any) -> "IdMatch":
@@ -246,6 +289,13 @@ class IdMatch(Guard):
 
     def key(self) -> tuple:
         return ("IdMatch", self.source, self.expected_id)
+
+    def describe(self, words: Words) -> tuple[str, str]:
+        return words.name(self.source), f"is the same object as when compiled ({self.label})"
+
+    def module_source(self) -> Source | None:
+        obj = self.ref() if self.weak else self.ref
+        return self.source if isinstance(obj, torch.nn.Module) else None
 
     def check(self, names: Names, value: str) -> str:
         if self.weak:
@@ -283,6 +333,9 @@ class LenMatch(Guard):
     def checked_type(self) -> type | None:
         return self.expected_type
 
+    def describe(self, words: Words) -> tuple[str, str]:
+        return words.name(self.source), f"{type_name(self.expected_type)} of length {self.length}"
+
     def check(self, names: Names, value: str) -> str:
         length = _length_is(value, self.expected_type, self.length)
         return f"type({value}) is {names.const(self.expected_type)} and {length}"
@@ -307,6 +360,12 @@ class NoModuleHooks(Guard):
 
     order: ClassVar[int] = 3
 
+    def describe(self, words: Words) -> tuple[str, str]:
+        return words.name(self.source), "has no forward/backward hooks of its own"
+
+    def module_source(self) -> Source | None:
+        return self.source
+
     def check(self, names: Names, value: str) -> str:
         return "not (" + " or ".join(f"{value}.{name}" for name in MODULE_HOOK_DICTS) + ")"
 
@@ -324,6 +383,13 @@ class DictKeysMatch(Guard):
 
     def checked_type(self) -> type | None:
         return self.expected_type
+
+    def describe(self, words: Words) -> tuple[str, str]:
+        return words.name(self.source), f"{type_name(self.expected_type)} with keys {short(list(self.keys))}"
+
+    def module_source(self) -> Source | None:
+        source = self.source
+        return source.base_source if isinstance(source, AttrSource) and source.attr == "_modules" else None
 
     def check(self, names: Names, value: str) -> str:
         length = _length_is(value, self.expected_type, len(self.keys))
@@ -396,6 +462,9 @@ class DictContains(Guard):
     def key(self) -> tuple:
         return ("DictContains", self.source, self.key_value)
 
+    def describe(self, words: Words) -> tuple[str, str]:
+        return words.name(self.source), f"{'has' if self.present else 'has no'} key {short(self.key_value)}"
+
     def check(self, names: Names, value: str) -> str:
         return f"{names.const(self.key_value)} {'in' if self.present else 'not in'} {value}"
 
@@ -412,9 +481,14 @@ class NotShadowed(Guard):
     f_globals: dict = dataclasses.field(default_factory=dict)
     builtin_name: str = ""
     order: ClassVar[int] = 1
+    group: ClassVar[str | None] = GLOBALS
 
     def key(self) -> tuple:
         return ("NotShadowed", id(self.f_globals), self.builtin_name)
+
+    def describe(self, words: Words) -> tuple[str, str]:
+        module = self.f_globals.get("__name__", "?")
+        return self.builtin_name, f"the builtin (no global of {modules_phrase([module])} shadows it)"
 
     def check(self, names: Names, value: str) -> str:
         return f"{names.const(self.builtin_name)} not in {names.const(self.f_globals)}"
@@ -432,9 +506,13 @@ class GlobalStateMatch(Guard):
     expected: Any = True
     label: str = "grad mode"
     order: ClassVar[int] = 0
+    group: ClassVar[str | None] = STATE
 
     def key(self) -> tuple:
         return ("GlobalStateMatch", self.getter)
+
+    def describe(self, words: Words) -> tuple[str, str]:
+        return GLOBAL_STATE, f"{self.label} = {short(self.expected)}"
 
     def check(self, names: Names, value: str) -> str:
         if self.expected is None or type(self.expected) is bool:
@@ -455,6 +533,9 @@ class SameObject(Guard):
     def key(self) -> tuple:
         return ("SameObject", self.source, self.other)
 
+    def describe(self, words: Words) -> tuple[str, str]:
+        return words.name(self.source), f"is the same object as {words.name(self.other)}"
+
     def check(self, names: Names, value: str) -> str:
         raise AssertionError("rendered by the code builder, which knows each source's expression")
 
@@ -470,9 +551,16 @@ class NoAliasing(Guard):
 
     sources: tuple = ()
     order: ClassVar[int] = 4
+    group: ClassVar[str | None] = INPUTS
 
     def key(self) -> tuple:
         return ("NoAliasing", self.sources)
+
+    def describe(self, words: Words) -> tuple[str, str]:
+        names = [words.name(s) for s in self.sources]
+        listed = 8  # names listed before "and N more"
+        shown = ", ".join(names[:listed]) + (f" and {len(names) - listed} more" if len(names) > listed else "")
+        return "inputs", f"{len(names)} distinct objects: {shown}"
 
     def check(self, names: Names, value: str) -> str:
         raise AssertionError("rendered by the code builder, which knows each source's expression")

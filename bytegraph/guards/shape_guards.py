@@ -20,10 +20,13 @@ import torch
 import torch._guards
 
 from bytegraph.guards.guards import Guard, Names
-from bytegraph.guards.source import Source
+from bytegraph.guards.source import GLOBAL_STATE, Source
 from bytegraph.guards.tensor_guards import TensorMatch
+from bytegraph.guards.words import INPUTS, Words
 
 _TOKEN = re.compile(r"___SRC(\d+)___")
+_SHAPE_REF = re.compile(r"___SRC(\d+)___(?:\.(size|stride)\(\)\[(\d+)\]|\.storage_offset\(\))?")
+_LOWER_BOUND = re.compile(r"(-?\d+) <= ([\w.]+)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,9 +56,29 @@ class ShapeGuard(Guard):
     template: str = "True"
     sources: tuple = ()
     order: ClassVar[int] = 4
+    group: ClassVar[str | None] = INPUTS
 
     def key(self) -> tuple:
         return ("ShapeGuard", self.template, self.sources)
+
+    def describe(self, words: Words) -> tuple[str, str]:
+        """Named by its first source, with sizes as symbols: ``s0 >= 2``, ``x.stride(0) == s1``."""
+
+        def ref(m: re.Match) -> str:
+            source = self.sources[int(m.group(1))]
+            kind, dim = m.group(2), m.group(3)
+            if kind == "size":
+                return words.symbol(source, int(dim)) or f"{words.name(source)}.size({dim})"
+            if kind == "stride":
+                return f"{words.name(source)}.stride({dim})"
+            if m.group(0).endswith("storage_offset()"):
+                return f"{words.name(source)}.storage_offset()"
+            return words.name(source)
+
+        text = _SHAPE_REF.sub(ref, self.template)
+        lower = _LOWER_BOUND.fullmatch(text)  # ShapeEnv writes lower bounds as ``2 <= s0``
+        first = words.name(self.sources[0]) if self.sources else GLOBAL_STATE
+        return first, f"{lower.group(2)} >= {lower.group(1)}" if lower else text
 
     def check(self, names: Names, value: str) -> str:
         raise AssertionError("rendered by the code builder, which knows each source's expression")

@@ -26,21 +26,8 @@ import dataclasses
 import re
 from typing import Mapping, Sequence
 
-import torch
-
 from bytegraph.guards.describe import GuardWords
-from bytegraph.guards.guards import (
-    DictKeysMatch,
-    GlobalStateMatch,
-    Guard,
-    IdMatch,
-    NoAliasing,
-    NoModuleHooks,
-    NotShadowed,
-    RecomputedMatch,
-    TypeMatch,
-)
-from bytegraph.guards.shape_guards import ShapeGuard
+from bytegraph.guards.guards import Guard, NotShadowed
 from bytegraph.guards.source import (
     AttrSource,
     ClosureSource,
@@ -49,14 +36,7 @@ from bytegraph.guards.source import (
     GlobalSource,
     Source,
 )
-from bytegraph.guards.tensor_guards import TensorMatch
-
-INPUTS = "inputs"
-PARAMETERS = "parameters and buffers"
-STRUCTURE = "module structure"
-GLOBALS = "globals and builtins"
-STATE = "global torch state"
-GROUPS = (INPUTS, PARAMETERS, STRUCTURE, GLOBALS, STATE)
+from bytegraph.guards.words import GLOBALS, GROUPS, INPUTS, PARAMETERS, STRUCTURE
 
 #: names listed on one collapsed line before "and N more"
 _LISTED = 10
@@ -108,20 +88,19 @@ def summarise(guards: Sequence[Guard], names: Mapping[Source, str] | None = None
 
 
 def protects(guard: Guard, modules: set[Source]) -> str:
-    """The group of ``guard``; ``modules`` are the sources known to hold modules."""
-    if isinstance(guard, GlobalStateMatch):
-        return STATE
-    if isinstance(guard, NotShadowed):
-        return GLOBALS
-    if isinstance(guard, (ShapeGuard, NoAliasing, RecomputedMatch)) or guard.source is None:
+    """The group of ``guard``: its kind's own (:attr:`Guard.group`), or by the
+    path of its source; ``modules`` are the sources known to hold modules."""
+    if guard.group is not None:
+        return guard.group
+    if guard.source is None:
         return INPUTS
     path = _path(guard.source)
     root = path[0]
     if any(s in modules for s in path):
         held = any(isinstance(s, AttrSource) and s.attr in ("_parameters", "_buffers") for s in path)
-        return PARAMETERS if held or isinstance(guard, TensorMatch) else STRUCTURE
+        return PARAMETERS if held or guard.checks_tensor else STRUCTURE
     if isinstance(root, (GlobalSource, ConstSource)) or (
-            isinstance(root, ClosureSource) and not isinstance(guard, TensorMatch)):
+            isinstance(root, ClosureSource) and not guard.checks_tensor):
         return GLOBALS
     return INPUTS
 
@@ -142,17 +121,9 @@ def _module_sources(guards: Sequence[Guard]) -> set[Source]:
         source = guard.source
         if source is None:
             continue
-        if isinstance(guard, IdMatch):
-            obj = guard.ref() if guard.weak else guard.ref
-            if isinstance(obj, torch.nn.Module):
-                modules.add(source)
-        elif isinstance(guard, TypeMatch) and isinstance(guard.expected, type) and issubclass(
-                guard.expected, torch.nn.Module):
-            modules.add(source)
-        elif isinstance(guard, NoModuleHooks):
-            modules.add(source)
-        elif isinstance(guard, DictKeysMatch) and isinstance(source, AttrSource) and source.attr == "_modules":
-            modules.add(source.base_source)
+        held = guard.module_source()
+        if held is not None:
+            modules.add(held)
         for s in _path(source):
             if isinstance(s, GetItemSource) and isinstance(s.base_source, AttrSource) and (
                     s.base_source.attr == "_modules"):
@@ -172,7 +143,7 @@ def _collapsed(words: GuardWords, guards: list[Guard]) -> list[tuple[str, str]]:
                 builtins.append(guard.builtin_name)
             continue
         module, short = _module_and_name(words, guard.source)
-        if isinstance(guard, (IdMatch, TypeMatch)):
+        if guard.unchanged_object:
             if short not in same.setdefault(module, []):
                 same[module].append(short)
         else:

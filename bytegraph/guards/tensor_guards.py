@@ -10,6 +10,7 @@ import torch
 
 from bytegraph.guards.guards import Guard, Names, describe_source
 from bytegraph.guards.source import Source
+from bytegraph.guards.words import Words
 
 
 #: tensor types whose ``requires_grad`` is torch's own getter, which returns a bool
@@ -53,8 +54,30 @@ class TensorMatch(Guard):
             t.is_contiguous(),
         )
 
+    checks_tensor: ClassVar[bool] = True
+
     def checked_type(self) -> type | None:
         return self.tensor_type
+
+    def dynamic_dims(self) -> list[int]:
+        """The dims whose sizes the ShapeEnv guards (numbered ``s0, s1, ...`` in words)."""
+        return [dim for dim, size in enumerate(self.sizes) if size is None]
+
+    def describe(self, words: Words) -> tuple[str, str]:
+        sizes = ", ".join(
+            (words.symbol(self.source, d) or "?") if s is None else str(s) for d, s in enumerate(self.sizes)
+        )
+        kind = "tensor" if self.tensor_type is torch.Tensor else self.tensor_type.__name__
+        dtype = str(self.dtype).removeprefix("torch.")
+        text = f"{dtype} {kind} of shape ({sizes}{',' if len(self.sizes) == 1 else ''})"
+        if self.device.type != "cpu":
+            text += f" on {self.device}"
+        if self.requires_grad:
+            text += ", requires_grad"
+        if not self.contiguous:
+            strides = ", ".join("?" if s is None else str(s) for s in self.strides)
+            text += f", strides ({strides})"
+        return words.name(self.source), text
 
     def check(self, names: Names, value: str) -> str:
         v = value
@@ -119,6 +142,10 @@ class SameStorage(Guard):
 
     def key(self) -> tuple:
         return ("SameStorage", self.source, self.other)
+
+    def describe(self, words: Words) -> tuple[str, str]:
+        verb = "shares" if self.same else "does not share"
+        return words.name(self.source), f"{verb} its storage with {words.name(self.other)}"
 
     def check(self, names: Names, value: str) -> str:
         raise AssertionError("rendered by the code builder, which knows each source's expression")
