@@ -4,9 +4,9 @@
 time, in the style of a bytecode interpreter (byterun): the frame state is a
 plain ``stack`` and ``symbolic_locals`` of VariableTrackers, and each opcode has
 one small handler method named after it. Handlers live in mixins grouped by
-family (:mod:`.loads`, :mod:`.calls`, :mod:`.stack_ops`, :mod:`.control`);
-:mod:`.semantics` holds the Python semantics VTs ask the translator for
-(wrapping values, identity, iteration...).
+family (:mod:`.loads`, :mod:`.calls`, :mod:`.stack_ops`, :mod:`.control`).
+Python semantics of values (``iter()``, identity, ``isinstance``, object
+construction) are methods of the VT kinds that own the values.
 
 Subclasses: :class:`~bytegraph.translator.root.InstructionTranslator` for the
 frame being compiled and :class:`~bytegraph.translator.inline.InliningTranslator`
@@ -29,7 +29,6 @@ from bytegraph.translator.calls import CallOps
 from bytegraph.translator.control import ControlOps
 from bytegraph.translator.loads import LoadStoreOps
 from bytegraph.translator.match import MatchOps
-from bytegraph.translator.semantics import PythonSemantics
 from bytegraph.translator.stack_ops import StackOps
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
@@ -45,7 +44,7 @@ GRAPH_ERRORS: tuple[type, ...] = (
 )
 
 
-class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, MatchOps, PythonSemantics):
+class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, MatchOps):
     """Symbolic execution of one frame.
 
     Attributes:

@@ -101,7 +101,7 @@ class ControlOps:
 
     # ---- loops ------------------------------------------------------------------------------
     def GET_ITER(self: InstructionTranslatorBase, inst: Instruction) -> None:
-        self.push(self.get_iter(self.pop()))
+        self.push(self.pop().get_iter(self))
 
     def FOR_ITER(self: InstructionTranslatorBase, inst: Instruction) -> None:
         iterator = self.peek()
@@ -126,7 +126,7 @@ class ControlOps:
         self.yield_value(self.pop())
 
     def GET_YIELD_FROM_ITER(self: InstructionTranslatorBase, inst: Instruction) -> None:
-        self.push(self.get_iter(self.pop()))
+        self.push(self.pop().get_iter(self))
 
     def SEND(self: InstructionTranslatorBase, inst: Instruction) -> None:
         self.pop()  # the value sent in: always None for a consumed generator

@@ -75,7 +75,7 @@ class MatchOps:
         cls = cls_vt.as_python_constant()
         if not isinstance(cls, type):
             raise_traced(TypeError, "called match pattern must be a class")
-        if not self.isinstance_of(subject, cls):
+        if not subject.isinstance_of(self, cls):
             self.push(ConstantVariable(None))
             return
         count = inst.arg

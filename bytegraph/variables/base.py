@@ -12,12 +12,17 @@ Methods take the translator ``tx`` explicitly (there is no global translator).
 """
 from __future__ import annotations
 
+import abc
 import functools
 import inspect
+import types
+import typing
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 from bytegraph.breaks import unimplemented
-from bytegraph.variables.tx import wrap_const
+from bytegraph.guards.guards import GlobalStateMatch, IdMatch, NoAliasing
+from bytegraph.variables.tx import list_iterator, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.guards.source import Source
@@ -46,6 +51,15 @@ class VariableTracker:
     #: True for symbolic scalars: a value not known now whose :meth:`as_python_constant`
     #: specialises it (the ShapeEnv guards the value), as folding and cache keys may
     specializable = False
+    #: True for kinds whose ``as_python_constant()`` builds a new object on each
+    #: call (sequences, dicts, sets, slices): no identity to compare or guard
+    rebuilds_constant = False
+    #: True for tensors and ndarrays: one made by an operation is a new object
+    #: unless the operation gave back its input's VT (see :meth:`same_object`)
+    array_identity = False
+    #: True for containers whose ``iter()`` is their own ``__iter__`` (lists,
+    #: dicts, dict views, sets): its iterator sees mutations made during the loop
+    live_iterator = False
 
     def __init__(self, source: Source | None = None):
         self.source = source
@@ -218,6 +232,107 @@ class VariableTracker:
             explanation="bytegraph cannot decide the truth of this value at trace time.",
         )
 
+    def get_iter(self, tx: Tx) -> VariableTracker:
+        """``iter(value)``: this kind's lazy iterator when it has one, else an
+        iterator over its items listed now; a :attr:`live_iterator` container's
+        own ``__iter__``. Iterators override it (``iter(it) is it``)."""
+        if self.live_iterator:
+            return self.call_method(tx, "__iter__", [], {})
+        iterator = self.lazy_iterator(tx)
+        if iterator is not None:
+            return iterator.get_iter(tx)
+        return list_iterator(self.unpack_var_sequence(tx))
+
+    # ---- identity and types --------------------------------------------------
+    def constant_identity(self) -> int | None:
+        """``id()`` of the object this kind stands for when that is known from
+        the VT alone: the Python constant, unless it is rebuilt on each read."""
+        if self.is_python_constant() and not self.rebuilds_constant:
+            return id(self.as_python_constant())
+        return None
+
+    def identity(self, tx: Tx) -> int | None:
+        """``id()`` of the real object behind this value, when there is one."""
+        ident = tx.output.side_effects.identity_of(self)
+        return ident if ident is not None else self.constant_identity()
+
+    def guard_identity(self, tx: Tx) -> bool:
+        """Guard that the object behind this value (read from a source) stays the
+        same object, as ``id()`` needs; False when it cannot be held weakly
+        (lists, dicts: an entry must not keep them alive)."""
+        obj = tx.output.side_effects.object_of(self)
+        if obj is None and self.is_python_constant() and not self.rebuilds_constant:
+            obj = self.as_python_constant()
+        try:
+            weakref.ref(obj)
+        except TypeError:
+            return False
+        tx.output.guards.add(IdMatch.of(self.source, obj))
+        return True
+
+    def same_object(self, tx: Tx, other: VariableTracker) -> bool | None:
+        """``self is other``, or None when it cannot be known at trace time."""
+        if self is other:
+            return True
+        ida, idb = self.identity(tx), other.identity(tx)
+        if ida is not None and idb is not None:
+            if ida != idb and self.source is not None and other.source is not None:
+                # distinct objects on this call; a later call may pass one object twice
+                tx.output.guards.add(NoAliasing(None, (self.source, other.source)))
+            return ida == idb
+        if self.mutable and other.mutable and (self.source is None or other.source is None):
+            return False  # a list/dict/set made in the trace is a new object, and has exactly one VT
+        if self.array_identity and other.array_identity:
+            if self.source is None or other.source is None:
+                # An op that returns its input in eager gives back the input's VT
+                # (graph_call compares FakeTensor identity; numpy_call returns
+                # the argument written in place), so a computed tensor or array
+                # with its own VT is a new object.
+                return False
+            # Two inputs that are distinct objects now: guard that they stay so.
+            tx.output.guards.add(NoAliasing(None, (self.source, other.source)))
+            return False
+        try:
+            ta, tb = self.python_type(), other.python_type()
+        except Exception:
+            return None
+        if ta is not tb:
+            return False
+        return None
+
+    def instance_answer(self, cls: Any) -> tuple[type, bool]:
+        """``(type(value), isinstance(value, cls))`` with ``cls`` a class: asked
+        of the type; kinds that hold the real object ask the object."""
+        obj_type = self.python_type()
+        return obj_type, issubclass(obj_type, cls)
+
+    def isinstance_of(self, tx: Tx, cls: Any) -> bool:
+        """``isinstance(value, cls)``. Classes whose metaclass decides instance checks
+        itself (a user ``__instancecheck__``, runtime-checkable Protocols) are graph
+        breaks; an answer from an ABC is guarded (``register()`` can change it)."""
+        if isinstance(cls, tuple):
+            return any(self.isinstance_of(tx, c) for c in cls)
+        if isinstance(cls, typing._SpecialGenericAlias):  # typing.Sequence, typing.List...: checks its origin class
+            return self.isinstance_of(tx, cls.__origin__)
+        if isinstance(cls, types.UnionType):  # list | tuple: any of its members
+            return self.isinstance_of(tx, cls.__args__)
+        meta = type(cls)
+        if meta.__instancecheck__ is not type.__instancecheck__ and not meta.__module__.startswith("torch") and (
+            not isinstance(cls, abc.ABCMeta) or getattr(cls, "_is_protocol", False)
+        ):
+            unimplemented(
+                gb_type="isinstance with __instancecheck__",
+                context=f"isinstance(..., {getattr(cls, '__qualname__', cls)!r}), whose {meta.__qualname__} "
+                "decides instance checks",
+                explanation="The answer may depend on the object's attributes; the check runs natively.",
+                hints=("Check the type or the attributes directly.",),
+            )
+        obj_type, answer = self.instance_answer(cls)
+        if isinstance(cls, abc.ABCMeta):
+            tx.output.guards.add(GlobalStateMatch(None, _subclass_check(obj_type, cls), answer,
+                                                  f"issubclass({obj_type.__qualname__}, {cls.__qualname__})"))
+        return answer
+
     # ---- graph and codegen -------------------------------------------------
     def as_proxy(self) -> Any:
         """This value as an argument of an fx node (a Node or a constant)."""
@@ -308,6 +423,12 @@ class ConstantCallableVariable(VariableTracker):
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_const(self.fn)
+
+
+@functools.lru_cache(maxsize=None)
+def _subclass_check(obj_type: type, cls: type) -> Callable[[], bool]:
+    """A guard getter re-asking an ABC about ``obj_type`` (one per pair, so guards dedupe)."""
+    return lambda: issubclass(obj_type, cls)
 
 
 def handler_name(prefix: str, name: str) -> str:

@@ -73,6 +73,7 @@ from bytegraph.variables.containers.iterator_tools import ItertoolsFunctionVaria
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
 from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
+from bytegraph.variables.objects import construction  # noqa: F401  (provides construct_object)
 from bytegraph.variables.objects.library_objects import (
     EnvironVariable,
     OpaqueConstantVariable,

@@ -16,7 +16,7 @@ import torch
 
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker, call_method_handler
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
-from bytegraph.variables.tx import wrap_const
+from bytegraph.variables.tx import range_iterator, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
@@ -82,6 +82,20 @@ class ConstantVariable(VariableTracker):
     def __init__(self, value: Any, source=None):
         super().__init__(source)
         self.value = value
+
+    def constant_identity(self) -> int | None:
+        return None  # a constant equal to another may or may not be the same object
+
+    def same_object(self, tx: Tx, other: VariableTracker) -> bool | None:
+        if isinstance(other, ConstantVariable):
+            return self.value is other.value
+        return super().same_object(tx, other)
+
+    def instance_answer(self, cls: Any) -> tuple[type, bool]:
+        return type(self.value), isinstance(self.value, cls)
+
+    def get_iter(self, tx: Tx) -> VariableTracker:
+        return range_iterator(self.value) if type(self.value) is range else super().get_iter(tx)
 
     def python_type(self) -> type:
         return type(self.value)

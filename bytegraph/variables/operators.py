@@ -189,7 +189,7 @@ def binary_operation(tx: Tx, op: Any, a: VT, b: VT) -> VT | None:
     if result is NotImplemented and op is operator.getitem:
         return a.call_method(tx, "__getitem__", [b], {})
     if result is NotImplemented and op in (operator.eq, operator.ne):
-        same = tx.same_object(a, b)
+        same = a.same_object(tx, b)
         if same is not None and (same or _identity_eq(a) and _identity_eq(b)):
             return ConstantVariable(same if op is operator.eq else not same)
     return None if result is NotImplemented else result
@@ -205,11 +205,11 @@ def protocol_operator(tx: Tx, fn: Any, args: Sequence[VT]) -> VT | None:
         if not container.has_unpack_var_sequence(tx):
             return None
         for element in container.unpack_var_sequence(tx):  # no __contains__: CPython iterates
-            if tx.same_object(element, item) or call_operator(tx, operator.eq, [element, item]).truthy(tx):
+            if element.same_object(tx, item) or call_operator(tx, operator.eq, [element, item]).truthy(tx):
                 return ConstantVariable(True)
         return ConstantVariable(False)
     if fn in (operator.is_, operator.is_not) and len(args) == 2:
-        same = tx.same_object(*args)
+        same = args[0].same_object(tx, args[1])
         return None if same is None else ConstantVariable(same if fn is operator.is_ else not same)
     if fn in ROUNDING_DUNDERS and len(args) == 1 and hasattr(args[0], "rounding_op"):  # a user object's __ceil__
         result = args[0].rounding_op(tx, fn)

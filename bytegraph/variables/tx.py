@@ -151,24 +151,6 @@ class Tx(Protocol):
     def inline_call(self, fn: VT, args: list[VT], kwargs: dict[str, VT]) -> VT:
         """Trace a call of a Python function by running its bytecode in a child frame."""
 
-    def construct_object(self, cls: VT, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        """``cls(*args, **kwargs)`` for a user class."""
-
-    def get_iter(self, value: VT) -> VT:
-        """``iter(value)``."""
-
-    def identity_of(self, value: VT) -> int | None:
-        """``id()`` of the real object behind ``value``, when there is one."""
-
-    def guard_identity(self, value: VT) -> bool:
-        """Guard that the object behind ``value`` stays the same object; False when it cannot be held weakly."""
-
-    def same_object(self, a: VT, b: VT) -> bool | None:
-        """``a is b``, or None when it cannot be known at trace time."""
-
-    def isinstance_of(self, value: VT, cls: Any) -> bool:
-        """``isinstance(value, cls)``, guarded where a class's answer may change."""
-
 
 class GeneratorFrame(Tx, Protocol):
     """The suspended frame of a generator created in the trace."""
@@ -231,6 +213,21 @@ def make_tuple(items: Sequence[VT]) -> VT:
 
 
 @Provided
+def list_iterator(items: list[VT]) -> VT:
+    """An iterator over ``items``, known now (:mod:`.containers.iterators`)."""
+
+
+@Provided
+def range_iterator(value: range) -> VT:
+    """``iter(value)`` of a range (:mod:`.containers.iterators`)."""
+
+
+@Provided
+def construct_object(tx: Tx, cls: VT, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """``cls(*args, **kwargs)`` for a user class (:mod:`.objects.construction`)."""
+
+
+@Provided
 def tensor_to_numpy(tx: Tx, tensor: TensorVariable, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
     """``tensor.numpy(*args, **kwargs)`` (:mod:`.tensors.ndarray`)."""
 
@@ -258,8 +255,8 @@ def dispatch_tensor_method(tx: Tx, obj: TensorVariable, name: str, args: Sequenc
 
 
 #: every function of this module that a higher module provides
-PROVIDED = (wrap, wrap_const, make_tuple, tensor_to_numpy, as_subclass, make_tensor_subclass, dispatch_torch_function,
-            dispatch_tensor_method)
+PROVIDED = (wrap, wrap_const, make_tuple, list_iterator, range_iterator, construct_object, tensor_to_numpy, as_subclass,
+            make_tensor_subclass, dispatch_torch_function, dispatch_tensor_method)
 
 
 def wrap_attr(tx: Tx, obj: VT, value: Any, name: str) -> VT:

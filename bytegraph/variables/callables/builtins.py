@@ -124,7 +124,7 @@ class BuiltinVariable(ConstantCallableVariable):
     def _call_isinstance(self, tx: Tx, obj: VT, classes: VT) -> VT | None:
         cls = classes.as_python_constant()
         try:
-            return ConstantVariable(tx.isinstance_of(obj, cls))
+            return ConstantVariable(obj.isinstance_of(tx, cls))
         except TypeError as e:
             raise_traced_from(e)
 
@@ -159,7 +159,7 @@ class BuiltinVariable(ConstantCallableVariable):
     def _call_iter(self, tx: Tx, obj: VT, *rest: VT) -> VT | None:
         if rest:
             return None
-        return tx.get_iter(obj)
+        return obj.get_iter(tx)
 
     def _call_next(self, tx: Tx, it: VT, *default: VT) -> VT | None:
         if isinstance(it, IteratorVariable):
@@ -195,17 +195,17 @@ class BuiltinVariable(ConstantCallableVariable):
 
     def _call_enumerate(self, tx: Tx, obj: VT, start: VT | None = None) -> VT | None:
         first = start.as_python_constant() if start is not None else 0
-        return EnumerateVariable(tx.get_iter(obj), first)
+        return EnumerateVariable(obj.get_iter(tx), first)
 
     def _call_zip(self, tx: Tx, *iterables: VT, strict: VT | None = None) -> VT | None:
-        return ZipVariable([tx.get_iter(it) for it in iterables], bool(strict and strict.as_python_constant()))
+        return ZipVariable([it.get_iter(tx) for it in iterables], bool(strict and strict.as_python_constant()))
 
     def _call_map(self, tx: Tx, fn: VT, *iterables: VT) -> VT | None:
-        return MapVariable(fn, [tx.get_iter(it) for it in iterables])
+        return MapVariable(fn, [it.get_iter(tx) for it in iterables])
 
     def _call_filter(self, tx: Tx, fn: VT, iterable: VT) -> VT | None:
         keep_truthy = fn.is_python_constant() and fn.as_python_constant() is None
-        return FilterVariable(None if keep_truthy else fn, tx.get_iter(iterable))
+        return FilterVariable(None if keep_truthy else fn, iterable.get_iter(tx))
 
     def _call_reversed(self, tx: Tx, obj: VT) -> VT | None:
         if isinstance(obj, (BaseSequenceVariable, DictVariable, LazyDictVariable)) or obj.is_python_constant():
@@ -226,7 +226,7 @@ class BuiltinVariable(ConstantCallableVariable):
         return total
 
     def _short_circuit(self, tx: Tx, iterable: VT, stop_on: bool) -> VT:
-        iterator = tx.get_iter(iterable)
+        iterator = iterable.get_iter(tx)
         while (item := iterator.next_item(tx)) is not None:
             if item.truthy(tx) == stop_on:
                 return ConstantVariable(stop_on)
@@ -326,8 +326,8 @@ class BuiltinVariable(ConstantCallableVariable):
 
     def _call_id(self, tx: Tx, obj: VT) -> VT | None:
         """``id(obj)`` of an object read from a source: a constant, guarded by identity."""
-        ident = tx.identity_of(obj)
-        if ident is None or obj.source is None or not tx.guard_identity(obj):
+        ident = obj.identity(tx)
+        if ident is None or obj.source is None or not obj.guard_identity(tx):
             unimplemented(
                 gb_type="id of traced value",
                 context=f"id() of {obj}",

@@ -94,6 +94,9 @@ class UserFunctionVariable(ConstantCallableVariable):
     def bound_self(self) -> VT | None:
         return None
 
+    def constant_identity(self) -> int | None:
+        return id(self.as_python_constant())  # a bound method too (not a Python constant): its function's
+
     def fn_source(self) -> Source:
         """Where the function object is read from: its source, or the function
         itself as a constant (a method of an object made in the trace). Its

@@ -62,6 +62,8 @@ class DictVariable(DictOperators):
     """
 
     mutable = True
+    live_iterator = True
+    rebuilds_constant = True
 
     def __init__(self, items: dict[Any, tuple[VT, VT]], dict_cls: type = dict, source=None,
                  default_factory: VT | None = None):
@@ -94,7 +96,7 @@ class DictVariable(DictOperators):
                 explanation="bytegraph compares such keys by identity only; equal but distinct keys would miss.",
                 hints=("Key the dict by a constant (a string, an int) derived from the object.",),
             )
-        identity = tx.identity_of(key)
+        identity = key.identity(tx)
         if identity is None and key.source is None and (issubclass(cls, torch.Tensor) or key.mutable):
             # made in the trace, where one VT stands for one object (as ``tx.same_object`` answers)
             identity = ("made in the trace", id(key))
@@ -333,6 +335,7 @@ class LazyDictVariable(DictOperators):
     """
 
     mutable = True
+    live_iterator = True
 
     def __init__(self, value: dict, source: Any):
         super().__init__(source)
@@ -516,6 +519,8 @@ class IdentityKey:
 
 class DictViewVariable(VariableTracker):
     """``d.keys()``, ``d.values()`` or ``d.items()`` of a DictVariable."""
+
+    live_iterator = True
 
     def __init__(self, dict_vt: DictVariable, kind: str):
         super().__init__()

@@ -15,6 +15,7 @@ from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers import sequences
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
+from bytegraph.variables.tx import list_iterator, range_iterator
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -49,6 +50,9 @@ class IteratorVariable(VariableTracker):
 
     def truthy(self, tx: Tx) -> bool:
         return True
+
+    def get_iter(self, tx: Tx) -> VT:
+        return self
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name == "__iter__":
@@ -445,3 +449,7 @@ class DictIteratorVariable(IteratorVariable):
 
     def __repr__(self) -> str:
         return f"DictIteratorVariable({self.kind}, {self.index}/{len(self.keys)})"
+
+
+list_iterator.provide(ListIteratorVariable)
+range_iterator.provide(RangeIteratorVariable)

@@ -41,6 +41,8 @@ def _const_int(tx: Tx, vt: VT, what: str) -> int:
 class BaseSequenceVariable(VariableTracker):
     """Common behaviour of tuple-like and list-like VTs."""
 
+    rebuilds_constant = True
+
     def __init__(self, items: Sequence[VT], source=None):
         super().__init__(source)
         self.items = list(items)
@@ -72,7 +74,7 @@ class BaseSequenceVariable(VariableTracker):
             equal = issubclass(self.python_type(), tuple) == issubclass(other.python_type(), tuple) and len(
                 self.items
             ) == len(other.items) and all(  # the same object equals itself unasked (PyObject_RichCompareBool)
-                tx.same_object(x, y) or call_operator(tx, operator.eq, [x, y]).truthy(tx)
+                x.same_object(tx, y) or call_operator(tx, operator.eq, [x, y]).truthy(tx)
                 for x, y in zip(self.items, other.items)
             )
             return ConstantVariable(equal if op is operator.eq else not equal)
@@ -193,6 +195,7 @@ class ListVariable(BaseSequenceVariable):
     """A list; mutable."""
 
     mutable = True
+    live_iterator = True
 
     def python_type(self) -> type:
         return list
@@ -317,7 +320,7 @@ def for_each_item(tx: Tx, iterable: VT, add: Callable[[VT], Any]) -> None:
         for item in iterable.unpack_var_sequence(tx):
             add(item)
         return
-    iterator = tx.get_iter(iterable)
+    iterator = iterable.get_iter(tx)
     while (item := iterator.next_item(tx)) is not None:
         add(item)
 
@@ -432,6 +435,8 @@ class DequeVariable(ListVariable):
 
 class SliceVariable(VariableTracker):
     """``slice(start, stop, step)`` whose parts may be symbolic."""
+
+    rebuilds_constant = True
 
     def __init__(self, start: VT, stop: VT, step: VT):
         super().__init__()

@@ -138,6 +138,8 @@ class SetVariable(VariableTracker):
     """
 
     mutable = True
+    live_iterator = True
+    rebuilds_constant = True
 
     def __init__(self, items: Sequence[VT], set_cls: type = set, source=None, tx: Tx | None = None):
         super().__init__(source)

@@ -69,6 +69,12 @@ class NNModuleVariable(VariableTracker):
     def python_type(self) -> type:
         return type(self.value)
 
+    def instance_answer(self, cls: Any) -> tuple[type, bool]:
+        """Asked of the real object when it is read from a source (its ``__class__`` may differ)."""
+        if self.source is None:
+            return super().instance_answer(cls)
+        return type(self.value), isinstance(self.value, cls)
+
     def truthy(self, tx: Tx) -> bool:
         if class_attribute(type(self.value), "__len__") is not _MISSING:
             return bool(len(self.value))

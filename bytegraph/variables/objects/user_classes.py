@@ -24,7 +24,7 @@ from bytegraph.variables.callables.torch_functions import AutogradFunctionApplyV
 from bytegraph.variables.constant import getattr_or_raise, raise_traced
 from bytegraph.variables.objects import user_objects
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
-from bytegraph.variables.tx import wrap, wrap_const
+from bytegraph.variables.tx import construct_object, wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
@@ -83,7 +83,7 @@ class UserDefinedClassVariable(VariableTracker):
         return wrap(tx, value, src) if src else wrap_const(tx, value)
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        return tx.construct_object(self, args, kwargs)
+        return construct_object(tx, self, args, kwargs)
 
     def has_attr(self, tx: Tx, name: str) -> bool:
         """``hasattr(cls, name)``: a pending store or delete answers first; the

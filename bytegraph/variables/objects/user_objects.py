@@ -199,6 +199,12 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
     def python_type(self) -> type:
         return type(self.value)
 
+    def instance_answer(self, cls: Any) -> tuple[type, bool]:
+        """Asked of the real object when it is read from a source (its ``__class__`` may differ)."""
+        if self.source is None:
+            return super().instance_answer(cls)
+        return type(self.value), isinstance(self.value, cls)
+
     # ---- instance storage (what differs for objects created in the trace) -----------
     def instance_attr(self, tx: Tx, name: str) -> VT | None:
         """The instance ``__dict__`` entry ``name`` as a VT, or None when absent."""

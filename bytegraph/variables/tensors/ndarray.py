@@ -135,6 +135,7 @@ class NumpyNdarrayVariable(VariableTracker):
     """
 
     mutable = True  # rebuilt once per graph: every reference is the same object
+    array_identity = True
 
     def __init__(self, node: torch.fx.Node, example: torch.Tensor, source=None, scalar: bool = False,
                  readonly: bool = False):

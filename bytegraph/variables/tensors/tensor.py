@@ -77,6 +77,7 @@ class TensorVariable(TensorMethods, VariableTracker):
     """
 
     rebuilt_once = False
+    array_identity = True
 
     def __init__(self, node: torch.fx.Node, example: torch.Tensor, source=None, class_type: type = torch.Tensor):
         super().__init__(source)
