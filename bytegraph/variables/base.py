@@ -396,33 +396,56 @@ class BoundMethodVariable(VariableTracker):
         return f"BoundMethodVariable({self.obj}.{self.name})"
 
 
-class ConstantCallableVariable(VariableTracker):
-    """A callable known at trace time (``len``, ``torch.add``, ``np.sum``,
-    ``itertools.chain``, a user's function...): a constant, loaded as such by
-    the generated code; subclasses say what calling it does.
+class KnownObjectVariable(VariableTracker):
+    """A VT holding the Python object it stands for, known at trace time (a
+    constant, a callable, a class, a module, a library object): the object is
+    its Python constant and its identity; the generated code reads it again
+    from its source, or loads it as a constant.
 
     Attributes:
-        fn: the callable.
+        value: the object.
     """
 
-    def __init__(self, fn: Any, source: Any = None):
+    #: True for kinds the generated code loads as a constant even when read from a source
+    loaded_as_constant = False
+
+    def __init__(self, value: Any, source: Source | None = None):
         super().__init__(source)
-        self.fn = fn
+        self.value = value
 
     def python_type(self) -> type:
-        return type(self.fn)
+        return type(self.value)
 
     def is_python_constant(self) -> bool:
         return True
 
     def as_python_constant(self) -> Any:
-        return self.fn
+        return self.value
+
+    def truthy(self, tx: Tx) -> bool:
+        return bool(self.value)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None and not self.loaded_as_constant:
+            codegen.load_source(self.source)
+        else:
+            codegen.load_const(self.value)
+
+
+class ConstantCallableVariable(KnownObjectVariable):
+    """A callable known at trace time (``len``, ``torch.add``, ``np.sum``,
+    ``itertools.chain``, a user's function...): a constant, loaded as such by
+    the generated code; subclasses say what calling it does. ``fn`` is the
+    callable (its :attr:`value`)."""
+
+    loaded_as_constant = True
+
+    @property
+    def fn(self) -> Any:
+        return self.value
 
     def truthy(self, tx: Tx) -> bool:
         return True
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        codegen.load_const(self.fn)
 
 
 @functools.lru_cache(maxsize=None)

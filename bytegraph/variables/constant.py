@@ -14,11 +14,10 @@ from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 import torch
 
-from bytegraph.variables.base import BoundMethodVariable, VariableTracker, call_method_handler
+from bytegraph.variables.base import BoundMethodVariable, KnownObjectVariable, VariableTracker, call_method_handler
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.tx import range_iterator, wrap_const
 if TYPE_CHECKING:
-    from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
 
 CONSTANT_TYPES: tuple[type, ...] = (
@@ -74,14 +73,11 @@ def as_torch_scalar(value: Any) -> Any:
     return int(value) if isinstance(value, np.integer) else value.item()
 
 
-class ConstantVariable(VariableTracker):
-    """A known immutable Python value."""
+class ConstantVariable(KnownObjectVariable):
+    """A known immutable Python value, loaded from the code's constants."""
 
     rebuilt_once = False
-
-    def __init__(self, value: Any, source=None):
-        super().__init__(source)
-        self.value = value
+    loaded_as_constant = True
 
     def constant_identity(self) -> int | None:
         return None  # a constant equal to another may or may not be the same object
@@ -97,23 +93,11 @@ class ConstantVariable(VariableTracker):
     def get_iter(self, tx: Tx) -> VariableTracker:
         return range_iterator(self.value) if type(self.value) is range else super().get_iter(tx)
 
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
-
     def as_proxy(self) -> Any:
         return self.value
 
     def as_example(self) -> Any:
         return self.value
-
-    def truthy(self, tx: Tx) -> bool:
-        return bool(self.value)
 
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return isinstance(self.value, (str, bytes, range, frozenset, tuple))
@@ -156,9 +140,6 @@ class ConstantVariable(VariableTracker):
         if not all(p.is_python_constant() for p in parts):
             return None
         return self.call_method(tx, "join", [wrap_const(tx, tuple(p.as_python_constant() for p in parts))], {})
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        codegen.load_const(self.value)
 
     def __repr__(self) -> str:
         return f"ConstantVariable({self.value!r})"

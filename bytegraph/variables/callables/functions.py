@@ -487,7 +487,7 @@ def _cache_key(tx: Tx, arg: VT) -> Any:
         return arg.as_python_constant()
     if arg.specializable:
         return arg.as_python_constant()  # specialised (a guard), as the cache needs the value
-    value = getattr(arg, "value", None)
+    value = None if isinstance(arg, UserMethodVariable) else getattr(arg, "value", None)  # (its value: the function)
     if arg.source is None or value is None or type(value).__hash__ is not object.__hash__:
         return _NOT_CONSTANT
     tx.output.guards.add(IdMatch.of(arg.source, value))

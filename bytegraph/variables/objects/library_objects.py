@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, GlobalStateMatch
 from bytegraph.guards.source import AttrSource, ConvertSource, WeakRefCallSource
-from bytegraph.variables.base import BoundMethodVariable, VariableTracker
+from bytegraph.variables.base import BoundMethodVariable, KnownObjectVariable, VariableTracker
 from bytegraph.variables.callables.deferred_calls import logger_method
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
 from bytegraph.variables.tx import wrap, wrap_attr, wrap_const
@@ -26,26 +26,10 @@ VT = VariableTracker
 _PROXY_READERS = frozenset({"items", "keys", "values", "get", "copy", "__getitem__", "__contains__", "__len__"})
 
 
-class OpaqueConstantVariable(VariableTracker):
+class OpaqueConstantVariable(KnownObjectVariable):
     """A library object used only by identity and for its attributes (e.g. a
     logger, a ``typing`` alias): read, compared and passed around, never traced
     into. Calls on it are graph breaks."""
-
-    def __init__(self, value: Any, source=None):
-        super().__init__(source)
-        self.value = value
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
-
-    def truthy(self, tx: Tx) -> bool:
-        return bool(self.value)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
         if isinstance(self.value, logging.Logger) and (method := logger_method(self.value, name)) is not None:
@@ -72,12 +56,6 @@ class OpaqueConstantVariable(VariableTracker):
             return wrap_const(tx, self.value(*[a.as_python_constant() for a in args],
                                             **{k: v.as_python_constant() for k, v in kwargs.items()}))
         return super().call_function(tx, args, kwargs)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        if self.source is not None:
-            codegen.load_source(self.source)
-        else:
-            codegen.load_const(self.value)
 
     def __repr__(self) -> str:
         return f"OpaqueConstantVariable({type(self.value).__name__})"
@@ -153,7 +131,7 @@ class WeakRefVariable(VariableTracker):
         return wrap(tx, self.ref(), WeakRefCallSource(self.source))
 
 
-class PythonModuleVariable(VariableTracker):
+class PythonModuleVariable(KnownObjectVariable):
     """A Python module object (``torch``, ``math``, ``torch.nn.functional``, a user module).
 
     Members of library modules (see ``LIBRARY_MODULES``) are treated as
@@ -161,18 +139,13 @@ class PythonModuleVariable(VariableTracker):
     through their source.
     """
 
-    def __init__(self, module: types.ModuleType, source=None):
-        super().__init__(source)
-        self.module = module
+    @property
+    def module(self) -> types.ModuleType:
+        """The module (its :attr:`value`)."""
+        return self.value
 
     def python_type(self) -> type:
         return types.ModuleType
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.module
 
     def truthy(self, tx: Tx) -> bool:
         return True
@@ -199,12 +172,6 @@ class PythonModuleVariable(VariableTracker):
         if is_library_module(self.module) or self.source is None:
             return wrap_const(tx, value)
         return wrap_attr(tx, self, value, name)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        if self.source is not None:
-            codegen.load_source(self.source)
-        else:
-            codegen.load_const(self.module)
 
     def __repr__(self) -> str:
         return f"PythonModuleVariable({self.module.__name__})"

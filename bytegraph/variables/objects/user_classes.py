@@ -12,13 +12,13 @@ import inspect
 import types
 
 import torch
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 
 from bytegraph.breaks import unimplemented
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.source import AttrSource
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.base import KnownObjectVariable, VariableTracker
 from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.callables.torch_functions import AutogradFunctionApplyVariable
 from bytegraph.variables.constant import getattr_or_raise, raise_traced
@@ -26,7 +26,6 @@ from bytegraph.variables.objects import user_objects
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
 from bytegraph.variables.tx import construct_object, wrap, wrap_const
 if TYPE_CHECKING:
-    from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
@@ -35,21 +34,8 @@ _C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
 _HEAPTYPE = 1 << 9
 
 
-class UserDefinedClassVariable(VariableTracker):
+class UserDefinedClassVariable(KnownObjectVariable):
     """A class object (not torch's, not a builtin container type)."""
-
-    def __init__(self, cls: type, source=None):
-        super().__init__(source)
-        self.value = cls
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
 
     def truthy(self, tx: Tx) -> bool:
         return True
@@ -108,12 +94,6 @@ class UserDefinedClassVariable(VariableTracker):
                 hints=("Set the class attribute outside the compiled function.",),
             )
         tx.output.side_effects.store_attr(self, name, value)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        if self.source is not None:
-            codegen.load_source(self.source)
-        else:
-            codegen.load_const(self.value)
 
     def __repr__(self) -> str:
         return f"UserDefinedClassVariable({self.value.__qualname__})"

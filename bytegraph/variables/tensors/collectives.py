@@ -192,7 +192,7 @@ def constant_argument(vt: Any, tx: Tx | None = None) -> Any:
         return vt
     if vt.is_python_constant():
         return vt.as_python_constant()
-    if tx is not None and vt.source is not None and hasattr(vt, "value"):
+    if tx is not None and vt.source is not None and hasattr(vt, "value") and not isinstance(vt, ConstantCallableVariable):
         tx.output.guards.add(IdMatch.of(vt.source, vt.value))
         return vt.value
     _unsupported_argument("collective", f"argument {vt} is not a trace-time constant")
