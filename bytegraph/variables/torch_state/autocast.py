@@ -1,36 +1,34 @@
 """``torch.autocast(...)``: autocast state switched at trace time and in the graph."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 import torch.amp.autocast_mode as autocast_mode
 
 from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.torch_state.base import StateContextVariable, enter_state, exit_state
+from bytegraph.variables.torch_state.base import SwitchedStateVariable
 
 if TYPE_CHECKING:
-    from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
 
-class AutocastVariable(StateContextVariable):
+class AutocastVariable(SwitchedStateVariable):
     """``torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``.
 
     Entering runs ``torch.amp._enter_autocast`` now and as a graph node;
     exiting runs ``torch.amp._exit_autocast`` on what entering returned.
     """
 
-    reenter_on_reconstruct = True
+    enter_fn = staticmethod(autocast_mode._enter_autocast)
+    exit_fn = staticmethod(autocast_mode._exit_autocast)
 
     def __init__(self, cls: type, values: tuple, source=None):
         super().__init__(source)
         self.cls = cls
         self.values = values  # device_type, dtype, enabled, cache_enabled
-        self.entered: list[tuple[Any, Any]] = []  # (real mode object, its graph node)
 
     @staticmethod
     def create(tx: Tx, cls: type, args: Sequence[VT], kwargs: dict[str, VT]) -> "AutocastVariable":
@@ -53,27 +51,11 @@ class AutocastVariable(StateContextVariable):
     def python_type(self) -> type:
         return self.cls
 
-    def enter(self, tx: Tx) -> VT:
-        enter_state(tx, self.entered, autocast_mode._enter_autocast, autocast_mode._exit_autocast, self.values)
-        return ConstantVariable(None)
+    def enter_args(self) -> tuple:
+        return self.values
 
-    def exit(self, tx: Tx, args: Sequence[VT] = ()) -> VT:
-        exit_state(tx, self, self.entered, autocast_mode._exit_autocast)
-        return ConstantVariable(None)
-
-    def close_for_graph_break(self, tx: Tx) -> None:
-        while self.entered:
-            self.exit(tx)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        if self.source is not None:
-            codegen.load_source(self.source)
-            return
-        device, dtype, enabled, cache_enabled = self.values
-        codegen.load_callable(self.cls)
-        for value in (device, dtype, enabled, cache_enabled):
-            codegen.load_const(value)
-        codegen.call(4)
+    def constructor(self) -> tuple[Callable[..., Any], tuple]:
+        return self.cls, self.values
 
     def __repr__(self) -> str:
         return f"AutocastVariable{self.values}"
