@@ -98,7 +98,7 @@ class DictVariable(DictOperators):
             )
         identity = key.identity(tx)
         if identity is None and key.source is None and (issubclass(cls, torch.Tensor) or key.mutable):
-            # made in the trace, where one VT stands for one object (as ``tx.same_object`` answers)
+            # made in the trace, where one VT stands for one object (as ``same_object`` answers)
             identity = ("made in the trace", id(key))
         if identity is None:
             unimplemented(
