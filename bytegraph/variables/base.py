@@ -88,8 +88,12 @@ class VariableTracker:
 
     # ---- operations --------------------------------------------------------
     def var_getattr(self, tx: Tx, name: str) -> VariableTracker:
-        """``value.name``; by default, methods of the value's type bind to
+        """``value.name``: the kind's ``attr_<name>`` handler when it has one
+        (:func:`handler_name`); by default, methods of the value's type bind to
         :meth:`call_method` of this VT."""
+        handler = getattr(type(self), handler_name("attr_", name), None)
+        if handler is not None:
+            return handler(self, tx)
         if callable(getattr(self.python_type(), name, None)):
             return BoundMethodVariable(self, name)
         unimplemented(
@@ -140,7 +144,12 @@ class VariableTracker:
     def call_method(
         self, tx: Tx, name: str, args: Sequence[VariableTracker], kwargs: dict[str, VariableTracker]
     ) -> VariableTracker:
-        """``value.name(*args, **kwargs)``; by default attribute then call."""
+        """``value.name(*args, **kwargs)``: the kind's ``method_<name>`` handler
+        when it has one whose signature the arguments fit
+        (:func:`call_method_handler`); by default attribute then call."""
+        result = call_method_handler(self, tx, name, args, kwargs)
+        if result is not None:
+            return result
         attr = self.var_getattr(tx, name)
         if isinstance(attr, BoundMethodVariable) and attr.obj is self:
             unimplemented(
@@ -381,12 +390,11 @@ class BoundMethodVariable(VariableTracker):
     ) -> VariableTracker:
         return self.obj.call_method(tx, self.name, args, kwargs)
 
-    def var_getattr(self, tx: Tx, name: str) -> VariableTracker:
-        if name == "__self__":
-            return self.obj
-        if name == "__name__":
-            return wrap_const(tx, self.name)
-        return super().var_getattr(tx, name)
+    def attr_dunder_self(self, tx: Tx) -> VariableTracker:
+        return self.obj
+
+    def attr_dunder_name(self, tx: Tx) -> VariableTracker:
+        return wrap_const(tx, self.name)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.reconstruct(self.obj)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from bytegraph.breaks import Unsupported, unimplemented, user_error
 from bytegraph.guards.guards import ConstantMatch, TypeMatch
 from bytegraph.guards.source import ConvertSource, GetItemSource
-from bytegraph.variables.base import VariableTracker, bad_method
+from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers import sequences
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
@@ -55,14 +55,17 @@ class IteratorVariable(VariableTracker):
         return self
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name == "__iter__":
-            return self
-        if name == "__next__":
-            item = self.next_item(tx)
-            if item is None:
-                raise_traced(StopIteration)
-            return item
-        return bad_method(self, name)
+        result = call_method_handler(self, tx, name, args, kwargs)
+        return result if result is not None else bad_method(self, name)
+
+    def method_dunder_iter(self, tx: Tx, /) -> VT:
+        return self
+
+    def method_dunder_next(self, tx: Tx, /) -> VT:
+        item = self.next_item(tx)
+        if item is None:
+            raise_traced(StopIteration)
+        return item
 
 
 class GeneratorVariable(IteratorVariable):
@@ -95,11 +98,9 @@ class GeneratorVariable(IteratorVariable):
         """
         return self.frame.resume_generator(tx)
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name == "close" and not args and not kwargs:
-            self.frame.close_generator(tx)
-            return ConstantVariable(None)
-        return super().call_method(tx, name, args, kwargs)
+    def method_close(self, tx: Tx, /) -> VT:
+        self.frame.close_generator(tx)
+        return ConstantVariable(None)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         """A traced generator's suspended frame cannot be rebuilt.
@@ -190,10 +191,8 @@ class ListIteratorVariable(IteratorVariable):
         codegen.call(2)
         codegen.emit("POP_TOP")
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name == "__length_hint__" and not args and not kwargs:
-            return ConstantVariable(max(0, len(self.items) - self.index))
-        return super().call_method(tx, name, args, kwargs)
+    def method_dunder_length_hint(self, tx: Tx, /) -> VT:
+        return ConstantVariable(max(0, len(self.items) - self.index))
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:  # the real iterator (its position is replayed as a side effect)

@@ -20,7 +20,7 @@ from bytegraph.graph.output_graph import storage_id
 from bytegraph.guards.guards import ConstantMatch
 from bytegraph.guards.source import CallMethodSource
 from bytegraph.guards.tensor_guards import SameStorage
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.base import VariableTracker, call_method_handler
 from bytegraph.variables.callables import functions
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.tensors import graph_calls, symbolic
@@ -56,22 +56,24 @@ class UntypedStorageVariable(VariableTracker):
         codegen.load_method("untyped_storage")
         codegen.call(0)
 
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        if name == "device":
-            return ConstantVariable(self.tensor.example.device)
-        return super().var_getattr(tx, name)
+    def attr_device(self, tx: Tx) -> VT:
+        return ConstantVariable(self.tensor.example.device)
+
+    def method_element_size(self, tx: Tx, /) -> VT:
+        return ConstantVariable(1)
+
+    def method_data_ptr(self, tx: Tx, /) -> VT:
+        return DataPtrVariable(self.tensor, of_storage=True)
+
+    def method_resize_(self, tx: Tx, size: VT, /) -> VT:
+        resize = torch.ops.inductor.resize_storage_bytes_
+        graph_calls.graph_call(tx, "call_function", resize, [self.tensor, size], {})
+        return self
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name in ("size", "nbytes", "__len__") and not args and not kwargs:
-            return self._nbytes(tx)
-        if name == "element_size" and not args and not kwargs:
-            return ConstantVariable(1)
-        if name == "data_ptr" and not args and not kwargs:
-            return DataPtrVariable(self.tensor, of_storage=True)
-        if name == "resize_" and len(args) == 1 and not kwargs:
-            resize = torch.ops.inductor.resize_storage_bytes_
-            graph_calls.graph_call(tx, "call_function", resize, [self.tensor, args[0]], {})
-            return self
+        result = call_method_handler(self, tx, name, args, kwargs)
+        if result is not None:
+            return result
         unimplemented(
             gb_type="unsupported storage method",
             context=f"UntypedStorage.{name}()",
@@ -80,7 +82,8 @@ class UntypedStorageVariable(VariableTracker):
             hints=("Call it outside the compiled function.",),
         )
 
-    def _nbytes(self, tx: Tx) -> VT:
+    def method_nbytes(self, tx: Tx, /) -> VT:
+        """``size()``, ``nbytes()`` and ``len()`` of the storage: its size in bytes."""
         fake = self.tensor.example.untyped_storage().nbytes()
         for owner in tx.output.inputs_sharing_storage(self.tensor.example):
             real = owner.value.untyped_storage().nbytes()
@@ -95,6 +98,8 @@ class UntypedStorageVariable(VariableTracker):
                 hints=("Read the storage size outside the compiled function.",),
             )
         return ConstantVariable(int(fake))
+
+    method_size = method_dunder_len = method_nbytes
 
     def __repr__(self) -> str:
         return f"UntypedStorageVariable({self.tensor.node.name})"
@@ -218,11 +223,9 @@ class RemovableHandleVariable(VariableTracker):
             codegen.call(0)
         codegen.emit("POP_TOP")
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name == "remove" and not args and not kwargs:
-            self.removed = True
-            return ConstantVariable(None)
-        return super().call_method(tx, name, args, kwargs)
+    def method_remove(self, tx: Tx, /) -> VT:
+        self.removed = True
+        return ConstantVariable(None)
 
     def __repr__(self) -> str:
         return f"RemovableHandleVariable({self.tensor.node.name}.{self.method})"
@@ -241,11 +244,9 @@ class GraphHookHandleVariable(VariableTracker):
     def python_type(self) -> type:
         return torch.utils.hooks.RemovableHandle
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name == "remove" and not args and not kwargs:
-            tensor_hooks.remove(self.key)
-            return ConstantVariable(None)
-        return super().call_method(tx, name, args, kwargs)
+    def method_remove(self, tx: Tx, /) -> VT:
+        tensor_hooks.remove(self.key)
+        return ConstantVariable(None)
 
     def __repr__(self) -> str:
         return f"GraphHookHandleVariable({self.key})"

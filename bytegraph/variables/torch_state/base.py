@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 
 from bytegraph.breaks import unimplemented
-from bytegraph.variables.base import BoundMethodVariable, VariableTracker
+from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 
 if TYPE_CHECKING:
@@ -36,11 +36,6 @@ class StateContextVariable(VariableTracker):
     and leaving do to the state, at trace time and in the graph.
     """
 
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        if name in ("__enter__", "__exit__"):
-            return BoundMethodVariable(self, name)
-        return super().var_getattr(tx, name)
-
     def grad_mode_to_reenter(self) -> bool | None:
         """The grad mode to re-make and re-enter this context under after a
         graph break: the one the real object saved to restore on exit (None:
@@ -52,12 +47,11 @@ class StateContextVariable(VariableTracker):
         graph ends in the state it started in (the generated code then enters
         the context again before running the rest)."""
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name == "__enter__" and not args and not kwargs:
-            return self.enter(tx)
-        if name == "__exit__" and not kwargs:
-            return self.exit(tx, args)
-        return super().call_method(tx, name, args, kwargs)
+    def method_dunder_enter(self, tx: Tx, /) -> VT:
+        return self.enter(tx)
+
+    def method_dunder_exit(self, tx: Tx, /, *args: VT) -> VT:
+        return self.exit(tx, args)
 
 
 class SwitchedStateVariable(StateContextVariable):
