@@ -91,9 +91,9 @@ class VariableTracker:
         """``value.name``: the kind's ``attr_<name>`` handler when it has one
         (:func:`handler_name`); by default, methods of the value's type bind to
         :meth:`call_method` of this VT."""
-        handler = getattr(type(self), handler_name("attr_", name), None)
-        if handler is not None:
-            return handler(self, tx)
+        found = self.attr_from_handler(tx, name)
+        if found is not None:
+            return found
         if callable(getattr(self.python_type(), name, None)):
             return BoundMethodVariable(self, name)
         unimplemented(
@@ -101,6 +101,12 @@ class VariableTracker:
             context=f"attribute {name!r} of {self}",
             explanation="bytegraph cannot read this attribute symbolically.",
         )
+
+    def attr_from_handler(self, tx: Tx, name: str) -> VariableTracker | None:
+        """``value.name`` by the kind's ``attr_<name>`` handler; None when it has
+        none (a kind whose :meth:`var_getattr` asks something first calls this)."""
+        handler = getattr(type(self), handler_name("attr_", name), None)
+        return None if handler is None else handler(self, tx)
 
     def call_function(
         self, tx: Tx, args: Sequence[VariableTracker], kwargs: dict[str, VariableTracker]

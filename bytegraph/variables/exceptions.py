@@ -22,6 +22,14 @@ if TYPE_CHECKING:
 VT = VariableTracker
 
 
+def _chain_attribute(field: str) -> Callable[[ExceptionVariable, Tx], VT]:
+    """The ``attr_<name>`` handler of a chaining attribute, held as ``field``."""
+    def read(self: ExceptionVariable, tx: Tx) -> VT:
+        value = getattr(self, field)
+        return value if isinstance(value, VariableTracker) else wrap_const(tx, value)
+    return read
+
+
 class ExceptionVariable(VariableTracker):
     """An exception instance created in the trace: its class, arguments and
     chaining attributes.
@@ -76,23 +84,24 @@ class ExceptionVariable(VariableTracker):
             link = link.context
         self.context = handled
 
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        """Raises Unsupported for ``__traceback__`` and attributes not modelled."""
-        if name == "args":
-            return make_tuple(self.args)
-        if name == "__class__":
-            return wrap_const(tx, self.exc_type)
-        if name in _CHAIN_ATTRIBUTES:
-            value = getattr(self, _CHAIN_ATTRIBUTES[name])
-            return value if isinstance(value, VariableTracker) else wrap_const(tx, value)
-        if name == "__traceback__":
-            unimplemented(
-                gb_type="exception traceback",
-                context=f"{self.describe()}.__traceback__",
-                explanation="Tracebacks of exceptions raised in the trace are not modelled.",
-                hints=("Read the traceback outside the compiled function.",),
-            )
-        return super().var_getattr(tx, name)
+    # attributes (others are a graph break) ------------------------------------
+    def attr_args(self, tx: Tx) -> VT:
+        return make_tuple(self.args)
+
+    def attr_dunder_class(self, tx: Tx) -> VT:
+        return wrap_const(tx, self.exc_type)
+
+    attr_dunder_context = _chain_attribute("context")
+    attr_dunder_cause = _chain_attribute("cause")
+    attr_dunder_suppress_context = _chain_attribute("suppress_context")
+
+    def attr_dunder_traceback(self, tx: Tx) -> VT:
+        unimplemented(
+            gb_type="exception traceback",
+            context=f"{self.describe()}.__traceback__",
+            explanation="Tracebacks of exceptions raised in the trace are not modelled.",
+            hints=("Read the traceback outside the compiled function.",),
+        )
 
     def store_attr(self, tx: Tx, name: str, value: VT) -> None:
         """``exc.__cause__/__context__/__suppress_context__ = value``.
@@ -191,10 +200,6 @@ def _store_attr(codegen: PyCodegen, name: str, emit_value: Callable[[], None]) -
     emit_value()
     codegen.emit("SWAP", 2)
     codegen.emit("STORE_ATTR", name)
-
-
-#: chaining attributes of exceptions -> ExceptionVariable attribute
-_CHAIN_ATTRIBUTES = {"__context__": "context", "__cause__": "cause", "__suppress_context__": "suppress_context"}
 
 
 class TracedException(Exception):

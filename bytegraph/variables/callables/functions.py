@@ -78,6 +78,20 @@ class CellVariable(VariableTracker):
         codegen.load_closure(self.name)
 
 
+def _constant_of_fn(name: str) -> Callable[[UserFunctionVariable, Tx], VT]:
+    """The ``attr_<name>`` handler of a function attribute that is a constant of the function."""
+    def read(self: UserFunctionVariable, tx: Tx) -> VT:
+        return ConstantVariable(getattr(self.fn, name))
+    return read
+
+
+def _read_from_fn(name: str) -> Callable[[UserFunctionVariable, Tx], VT]:
+    """The ``attr_<name>`` handler of a function attribute read (guarded) through the function."""
+    def read(self: UserFunctionVariable, tx: Tx) -> VT:
+        return wrap(tx, getattr(self.fn, name), AttrSource(self.fn_source(), name))
+    return read
+
+
 class UserFunctionVariable(ConstantCallableVariable):
     """A real Python function (``types.FunctionType``) read from a source; calls inline it."""
 
@@ -141,13 +155,24 @@ class UserFunctionVariable(ConstantCallableVariable):
                 return wrap_const(tx, self.fn(*values[:len(args)], **dict(zip(kwargs, values[len(args):]))))
         return tx.inline_call(self, args, kwargs)
 
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        if name in ("__name__", "__qualname__", "__module__", "__doc__", "__code__"):
-            return ConstantVariable(getattr(self.fn, name))
-        if name == "__type_params__" and hasattr(self.fn, name):  # from 3.12 (functools.wraps copies it)
+    # the function's attributes ---------------------------------------------
+    attr_dunder_name = _constant_of_fn("__name__")
+    attr_dunder_qualname = _constant_of_fn("__qualname__")
+    attr_dunder_module = _constant_of_fn("__module__")
+    attr_dunder_doc = _constant_of_fn("__doc__")
+    attr_dunder_code = _constant_of_fn("__code__")
+    attr_dunder_defaults = _read_from_fn("__defaults__")
+    attr_dunder_kwdefaults = _read_from_fn("__kwdefaults__")
+    attr_dunder_annotations = _read_from_fn("__annotations__")
+    attr_dunder_dict = _read_from_fn("__dict__")
+    if hasattr(types.FunctionType, "__type_params__"):  # from 3.12 (functools.wraps copies it)
+        def attr_dunder_type_params(self, tx: Tx) -> VT:
             return wrap_const(tx, self.fn.__type_params__)
-        if name in ("__defaults__", "__kwdefaults__", "__annotations__", "__dict__"):
-            return wrap(tx, getattr(self.fn, name), AttrSource(self.fn_source(), name))
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        found = self.attr_from_handler(tx, name)
+        if found is not None:
+            return found
         if name in self.fn.__dict__:
             return wrap(tx, self.fn.__dict__[name], AttrSource(self.fn_source(), name))
         if name == "__wrapped__":
@@ -220,12 +245,11 @@ class UserMethodVariable(UserFunctionVariable):
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         return tx.inline_call(self, [self.obj, *args], kwargs)
 
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        if name == "__self__":
-            return self.obj
-        if name == "__func__":
-            return UserFunctionVariable(self.fn, AttrSource(self.source, "__func__") if self.source else None)
-        return super().var_getattr(tx, name)
+    def attr_dunder_self(self, tx: Tx) -> VT:
+        return self.obj
+
+    def attr_dunder_func(self, tx: Tx) -> VT:
+        return UserFunctionVariable(self.fn, AttrSource(self.source, "__func__") if self.source else None)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:
@@ -306,28 +330,46 @@ class NestedUserFunctionVariable(VariableTracker):
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         return tx.inline_call(self, args, kwargs)
 
+    # the new function's attributes (a stored value in ``slots`` answers first) ----------
+    def attr_dunder_name(self, tx: Tx) -> VT:
+        return ConstantVariable(self.code.co_name)
+
+    def attr_dunder_qualname(self, tx: Tx) -> VT:
+        return ConstantVariable(self.qualname)
+
+    def attr_dunder_module(self, tx: Tx) -> VT:
+        return ConstantVariable(self.f_globals.get("__name__"))
+
+    def attr_dunder_doc(self, tx: Tx) -> VT:
+        doc = self.code.co_consts[0] if self.code.co_consts else None
+        return ConstantVariable(doc if isinstance(doc, str) else None)
+
+    def attr_dunder_code(self, tx: Tx) -> VT:
+        return ConstantVariable(self.code)
+
+    if hasattr(types.FunctionType, "__type_params__"):  # 3.12+: () unless PEP 695 syntax
+        def attr_dunder_type_params(self, tx: Tx) -> VT:
+            return TupleVariable([])
+
+    def attr_dunder_defaults(self, tx: Tx) -> VT:
+        return self.defaults if self.defaults is not None else ConstantVariable(None)
+
+    def attr_dunder_kwdefaults(self, tx: Tx) -> VT:
+        return self.kwdefaults if self.kwdefaults is not None else ConstantVariable(None)
+
+    def attr_dunder_dict(self, tx: Tx) -> VT:
+        return self.func_dict
+
+    def attr_dunder_annotations(self, tx: Tx) -> VT:
+        self.slots["__annotations__"] = DictVariable({})  # created on first read, as CPython does
+        return self.slots["__annotations__"]
+
     def var_getattr(self, tx: Tx, name: str) -> VT:
         if name in self.slots:
             return self.slots[name]
-        if name in ("__name__", "__qualname__"):
-            return ConstantVariable(self.code.co_name if name == "__name__" else self.qualname)
-        if name == "__module__":
-            return ConstantVariable(self.f_globals.get("__name__"))
-        if name == "__doc__":
-            doc = self.code.co_consts[0] if self.code.co_consts else None
-            return ConstantVariable(doc if isinstance(doc, str) else None)
-        if name == "__code__":
-            return ConstantVariable(self.code)
-        if name == "__type_params__" and hasattr(types.FunctionType, name):  # 3.12+: () unless PEP 695 syntax
-            return TupleVariable([])
-        if name in ("__defaults__", "__kwdefaults__"):
-            value = self.defaults if name == "__defaults__" else self.kwdefaults
-            return value if value is not None else ConstantVariable(None)
-        if name == "__dict__":
-            return self.func_dict
-        if name == "__annotations__":
-            self.slots[name] = DictVariable({})  # created on first read, as CPython does
-            return self.slots[name]
+        found = self.attr_from_handler(tx, name)
+        if found is not None:
+            return found
         if name in self.func_dict.items:
             return self.func_dict.items[name][1]
         if not hasattr(types.FunctionType, name):
@@ -397,12 +439,11 @@ class PartialVariable(VariableTracker):
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         return self.func.call_function(tx, [*self.args, *args], {**self.keywords, **kwargs})
 
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        if name == "func":
-            return self.func
-        if name == "args":
-            return TupleVariable(self.args)
-        return super().var_getattr(tx, name)
+    def attr_func(self, tx: Tx) -> VT:
+        return self.func
+
+    def attr_args(self, tx: Tx) -> VT:
+        return TupleVariable(self.args)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:
