@@ -29,7 +29,7 @@ from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.iterators import ListIteratorVariable
 from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_not_in_instance_dict
-from bytegraph.variables.objects.user_objects import bind_class_attribute, object_has_attr
+from bytegraph.variables.objects.user_objects import bind_class_attribute, instance_answer_of_object, object_has_attr
 from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
@@ -69,11 +69,7 @@ class NNModuleVariable(VariableTracker):
     def python_type(self) -> type:
         return type(self.value)
 
-    def instance_answer(self, cls: Any) -> tuple[type, bool]:
-        """Asked of the real object when it is read from a source (its ``__class__`` may differ)."""
-        if self.source is None:
-            return super().instance_answer(cls)
-        return type(self.value), isinstance(self.value, cls)
+    instance_answer = instance_answer_of_object
 
     def truthy(self, tx: Tx) -> bool:
         if class_attribute(type(self.value), "__len__") is not _MISSING:

@@ -181,6 +181,14 @@ def _slot_value(tx: Tx, owner: UserDefinedObjectVariable, cls: type, name: str, 
     return wrap(tx, value, AttrSource(owner.source, name)) if owner.source is not None else wrap_const(tx, value)
 
 
+def instance_answer_of_object(vt: VT, cls: Any) -> tuple[type, bool]:
+    """``isinstance`` of a VT holding the real object (``vt.value``): asked of the
+    object when it is read from a source (its ``__class__`` may differ), else of its type."""
+    if vt.source is None:
+        return VariableTracker.instance_answer(vt, cls)
+    return type(vt.value), isinstance(vt.value, cls)
+
+
 class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators, VariableTracker):
     """An instance of a user class that existed before the call (read from a source).
 
@@ -199,11 +207,7 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
     def python_type(self) -> type:
         return type(self.value)
 
-    def instance_answer(self, cls: Any) -> tuple[type, bool]:
-        """Asked of the real object when it is read from a source (its ``__class__`` may differ)."""
-        if self.source is None:
-            return super().instance_answer(cls)
-        return type(self.value), isinstance(self.value, cls)
+    instance_answer = instance_answer_of_object
 
     # ---- instance storage (what differs for objects created in the trace) -----------
     def instance_attr(self, tx: Tx, name: str) -> VT | None:
