@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, GlobalStateMatch
 from bytegraph.guards.source import AttrSource, ConvertSource, WeakRefCallSource
-from bytegraph.variables.base import BoundMethodVariable, KnownObjectVariable, VariableTracker
+from bytegraph.variables.base import KnownObjectVariable, VariableTracker
 from bytegraph.variables.callables.deferred_calls import logger_method
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
 from bytegraph.variables.tx import wrap, wrap_attr, wrap_const
@@ -71,11 +71,6 @@ class EnvironVariable(VariableTracker):
 
     def python_type(self) -> type:
         return type(os.environ)
-
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        if name in ("get", "__getitem__", "__contains__"):
-            return BoundMethodVariable(self, name)
-        return super().var_getattr(tx, name)
 
     def contains_op(self, tx: Tx, item: VT) -> VT:
         return self.call_method(tx, "__contains__", [item], {})

@@ -313,20 +313,20 @@ class ModuleSliceVariable(VariableTracker):
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
         return [vt for _, vt in self.items]
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name == "__len__" and not args:
-            return ConstantVariable(len(self.items))
-        if name == "__iter__" and not args:
-            return ListIteratorVariable(self.unpack_var_sequence(tx))
-        if name == "__getitem__" and len(args) == 1:
-            index = args[0].as_python_constant()
-            if isinstance(index, slice):
-                return ModuleSliceVariable(self.cls, self.items[index])
-            try:
-                return self.items[index][1]
-            except (IndexError, TypeError) as e:
-                raise_traced(type(e), str(e))
-        return super().call_method(tx, name, args, kwargs)
+    def method_dunder_len(self, tx: Tx, /) -> VT:
+        return ConstantVariable(len(self.items))
+
+    def method_dunder_iter(self, tx: Tx, /) -> VT:
+        return ListIteratorVariable(self.unpack_var_sequence(tx))
+
+    def method_dunder_getitem(self, tx: Tx, key: VT, /) -> VT:
+        index = key.as_python_constant()
+        if isinstance(index, slice):
+            return ModuleSliceVariable(self.cls, self.items[index])
+        try:
+            return self.items[index][1]
+        except (IndexError, TypeError) as e:
+            raise_traced(type(e), str(e))
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if self.cls is not torch.nn.Sequential or len(args) != 1 or kwargs:
