@@ -248,13 +248,22 @@ def _make_partial(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dic
 
 
 def _make_ordered_dict(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    if len(args) > 1:
+        raise_traced(TypeError, f"expected at most 1 arguments, got {len(args)}")
     result = DictVariable({}, collections.OrderedDict)
     result.call_method(tx, "update", args, kwargs)
     return result
 
 
 def _make_defaultdict(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """``defaultdict(factory=None, *args, **kwargs)``: eager's TypeError for a factory
+    that is neither callable nor None (``defaultdict({})``), else a dict filled by ``update``."""
     factory = args[0] if args else ConstantVariable(None)
+    is_none = factory.is_python_constant() and factory.as_python_constant() is None
+    if not is_none and not BuiltinVariable(callable).call_function(tx, [factory], {}).as_python_constant():
+        raise_traced(TypeError, "first argument must be callable or None")
+    if len(args) > 2:
+        raise_traced(TypeError, f"dict expected at most 1 argument, got {len(args) - 1}")
     result = DictVariable({}, collections.defaultdict, default_factory=factory)
     result.call_method(tx, "update", args[1:], kwargs)
     return result

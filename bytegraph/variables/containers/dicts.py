@@ -208,6 +208,10 @@ class DictVariable(DictOperators):
         return ConstantVariable(None)
 
     def method_update(self, tx: Tx, *others: VT, **kwargs: VT) -> VT:
+        if len(others) > 1:  # eager's messages: OrderedDict's update is MutableMapping's, in C
+            raise_traced(TypeError, f"update() takes at most 1 positional argument ({len(others)} given)"
+                         if issubclass(self.dict_cls, collections.OrderedDict) else
+                         f"update expected at most 1 argument, got {len(others)}")
         for other in others:
             self._update_from(tx, as_dict(tx, other) or other)
         for kname, value in kwargs.items():
@@ -468,6 +472,8 @@ class BaseDictItems(DictVariable):
 
 def dict_of(tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> DictVariable:
     """``dict(*args, **kwargs)``: a new dict, filled as ``dict.update`` fills one."""
+    if len(args) > 1:
+        raise_traced(TypeError, f"dict expected at most 1 argument, got {len(args)}")
     result = DictVariable({})
     result.call_method(tx, "update", list(args), kwargs)
     return result
