@@ -35,6 +35,7 @@ from bytegraph.variables.containers.sequences import (
 )
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.exceptions import ExceptionVariable
+from bytegraph.variables.objects.builtin_bases import base_attr, builtin_base
 from bytegraph.variables.objects.class_lookup import class_attribute
 from bytegraph.variables.objects.nn_modules import NNModuleVariable
 from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
@@ -112,9 +113,8 @@ class PythonSemantics:
             obj = self.inline_call(UserFunctionVariable(new.__func__), [cls, *args], kwargs)
         elif _builtin_new(klass):
             obj = NewObjectVariable(klass)
-        elif new is tuple.__new__ or new is list.__new__:  # a tuple or list subclass
-            obj = SlotMethodVariable(tuple if new is tuple.__new__ else list, "__new__", None).call_function(
-                self, [cls, *args], kwargs)
+        elif (base := builtin_base(klass)) is not None and new is base_attr(base, "__new__"):
+            obj = SlotMethodVariable(base, "__new__", None).call_function(self, [cls, *args], kwargs)
         else:
             unimplemented(
                 gb_type="object construction",
@@ -247,26 +247,14 @@ def _make_partial(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dic
     return PartialVariable(args[0], args[1:], kwargs)
 
 
-def _make_ordered_dict(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-    if len(args) > 1:
-        raise_traced(TypeError, f"expected at most 1 arguments, got {len(args)}")
-    result = DictVariable({}, collections.OrderedDict)
-    result.call_method(tx, "update", args, kwargs)
-    return result
+def _make_dict_kind(dict_cls: type) -> Callable[..., VT]:
+    def make(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        """``OrderedDict(...)``/``defaultdict(factory, ...)``: a new dict of the class, filled by its ``__init__``."""
+        result = DictVariable({}, dict_cls)
+        result.call_method(tx, "__init__", args, kwargs)
+        return result
 
-
-def _make_defaultdict(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-    """``defaultdict(factory=None, *args, **kwargs)``: eager's TypeError for a factory
-    that is neither callable nor None (``defaultdict({})``), else a dict filled by ``update``."""
-    factory = args[0] if args else ConstantVariable(None)
-    is_none = factory.is_python_constant() and factory.as_python_constant() is None
-    if not is_none and not BuiltinVariable(callable).call_function(tx, [factory], {}).as_python_constant():
-        raise_traced(TypeError, "first argument must be callable or None")
-    if len(args) > 2:
-        raise_traced(TypeError, f"dict expected at most 1 argument, got {len(args) - 1}")
-    result = DictVariable({}, collections.defaultdict, default_factory=factory)
-    result.call_method(tx, "update", args[1:], kwargs)
-    return result
+    return make
 
 
 def _make_deque(tx: InstructionTranslatorBase, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
@@ -290,8 +278,8 @@ def _make_operator_getter(kind: type) -> Callable[..., VT]:
 
 #: construction of library classes modelled by a VT kind (exact types only)
 _LIBRARY_CONSTRUCTORS = {
-    collections.OrderedDict: _make_ordered_dict,
-    collections.defaultdict: _make_defaultdict,
+    collections.OrderedDict: _make_dict_kind(collections.OrderedDict),
+    collections.defaultdict: _make_dict_kind(collections.defaultdict),
     collections.deque: _make_deque,
     functools.partial: _make_partial,
     operator.itemgetter: _make_operator_getter(operator.itemgetter),

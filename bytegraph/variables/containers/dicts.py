@@ -160,7 +160,7 @@ class DictVariable(DictOperators):
         _raise_key_error(key)
 
     MUTATORS = frozenset({"__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem",
-                          "move_to_end"})
+                          "move_to_end", "__init__"})
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name in self.MUTATORS and self.dict_cls is types.MappingProxyType:  # a class's __dict__: read-only
@@ -217,6 +217,21 @@ class DictVariable(DictOperators):
         for kname, value in kwargs.items():
             self.store(tx, ConstantVariable(kname), value)
         return ConstantVariable(None)
+
+    def method_dunder_init(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
+        """``dict.__init__`` (of a dict subclass's instance) updates; a
+        defaultdict's takes its ``default_factory`` first."""
+        if issubclass(self.dict_cls, collections.defaultdict):
+            factory = args[0] if args else ConstantVariable(None)
+            if not (factory.is_python_constant() and factory.as_python_constant() is None) and not any(
+                    "__call__" in vars(k) for k in factory.python_type().__mro__):
+                raise_traced(TypeError, "first argument must be callable or None")
+            self.default_factory, args = factory, args[1:]
+        if len(args) > 1:
+            raise_traced(TypeError, f"expected at most 1 arguments, got {len(args)}"
+                         if issubclass(self.dict_cls, collections.OrderedDict) else
+                         f"dict expected at most 1 argument, got {len(args)}")
+        return self.method_update(tx, *args, **kwargs)
 
     def _update_from(self, tx: Tx, other: VT) -> None:
         """``self.update(other)`` (``Objects/dictobject.c``: ``dict_update_arg``): a
@@ -363,10 +378,10 @@ class LazyDictVariable(DictOperators):
             factory = None
             if isinstance(self.value, collections.defaultdict):  # its factory, read (and guarded) through the source
                 factory = wrap(tx, self.value.default_factory, AttrSource(self.source, "default_factory"))
-            self.full = self.holding(items, factory)
+            self.full = self.holding(tx, items, factory)
         return self.full
 
-    def holding(self, items: dict, factory: VT | None) -> DictVariable:
+    def holding(self, tx: Tx, items: dict, factory: VT | None) -> DictVariable:
         """The materialized dict of ``items``."""
         return DictVariable(items, type(self.value), self.source, default_factory=factory)
 
@@ -435,39 +450,6 @@ class LazyDictVariable(DictOperators):
 
     def __repr__(self) -> str:
         return f"LazyDictVariable({self.source})"
-
-
-class DictBaseView(LazyDictVariable):
-    """The plain-``dict`` items of a pre-existing instance of a dict subclass
-    (read through ``dict.copy``, its ``source``), for ``super().get(...)``,
-    ``dict.__setitem__(obj, ...)`` and the operators the subclass leaves to
-    dict. Mutations are replayed on the instance itself (``owner_source``)
-    with ``dict.clear`` and ``dict.update``, never its overrides."""
-
-    def __init__(self, value: dict, source: Any, owner_source: Any):
-        super().__init__(value, source)
-        self.owner_source = owner_source
-
-    def holding(self, items: dict, factory: VT | None) -> DictVariable:
-        return BaseDictItems(items, self.owner_source, self.source)
-
-
-class BaseDictItems(DictVariable):
-    """A :class:`DictBaseView` once materialized."""
-
-    def __init__(self, items: dict, owner_source: Any, source: Any):
-        super().__init__(items, dict, source)
-        self.owner_source = owner_source
-
-    def apply_contents(self, codegen: PyCodegen, temp: str) -> None:
-        """``dict.clear(obj); dict.update(obj, temp)`` (side-effect replay, phase 2)."""
-        for method, args in ((dict.clear, ()), (dict.update, (temp,))):
-            codegen.load_callable(method)
-            codegen.load_source(self.owner_source)
-            for arg in args:
-                codegen.load_local(arg)
-            codegen.call(1 + len(args))
-            codegen.emit("POP_TOP")
 
 
 def dict_of(tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> DictVariable:
@@ -583,4 +565,5 @@ def apply_by_clear_update(codegen: PyCodegen, source: Any, temp: str) -> None:
             codegen.load_local(arg)
         codegen.call(len(args))
         codegen.emit("POP_TOP")
+
 

@@ -216,7 +216,7 @@ class ListVariable(BaseSequenceVariable):
         return None
 
     MUTATORS = frozenset({"append", "extend", "insert", "pop", "clear", "reverse", "__setitem__", "__delitem__",
-                          "remove", "sort"})
+                          "remove", "sort", "__init__"})
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         result = call_method_handler(self, tx, name, args, kwargs)
@@ -242,6 +242,13 @@ class ListVariable(BaseSequenceVariable):
 
     def method_clear(self, tx: Tx) -> VT:
         self.items.clear()
+        return ConstantVariable(None)
+
+    def method_dunder_init(self, tx: Tx, iterable: VT | None = None, /) -> VT:
+        """``list.__init__`` (of a list subclass's instance): refilled from ``iterable``."""
+        self.items.clear()
+        if iterable is not None:
+            self.method_extend(tx, iterable)
         return ConstantVariable(None)
 
     def method_reverse(self, tx: Tx) -> VT:
@@ -357,6 +364,18 @@ class DequeVariable(ListVariable):
         return super().call_method(tx, name, args, kwargs)
 
     MUTATORS = ListVariable.MUTATORS | {"appendleft", "extendleft", "popleft", "rotate"}
+
+    def method_dunder_init(self, tx: Tx, iterable: VT | None = None, maxlen: VT | None = None) -> VT:
+        """``deque.__init__`` (of a deque subclass's instance): refilled, bounded by ``maxlen``."""
+        bound = None if maxlen is None else maxlen.as_python_constant()
+        if bound is not None and (type(bound) is not int or bound < 0):
+            raise_traced(ValueError if type(bound) is int else TypeError, "maxlen must be non-negative"
+                         if type(bound) is int else "an integer is required")
+        self.maxlen = bound
+        self.items.clear()
+        if iterable is not None:
+            self.method_extend(tx, iterable)
+        return ConstantVariable(None)
 
     def method_append(self, tx: Tx, item: VT) -> VT:
         return self._add(tx, [item], left=False)
