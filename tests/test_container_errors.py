@@ -48,3 +48,86 @@ def test_wrong_container_calls_raise_eagers_error(name):
     expected = f(torch.ones(1))
     assert same(actual[0], expected[0]) and actual[1:] == expected[1:], f"{actual} != {expected}"
     assert cnt.frame_count == 1
+
+
+# ---- errors the container raises itself: changed during iteration, unhashable keys (K16) -----
+
+def _grow_while_iterating(make, view):
+    def run():
+        d = make()
+        for k in view(d):
+            d[len(d) + 10] = 0
+    return run
+
+
+def _grow_set():
+    s = {1, 2}
+    for item in s:
+        s.add(item + 10)
+
+
+def _shrink_dict_then_step_again():
+    d = {1: 1, 2: 2}
+    it = iter(d)
+    next(it)
+    del d[2]
+    try:
+        next(it)
+    except RuntimeError:
+        pass
+    return next(it)  # still raises: the iterator's error is sticky
+
+
+RAISED_BY_THE_CONTAINER = {
+    "dict": _grow_while_iterating(lambda: {1: 1}, lambda d: d),
+    "dict.keys()": _grow_while_iterating(lambda: {1: 1}, lambda d: d.keys()),
+    "dict.values()": _grow_while_iterating(lambda: {1: 1}, lambda d: d.values()),
+    "dict.items()": _grow_while_iterating(lambda: {1: 1}, lambda d: d.items()),
+    "defaultdict": _grow_while_iterating(lambda: collections.defaultdict(int, a=1), lambda d: d),
+    "set": _grow_set,
+    "dict, sticky": _shrink_dict_then_step_again,
+    "unhashable dict key": lambda: {[1]: 2},
+    "unhashable store": lambda: {}.__setitem__({}, 1),
+    "unhashable get": lambda: {}.get([1]),
+    "unhashable in dict": lambda: [1] in {1: 2},
+    "unhashable set member": lambda: {1, 2}.add([3]),
+    "unhashable frozenset member": lambda: frozenset([[1]]),
+    "unhashable in set": lambda: {1} in {frozenset(), 2},
+}
+
+
+def test_an_ordered_dict_changed_while_iterated_runs_natively():
+    """An OrderedDict's iterator has its own rules (no error after the last key,
+    "mutated" for any key added or removed): not modelled, the loop runs natively."""
+    def f(x, d):
+        y = x + 1
+        try:
+            for k in d:
+                d[len(d) + 10] = 0
+        except RuntimeError as e:
+            return y, str(e)
+        return y * 2, list(d)
+
+    for size in (1, 2):
+        eager_d, compiled_d = collections.OrderedDict.fromkeys(range(size)), collections.OrderedDict.fromkeys(range(size))
+        expected = f(torch.ones(1), eager_d)
+        actual = bytegraph.compile(f, backend="eager")(torch.ones(1), compiled_d)
+        assert same(actual[0], expected[0]) and actual[1:] == expected[1:] and compiled_d == eager_d
+
+
+@pytest.mark.parametrize("name", list(RAISED_BY_THE_CONTAINER))
+def test_errors_raised_by_the_container_are_caught_by_the_traced_try(name):
+    call = RAISED_BY_THE_CONTAINER[name]
+
+    def f(x):
+        try:
+            result = call()
+        except (TypeError, RuntimeError) as e:
+            return x + 1, type(e).__name__, str(e)
+        return x * 2, result
+
+    cnt = CompileCounter()
+    actual = bytegraph.compile(f, backend=cnt, fullgraph=True)(torch.ones(1))
+    expected = f(torch.ones(1))
+    assert same(actual[0], expected[0]) and actual[1:] == expected[1:], f"{actual} != {expected}"
+    assert cnt.frame_count == 1
