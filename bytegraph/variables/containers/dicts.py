@@ -148,12 +148,28 @@ class DictVariable(DictOperators):
         hkey = self.key_of(tx, key)
         if hkey in self.items:
             return self.items[hkey][1]
-        factory = self.default_factory
-        if factory is not None and not (factory.is_python_constant() and factory.as_python_constant() is None):
-            value = factory.call_function(tx, [], {})  # defaultdict.__missing__
-            self.call_method(tx, "__setitem__", [key, value], {})
-            return value
+        if issubclass(self.dict_cls, collections.defaultdict):
+            return self.method_dunder_missing(tx, key)
         _raise_key_error(key)
+
+    def method_dunder_missing(self, tx: Tx, key: VT, /) -> VT:
+        """``defaultdict.__missing__(key)``: ``self[key] = default_factory()``, or
+        ``KeyError(key)`` without a factory."""
+        factory = self.default_factory
+        if not issubclass(self.dict_cls, collections.defaultdict):
+            return bad_method(self, "__missing__")
+        if factory is None or factory.is_python_constant() and factory.as_python_constant() is None:
+            _raise_key_error(key)
+        value = factory.call_function(tx, [], {})
+        self.call_method(tx, "__setitem__", [key, value], {})
+        return value
+
+    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
+        """``d.default_factory = f`` on a defaultdict made in the trace."""
+        if name == "default_factory" and issubclass(self.dict_cls, collections.defaultdict) and self.source is None:
+            self.default_factory = value
+            return
+        super().store_attr(tx, name, value)
 
     MUTATORS = frozenset({"__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem",
                           "move_to_end", "__init__"})
