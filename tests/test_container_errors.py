@@ -131,3 +131,31 @@ def test_errors_raised_by_the_container_are_caught_by_the_traced_try(name):
     expected = f(torch.ones(1))
     assert same(actual[0], expected[0]) and actual[1:] == expected[1:], f"{actual} != {expected}"
     assert cnt.frame_count == 1
+
+
+# ---- sorting: a comparison that raises is the program's TypeError (test_sort) -----------------
+
+@pytest.mark.parametrize("data", [[(1, 2), 1], [1, (1, 2)], [None, 1], [1, "a"], [3, 1, 2, (0,)],
+                                  [(1.0, 1.0), (False, "A"), 6], [("a", 1), (1, "a")]],
+                         ids=["tuple-int", "int-tuple", "None", "str", "partly sorted", "mixed tuples",
+                              "tuple items"])
+@pytest.mark.parametrize("how", ["sorted", "list.sort", "key and reverse"])
+def test_sorting_values_that_do_not_compare_raises_eagers_type_error(data, how):
+    def f(x):
+        items = list(data)
+        try:
+            if how == "sorted":
+                sorted(items)
+            elif how == "list.sort":
+                items.sort()
+            else:
+                items.sort(key=lambda v: v, reverse=True)
+        except TypeError as e:
+            return x + 1, str(e), items  # list.sort leaves the list as far as it got
+        return x * 2, None, items
+
+    cnt = CompileCounter()
+    actual = bytegraph.compile(f, backend=cnt, fullgraph=True)(torch.ones(1))
+    expected = f(torch.ones(1))
+    assert same(actual[0], expected[0]) and actual[1:] == expected[1:], f"{actual} != {expected}"
+    assert cnt.frame_count == 1

@@ -21,7 +21,7 @@ import torch
 from bytegraph.breaks import unimplemented
 from bytegraph.variables import tx as protocol
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
-from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.containers import iterators
 from bytegraph.variables.operators import call_operator
 if TYPE_CHECKING:
@@ -280,7 +280,7 @@ class ListVariable(BaseSequenceVariable):
     def method_sort(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
         key = kwargs.get("key", ConstantVariable(None))
         reverse = kwargs.get("reverse", ConstantVariable(False)).as_python_constant()
-        self.items[:] = sort_items(tx, self.items, key, reverse)
+        self.items[:] = sort_items(tx, self.items, key, reverse, self.items)
         return ConstantVariable(None)
 
     def not_found(self, value: VT) -> str:
@@ -306,12 +306,33 @@ class ListVariable(BaseSequenceVariable):
         codegen.emit("STORE_SUBSCR")
 
 
-def sort_items(tx: Tx, items: list[VT], key: VT, reverse: bool) -> list[VT]:
-    """``sorted(items, key=key, reverse=reverse)`` when the keys are constants."""
+class _Keyed:
+    """An item's index in a sort, ordered by its key's ``<`` (the comparisons list.sort makes)."""
+
+    __slots__ = ("key", "index")
+
+    def __init__(self, key: Any, index: int):
+        self.key, self.index = key, index
+
+    def __lt__(self, other: _Keyed) -> bool:
+        return self.key < other.key
+
+
+def sort_items(tx: Tx, items: list[VT], key: VT, reverse: bool, in_place: list[VT] | None = None) -> list[VT]:
+    """``sorted(items, key=key, reverse=reverse)`` when the keys are constants. A
+    comparison that raises is the traced program's error; a list sorted in place
+    (``in_place``) is then left in the partly sorted order eager leaves it in."""
     use_key = not (key.is_python_constant() and key.as_python_constant() is None)
     keys = [(key.call_function(tx, [i], {}) if use_key else i).as_python_constant() for i in items]
-    order = sorted(range(len(items)), key=lambda n: keys[n], reverse=reverse)
-    return [items[n] for n in order]
+    order = [_Keyed(k, n) for n, k in enumerate(keys)]
+    original = list(items)
+    try:
+        order.sort(reverse=reverse)
+    except Exception as e:  # noqa: BLE001 - the comparison's own error, as eager raises it
+        if in_place is not None:
+            in_place[:] = [original[k.index] for k in order]
+        raise_traced_from(e)
+    return [original[k.index] for k in order]
 
 
 def for_each_item(tx: Tx, iterable: VT, add: Callable[[VT], Any]) -> None:
