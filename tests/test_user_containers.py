@@ -81,7 +81,7 @@ def test_default_factory_stored_and_missing_called_directly():
             missing = e.args
         return x + 1, late, late.default_factory, counts, made, missing
 
-    full(fn, t(2))
+    check(fn, t(2), fullgraph=True)
 
 
 class Tally(collections.defaultdict):
