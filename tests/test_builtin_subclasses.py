@@ -192,3 +192,17 @@ def test_made_in_the_trace_and_live_across_a_graph_break(base):
         return y * 2, made, ops[0](made, other), made.extra()
 
     check(f, ones(), graphs=2, breaks=1, gb_types=["print"])
+
+
+class _NoBase:
+    pass
+
+
+def test_comparisons_of_objects_without_a_builtin_base_fall_back_to_identity():
+    def f(a):
+        v = a + 1
+        if _NoBase() == None:  # noqa: E711 - the reflected rule must not look for a builtin part
+            return v - 1
+        return v.sin() if _NoBase() != _NoBase() and None != _NoBase() else v  # noqa: E711
+
+    check(f, ones(), fullgraph=True)

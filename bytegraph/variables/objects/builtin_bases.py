@@ -288,7 +288,8 @@ def _leaves_operator_to_base(obj: Any, tx: Tx, name: str, reflected: bool) -> bo
     ``4 - i``), the other operand's C operator takes ``obj`` as its builtin part."""
     if leaves_to_base(obj, tx, name):
         return True
-    return reflected and base_attr(builtin_base(obj.python_type()), name) is None and not isinstance(
+    base = builtin_base(obj.python_type())
+    return reflected and base is not None and base_attr(base, name) is None and not isinstance(
         obj.special_method(tx, name), types.FunctionType)
 
 
