@@ -125,7 +125,8 @@ class BuiltinVariable(ConstantCallableVariable):
     def _call_hash(self, tx: Tx, obj: VT) -> VT | None:
         """``hash()`` of an instance of a subclass of an immutable builtin: its
         type's ``__hash__`` (the base's hashes the builtin part); others: folded or a break."""
-        if obj.is_python_constant() or builtin_base(obj.python_type()) not in IMMUTABLE_BASES:
+        if obj.is_python_constant() or not hasattr(obj, "base_storage") or builtin_base(
+                obj.python_type()) not in IMMUTABLE_BASES:  # a user object's, not a symbolic int's
             return None
         if leaves_to_base(obj, tx, "__hash__"):
             return self.call_function(tx, [obj.base_storage(tx)], {})
