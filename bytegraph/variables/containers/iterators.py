@@ -4,6 +4,7 @@ iterators read through their state. ``enumerate``/``zip``/``map``/``filter``
 and ``itertools`` are in :mod:`~bytegraph.variables.containers.iterator_tools`."""
 from __future__ import annotations
 
+import collections
 import sys
 import types
 from typing import TYPE_CHECKING, Any, Sequence
@@ -368,8 +369,7 @@ def set_position(iterator: Any, index: int | None) -> Any:
 
 class SetIteratorVariable(ListIteratorVariable):
     """``iter(a_set)``: the set's items at that time; a change of the set's size
-    before the next step is eager's RuntimeError (a graph break, so the native
-    run raises it)."""
+    before the next step raises eager's RuntimeError in the traced program."""
 
     def __init__(self, set_vt: SetVariable):
         super().__init__(set_vt.unpack_var_sequence(None))
@@ -381,11 +381,8 @@ class SetIteratorVariable(ListIteratorVariable):
 
     def next_item(self, tx: Tx) -> VT | None:
         if not self.exhausted and len(self.set_vt.values) != self.size:
-            user_error(
-                "RuntimeError",
-                context="Set changed size during iteration",
-                hint="Iterate over a copy (list(s)) when changing the set in the loop.",
-            )
+            self.size = -1  # sticky, as eager's
+            raise_traced(RuntimeError, "Set changed size during iteration")
         return super().next_item(tx)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
@@ -428,12 +425,16 @@ class DictIteratorVariable(IteratorVariable):
         return type(iter(getattr({}, self.kind)()))
 
     def next_item(self, tx: Tx) -> VT | None:
+        ordered = issubclass(self.dict_vt.python_type(), collections.OrderedDict)
+        if len(self.dict_vt.items) != self.size and not ordered:
+            self.size = -1  # sticky, as eager's
+            raise_traced(RuntimeError, "dictionary changed size during iteration")
         if len(self.dict_vt.items) != self.size or (
             self.index < len(self.keys) and self.keys[self.index] not in self.dict_vt.items
-        ):
+        ):  # an OrderedDict's own rules, or keys changed at the same size: where eager raises, natively
             user_error(
                 "RuntimeError",
-                context="dictionary changed size during iteration",
+                context="dictionary changed during iteration",
                 hint="Iterate over a copy (list(d)) when changing the dict in the loop.",
             )
         if self.index >= len(self.keys):
