@@ -210,3 +210,21 @@ def test_function_apply_under_no_grad(way):
         return y, y.requires_grad
 
     check_fullgraph(f, t(4).requires_grad_(True))
+
+
+# ---- a fake run that needs a ShapeEnv is retried with one ----------------------------------------------
+
+@pytest.mark.parametrize("sections", [torch.tensor([1, 4]), torch.tensor([[1, 5]])[0], torch.tensor([], dtype=torch.int64)])
+def test_tensor_split_by_a_tensor_of_indices(sections):
+    check_fullgraph(lambda x, i: torch.tensor_split(x, i), t(7, 3), sections)
+
+
+def test_a_failing_operator_still_raises_eagers_error_after_the_retry():
+    def f(x):
+        return x + torch.ones(3, 4)
+
+    with pytest.raises(RuntimeError, match="must match"):
+        f(t(7, 3))
+    compiled = bytegraph.compile(f, backend="eager")
+    with pytest.raises(RuntimeError, match="must match"):
+        compiled(t(7, 3))

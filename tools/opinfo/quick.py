@@ -38,7 +38,6 @@ QUICK = [
 KNOWN_FAILURES = {
     "masked.sum": "a class defined in the traced function: opcode LOAD_BUILD_CLASS",
     "masked.softmax": "a class defined in the traced function: opcode LOAD_BUILD_CLASS",
-    "tensor_split": "a kernel reading an index tensor's data: operator error at trace time",
 }
 #: the same for in-place variants
 KNOWN_INPLACE_FAILURES: dict[str, str] = {}
