@@ -3,8 +3,9 @@
 :class:`TorchFunctionVariable` stands for a callable from the torch package. It
 classifies the callable once:
 
-- an **operator** (anything ``torch.overrides`` lists as overridable, i.e. the
-  tensor API, plus the factory functions): calls become graph nodes;
+- an **operator**: a torchgen binding of an ATen operator in any ``torch._C``
+  namespace (:func:`aten_binding`), or a data constructor: calls become graph
+  nodes; a Python function of torch never is one (it is traced, docs/torch_policy.md);
 - a **state query** (``torch.is_grad_enabled`` ...): folded to a constant and
   guarded with a :class:`~bytegraph.guards.guards.GlobalStateMatch`;
 - a **state context manager** (``no_grad``, ``enable_grad``,
@@ -28,6 +29,9 @@ classifies the callable once:
   ``torch.Tensor.acos_``, an operator): the vmapped call is one graph node
   (:class:`VmapVariable`); of a Python function, see
   :mod:`bytegraph.variables.callables.func_transforms`;
+- ``torch.fx.experimental.symbolic_shapes``' predicates and ``torch._check_with``
+  are modelled (:mod:`~bytegraph.variables.tensors.symbolic`), and
+  ``torch.autograd.Function.apply`` however it is reached (:data:`TORCH_MODELS`);
 - anything else from torch written in Python is inlined like user code; the
   remaining C functions are graph breaks.
 """
