@@ -188,8 +188,9 @@ def aten_binding(fn: Any) -> bool:
         return False
     if fn.__name__ not in _aten_names():
         return False
-    owner = fn.__self__  # None for ``torch._C._VariableFunctions``' static methods
-    return owner in binding_namespaces() or getattr(torch._C._VariableFunctions, fn.__name__, None) is fn
+    owner = fn.__self__  # None for ``torch._C._VariableFunctions``' static methods; any object for a bound method
+    return any(owner is ns for ns in binding_namespaces()) or getattr(torch._C._VariableFunctions, fn.__name__,
+                                                                      None) is fn
 
 
 def is_torch_op(fn: Any) -> bool:
