@@ -324,6 +324,8 @@ class OutputGraph(BackendCompile):
                 hints=("Call it outside the compiled function.",),
             )
         except Exception as e:  # eager would raise this too; let the native run raise it
+            if self.shape_env is None:  # a kernel reading an index tensor's data needs one first (tensor_split)
+                raise NeedsShapeEnv(name) from e
             unimplemented(
                 gb_type="operator error at trace time",
                 context=f"{name} raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
