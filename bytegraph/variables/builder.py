@@ -200,6 +200,10 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         iterator = iterator_tools.wrap_resume_enumerate(tx, value, source, wrap)
         if iterator is not None:
             return iterator
+    if type(value) in (zip, map, filter):
+        iterator = iterator_tools.wrap_combining_iterator(tx, value, source, wrap)
+        if iterator is not None:
+            return iterator
 
     if type(value) in (dict, collections.OrderedDict, collections.defaultdict):
         if not all(compared_by_value(k) or _identity_key(k) for k in value):
