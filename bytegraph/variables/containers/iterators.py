@@ -320,9 +320,16 @@ def wrap_sequence_iterator(tx: Tx, value: Any, source: Any, wrap: Any) -> VT | N
     position (guarded). The loop is unrolled over the remaining items, and the
     position the trace reaches is written back with ``__setstate__`` after the
     graph, so the real iterator ends where eager's would. Returns None for an
-    exhausted iterator or an unusual sequence."""
+    unusual sequence. An iterator exhausted for good (its sequence dropped)
+    stays exhausted: modelled empty, guarded so."""
     state = iterator_state(value)
-    if state is None or type(state[0]) not in (list, tuple, range):
+    if state is None:
+        tx.output.guards.add(TypeMatch(source, type(value)))
+        tx.output.guards.add(ConstantMatch(ConvertSource(source, iterator_state, "iterator_state"), None))
+        iterator = ListIteratorVariable(())
+        iterator.exhausted, iterator.source = True, source
+        return tx.output.side_effects.track(value, iterator)
+    if type(state[0]) not in (list, tuple, range):
         return None
     sequence_source, position_source = state_sources(source)
     tx.output.guards.add(TypeMatch(source, type(value)))
