@@ -287,12 +287,6 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Mat
             tx = tx.parent
         return tx
 
-    def resume_depth(self) -> int:
-        """How many pieces of one eager frame run before the compiled one (0 for
-        an original frame, 1 for the resume function of one...)."""
-        root = self.root()
-        return root.runtime.resume_depth(root.code)
-
     def frame_cell_name(self, cell: object) -> str | None:
         """The free-variable name under which the compiled frame holds ``cell``, if it does."""
         return self.root().cell_names.get(id(cell))
