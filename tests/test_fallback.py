@@ -1,7 +1,6 @@
 """Graph breaks and errors: unsupported code runs natively (the rest stays
 compiled) with eager results and a recorded break; user exceptions surface as
 in eager; fullgraph raises."""
-import sys
 
 import pytest
 import torch
@@ -45,10 +44,10 @@ def with_tolist(x):
         (with_item, "data-dependent tensor method", 3),
         (with_tensor_branch, "data-dependent branching", 3),  # the condition, then each branch
         (with_int_conversion, "data-dependent tensor method", 2),  # the int, read from data, is symbolic at once
-        # no tensor work around the break; from 3.12 the comprehension is inlined (PEP 709), so the
-        # resume function receives the list itself, whose floats turn symbolic when they change
-        # (automatic dynamic) and the second call's products are a graph
-        (with_tolist, "data-dependent tensor method", 0 if sys.version_info < (3, 12) else 1),
+        # no tensor work around the break; the resume function receives the list (and, before 3.12,
+        # the comprehension's function, guarded by its code), whose floats turn symbolic when they
+        # change (automatic dynamic), so the second call's products are a graph
+        (with_tolist, "data-dependent tensor method", 1),
     ],
 )
 def test_unsupported_code_runs_natively_and_records_the_break(fn, gb_type, graphs, capsys):

@@ -9,23 +9,12 @@ import pytest
 import torch
 
 import bytegraph
-from bytegraph.testing import CompileCounter, same
-from helpers import break_types
+from tests.helpers import check
 
 
 def show(x):
     print("step", end="")
     return x
-
-
-def compile_and_compare(fn, *args, calls=2):
-    """Compile ``fn`` with a counter; every call (on the same arguments, which
-    the functions here do not write) must equal eager."""
-    cnt = CompileCounter()
-    compiled = bytegraph.compile(fn, backend=cnt)
-    for _ in range(calls):
-        assert same(compiled(*args), fn(*args))
-    return cnt
 
 
 XS = [torch.full((2,), float(i)) for i in range(3)]
@@ -84,10 +73,9 @@ def loop_enumerate_map(xs, ys):
 @pytest.mark.parametrize("fn", [loop_enumerate_zip, loop_zip, loop_map, loop_filter, loop_reversed, loop_zip_count,
                                 loop_enumerate_map], ids=lambda f: f.__name__)
 def test_loop_over_a_combining_iterator_breaks_only_at_the_users_break(fn):
-    cnt = compile_and_compare(fn, XS, YS)
-    # the prefix with the first iteration, one graph per later iteration, the tail; the second call hits
-    assert cnt.frame_count == 4
-    assert break_types() == ["print"] * 4  # one in each piece of the loop, one in show's own frame
+    # the prefix with the first iteration, one graph per later iteration, the tail; the second call
+    # hits; one distinct break, the print in show (the loop's pieces and show's own frame meet it)
+    check(fn, calls=[(XS, YS)] * 2, graphs=4, breaks=1, gb_types=["print"])
 
 
 def test_zip_held_by_a_local_continues_where_eager_does():
@@ -101,9 +89,7 @@ def test_zip_held_by_a_local_continues_where_eager_does():
         rest = next(pairs, None)
         return out, rest, next(pairs, "done"), next(pairs, "done")
 
-    cnt = compile_and_compare(f, XS, YS)
-    assert break_types() == ["print"] * 2  # in the loop, in show's own frame
-    assert cnt.frame_count == 2
+    check(f, calls=[(XS, YS)] * 2, graphs=2, breaks=1, gb_types=["print"])
 
 
 def test_strict_zip_of_unequal_lengths_raises_after_the_break_as_eager():
@@ -113,12 +99,8 @@ def test_strict_zip_of_unequal_lengths_raises_after_the_break_as_eager():
             out = out + show(x) * y
         return out
 
-    compiled = bytegraph.compile(f, backend="eager")
-    with pytest.raises(ValueError) as eager:
-        f(XS, YS[:2])
-    with pytest.raises(ValueError) as ours:
-        compiled(XS, YS[:2])
-    assert str(ours.value) == str(eager.value)
+    # the last resume function's trace meets the ValueError: it runs natively from there
+    check(f, XS, YS[:2], raises=ValueError, graphs=3, breaks=2, gb_types=["print", "user error"])
 
 
 def test_next_with_default_on_a_zip_across_a_break():
@@ -129,8 +111,7 @@ def test_next_with_default_on_a_zip_across_a_break():
         b, c, d = next(z, None), next(z, None), next(z, None)
         return a[0] + b[0] + c[1], d
 
-    cnt = compile_and_compare(f, XS, YS)
-    assert cnt.frame_count == 1 and break_types() == ["print"] * 2  # nothing to compute before the print
+    check(f, calls=[(XS, YS)] * 2, graphs=1, breaks=1, gb_types=["print"])  # nothing to compute before it
 
 
 @pytest.mark.parametrize("kind", [list, tuple])
@@ -138,13 +119,12 @@ def test_next_with_default_on_an_exhausted_input_iterator(kind):
     def f(it, x):
         return x + (1 if next(it, None) is None else 2), next(it, "end")
 
-    for made in (lambda: iter(kind()), lambda: _exhausted(kind)):
-        cnt = CompileCounter()
+    for made in (lambda: iter(kind()), lambda: _exhausted(kind)):  # empty, and exhausted for good
+        check(f, make=lambda: (made(), torch.ones(2)), fullgraph=True)
         eager_it, compiled_it = made(), made()
-        assert same(bytegraph.compile(f, backend=cnt, fullgraph=True)(compiled_it, torch.ones(2)),
-                    f(eager_it, torch.ones(2)))
-        assert cnt.frame_count == 1
-        assert list(compiled_it) == list(eager_it) == []
+        bytegraph.compile(f, backend="eager", fullgraph=True)(compiled_it, torch.ones(2))
+        f(eager_it, torch.ones(2))
+        assert list(compiled_it) == list(eager_it) == []  # direct: the iterators' state after the call
 
 
 def _exhausted(kind):
