@@ -177,6 +177,9 @@ class OutputGraph(BackendCompile):
         self.identity_key_sources: dict[Any, None] = {}  # inputs used as dict keys (by identity), in order
         self.subclass_dispatch_disabled = 0
         self.operations = 0  # operation nodes in the graph (kept up to date, O(1) to read)
+        #: an operation that may raise when the graph runs is protected by an ``except``
+        #: clause of the traced code that could catch it (see ``step_in_try_block``)
+        self.raises_into_handler = False
         self.static_backend_inputs: list[torch.Tensor] = []  # see backend_fake_mode
 
     def close_open_states(self) -> None:

@@ -285,13 +285,20 @@ SEQUENCE_ITERATORS = (type(iter([])), type(iter(())), type(iter(range(0))))
 
 def iterator_state(iterator: Any) -> tuple | None:
     """``(sequence, position)`` of a list/tuple iterator with items left (None
-    once exhausted), ``(range left to visit, 0)`` of a range iterator, or
-    ``(inner iterator, count)`` of an ``enumerate``:
-    read through ``__reduce__`` here, not in guard code (a sequence iterator's
-    ``__reduce__`` looks up the builtin ``iter`` in its caller's builtins)."""
+    once exhausted), ``(range left to visit, 0)`` of a range iterator,
+    ``(inner iterator, count)`` of an ``enumerate``, ``(iterators, strict)``
+    of a ``zip``, ``(function, iterators)`` of a ``map`` and ``(function,
+    iterator)`` of a ``filter``: read through ``__reduce__`` here, not in guard
+    code (a sequence iterator's ``__reduce__`` looks up the builtin ``iter``
+    in its caller's builtins)."""
     reduced = iterator.__reduce__()
-    if type(iterator) is enumerate:
+    kind = type(iterator)
+    if kind is enumerate or kind is filter:
         return reduced[1]
+    if kind is zip:
+        return reduced[1], len(reduced) > 2 and bool(reduced[2])
+    if kind is map:
+        return reduced[1][0], reduced[1][1:]
     if len(reduced) != 3:
         return None
     sequence, position = reduced[1][0], reduced[2]
@@ -313,9 +320,16 @@ def wrap_sequence_iterator(tx: Tx, value: Any, source: Any, wrap: Any) -> VT | N
     position (guarded). The loop is unrolled over the remaining items, and the
     position the trace reaches is written back with ``__setstate__`` after the
     graph, so the real iterator ends where eager's would. Returns None for an
-    exhausted iterator or an unusual sequence."""
+    unusual sequence. An iterator exhausted for good (its sequence dropped)
+    stays exhausted: modelled empty, guarded so."""
     state = iterator_state(value)
-    if state is None or type(state[0]) not in (list, tuple, range):
+    if state is None:
+        tx.output.guards.add(TypeMatch(source, type(value)))
+        tx.output.guards.add(ConstantMatch(ConvertSource(source, iterator_state, "iterator_state"), None))
+        iterator = ListIteratorVariable(())
+        iterator.exhausted, iterator.source = True, source
+        return tx.output.side_effects.track(value, iterator)
+    if type(state[0]) not in (list, tuple, range):
         return None
     sequence_source, position_source = state_sources(source)
     tx.output.guards.add(TypeMatch(source, type(value)))
