@@ -226,7 +226,7 @@ class ControlOps:
     def WITH_EXCEPT_START(self: InstructionTranslatorBase, inst: Instruction) -> None:
         exc = self.peek(1)
         exit_fn = self.peek(4)
-        args = [wrap_const(self, exc.python_type()), exc, ConstantVariable(None)]
+        args = [wrap_const(self, exc.python_type()), exc, exc.var_getattr(self, "__traceback__")]
         self.push(exit_fn.call_function(self, args, {}))
 
     def LOAD_ASSERTION_ERROR(self: InstructionTranslatorBase, inst: Instruction) -> None:

@@ -20,6 +20,7 @@ import functools
 import math
 import operator
 import os
+import traceback
 import types
 import warnings
 import weakref
@@ -73,6 +74,7 @@ from bytegraph.variables.containers.iterator_tools import ItertoolsFunctionVaria
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
 from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
+from bytegraph.variables.exceptions import ClearFramesVariable
 from bytegraph.variables.objects.library_objects import (
     EnvironVariable,
     OpaqueConstantVariable,
@@ -324,6 +326,8 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         return CopyFunctionVariable(value, source)
     if value is warnings.warn:
         return DeferredCallVariable(value)
+    if value is traceback.clear_frames:
+        return ClearFramesVariable(value, source)
     if value is os.environ:
         return EnvironVariable(source)
     if isinstance(value, types.UnionType) or type(value).__module__ == "typing":  # annotations: read, never traced

@@ -8,6 +8,7 @@ make the fold valid were installed when the constant was read from its source.
 from __future__ import annotations
 
 import enum
+import re
 import sys
 import types
 from typing import TYPE_CHECKING, Any, NoReturn, Sequence
@@ -41,6 +42,8 @@ CONSTANT_TYPES: tuple[type, ...] = (
     frozenset,
     torch.finfo,
     torch.iinfo,
+    re.Pattern,  # compiled regular expressions and their matches are immutable
+    re.Match,
 )
 
 

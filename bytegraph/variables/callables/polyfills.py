@@ -8,7 +8,8 @@
   order of calls into user code, the same errors with the same messages
   (``Modules/_functoolsmodule.c``: ``functools_reduce``;
   ``Objects/abstract.c``: ``PyObject_LengthHint``;
-  ``Modules/itertoolsmodule.c``: ``filterfalse_next``; ``Objects/dictobject.c``:
+  ``Modules/itertoolsmodule.c``: ``filterfalse_next``;
+  ``Modules/_collectionsmodule.c``: ``_count_elements``; ``Objects/dictobject.c``:
   ``_PyDict_FromKeys``; torch's ``torch/csrc/fx/node.cpp``: ``map_aggregate``).
 - **Evaluated on constants** (:data:`EVALUATED_ON_CONSTANTS`): functions that only
   compute from their arguments (``collections.namedtuple`` makes a class,
@@ -22,6 +23,7 @@ import collections
 import functools
 import itertools
 import operator
+import re
 import sys
 import typing
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -33,6 +35,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import raise_traced_from
+from bytegraph.variables.operators import runs_user_code
 from bytegraph.variables.tensors import numpy_ops as npops
 from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
@@ -54,6 +57,14 @@ def reduce(function: Callable, iterable: Any, *initial: Any) -> Any:
     for element in iterator:
         value = function(value, element)
     return value
+
+
+def count_elements(mapping: Any, iterable: Any) -> None:
+    """``collections._count_elements(mapping, iterable)`` (``Counter.update``'s
+    counting loop): one ``mapping[element] = mapping.get(element, 0) + 1`` per element."""
+    get = mapping.get
+    for element in iterable:
+        mapping[element] = get(element, 0) + 1
 
 
 def filterfalse(predicate: Any, iterable: Any) -> Any:
@@ -154,6 +165,7 @@ def fx_map_aggregate(a: Any, fn: Callable) -> Any:
 #: real function -> its traced twin
 POLYFILLS: dict[Callable, Callable] = {
     functools.reduce: reduce,
+    collections._count_elements: count_elements,
     itertools.filterfalse: filterfalse,
     operator.length_hint: length_hint,
     torch.fx.node.map_aggregate: fx_map_aggregate,
@@ -187,6 +199,8 @@ EVALUATED_ON_CONSTANTS: dict[Callable, str | None] = {
     typing.get_args: None,
     typing.get_origin: None,
     sys.getrecursionlimit: "recursion limit",
+    **dict.fromkeys((re.compile, re.search, re.match, re.fullmatch, re.sub, re.subn, re.split, re.findall,
+                     re.finditer, re.escape, re.purge), None),  # (re's cache of patterns is invisible)
     **({npops.np.dtype: None, npops.np.finfo: None, npops.np.iinfo: None} if npops.np is not None else {}),
 }
 
@@ -199,11 +213,14 @@ class EvaluatedCallVariable(ConstantCallableVariable):
     """A function of :data:`EVALUATED_ON_CONSTANTS`."""
 
     def call_function(self, tx: Tx, args: Sequence[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if not all(a.is_python_constant() for a in (*args, *kwargs.values())):
+        if not all(a.is_python_constant() for a in (*args, *kwargs.values())) or any(
+                runs_user_code(a.as_python_constant()) for a in (*args, *kwargs.values())):
             unimplemented(
                 gb_type="non-constant library call",
-                context=f"{self.fn.__module__}.{self.fn.__qualname__} with arguments known only at run time",
-                explanation="This library function runs at trace time, which needs every argument to be a constant.",
+                context=f"{self.fn.__module__}.{self.fn.__qualname__} with arguments known only at run time, or a "
+                        "function of the program",
+                explanation="This library function runs at trace time, which needs every argument to be a constant "
+                            "(and no callback into the program).",
                 hints=("Pass constants, or call it outside the compiled function.",),
             )
         values = [a.as_python_constant() for a in args]

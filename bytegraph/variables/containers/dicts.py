@@ -37,6 +37,9 @@ class DictOperators(VariableTracker):
     ``a | b``, ``a |= b`` (``update``) and ``k in d`` (a key lookup)."""
 
     def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        if op in (operator.eq, operator.ne) and isinstance(other, DictOperators):
+            same = dicts_equal(tx, as_dict(tx, self), as_dict(tx, other))
+            return NotImplemented if same is None else ConstantVariable(same is (op is operator.eq))
         right = as_dict(tx, other) if op is operator.or_ else None
         return dict_union(tx, as_dict(tx, self), right) if right is not None else NotImplemented
 
@@ -478,6 +481,27 @@ def as_dict(tx: Tx, vt: VT) -> DictVariable | None:
     if isinstance(vt, LazyDictVariable):
         return vt.materialize(tx)
     return vt if isinstance(vt, DictVariable) else None
+
+
+def dicts_equal(tx: Tx, a: DictVariable, b: DictVariable) -> bool | None:
+    """``a == b`` for dicts of the builtin classes (CPython's ``dict_equal``: the
+    same length, and each value of ``a`` is, or equals, ``b``'s under its key;
+    two OrderedDicts also compare their order); None for classes with their
+    own ``__eq__``, left to the generic rules."""
+    if any(d.dict_cls.__eq__ not in (dict.__eq__, collections.OrderedDict.__eq__) for d in (a, b)):
+        return None
+    if len(a.items) != len(b.items):
+        return False
+    if issubclass(a.dict_cls, collections.OrderedDict) and issubclass(b.dict_cls, collections.OrderedDict) \
+            and list(a.items) != list(b.items):
+        return False
+    for key, (_, value) in a.items.items():
+        if key not in b.items:
+            return False
+        other = b.items[key][1]
+        if not tx.same_object(value, other) and not call_operator(tx, operator.eq, [value, other]).truthy(tx):
+            return False
+    return True
 
 
 def dict_union(tx: Tx, a: DictVariable, b: DictVariable) -> DictVariable:
