@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import Unsupported, unimplemented
 from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -256,7 +257,15 @@ class BoundMethodVariable(VariableTracker):
         self.name = name
 
     def python_type(self) -> type:
-        return type([].append)
+        return bound_method_type(self._descriptor())
+
+    def _descriptor(self) -> Any:
+        """What ``type(obj)`` defines under the name (None when unknown)."""
+        try:
+            owner = self.obj.python_type()
+        except Unsupported:
+            return None
+        return next((vars(klass)[self.name] for klass in owner.__mro__ if self.name in vars(klass)), None)
 
     def truthy(self, tx: Tx) -> bool:
         return True
@@ -271,6 +280,9 @@ class BoundMethodVariable(VariableTracker):
             return self.obj
         if name == "__name__":
             return wrap_const(tx, self.name)
+        descriptor = self._descriptor()
+        if name in ("__qualname__", "__doc__", "__text_signature__") and hasattr(descriptor, name):
+            return wrap_const(tx, getattr(descriptor, name))  # the bound method's are its descriptor's
         return super().var_getattr(tx, name)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
@@ -308,6 +320,17 @@ class ConstantCallableVariable(VariableTracker):
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_const(self.fn)
+
+
+def bound_method_type(descriptor: Any) -> type:
+    """``type(obj.name)`` for what ``type(obj)`` defines under that name: a
+    method-wrapper for a slot wrapper (``(1).__add__``), a bound method for a
+    Python function, else a builtin method (``[].append``, ``dict.fromkeys``)."""
+    if isinstance(descriptor, types.WrapperDescriptorType):
+        return types.MethodWrapperType
+    if isinstance(descriptor, types.FunctionType):
+        return types.MethodType
+    return types.BuiltinMethodType
 
 
 def handler_name(prefix: str, name: str) -> str:

@@ -51,7 +51,7 @@ from bytegraph.guards.tensor_guards import TensorMatch
 from bytegraph.variables import tx as protocol
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.callables import func_transforms
-from bytegraph.variables.callables.builtins import BuiltinVariable, bound_to_constant
+from bytegraph.variables.callables.builtins import BuiltinVariable, computes_from_arguments
 from bytegraph.variables.callables.copying import CopyFunctionVariable
 from bytegraph.variables.callables.deferred_calls import DeferredCallVariable
 from bytegraph.variables.callables.functions import (
@@ -135,7 +135,7 @@ def _is_builtin_callable(value: Any) -> bool:
         return False
     module = getattr(value, "__module__", None)
     return isinstance(value, types.BuiltinFunctionType) and module in ("_operator", "operator", "math") or (
-        bound_to_constant(value))
+        computes_from_arguments(value))
 
 
 def _is_namedtuple(value: Any) -> bool:

@@ -27,7 +27,7 @@ import torch
 from bytegraph.breaks import HINT_REWRITE, Unsupported, unimplemented, user_error
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.callables.super_calls import SuperVariable
-from bytegraph.variables.constant import ConstantVariable, raise_traced_from
+from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
 from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable, dict_of
 from bytegraph.variables.containers.iterator_tools import (
     EnumerateVariable,
@@ -51,8 +51,8 @@ from bytegraph.variables.operators import (
     PURE_BUILTINS,
     TENSOR_OPERATORS,
     apply_operator,
-    bound_to_constant,
     call_operator,
+    computes_from_arguments,
     evaluate,
     foldable,
     protocol_operator,
@@ -83,6 +83,8 @@ class BuiltinVariable(ConstantCallableVariable):
                 return SlotMethodVariable(self.fn, name, None)
             if hasattr(self.fn, name):
                 return wrap_const(tx, getattr(self.fn, name))
+        elif is_constant_value(getattr(self.fn, name, None)) and hasattr(self.fn, name):
+            return wrap_const(tx, getattr(self.fn, name))  # a builtin function's __name__, __doc__...: read-only
         return super().var_getattr(tx, name)
 
     def __repr__(self) -> str:
@@ -104,7 +106,7 @@ class BuiltinVariable(ConstantCallableVariable):
             result = args[0].finiteness(fn)
         if result is not None:
             return result
-        if fn not in TENSOR_OPERATORS and (fn in PURE_BUILTINS or bound_to_constant(fn)) and all(
+        if fn not in TENSOR_OPERATORS and (fn in PURE_BUILTINS or computes_from_arguments(fn)) and all(
             foldable(a) for a in (*args, *kwargs.values())
         ):
             result = _fold(tx, fn, args, kwargs)  # symbolic scalars are specialised (guarded) here
@@ -378,7 +380,7 @@ def _fold(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | No
     """A builtin call folded on constants (:func:`~bytegraph.variables.operators.evaluate`);
     an iterator it returns is read whole, as an iterator over its constant items."""
     result = evaluate(fn, args, kwargs)
-    if result is NOT_FOLDED:
+    if result is NOT_FOLDED or type(result).__module__ != "builtins":  # int.__new__(UserInt): made natively
         return None
     if isinstance(result, _FOLDED_ITERATORS):
         return ListIteratorVariable([wrap_const(tx, v) for v in result])

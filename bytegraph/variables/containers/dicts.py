@@ -484,24 +484,16 @@ def as_dict(tx: Tx, vt: VT) -> DictVariable | None:
 
 
 def dicts_equal(tx: Tx, a: DictVariable, b: DictVariable) -> bool | None:
-    """``a == b`` for dicts of the builtin classes (CPython's ``dict_equal``: the
-    same length, and each value of ``a`` is, or equals, ``b``'s under its key;
-    two OrderedDicts also compare their order); None for classes with their
-    own ``__eq__``, left to the generic rules."""
+    """``a == b`` for dicts of the builtin classes (CPython's ``dict_equal``: the same
+    keys, each value of ``a`` is, or equals, ``b``'s; two OrderedDicts also compare
+    their order); None for classes with their own ``__eq__`` (the generic rules)."""
     if any(d.dict_cls.__eq__ not in (dict.__eq__, collections.OrderedDict.__eq__) for d in (a, b)):
         return None
-    if len(a.items) != len(b.items):
+    ordered = issubclass(a.dict_cls, collections.OrderedDict) and issubclass(b.dict_cls, collections.OrderedDict)
+    if len(a.items) != len(b.items) or ordered and list(a.items) != list(b.items):
         return False
-    if issubclass(a.dict_cls, collections.OrderedDict) and issubclass(b.dict_cls, collections.OrderedDict) \
-            and list(a.items) != list(b.items):
-        return False
-    for key, (_, value) in a.items.items():
-        if key not in b.items:
-            return False
-        other = b.items[key][1]
-        if not tx.same_object(value, other) and not call_operator(tx, operator.eq, [value, other]).truthy(tx):
-            return False
-    return True
+    return all(key in b.items and (tx.same_object(value, b.items[key][1]) or call_operator(
+        tx, operator.eq, [value, b.items[key][1]]).truthy(tx)) for key, (_, value) in a.items.items())
 
 
 def dict_union(tx: Tx, a: DictVariable, b: DictVariable) -> DictVariable:
