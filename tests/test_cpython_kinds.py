@@ -17,7 +17,8 @@ import zlib
 import pytest
 import torch
 
-from helpers import check_fullgraph, t
+from bytegraph.runtime import metrics
+from helpers import check_compiled, check_fullgraph, t
 
 full = functools.partial(check_fullgraph, clone=False)
 
@@ -136,3 +137,49 @@ def test_regex_with_a_function_of_the_program_breaks():
 
     with pytest.raises(Exception, match="non-constant library call"):
         full(f, t(2))
+
+
+# ---- K09: an error of a builtin folded at trace time is the program's ---------------------
+
+def _catching(stmt: str, exc: str):
+    """``def f(x)`` running ``stmt`` under ``try``, returning the message of ``exc``."""
+    namespace = {"collections": collections, "operator": operator}
+    exec(f"def f(x):\n    try:\n        {stmt}\n    except {exc} as e:\n        return x + 1, str(e)\n"
+         f"    return x, ''\n", namespace)
+    return namespace["f"]
+
+
+@pytest.mark.parametrize("stmt,exc", [
+    ("[1, 2].index(5)", "ValueError"), ("(1, 2).index(5)", "ValueError"), ("[3, 1].index(3, 1)", "ValueError"),
+    ('"ab".index("z")', "ValueError"), ("sorted([1, (2,)])", "TypeError"), ("divmod(1, 0)", "ZeroDivisionError"),
+    ("l = [1, 2, 3]; l[::0] = [1]", "ValueError"), ("l = [1, 2, 3]; l[::2] = [1]", "ValueError"),
+    ("l = [1]; l[5] = 0", "IndexError"), ("l = []; del l[0]", "IndexError"), ("[].pop('a')", "TypeError"),
+    ("[].insert('a', 1)", "TypeError"), ("bool(1, 2, 3)", "TypeError"), ("float(x='3')", "TypeError"),
+    ("int(x=3)", "TypeError"), ("int('z', base=2)", "ValueError"),
+])
+def test_folding_error_is_raised_in_the_trace(stmt, exc):
+    full(_catching(stmt, exc), t(2))
+
+
+def test_builtin_keyword_argument_folds():
+    def f(x):
+        return x + int("11", base=2), int("z", 36), float("1.5")
+
+    full(f, t(2))
+
+
+# ---- K13: arguments eager rejects ---------------------------------------------------------
+
+@pytest.mark.parametrize("stmt", ["set().update(1)", "[].extend(None)", "list(1)", "tuple(1, 2)", "len()", "len(1)",
+                                  "abs('a')", "frozenset(2.0)"])
+def test_wrong_argument_raises_eagers_type_error_in_the_trace(stmt):
+    full(_catching(stmt, "TypeError"), t(2))
+
+
+@pytest.mark.parametrize("stmt", ["{}.update([], [])", "collections.OrderedDict().update([('a', 1)], None)",
+                                  "dict(1, 2)", "collections.OrderedDict(1, 2)"])
+def test_too_many_arguments_to_update_run_natively(stmt):
+    """eager's words for these depend on the caller: the frame runs natively."""
+    metrics.reset()
+    check_compiled(_catching(stmt, "TypeError"), t(2), graphs=0)
+    assert [b.gb_type for stats in metrics.FRAMES.values() for b in stats.breaks] == ["user error"]

@@ -353,13 +353,19 @@ def method_handler(vt: VariableTracker, tx: Tx, name: str, args: Sequence[Variab
     kind has none, or the arguments do not fit its signature (eager raises,
     or another rule applies)."""
     fn = getattr(type(vt), handler_name("method_", name), None)
-    if fn is None:
+    if fn is None or not fits(fn, vt, tx, *args, **kwargs):
         return None
+    return lambda: fn(vt, tx, *args, **kwargs)
+
+
+def fits(fn: Callable, *args: Any, **kwargs: Any) -> bool:
+    """Whether a handler's signature takes these arguments (a call it does
+    not fit is left to the other rules: eager raises, or another kind answers)."""
     try:
-        bound = _signature(fn).bind(vt, tx, *args, **kwargs)
+        _signature(fn).bind(*args, **kwargs)
     except TypeError:
-        return None
-    return lambda: fn(*bound.args, **bound.kwargs)
+        return False
+    return True
 
 
 def call_method_handler(vt: VariableTracker, tx: Tx, name: str, args: Sequence[VariableTracker],

@@ -7,11 +7,12 @@ make the fold valid were installed when the constant was read from its source.
 """
 from __future__ import annotations
 
+import contextlib
 import enum
 import re
 import sys
 import types
-from typing import TYPE_CHECKING, Any, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, NoReturn, Sequence
 
 import torch
 
@@ -108,6 +109,8 @@ class ConstantVariable(VariableTracker):
         return isinstance(self.value, (str, bytes, range, frozenset, tuple))
 
     def unpack_var_sequence(self, tx: Tx) -> list[VariableTracker]:
+        if not hasattr(type(self.value), "__iter__") and not hasattr(type(self.value), "__getitem__"):
+            raise_traced(TypeError, f"'{type(self.value).__name__}' object is not iterable")  # None, 1, 2.0...
         if not self.has_unpack_var_sequence(tx):
             return super().unpack_var_sequence(tx)
         return [ConstantVariable(v) for v in self.value]
@@ -165,6 +168,17 @@ def getattr_or_raise(value: Any, name: str) -> Any:
     try:
         return getattr(value, name)
     except AttributeError as e:
+        raise_traced_from(e)
+
+
+@contextlib.contextmanager
+def errors_are_the_programs() -> Iterator[None]:
+    """Around an operation bytegraph does on the program's own values as eager
+    does it (an index, a sort, a slice store into a list's items): an error it
+    raises is the one eager raises, so the traced program raises it."""
+    try:
+        yield
+    except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError) as e:
         raise_traced_from(e)
 
 

@@ -98,7 +98,12 @@ class BuiltinVariable(ConstantCallableVariable):
         name = getattr(fn, "__name__", "")
         handler = getattr(self, f"_call_{name}", None) if _HANDLED.get(name) is fn else None
         if handler is not None:
-            result = handler(tx, *args, **kwargs)
+            try:
+                result = handler(tx, *args, **kwargs)
+            except TypeError as e:
+                if e.__traceback__.tb_next is not None:  # raised inside the handler, not by binding its arguments
+                    raise
+                result = None  # arguments the handler does not take: folded below, or eager's TypeError natively
             if result is not None:
                 return result
         result = apply_operator(tx, fn, args) if args and not kwargs else None

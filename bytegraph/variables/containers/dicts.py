@@ -210,9 +210,12 @@ class DictVariable(DictOperators):
         self.store(tx, key, value)
         return ConstantVariable(None)
 
-    def method_update(self, tx: Tx, *others: VT, **kwargs: VT) -> VT:
-        for other in others:
-            self._update_from(tx, as_dict(tx, other) or other)
+    def method_update(self, tx: Tx, *other: VT, **kwargs: VT) -> VT:
+        if len(other) > 1:  # ``d.update(a, b)``: eager's TypeError, whose words depend on the caller
+            user_error("TypeError", context=f"{self.python_type().__name__}.update() given {len(other)} arguments",
+                       hint="Pass at most one mapping or iterable of pairs.")
+        for one in other:
+            self._update_from(tx, as_dict(tx, one) or one)
         for kname, value in kwargs.items():
             self.store(tx, ConstantVariable(kname), value)
         return ConstantVariable(None)
