@@ -183,3 +183,111 @@ def test_too_many_arguments_to_update_run_natively(stmt):
     metrics.reset()
     check_compiled(_catching(stmt, "TypeError"), t(2), graphs=0)
     assert [b.gb_type for stats in metrics.FRAMES.values() for b in stats.breaks] == ["user error"]
+
+
+def test_process_limits_are_read_and_guarded():
+    import sys
+
+    def f(x):
+        return x + 1, sys.get_int_max_str_digits()
+
+    full(f, t(2))
+    previous = sys.get_int_max_str_digits()
+    compiled = __import__("bytegraph").compile(f, backend="eager")
+    try:
+        assert compiled(t(2))[1] == previous
+        sys.set_int_max_str_digits(previous + 1)
+        assert compiled(t(2))[1] == previous + 1  # the guard sees the change
+    finally:
+        sys.set_int_max_str_digits(previous)
+
+
+# ---- K11: generator.send / throw, and yield from delegating them -------------------------
+
+def _echo():
+    received = yield 1
+    while received is not None:
+        received = yield received * 2
+    return "done"
+
+
+def _guarded():
+    try:
+        yield 1
+    except KeyError as e:
+        yield ("caught", e.args)
+    yield 3
+
+
+def _delegating():
+    result = yield from _echo()
+    yield ("inner returned", result)
+
+
+def test_generator_send():
+    def f(x):
+        it = _echo()
+        first = next(it)
+        second = it.send(5)
+        try:
+            it.send(None)
+        except StopIteration as e:
+            stopped = e.args
+        try:
+            it.send(1)
+        except StopIteration as e:
+            again = e.args
+        return x + first + second, stopped, again
+
+    full(f, t(2))
+
+
+def test_generator_send_to_a_just_started_generator():
+    def f(x):
+        try:
+            _echo().send(1)
+        except TypeError as e:
+            return x + 1, str(e)
+        return x, ""
+
+    full(f, t(2))
+
+
+def test_generator_throw():
+    def f(x):
+        it = _guarded()
+        next(it)
+        caught = it.throw(KeyError("k"))
+        after = next(it)
+        fresh = _guarded()
+        try:
+            fresh.throw(ValueError)  # not started: raised as is, the generator is finished
+        except ValueError:
+            finished = list(fresh)
+        return x + after, caught, finished
+
+    full(f, t(2))
+
+
+def test_generator_throw_uncaught_propagates():
+    def f(x):
+        it = _echo()
+        next(it)
+        try:
+            it.throw(IndexError)
+        except IndexError:
+            return x + 1, list(it)
+        return x, []
+
+    full(f, t(2))
+
+
+def test_yield_from_delegates_send():
+    def f(x):
+        it = _delegating()
+        a = next(it)
+        b = it.send(4)
+        c = it.send(None)
+        return x + a + b, c
+
+    full(f, t(2))

@@ -129,9 +129,19 @@ class ControlOps:
         self.push(self.get_iter(self.pop()))
 
     def SEND(self: InstructionTranslatorBase, inst: Instruction) -> None:
-        self.pop()  # the value sent in: always None for a consumed generator
+        sent = self.pop()  # None for a consumed generator, else generator.send's value, delegated
         receiver = self.peek()
-        item = receiver.next_item(self) if isinstance(receiver, IteratorVariable) else None
+        if sent.is_python_constant() and sent.as_python_constant() is None:
+            item = receiver.next_item(self) if isinstance(receiver, IteratorVariable) else None
+        elif isinstance(receiver, GeneratorVariable):
+            item = receiver.frame.resume_generator(self, sent=sent)
+        else:
+            unimplemented(
+                gb_type="generator send",
+                context=f"yield from {receiver} receiving a value",
+                explanation="bytegraph delegates values sent into yield from only to generators of the trace.",
+                hints=("Send the value to the inner generator directly.",),
+            )
         if item is None:
             self.pop()
             returned = receiver.frame.return_value if isinstance(receiver, GeneratorVariable) else None

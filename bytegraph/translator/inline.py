@@ -152,11 +152,13 @@ class InliningTranslator(InstructionTranslatorBase):
     def yield_value(self, value: VT) -> None:
         self.yielded = value
 
-    def resume_generator(self, caller: InstructionTranslatorBase, throw: ExceptionVariable | None = None) -> VT | None:
+    def resume_generator(self, caller: InstructionTranslatorBase, throw: ExceptionVariable | None = None,
+                         sent: VT | None = None) -> VT | None:
         """Run this generator frame to its next ``yield`` for ``caller`` (the
-        frame doing ``next()``), or, with ``throw``, raise that exception at the
-        suspension point first (``generator.close()``). Returns the yielded VT,
-        or None once the frame has returned.
+        frame doing ``next()``), with ``sent`` as the value of the suspended
+        ``yield`` (``generator.send``; None: ``None``), or, with ``throw``, raise
+        that exception at the suspension point first (``generator.throw``,
+        ``close()``). Returns the yielded VT, or None once the frame has returned.
 
         Raises:
             TracedException: what escapes the frame, which is then finished. A
@@ -172,7 +174,7 @@ class InliningTranslator(InstructionTranslatorBase):
             if throw is not None:
                 self.handle_exception(self.instructions[self.ip - 1], TracedException(throw, fresh=False))
             elif self.started:
-                self.push(ConstantVariable(None))  # the value of the yield expression
+                self.push(sent or ConstantVariable(None))  # the value of the yield expression
             self.started = True
             while not self.done and self.yielded is None:
                 self.step()
