@@ -268,7 +268,8 @@ def bound_to_constant(fn: Any) -> bool:
 #: process state, no writes to an argument the trace could not see)
 PURE_C_MODULES = frozenset({"math", "cmath", "_operator", "_struct", "binascii", "unicodedata", "zlib", "_string"})
 #: immutable builtin types: their C classmethods and staticmethods (``float.fromhex``,
-#: ``int.from_bytes``, ``str.maketrans``, ``bool.__new__``) build values from arguments
+#: ``int.from_bytes``, ``str.maketrans``; not ``__new__``, which may make a user
+#: subclass's instance) build values from arguments
 IMMUTABLE_BUILTIN_TYPES = frozenset({bool, int, float, complex, str, bytes, frozenset, tuple, range, slice, type(None)})
 
 
@@ -287,7 +288,7 @@ def computes_from_arguments(fn: Any) -> bool:
     if owner is None:  # a C staticmethod (``str.maketrans``): found on its class
         owner = getattr(builtins, fn.__qualname__.partition(".")[0], None)
         return owner in IMMUTABLE_BUILTIN_TYPES and getattr(owner, fn.__name__, None) is fn
-    return owner in IMMUTABLE_BUILTIN_TYPES or bound_to_constant(fn)
+    return owner in IMMUTABLE_BUILTIN_TYPES and fn.__name__ != "__new__" or bound_to_constant(fn)
 
 
 def foldable(vt: VT) -> bool:

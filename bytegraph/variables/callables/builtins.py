@@ -385,7 +385,7 @@ def _fold(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | No
     """A builtin call folded on constants (:func:`~bytegraph.variables.operators.evaluate`);
     an iterator it returns is read whole, as an iterator over its constant items."""
     result = evaluate(fn, args, kwargs)
-    if result is NOT_FOLDED or type(result).__module__ != "builtins":  # int.__new__(UserInt): made natively
+    if result is NOT_FOLDED:
         return None
     if isinstance(result, _FOLDED_ITERATORS):
         return ListIteratorVariable([wrap_const(tx, v) for v in result])

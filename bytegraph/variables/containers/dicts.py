@@ -19,7 +19,7 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch, compared_by_value
 from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
-from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.containers.iterators import DictIteratorVariable, IteratorVariable
 from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable, for_each_item
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
@@ -82,12 +82,8 @@ class DictVariable(DictOperators):
             value = key.as_python_constant()
             try:
                 hash(value)
-            except TypeError:
-                user_error(
-                    "TypeError",
-                    context=f"unhashable dict key {type(value).__name__}",
-                    hint="Use a hashable key.",
-                )
+            except TypeError as e:  # eager's "unhashable type: 'list'"
+                raise_traced_from(e)
             return value
         cls = key.python_type()
         if not issubclass(cls, torch.Tensor) and (cls.__eq__ is not object.__eq__ or cls.__hash__ is not object.__hash__):

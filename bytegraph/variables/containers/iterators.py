@@ -403,8 +403,7 @@ def set_position(iterator: Any, index: int | None) -> Any:
 
 class SetIteratorVariable(ListIteratorVariable):
     """``iter(a_set)``: the set's items at that time; a change of the set's size
-    before the next step is eager's RuntimeError (a graph break, so the native
-    run raises it)."""
+    before the next step raises eager's RuntimeError in the trace."""
 
     def __init__(self, set_vt: SetVariable):
         super().__init__(set_vt.unpack_var_sequence(None))
@@ -416,11 +415,7 @@ class SetIteratorVariable(ListIteratorVariable):
 
     def next_item(self, tx: Tx) -> VT | None:
         if not self.exhausted and len(self.set_vt.values) != self.size:
-            user_error(
-                "RuntimeError",
-                context="Set changed size during iteration",
-                hint="Iterate over a copy (list(s)) when changing the set in the loop.",
-            )
+            raise_traced(RuntimeError, "Set changed size during iteration")
         return super().next_item(tx)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
@@ -448,7 +443,10 @@ class DictIteratorVariable(IteratorVariable):
     """``iter(d)`` or ``iter(d.keys()/values()/items())`` of a DictVariable.
 
     Keys are visited in their order when iteration started; values are read at
-    each step. Changing the dict's size meanwhile is eager's RuntimeError.
+    each step. Changing the dict's size meanwhile raises eager's RuntimeError in
+    the trace (and again at each later step, as CPython's iterator stays broken);
+    replacing keys at the same size runs natively (CPython then walks its entry
+    table, new keys included).
     """
 
     def __init__(self, dict_vt: DictVariable, kind: str = "keys"):
@@ -463,12 +461,13 @@ class DictIteratorVariable(IteratorVariable):
         return type(iter(getattr({}, self.kind)()))
 
     def next_item(self, tx: Tx) -> VT | None:
-        if len(self.dict_vt.items) != self.size or (
-            self.index < len(self.keys) and self.keys[self.index] not in self.dict_vt.items
-        ):
+        if len(self.dict_vt.items) != self.size:
+            self.size = -1  # sticky, as CPython's
+            raise_traced(RuntimeError, "dictionary changed size during iteration")
+        if self.index < len(self.keys) and self.keys[self.index] not in self.dict_vt.items:
             user_error(
                 "RuntimeError",
-                context="dictionary changed size during iteration",
+                context="dictionary keys changed during iteration",
                 hint="Iterate over a copy (list(d)) when changing the dict in the loop.",
             )
         if self.index >= len(self.keys):
