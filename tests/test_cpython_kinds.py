@@ -328,3 +328,34 @@ def test_container_changed_during_iteration_raises_in_the_trace(fn):
 @pytest.mark.parametrize("stmt", ["{}[[1]] = 2", "[1] in {}", "{[1]: 2}", "{}.get({})", "dict.fromkeys([[1]])"])
 def test_unhashable_key_raises_in_the_trace(stmt):
     full(_catching(stmt, "TypeError"), t(2))
+
+
+# ---- K07: sets of functions, classes and nested tuples read from the program ---------------
+
+def _member(x):
+    return x
+
+
+MIXED = {0, "zero", operator.add}
+NESTED = frozenset({(1, (2, (3, None))), (4,)})
+
+
+@pytest.mark.parametrize("members", [{operator.add}, frozenset({len, None}), {_member, int, math}, {(1, (2,)), ()}])
+def test_set_input_of_functions_classes_and_tuples(members):
+    def f(x, s):
+        return x + len(s), s == set(s), operator.add in s, len(s.copy()), s | {1} == {1, *s}
+
+    full(f, t(2), members)
+
+
+def test_set_globals_compared_and_copied():
+    def f(x):
+        return x + len(MIXED), MIXED == MIXED.copy(), 0 in MIXED, NESTED == frozenset(NESTED), (4,) in NESTED
+
+    full(f, t(2))
+
+
+def test_set_input_guard_sees_other_members():
+    compiled = __import__("bytegraph").compile(lambda x, s: x + (operator.add in s), backend="eager")
+    assert compiled(t(2) * 0, {operator.add}).tolist() == [1.0, 1.0]
+    assert compiled(t(2) * 0, {operator.sub}).tolist() == [0.0, 0.0]

@@ -218,10 +218,11 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         guards.add(TypeMatch(source, type(value)))
         return DictViewVariable(owner.materialize(tx), _DICT_VIEWS[type(value)])
 
-    if type(value) in (set, frozenset) and all(is_constant_value(v) for v in value):
+    if type(value) in (set, frozenset) and all(is_constant_value(v) or _identity_is_value(v) for v in value):
+        # members are constants, or functions/classes/modules (hashed by identity, guarded by equality)
         guards.add(TypeMatch(source, type(value)))
         guards.add(EqualsMatch(source, frozenset(value)))
-        var = SetVariable([ConstantVariable(v) for v in value], type(value), source)
+        var = SetVariable([wrap_const(tx, v) for v in value], type(value), source, tx)
         return side_effects.track(value, var) if type(value) is set else var
 
     if isinstance(value, torch.nn.Module):
