@@ -7,6 +7,7 @@ import binascii
 import cmath
 import collections
 import functools
+import inspect
 import math
 import operator
 import re
@@ -359,3 +360,13 @@ def test_set_input_guard_sees_other_members():
     compiled = __import__("bytegraph").compile(lambda x, s: x + (operator.add in s), backend="eager")
     assert compiled(t(2) * 0, {operator.add}).tolist() == [1.0, 1.0]
     assert compiled(t(2) * 0, {operator.sub}).tolist() == [0.0, 0.0]
+
+
+def test_method_of_an_unhashable_builtin_object_is_not_mistaken_for_a_type_method():
+    def check(a, b=1):
+        return a
+
+    def f(x):
+        return x + 1, list(inspect.signature(check).parameters.keys())
+
+    full(f, t(2))

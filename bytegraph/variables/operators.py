@@ -288,7 +288,8 @@ def computes_from_arguments(fn: Any) -> bool:
     if owner is None:  # a C staticmethod (``str.maketrans``): found on its class
         owner = getattr(builtins, fn.__qualname__.partition(".")[0], None)
         return owner in IMMUTABLE_BUILTIN_TYPES and getattr(owner, fn.__name__, None) is fn
-    return owner in IMMUTABLE_BUILTIN_TYPES and fn.__name__ != "__new__" or bound_to_constant(fn)
+    return isinstance(owner, type) and owner in IMMUTABLE_BUILTIN_TYPES and fn.__name__ != "__new__" or (
+        bound_to_constant(fn))
 
 
 def foldable(vt: VT) -> bool:
