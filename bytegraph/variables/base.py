@@ -280,9 +280,8 @@ class BoundMethodVariable(VariableTracker):
             return self.obj
         if name == "__name__":
             return wrap_const(tx, self.name)
-        descriptor = self._descriptor()
-        if name in ("__qualname__", "__doc__", "__text_signature__") and hasattr(descriptor, name):
-            return wrap_const(tx, getattr(descriptor, name))  # the bound method's are its descriptor's
+        if name in ("__qualname__", "__doc__", "__text_signature__") and hasattr(self._descriptor(), name):
+            return wrap_const(tx, getattr(self._descriptor(), name))  # the bound method's are its descriptor's
         return super().var_getattr(tx, name)
 
     def reconstruct(self, codegen: PyCodegen) -> None:

@@ -266,7 +266,8 @@ def bound_to_constant(fn: Any) -> bool:
 
 #: C modules whose functions compute only from their arguments (no I/O, no
 #: process state, no writes to an argument the trace could not see)
-PURE_C_MODULES = frozenset({"math", "cmath", "_operator", "_struct", "binascii", "unicodedata", "zlib", "_string"})
+#: (``operator``'s are in :data:`PURE_BUILTINS`, less those on identity or writing an argument)
+PURE_C_MODULES = frozenset({"math", "cmath", "_struct", "binascii", "unicodedata", "zlib", "_string"})
 #: immutable builtin types: their C classmethods and staticmethods (``float.fromhex``,
 #: ``int.from_bytes``, ``str.maketrans``; not ``__new__``, which may make a user
 #: subclass's instance) build values from arguments
