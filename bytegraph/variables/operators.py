@@ -235,7 +235,7 @@ def evaluate(fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> Any:
     """
     values = [a.as_python_constant() for a in args]
     kw = {k: v.as_python_constant() for k, v in kwargs.items()}
-    if any(runs_user_code(v) for v in (*values, *kw.values())):
+    if any(_runs_user_code(v) for v in (*values, *kw.values())):
         return NOT_FOLDED  # calling it now would run user code at trace time only
     try:
         result = fn(*values, **kw)
@@ -298,7 +298,7 @@ def foldable(vt: VT) -> bool:
     return vt.is_python_constant() or vt.specializable
 
 
-def runs_user_code(value: Any) -> bool:
+def _runs_user_code(value: Any) -> bool:
     """Whether passing ``value`` to a builtin may call Python code of the user
     (a key function, a callable object...)."""
     if isinstance(value, (types.FunctionType, types.MethodType, functools.partial)):

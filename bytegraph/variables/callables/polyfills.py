@@ -25,6 +25,7 @@ import itertools
 import operator
 import re
 import sys
+import types
 import typing
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -35,7 +36,6 @@ from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import raise_traced_from
-from bytegraph.variables.operators import runs_user_code
 from bytegraph.variables.tensors import numpy_ops as npops
 from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
@@ -215,7 +215,8 @@ class EvaluatedCallVariable(ConstantCallableVariable):
 
     def call_function(self, tx: Tx, args: Sequence[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if not all(a.is_python_constant() for a in (*args, *kwargs.values())) or any(
-                runs_user_code(a.as_python_constant()) for a in (*args, *kwargs.values())):
+                isinstance(a.as_python_constant(), (types.FunctionType, types.MethodType, functools.partial))
+                for a in (*args, *kwargs.values())):
             unimplemented(
                 gb_type="non-constant library call",
                 context=f"{self.fn.__module__}.{self.fn.__qualname__} with arguments known only at run time, or a "
