@@ -102,6 +102,7 @@ class GeneratorVariable(IteratorVariable):
     def method_close(self, tx: Tx, /) -> VT:
         self.frame.close_generator(tx)
         return ConstantVariable(None)
+
     def method_send(self, tx: Tx, value: VT, /) -> VT:
         """``gen.send(value)`` (CPython's ``gen_send_ex``): ``value`` becomes the
         suspended ``yield``'s value; StopIteration(returned value) once the frame returns."""
@@ -462,8 +463,8 @@ class DictIteratorVariable(IteratorVariable):
     Keys are visited in their order when iteration started; values are read at
     each step. Changing the dict's size meanwhile raises eager's RuntimeError in
     the trace (and again at each later step, as CPython's iterator stays broken);
-    replacing keys at the same size runs natively (CPython then walks its entry
-    table, new keys included).
+    replacing keys at the same size, or changing an OrderedDict (its own rules),
+    runs natively (CPython then walks its entry table, new keys included).
     """
 
     def __init__(self, dict_vt: DictVariable, kind: str = "keys"):
