@@ -309,7 +309,7 @@ def _runs_user_code(value: Any) -> bool:
 def _identity_eq(vt: VT) -> bool:
     """Whether ``==`` on this kind of value defaults to identity."""
     from_type = vt.python_type()
-    return from_type.__eq__ is object.__eq__
+    return from_type.__eq__ is object.__eq__ or from_type is type(None)  # (3.12 gave None an __eq__ of its own)
 
 
 def call_operator(tx: Tx, op: Any, args: Sequence[VT]) -> VT:
