@@ -73,11 +73,15 @@ bench-report: $(BENCH_STAMP)
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.compare --quick
 
-# Differential fuzzing against eager (eager and aot_eager backends): N generated programs,
-# each failure minimised into fuzz-failures/ (about 0.5 s a program on 2 cores).
+# Differential fuzzing against eager: N generated programs of every family (tools/fuzz/families),
+# each on eager and aot_eager, every tenth also on inductor, on 2 worker processes; resumable (the
+# campaign log is fuzz-failures/campaign.jsonl: run it again to continue), each failure minimised
+# into fuzz-failures/, a table by program kind at the end (about 1 s a program and backend on 2 cores,
+# an inductor run 10-60 s).
 N ?= 2000
+WORKERS ?= 2
 fuzz: $(STAMP)
-	$(BIN)/python -m tools.fuzz --n $(N)
+	$(BIN)/python -m tools.fuzz --n $(N) --workers $(WORKERS) --inductor-every 10
 
 # The OpInfo sweep (tools/opinfo): every OpInfo of torch's op_db compiled with fullgraph=True on
 # backends eager and aot_eager, first under torch.compile, then under bytegraph (each in processes of
