@@ -155,8 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     state = out / "campaign.jsonl"
     seeds = range(args.seed, args.seed + args.n)
     backends = args.backend or ["eager", "aot_eager"]
-    wanted = [(s, b) for s in seeds for b in backends] + (
-        [(s, "inductor") for s in seeds if args.inductor_every and s % args.inductor_every == 0])
+    wanted = [(s, b) for s in seeds
+              for b in backends + (["inductor"] if args.inductor_every and s % args.inductor_every == 0 else [])]
     done = _done(state)
     tasks = [{"seed": s, "backend": b, "kind": generate(s)[0], "out": str(out),
               "timeout": args.timeout * (2 if b == "inductor" else 1),
