@@ -19,7 +19,9 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, S
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException, FakeTensorMode
 
 from bytegraph import imports
+from bytegraph.backends.checks import BackendTimeout, OutputCheck, backend_name, deadline, result_problem
 from bytegraph.breaks import BackendCompilerFailed
+from bytegraph.config import config
 from bytegraph.graph import numpy_random, writes
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.rerun import autocast_devices, rerun_natively_on_error
@@ -150,7 +152,7 @@ class BackendCompile:
         trace, in the fresh one of :meth:`backend_fake_mode`."""
         def call(make_fake_mode: Callable[[], FakeTensorMode]) -> Callable:
             context = BackendTracingContext(make_fake_mode)
-            with torch._guards.tracing(context):
+            with torch._guards.tracing(context), deadline(config.backend_timeout, f"backend {backend_name(compiler)!r}"):
                 try:
                     return compiler(gm, self.example_inputs())
                 finally:
@@ -195,15 +197,15 @@ class BackendCompile:
             start, imports_before = time.perf_counter(), imports.total()
             try:
                 compiled = self.call_backend(compiler, gm)
-            except Exception as e:
+            except (Exception, BackendTimeout) as e:
                 raise BackendCompilerFailed(
-                    f"backend {getattr(compiler, '__name__', compiler)!r} failed compiling a graph of {name}: "
+                    f"backend {backend_name(compiler)!r} failed compiling a graph of {name}: "
                     f"{type(e).__name__}: {e}", format_graph(gm),
                     any(free_unbacked_symbols(n.meta.get("example_value")) for n in gm.graph.nodes)) from e
-            if not callable(compiled):
-                raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} returned "
-                                            f"{type(compiled).__name__} for a graph of {name}, not a callable",
-                                            format_graph(gm))
+            problem = result_problem(compiled, len(self.inputs))
+            if problem is not None:
+                raise BackendCompilerFailed(f"backend {backend_name(compiler)!r} returned {problem} for a graph of "
+                                            f"{name}", format_graph(gm))
             seconds, import_seconds = time.perf_counter() - start, imports.total() - imports_before
             subgraphs = getattr(compiled, "subgraph_count", 1)
             mutates = self.mutates_inputs()
@@ -214,8 +216,10 @@ class BackendCompile:
             written = self.written_inputs() if mutates else ()
             may_raise = any(n.op in ("call_function", "call_method") and may_raise_on_data(n) for n in gm.graph.nodes)
             saved = written if written and may_raise else ()  # inference tensors too: they have no version counter
-            compiled = rerun_natively_on_error(compiled, uses_rng(gm), watched, self.unscoped_grad_mode_changes == 0,
-                                               saved, numpy_random.draws(gm), autocast_devices(gm))
+            check = OutputCheck(len(outputs), f"backend {backend_name(compiler)!r}")
+            compiled = rerun_natively_on_error(compiled, check, uses_rng(gm), watched,
+                                               self.unscoped_grad_mode_changes == 0, saved, numpy_random.draws(gm),
+                                               autocast_devices(gm))
             self.compiled_graphs.append(
                 CompiledGraph(name, gm, self.op_count(), seconds, compiled, import_seconds, subgraphs))
             codegen.load_callable(compiled)
