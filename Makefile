@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo report-screenshots bench-report test test-all venv bench bench-baseline bench-quick bench-inductor fuzz opinfo
+.PHONY: demo report-screenshots bench-report test test-all venv bench bench-baseline bench-quick bench-inductor fuzz opinfo soak
 
 $(STAMP): requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -92,6 +92,13 @@ JOBS ?= 1
 opinfo: $(STAMP)
 	$(BIN)/python -m tools.opinfo --frontend torch --jobs $(JOBS)
 	$(BIN)/python -m tools.opinfo --frontend bytegraph --jobs $(JOBS) --docs
+
+# Soak and load (tools/soak.py): 10,000 functions compiled and dropped, a recompile storm of 10,000
+# calls, 8 threads x 1,000 calls, a 5,000-step training loop, fork with DataLoader workers; prints
+# each scenario's memory figures (about 20 min on 2 cores; SCALE=0.1 for a tenth of each).
+SCALE ?= 1
+soak: $(STAMP)
+	$(BIN)/python -m tools.soak --scale $(SCALE)
 
 # The same quick tier on CPython 3.12 and 3.13, each in its own venv (pyenv's
 # interpreters by default; override PYTHON312/PYTHON313). torch 2.13.0 for these

@@ -24,6 +24,7 @@ from bytegraph.breaks import BackendCompilerFailed
 from bytegraph.config import config
 from bytegraph.graph import numpy_random, writes
 from bytegraph.graph.codegen import PyCodegen
+from bytegraph.graph.fx_source import release_source_when_freed
 from bytegraph.graph.rerun import autocast_devices, rerun_natively_on_error
 from bytegraph.logs import enabled, get
 
@@ -108,7 +109,7 @@ class BackendCompile:
                 self.graph.erase_node(inp.node)
                 self.inputs.remove(inp)
                 self.dropped_inputs.append(inp)
-        return torch.fx.GraphModule(torch.nn.Module(), self.graph)
+        return release_source_when_freed(torch.fx.GraphModule(torch.nn.Module(), self.graph))
 
     def example_inputs(self) -> list:
         """What backends receive as example inputs, as torch.compile gives them: the

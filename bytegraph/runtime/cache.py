@@ -15,6 +15,7 @@ import functools
 import inspect
 import os
 import sys
+import threading
 import time
 import types
 import warnings
@@ -84,11 +85,20 @@ class CacheEntry:
 
 
 class FrameCache:
-    """Cache entries of one code object under one set of compile options."""
+    """Cache entries of one code object under one set of compile options.
+
+    Who owns it: a compiled function's wrapper (its root frame), the
+    transformed code that calls a resume function (that resume function's
+    cache), or the :class:`FrameHooks` of its options (a callee routed after a
+    graph break). The registry (:func:`cache_for`) holds it weakly, so a
+    dropped compiled function frees its caches, their entries, guards and
+    graphs, and its record in :data:`metrics.FRAMES`.
+    """
 
     def __init__(self, code: types.CodeType, options: CompileOptions):
         self.code = code
         self.options = options
+        self.hooks = hooks_for(options)  # what its transformed code calls: lives at least as long as this cache
         self.entries: list[CacheEntry] = []
         self.native = False
         self.dynamic_dims: dict[Source, frozenset[int]] = {}
@@ -158,25 +168,47 @@ class FrameCache:
         entry.valid = False
         self.entries = [e for e in self.entries if e is not entry]
 
+    def hit(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> CacheEntry | None:
+        """The first entry whose guard passes for this call, or None.
+
+        Raises:
+            TypeError: when the arguments do not bind to the signature.
+        """
+        cells = fn.__closure__
+        defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__
+        for entry in self.entries:
+            if entry.defaults is defaults and entry.kwdefaults is kwdefaults and entry.check(cells, *args, **kwargs):
+                return entry
+        return None
+
     def miss(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
         """No entry matched: compile (or give up and run natively), then run.
         The settings a program changed in ``torch._dynamo.config`` apply while
         the frame compiles, and the stance ``torch.compiler.set_stance`` set
-        decides whether it compiles (:mod:`bytegraph.compat`)."""
-        if self.native:
-            return fn(*args, **kwargs)
-        changed = compat.changed_settings()
-        with config.patch(**changed) if changed else contextlib.nullcontext():
-            return self._miss(fn, args, kwargs, compat.stance())
+        decides whether it compiles (:mod:`bytegraph.compat`).
 
-    def _miss(self, fn: types.FunctionType, args: tuple, kwargs: dict, stance: compat.Stance) -> Any:
+        One frame converts at a time (:data:`COMPILE_LOCK`); a thread that waited
+        looks at the entries again first (another may have compiled what this
+        call needs), and the entry runs after the lock is released.
+        """
+        with COMPILE_LOCK:
+            entry = None if self.native else self.hit(fn, args, kwargs)
+            if entry is None and not self.native:
+                changed = compat.changed_settings()
+                with config.patch(**changed) if changed else contextlib.nullcontext():
+                    entry = self._compile(fn, args, kwargs, compat.stance())
+        return fn(*args, **kwargs) if entry is None else call_entry(entry, fn, args, kwargs)
+
+    def _compile(self, fn: types.FunctionType, args: tuple, kwargs: dict, stance: compat.Stance) -> CacheEntry | None:
+        """A new entry for this call, or None when the call runs natively (this
+        once, or from now on: the recompile limit, a whole-frame break)."""
         cells = fn.__closure__
         reason = None
         if stance.name == "force_eager":
-            return fn(*args, **kwargs)
+            return None
         if stance.name in ("eager_then_compile", "aot_eager_then_compile") and self.first_call is None:
             self.first_call = _call_snapshot(args)  # the next call compiles, dynamic where it differs
-            return fn(*args, **kwargs)
+            return None
         if self.entries:
             latest = self.entries[0]
             if latest.defaults is not fn.__defaults__ or latest.kwdefaults is not fn.__kwdefaults__:
@@ -184,7 +216,7 @@ class FrameCache:
             else:
                 reason = latest.guard.first_failure(cells, args, kwargs) or "unknown guard"
             if stance.name == "eager_on_recompile":
-                return fn(*args, **kwargs)
+                return None
             if stance.name == "fail_on_recompile" or config.error_on_recompile:
                 raise RuntimeError(
                     f"Detected recompile when torch.compile stance is 'fail_on_recompile'. filename: "
@@ -204,7 +236,7 @@ class FrameCache:
                     f"Last guard failure: {reason}",
                     stacklevel=_user_stacklevel(),
                 )
-                return fn(*args, **kwargs)
+                return None
             if logs.enabled("recompiles"):
                 logs.get("recompiles").info("recompiling %s: %s", self.code.co_qualname, reason)
             if self.options.dynamic is None and config.automatic_dynamic_shapes:
@@ -212,30 +244,28 @@ class FrameCache:
         elif self.first_call is not None and self.options.dynamic is None and config.automatic_dynamic_shapes:
             self.note_first_call(args)
         if torch._C._functorch.peek_interpreter_stack() is not None:
-            return fn(*args, **kwargs)  # under vmap/grad (torch.func): the values are functorch wrappers
+            return None  # under vmap/grad (torch.func): the values are functorch wrappers
         try:
             f_locals = self._bind(fn, args, kwargs)
         except (TypeError, ValueError):  # eager's TypeError; a hand-made code object's non-identifier names
-            f_locals = None
-        if f_locals is None:  # (run outside the except clause: eager's exception gets no chained context)
-            return fn(*args, **kwargs)
+            return None  # (the native call raises eager's exception, with no chained context)
         signature_fn = None if self.resume_depth else fn
         options = self.options if stance.backend is None else forced_backend(self.options, stance.backend)
         result = convert_frame(self.code, fn.__globals__, cells, f_locals, signature_fn, options,
-                               hooks_for(options), self.policy())
+                               self.hooks if options is self.options else hooks_for(options), self.policy())
         for brk in result.breaks if isinstance(result, Converted) else ():
             metrics.record_break(self.code, brk)
         if isinstance(result, RunNatively):
             metrics.record_break(self.code, result.reason)
             metrics.record_native(self.code)
             self.native = True
-            return fn(*args, **kwargs)
+            return None
         entry = CacheEntry(result, self, fn)
         metrics.record_compile(self.code, metrics.CompileRecord(
-            result.code, result.graphs, result.guard.guards, result.seconds, reason, result.guard.text,
+            weakref.ref(result.code), result.graphs, result.guard.guards, result.seconds, reason, result.guard.text,
             result.import_seconds, _guard_seconds(entry, cells, args, kwargs)))
         self.entries = [entry, *self.entries]
-        return call_entry(entry, fn, args, kwargs)
+        return entry
 
     def _bind(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
         """The call's arguments by parameter name, bound as CPython would.
@@ -297,6 +327,14 @@ class FrameHooks:
         self.options = options
         self._resumes: dict[types.CodeType, ResumeFunction] = {}
         self._routed_calls: dict[types.FunctionType, types.FunctionType] = {}
+        #: caches of the callees routed after a break (they live as long as these options' caches)
+        self._callees: dict[types.CodeType, FrameCache] = {}
+
+    def clear(self) -> None:
+        """Forget the resume functions, callee caches and routed disabled functions (``bytegraph.reset``)."""
+        self._resumes.clear()
+        self._callees.clear()
+        self._routed_calls.clear()
 
     def resume_function(self, code: types.CodeType, f_globals: dict, depth: int,
                         data_dependent: frozenset[str] = frozenset()) -> Callable[..., Any]:
@@ -356,7 +394,9 @@ class FrameHooks:
         return self.route_callee(callee)
 
     def _runner(self, fn: types.FunctionType) -> Callable[..., Any]:
-        cache = cache_for(fn.__code__, self.options)
+        cache = self._callees.get(fn.__code__)
+        if cache is None:
+            cache = self._callees[fn.__code__] = cache_for(fn.__code__, self.options)
 
         def runner(*args: Any, **kwargs: Any) -> Any:
             return run(cache, fn, args, kwargs)
@@ -408,7 +448,9 @@ def _call_with_forward(module: torch.nn.Module, forward: Callable[..., Any], *ar
         module.__dict__.pop("forward", None)
 
 
-_HOOKS: dict[int, FrameHooks] = {}
+#: id(options) -> its FrameHooks, while a cache of those options holds them (the
+#: hooks hold their options, so an id is not reused while its entry lives)
+_HOOKS: "weakref.WeakValueDictionary[int, FrameHooks]" = weakref.WeakValueDictionary()
 
 
 def hooks_for(options: CompileOptions) -> FrameHooks:
@@ -420,39 +462,60 @@ def hooks_for(options: CompileOptions) -> FrameHooks:
     return hooks
 
 
-_CACHES: dict[tuple[types.CodeType, int], FrameCache] = {}
+#: (id(code), id(options)) -> the FrameCache, while its owner keeps it (it holds
+#: its code and options, so the ids are not reused while the entry lives)
+#: held while a frame converts: tracing uses process-wide state (Python's recursion limit, grad
+#: mode across the trace, torch's tracing context), and two threads missing on one frame together
+#: would each compile an entry (eight threads would fill the recompile limit at once)
+COMPILE_LOCK = threading.RLock()
+
+_CACHES: "weakref.WeakValueDictionary[tuple[int, int], FrameCache]" = weakref.WeakValueDictionary()
 #: every FrameCache still alive; compiled wrappers hold theirs directly, so
 #: reset() must clear them in place rather than only forget them.
 _LIVE: "weakref.WeakSet[FrameCache]" = weakref.WeakSet()
+#: id(code) -> how many live FrameCaches have that code (its metrics record goes with the last)
+_CODE_CACHES: dict[int, int] = {}
 
 
 def cache_for(code: types.CodeType, options: CompileOptions) -> FrameCache:
     """The FrameCache of ``code`` under ``options`` (created on first use)."""
-    key = (code, id(options))
-    cache = _CACHES.get(key)
-    if cache is None or cache.options is not options:
-        cache = FrameCache(code, options)
-        _CACHES[key] = cache
-        _LIVE.add(cache)
+    key = (id(code), id(options))
+    with COMPILE_LOCK:  # (two threads routing one callee at once get one cache)
+        cache = _CACHES.get(key)
+        if cache is None or cache.code is not code or cache.options is not options:
+            cache = FrameCache(code, options)
+            _CACHES[key] = cache
+            _LIVE.add(cache)
+            _CODE_CACHES[id(code)] = _CODE_CACHES.get(id(code), 0) + 1
+            weakref.finalize(cache, _cache_freed, id(code))
     return cache
+
+
+def _cache_freed(code_id: int) -> None:
+    """A FrameCache was freed: with the last one of its code, the code's metrics record goes."""
+    left = _CODE_CACHES.pop(code_id, 1) - 1
+    if left:
+        _CODE_CACHES[code_id] = left
+    else:
+        metrics.forget(code_id)
+
+
+#: what :func:`run` finds when the arguments do not bind
+_UNBOUND = object()
 
 
 def run(cache: FrameCache, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
     """Call ``fn`` through its cache: first entry whose guard passes, else a miss."""
-    cells = fn.__closure__
-    defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__
-    for entry in cache.entries:
-        if entry.defaults is not defaults or entry.kwdefaults is not kwdefaults:
-            continue
-        try:
-            hit = entry.check(cells, *args, **kwargs)
-        except TypeError:  # the arguments do not bind to the signature
-            break
-        if hit:
-            return call_entry(entry, fn, args, kwargs)
-    else:
+    try:
+        entry = cache.hit(fn, args, kwargs)
+    except TypeError:  # the arguments do not bind to the signature
+        entry = _UNBOUND
+    if entry is _UNBOUND:
+        return fn(*args, **kwargs)  # eager's TypeError (raised outside the except clause: no chained context)
+    if entry is None:
         return cache.miss(fn, args, kwargs)
-    return fn(*args, **kwargs)  # eager's TypeError (raised outside the except clause: no chained context)
+    return call_entry(entry, fn, args, kwargs)
+
 
 
 #: calls of a new cache entry's guard function timed (the compile report's per-call guard cost),
@@ -500,6 +563,7 @@ def reset() -> None:
     alive recompile on their next call."""
     for cache in list(_LIVE):
         cache.clear()
+        cache.hooks.clear()
     _CACHES.clear()
     _HOOKS.clear()
     _FORCED.clear()
