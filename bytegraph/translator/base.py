@@ -139,7 +139,7 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Mat
                 self.step_in_try_block(handler, inst)
             else:
                 handler(inst)
-        except (TracedException, Unsupported):
+        except (TracedException, Unsupported, RecursionError):  # (a recursion too deep: the frame's own break)
             raise
         except Exception as e:
             if not raised_in_user_code(e):
