@@ -137,6 +137,7 @@ class BackendCompile:
         :meth:`call_backend`).
         """
         if self.shape_env is not None:
+            self._settle_input_autograd()
             return self.fake_mode
         shape_env = ShapeEnv(allow_dynamic_output_shape_ops=dynamic_output_shapes,
                              allow_scalar_outputs=dynamic_output_shapes)
@@ -144,6 +145,25 @@ class BackendCompile:
         self.static_backend_inputs = [mode.from_tensor(inp.value, static_shapes=True)
                                       for inp in self.inputs if isinstance(inp.value, torch.Tensor)]
         return mode
+
+    def _settle_input_autograd(self) -> None:
+        """Give the backend the inputs' autograd state as it is before the
+        graph runs. The trace's FakeTensor of an input that an in-place
+        operation wrote with a value requiring grad (``x.addcmul_(y, y)``)
+        requires grad from then on, and a dynamic trace hands its mode over,
+        so the backend (AOTAutograd, converting the real inputs through the
+        mode's memo) would see that input requiring grad, and every output
+        computed from it before the write too. Such an input's memo entry
+        becomes a detached alias of its FakeTensor (the same symbolic sizes)
+        with the real input's ``requires_grad``."""
+        converter = self.fake_mode.fake_tensor_converter
+        for inp in self.inputs:
+            real, fake = inp.value, inp.example
+            if isinstance(real, torch.Tensor) and isinstance(fake, torch.Tensor) and \
+                    fake.requires_grad != real.requires_grad:
+                settled = fake.detach()
+                settled.requires_grad_(real.requires_grad)
+                converter.set_tensor_memo(real, settled)
 
     def call_backend(self, compiler: Backend, gm: torch.fx.GraphModule) -> Callable:
         """``compiler(gm, example_inputs)`` under a :class:`BackendTracingContext`.
