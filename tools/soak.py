@@ -26,9 +26,13 @@ from bytegraph.runtime import cache, metrics
 
 
 def rss_mb() -> float:
-    """Resident set size of this process, in MiB, after a full collection."""
-    gc.collect()
-    gc.collect()  # (objects freed by the first pass's weakref callbacks)
+    """Resident set size of this process, in MiB, after full collections
+    until one frees nothing (the weakref callbacks of one pass, a freed
+    cache's finalizer letting go of its metrics record's guards, free more in
+    the next)."""
+    for _ in range(10):
+        if not gc.collect():
+            break
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 

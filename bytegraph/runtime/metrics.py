@@ -241,11 +241,15 @@ def forget(code_id: int) -> None:
     """The last cache of the code ``code_id`` was freed (its compiled function
     was dropped): its record moves to a key of its own (the id may be reused),
     and beyond the latest :data:`KEEP_FREED` such records the oldest goes,
-    counted in :data:`FREED` (not while :func:`retaining`)."""
+    counted in :data:`FREED` (not while :func:`retaining`). The kept record
+    lets go of its guards (their sources hold the frame's globals and the
+    objects they check); their generated code stays, as text."""
     if _RETAIN or code_id not in FRAMES:
         return
     key = ("freed", next(_freed_keys))
-    FRAMES[key] = FRAMES.pop(code_id)
+    stats = FRAMES[key] = FRAMES.pop(code_id)
+    for record in stats.compiles:
+        record.guards = []
     _freed.append(key)
     while len(_freed) > KEEP_FREED:
         stats = FRAMES.pop(_freed.popleft(), None)
