@@ -352,7 +352,8 @@ class FrameHooks:
         """``callee`` made to compile its own frame: Python functions and bound
         methods run through their cache; a module runs its ``forward`` that way
         (with its hooks, if it has any, run natively around it, as the
-        module's own ``__call__`` runs them), a DDP module as
+        module's own ``__call__`` runs them) unless its class overrides
+        ``__call__`` (that method is routed, as any object's), a DDP module as
         ``runtime/ddp.py`` runs it; a ``functools.partial`` routes the
         function it holds, an object whose class defines ``__call__`` in
         Python that method; anything else is returned unchanged."""
@@ -362,7 +363,7 @@ class FrameHooks:
             return types.MethodType(self._runner(callee.__func__), callee.__self__)
         if is_ddp(callee):  # DDP's forward runs natively, the module it wraps is routed
             return functools.partial(run_ddp, callee, lambda module, *a, **k: self.route_callee(module)(*a, **k))
-        if isinstance(callee, torch.nn.Module):
+        if isinstance(callee, torch.nn.Module) and type(callee).__call__ is torch.nn.Module.__call__:
             forward = callee.forward
             if "forward" not in callee.__dict__ and isinstance(forward, types.MethodType) and isinstance(
                     forward.__func__, types.FunctionType):
