@@ -99,13 +99,20 @@ def grow(a):
     return c
 
 
+def grow_checked(a):  # resize's own reference check: nothing of bytegraph's may hold the array
+    c = a * 2
+    print("graph break")
+    c.resize((3, 2))
+    return c
+
+
 def flags(a):
     view = a[1:]
     fresh = view * 1
     return view, fresh, view.flags.owndata, fresh.flags.owndata
 
 
-@pytest.mark.parametrize("fn", [grow, flags])
+@pytest.mark.parametrize("fn", [grow, grow_checked, flags])
 def test_ndarrays_made_in_the_trace_own_their_data_like_eagers(fn):
     # check compares owndata, and which results share memory with the argument (the view does)
     # (c.resize and the flags are ndarray attributes read natively)
