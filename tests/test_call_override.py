@@ -9,8 +9,7 @@ import torch
 from torch import nn
 
 import bytegraph
-from bytegraph.testing import CompileCounter, same
-from helpers import break_types
+from tests.helpers import check, check_module
 
 SINK = io.StringIO()
 
@@ -89,15 +88,12 @@ GRAPHS_AND_BREAKS = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_module_call_override_runs_with_eagers_arguments(case, capture):
     cls, use = CASES[case]
-    module = cls()
-    fn = (lambda x, i: use(module, x, i)) if use is not None else (lambda x, i: module(x))
-    x, index = torch.randn(4, 3), torch.tensor([0, 2, 2, 1])
-    expected = fn(x, index)
-    cnt = CompileCounter()
+    graphs, gb_types = GRAPHS_AND_BREAKS[case, capture]
+    counts = dict(graphs=graphs, breaks=len(set(gb_types)), gb_types=sorted(set(gb_types), key=gb_types.index))
     with bytegraph.config.patch(capture_scalar_outputs=capture):
-        if use is not None:
-            actual = bytegraph.compile(fn, backend=cnt)(x, index)
+        if use is None:
+            check_module(cls, torch.randn(4, 3), backend="eager", **counts)
         else:
-            actual = bytegraph.compile(module, backend=cnt)(x)
-    assert same(actual, expected)
-    assert (cnt.frame_count, break_types()) == GRAPHS_AND_BREAKS[case, capture]
+            module = cls()
+            check(lambda x, i: use(module, x, i), torch.randn(4, 3), torch.tensor([0, 2, 2, 1]), backend="eager",
+                  **counts)

@@ -20,7 +20,7 @@ import torch
 
 import bytegraph
 from bytegraph.testing import CompileCounter, same
-from helpers import break_types
+from tests.helpers import break_types
 
 
 # ---- interrupts ---------------------------------------------------------------------------------
