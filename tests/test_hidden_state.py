@@ -157,5 +157,5 @@ def test_hidden_state_after_compiled_calls_is_eagers(case):
     cnt = CompileCounter()
     actual = _calls(bytegraph.compile(fn, backend=cnt), state)
     assert same(actual, expected)
-    assert break_types() == breaks
+    assert sorted(break_types()) == sorted(breaks)  # (the order two frames record theirs in may vary)
     assert cnt.frame_count == graphs

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 
 def test_dropped_functions_leave_nothing_alive():
     # compiled, called and dropped: no function, closure value, global, input, wrapper or cache
-    # survives it, and the frame records stay bounded
+    # survives it once its record is no longer one of the latest kept, and the records stay bounded
     figures = soak.dropped_functions(n=2 * metrics.KEEP_FREED + 50)
     assert figures["alive"] == 0
     assert figures["caches"] == 0

@@ -69,8 +69,11 @@ def dropped_functions(n: int = 10_000, backend: str = "eager") -> dict[str, Any]
     bytecode and FakeTensor dispatch fill in the first few thousand); of a
     sample of functions, how many of their objects
     (the function, a closure value, a global, the input, the compiled wrapper,
-    its FrameCache) are still alive; what bytegraph's registries still hold."""
-    sample: list[weakref.ref] = []
+    its FrameCache) are still alive, among those older than the latest
+    ``metrics.KEEP_FREED`` (whose records, kept for the report, hold what
+    their guards hold: globals) and among those; what bytegraph's registries
+    still hold."""
+    sample: list[tuple[int, weakref.ref]] = []
     warm = half = start = rss_mb()
     t0 = time.process_time()
     for i in range(n):
@@ -80,7 +83,7 @@ def dropped_functions(n: int = 10_000, backend: str = "eager") -> dict[str, Any]
         compiled(x)
         compiled(x)
         if i % max(1, n // 50) == 0:
-            sample += [weakref.ref(o) for o in (fn, box, glob, x, compiled, compiled._bytegraph_cache)]
+            sample += [(i, weakref.ref(o)) for o in (fn, box, glob, x, compiled, compiled._bytegraph_cache)]
         del fn, box, glob, x, compiled
         if i + 1 == max(1, n // 10):
             warm = rss_mb()
@@ -90,7 +93,9 @@ def dropped_functions(n: int = 10_000, backend: str = "eager") -> dict[str, Any]
     return {"functions": n, "rss_start_mb": round(start, 1), "rss_tenth_mb": round(warm, 1),
             "rss_half_mb": round(half, 1), "rss_end_mb": round(end, 1),
             "growth_second_half_mb": round(end - half, 1),
-            "sampled_objects": len(sample), "alive": sum(r() is not None for r in sample),
+            "sampled_objects": len(sample),
+            "alive": sum(r() is not None for i, r in sample if i < n - metrics.KEEP_FREED),
+            "alive_of_kept_records": sum(r() is not None for i, r in sample if i >= n - metrics.KEEP_FREED),
             "caches": len(cache._CACHES), "frame_records": len(metrics.FRAMES),
             "cpu_s": round(time.process_time() - t0, 1)}
 

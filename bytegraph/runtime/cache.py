@@ -488,6 +488,7 @@ def cache_for(code: types.CodeType, options: CompileOptions) -> FrameCache:
             _CACHES[key] = cache
             _LIVE.add(cache)
             _CODE_CACHES[id(code)] = _CODE_CACHES.get(id(code), 0) + 1
+            metrics.revive(id(code))
             weakref.finalize(cache, _cache_freed, id(code))
     return cache
 

@@ -10,7 +10,6 @@ import collections
 import contextlib
 import dataclasses
 import inspect
-import itertools
 import types
 from typing import Any, Callable, Iterator
 
@@ -144,9 +143,9 @@ class Recorder:
     recompiled_frames: list[FrameStats] = dataclasses.field(default_factory=list)
 
 
-#: id(code) -> stats, while a cache of that code lives (FrameStats keeps its code
-#: object alive, so ids are not reused); then under a key of its own (see :func:`forget`).
-FRAMES: dict[int | tuple[str, int], FrameStats] = {}
+#: id(code) -> stats; FrameStats keeps its code object alive, so ids are not reused
+#: (records of frames whose caches were freed are bounded: see :func:`forget`).
+FRAMES: dict[int, FrameStats] = {}
 #: how many records of frames whose caches were freed stay in FRAMES (the latest): a report
 #: written after the function that compiled a model returned still shows it, and a process that
 #: compiles and drops functions keeps flat memory
@@ -154,7 +153,6 @@ KEEP_FREED = 256
 #: what the records of freed frames no longer kept held: frames, graphs, breaks, recompiles
 FREED: collections.Counter = collections.Counter()
 _freed: collections.deque = collections.deque()  # FRAMES keys of the kept records of freed frames, oldest first
-_freed_keys = itertools.count()
 _RETAIN = False  # see retaining()
 _ACTIVE: list[Recorder] = []
 
@@ -239,23 +237,24 @@ def retaining() -> Iterator[None]:
 
 def forget(code_id: int) -> None:
     """The last cache of the code ``code_id`` was freed (its compiled function
-    was dropped): its record moves to a key of its own (the id may be reused),
-    and beyond the latest :data:`KEEP_FREED` such records the oldest goes,
-    counted in :data:`FREED` (not while :func:`retaining`). The kept record
-    lets go of its guards (their sources hold the frame's globals and the
-    objects they check); their generated code stays, as text."""
+    was dropped): its record stays, and beyond the latest :data:`KEEP_FREED`
+    such records the oldest goes, counted in :data:`FREED` (not while
+    :func:`retaining`). A kept record holds what its guards hold (their
+    sources' globals, the objects they check) until it goes."""
     if _RETAIN or code_id not in FRAMES:
         return
-    key = ("freed", next(_freed_keys))
-    stats = FRAMES[key] = FRAMES.pop(code_id)
-    for record in stats.compiles:
-        record.guards = []
-    _freed.append(key)
+    _freed.append(code_id)
     while len(_freed) > KEEP_FREED:
         stats = FRAMES.pop(_freed.popleft(), None)
         if stats is not None:
             FREED.update(frames=1, graphs=len(stats.graphs), breaks=len(stats.breaks),
                          recompiles=len(stats.recompile_reasons))
+
+
+def revive(code_id: int) -> None:
+    """A cache of the code ``code_id`` was made again: its record is no longer a freed frame's."""
+    if code_id in _freed:
+        _freed.remove(code_id)
 
 
 def reset() -> None:
