@@ -101,6 +101,8 @@ MASKED = [(pos(5),), (pos(3),), (pos(6),)]
 #: name -> (fn, calls, graphs with the settings off, the break with them off, graphs with both on). Off, the
 #: data-dependent operator or method breaks once; an int or a data-dependent size handed to the resume
 #: function after the break is symbolic from its first compile; a float is specialised first.
+#: ``torch.unique`` is torch's Python (``boolean_dispatch`` over ``_unique_impl``), traced: off, the break at
+#: ``_unique2`` leaves a graph in each torch frame on the way out that holds an operation.
 OPERATOR, METHOD = "data-dependent operator", "data-dependent tensor method"
 PATTERNS = {
     "mask_get": (mask_get, MASKED, 2, OPERATOR, 1),
@@ -109,7 +111,7 @@ PATTERNS = {
     "mask_set_from_other": (mask_set_from_other, [(pos(5), r(8)), (pos(3), r(8)), (pos(6), r(8))], 2, OPERATOR, 1),
     "nonzero": (nonzero, MASKED, 2, OPERATOR, 1),
     "masked_select": (masked_select, MASKED, 2, OPERATOR, 1),
-    "unique": (unique, [(torch.tensor([3, 1, 3, 2]),), (torch.tensor([5, 5, 1, 0]),)], 1, OPERATOR, 1),
+    "unique": (unique, [(torch.tensor([3, 1, 3, 2]),), (torch.tensor([5, 5, 1, 0]),)], 2, OPERATOR, 1),
     "item_math": (item_math, [(r(4),), (r(4),), (r(4),)], 3, METHOD, 1),
     "int_full": (int_full, [(r(3), torch.tensor(k)) for k in (2, 3, 4, 5)], 1, METHOD, 1),
     "int_range": (int_range, [(r(3), torch.tensor(k)) for k in (2, 3, 4, 5)], 1, METHOD, 1),

@@ -1,7 +1,6 @@
 """Graph breaks and errors: unsupported code runs natively (the rest stays
 compiled) with eager results and a recorded break; user exceptions surface as
 in eager; fullgraph raises."""
-import sys
 
 import pytest
 import torch
@@ -45,10 +44,10 @@ def with_tolist(x):
         (with_item, "data-dependent tensor method", 3),
         (with_tensor_branch, "data-dependent branching", 3),  # the condition, then each branch
         (with_int_conversion, "data-dependent tensor method", 2),  # the int, read from data, is symbolic at once
-        # no tensor work around the break; from 3.12 the comprehension is inlined (PEP 709), so the
-        # resume function receives the list itself, whose floats turn symbolic when they change
-        # (automatic dynamic) and the second call's products are a graph
-        (with_tolist, "data-dependent tensor method", 0 if sys.version_info < (3, 12) else 1),
+        # no tensor work around the break; the resume function receives the list (and, before 3.12,
+        # the comprehension's function, guarded by its code), whose floats turn symbolic when they
+        # change (automatic dynamic), so the second call's products are a graph
+        (with_tolist, "data-dependent tensor method", 1),
     ],
 )
 def test_unsupported_code_runs_natively_and_records_the_break(fn, gb_type, graphs, capsys):
@@ -307,9 +306,8 @@ def test_tensor_work_in_try_except_keeps_eager_exception_handling():
             y = x * 0
         return y
 
-    x = torch.randn(4)  # the second call raises inside the try
-    check(f, calls=[(x, torch.tensor([1])), (x, torch.tensor([9]))], graphs=0, breaks=1,
-          gb_types=["graph operation in try block"])
+    x = torch.randn(4)  # the second call raises inside the try: the graph reruns the frame natively
+    check(f, calls=[(x, torch.tensor([1])), (x, torch.tensor([9]))], fullgraph=True)
 
 
 def test_with_block_is_not_a_try_statement():
@@ -325,15 +323,9 @@ class LibraryError(RuntimeError):
     """A library's own error class (like einops.EinopsError)."""
 
 
-@pytest.mark.parametrize("clause, breaks", [
-    ("KeyError", False),
-    ("(KeyError, LibraryError)", False),
-    ("LookupError", True),  # catches IndexError
-    ("(KeyError, ValueError)", True),
-    ("Exception", True),
-    ("", True),  # bare except
-])
-def test_tensor_work_in_try_breaks_only_when_an_except_clause_can_catch_torch_errors(clause, breaks):
+@pytest.mark.parametrize("clause", ["KeyError", "(KeyError, LibraryError)", "LookupError", "(KeyError, ValueError)",
+                                    "Exception", ""])
+def test_tensor_work_in_try_stays_in_the_graph_whatever_the_except_clause(clause):
     namespace = {"LibraryError": LibraryError}
     exec(
         "def f(x, i, d):\n"
@@ -346,10 +338,8 @@ def test_tensor_work_in_try_breaks_only_when_an_except_clause_can_catch_torch_er
     )
     f = namespace["f"]
     x, i = torch.randn(4), torch.tensor([1])  # the second call raises KeyError inside the try
-    gb_types = ["graph operation in try block"] if breaks else []
-    # without the break: one graph per dict (its keys are guarded); with it, the try runs natively
-    check(f, calls=[(x, i, {"scale": 2.0}), (x, i, {})], graphs=0 if breaks else 2, breaks=len(gb_types),
-          gb_types=gb_types)
+    # one graph per dict (its keys are guarded), whatever the clause: the graph op stays in the graph
+    check(f, calls=[(x, i, {"scale": 2.0}), (x, i, {})], graphs=2, fullgraph=True)
 
 
 @pytest.mark.parametrize("clause", ["Exception", "LookupError", ""])

@@ -2,15 +2,15 @@
 import functools
 import logging
 import sys
+import warnings
 
 import pytest
 import torch
 
 import bytegraph
 from bytegraph.runtime import metrics
-from bytegraph.translator.graph_break import LOOP_RESUME_DEPTH
 from bytegraph.testing import CompileCounter, same
-from tests.helpers import assert_same, break_types, check
+from tests.helpers import assert_same, break_types, check, check_module
 
 
 def test_break_mid_function_with_live_tensors_and_python_values(capsys):
@@ -90,10 +90,13 @@ def test_break_in_loop_over_a_users_enumerate_leaves_its_count_where_eager_does(
         return x
 
     # check compares where each side's enumerate stopped
-    # each step of the user's enumerate runs natively (a break per step) and each body is a graph
+    # each step of the user's enumerate runs natively (a break per step) and each body is a graph; with
+    # the print, the resume function after it has an entry per step (with ``v`` and ``i`` symbolic from
+    # the second, automatic dynamic: they changed), the last returning them from a graph of no operations
     breaks = ["unsupported iteration"] * 4 if not with_print else (
         ["unsupported iteration"] * 2 + ["print", "unsupported iteration"] * 2 + ["print"])
-    check(f, torch.zeros(2), enumerate([1, 2, 3, 4, 5, 6]), graphs=3, breaks=len(breaks), gb_types=breaks)
+    check(f, torch.zeros(2), enumerate([1, 2, 3, 4, 5, 6]), graphs=3 if not with_print else 5,
+          breaks=len(breaks), gb_types=breaks)
 
 
 def test_break_in_every_iteration_of_an_enumerate_loop_keeps_it_modelled():
@@ -106,9 +109,10 @@ def test_break_in_every_iteration_of_an_enumerate_loop_keeps_it_modelled():
             print(i)
         return x, i
 
-    # one graph per iteration; the tail after the last print computes nothing
+    # one graph per iteration, all entries of one resume function; its third entry has ``i``
+    # symbolic (automatic dynamic: it changed), so the tail returns it from a graph of no operations
     args = (torch.ones(2), [1.0, 2.0, 3.0, 4.0])
-    check(f, calls=[args, args], graphs=4, breaks=4, gb_types=["print"] * 4)
+    check(f, calls=[args, args], graphs=5, breaks=4, gb_types=["print"] * 4)
 
 
 @pytest.mark.parametrize("values", [[1.0, 2.0, 3.0, 4.0, 5.0], (1.0, 2.0, 3.0, 4.0, 5.0), range(1, 6)],
@@ -124,8 +128,9 @@ def test_break_in_loop_leaves_an_input_iterator_where_eager_does(values):
 
     it = iter(values)
     next(it)  # not at its start: a range iterator reduces differently then
-    # check compares where each side's iterator stopped
-    check(f, torch.ones(2), it, graphs=2, breaks=2, gb_types=["print"] * 2)
+    # check compares where each side's iterator stopped; the resume function after the print has an
+    # entry per step, the second with ``w`` symbolic (it changed) and no operations
+    check(f, torch.ones(2), it, graphs=3, breaks=2, gb_types=["print"] * 2)
 
 
 def test_break_in_loop_sees_items_appended_during_the_loop():
@@ -170,14 +175,14 @@ def test_an_input_iterator_run_to_its_end_stays_exhausted(break_in_loop):
         items.append(7)
         return out, list(it)  # still exhausted when the list grows after the call
 
-    # the loop's graph; with the print in it, one graph and break per step; next() on the
-    # exhausted input iterator runs natively
-    breaks = ["print"] * (3 if break_in_loop else 1) + ["unsupported builtin call"]
+    # the loop's graph; with the print in it, one graph per step; next() on the exhausted
+    # input iterator, and list() of it, are traced (it is modelled as exhausted)
+    breaks = ["print"] * (3 if break_in_loop else 1)  # the loop's print in f and in its one resume function
     items = [1, 2]
     check(f, torch.zeros(2), iter(items), items, graphs=2 if break_in_loop else 1, breaks=len(breaks), gb_types=breaks)
-    # called from another frame, the exhausted iterator's list() runs natively too
+    # called from another frame
     check(grown_after_the_call, torch.zeros(2), iter(items), items, graphs=2 if break_in_loop else 1,
-          breaks=len(breaks) + 1, gb_types=[*breaks, "unsupported iteration"])
+          breaks=len(breaks), gb_types=breaks)
 
 
 def test_long_loop_with_a_break_stops_nesting_resume_functions():
@@ -187,9 +192,26 @@ def test_long_loop_with_a_break_stops_nesting_resume_functions():
             print(end="")
         return x
 
-    # the prefix's graph, then one per resume function up to the nesting cap; the rest runs natively
-    x, depth = torch.zeros(2), LOOP_RESUME_DEPTH + 1
-    check(f, calls=[(x,), (x,)], graphs=depth, breaks=depth, gb_types=["print"] * depth)
+    limit = bytegraph.config.recompile_limit
+    x = torch.zeros(2)
+    with warnings.catch_warnings(record=True) as record:  # the later iterations run natively, quietly
+        warnings.simplefilter("always")
+        # the prefix's graph, then one per iteration (the position in the range differs) in the one
+        # resume function, up to its recompile limit; the rest of the loop runs natively
+        check(f, calls=[(x,), (x,)], graphs=limit + 1, breaks=limit + 1, gb_types=["print"] * (limit + 1))
+    assert not [w for w in record if "recompile_limit" in str(w.message)]
+
+
+def test_long_loop_breaking_on_identical_iterations_stops_nesting_its_resume_function():
+    def f(x):
+        while (x < 3000).all():  # each iteration breaks at the data-dependent branch
+            x = x + 1
+        return x
+
+    # the prefix's graph and one of the resume function, which every iteration hits (up to the
+    # nesting cap: the rest of the loop runs natively, as Python's stack would not hold 3000 calls)
+    x = torch.zeros(2)
+    check(f, calls=[(x,), (x,)], graphs=2, breaks=2, gb_types=["data-dependent branching"] * 2)
 
 
 def level3(x):
@@ -838,3 +860,53 @@ def test_the_stretch_stops_where_the_native_result_meets_graph_work(capsys):
     cnt = CompileCounter()
     check(f, x, backend=cnt, graphs=2, breaks=1, gb_types=["print"])
     assert cnt.op_count == 5  # add; then full, slice, mul, add in the resume function's graph
+
+
+def test_while_loop_breaking_on_each_iteration_calls_one_resume_function_again():
+    def f(x):
+        while (x > 1).any():  # five iterations for [20, 3]
+            x = x / 2
+        return x
+
+    # the prefix, and one entry of the resume function after the branch, which every iteration
+    # (and every later call) hits; not one nested resume function per iteration
+    x = torch.tensor([20.0, 3.0])
+    check(f, calls=[(x,)] * 3, graphs=2, breaks=2, gb_types=["data-dependent branching"] * 2)
+    assert len(metrics.FRAMES) == 3  # f, its resume function in the loop, the one after the loop
+    assert not [s.name for s in metrics.FRAMES.values() if "resume_in_resume" in s.name]
+
+
+class _Scaled(torch.nn.Linear):
+    def forward(self, x):
+        scale = lambda: self.weight.sum()  # noqa: E731  (self is a cell: the closure captures it)
+        for _ in range(3):
+            x = super().forward(x) * 0.5 + scale()
+            print(end="")
+        return x
+
+
+def test_loop_breaking_in_a_method_with_super_and_a_cell_for_self():
+    # the prefix, then an entry per later iteration (the tail computes nothing); the module's entry
+    # frame breaks too, at its call of forward
+    x = torch.randn(2, 3)
+    check_module(_Scaled(3, 3), calls=[(x,), (x,)], graphs=3, breaks=3, gb_types=["print"] * 3)
+
+
+def test_warnings_in_a_loop_that_breaks_keep_eager_locations():
+    def f(x):
+        for i in range(4):
+            x = x + 1
+            warnings.warn(f"step {i}", stacklevel=2)
+            print(end="")
+        return x
+
+    def caller(fn, x):
+        return fn(x)
+
+    seen = []
+    for fn in (f, bytegraph.compile(f, backend="eager")):  # direct: the location is what is compared
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            caller(fn, torch.zeros(2))
+        seen.append([(str(w.message), w.filename, w.lineno) for w in record])
+    assert seen[0] == seen[1] and len(seen[0]) == 4

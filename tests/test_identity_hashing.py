@@ -70,8 +70,9 @@ def test_iterating_a_set_of_tensors_breaks_its_order_is_runtime_ids():
         return total
 
     x, y = torch.randn(3), torch.randn(3)  # (the sum of two is the same in either order)
-    check(f, x, y, graphs=3, breaks=4,
-          gb_types=["set order of identity-hashed members"] + ["unsupported iteration"] * 3)
+    # each step of the native set iterator breaks; the steps after the first resume in one resume function
+    check(f, x, y, graphs=2, breaks=3,
+          gb_types=["set order of identity-hashed members"] + ["unsupported iteration"] * 2)
     with pytest.raises(bytegraph.breaks.Unsupported):
         bytegraph.compile(f, fullgraph=True)(x, y)
 

@@ -1,7 +1,9 @@
 """nn.Module behaviour real models rely on: containers and their slices,
 parameter/module listings, hooks (also added after compiling), buffer updates,
 RNNs, training with torch's compiling backends. Compiled vs eager."""
+import collections
 import functools
+import types
 
 import pytest
 import torch
@@ -9,7 +11,7 @@ from torch import nn
 
 import bytegraph
 from bytegraph.testing import CompileCounter, same
-from tests.helpers import break_types, check, check_module
+from tests.helpers import break_types, check, check_module, check_scenario
 
 
 class Containers(nn.Module):
@@ -224,3 +226,69 @@ def test_rnn_on_packed_sequences_of_changing_lengths_matches_eager(rnn):
         branch = "data-dependent branching"
         breaks = [branch] * 3 + ["packed sequence RNN"] + [branch] * 2 + ["packed sequence RNN"]
     check(f, calls=[(p,) for p in packed], graphs=2 if rnn is nn.LSTM else 4, breaks=len(breaks), gb_types=breaks)
+
+
+# ---- views of mappings that are not dicts (zoo W1: peft's ``key not in lora_A.keys()``) ----------
+
+class _DictSub(dict):
+    pass
+
+
+class _OrderedSub(collections.OrderedDict):
+    pass
+
+
+def _mappings():
+    """A fresh mapping of each kind whose ``keys()``/``values()``/``items()`` are views."""
+    return {
+        "ModuleDict": nn.ModuleDict({"a": nn.Linear(2, 2), "b": nn.Identity()}),
+        "MappingProxyType": types.MappingProxyType({"a": 1, "b": 2}),
+        "dict subclass": _DictSub(a=1, b=2),
+        "OrderedDict subclass": _OrderedSub(a=1, b=2),
+        "dict": {"a": 1, "b": 2},
+    }
+
+
+def _values(seq, x):
+    return [v(x) if isinstance(v, nn.Module) else v for v in seq]
+
+
+@pytest.mark.parametrize("kind", list(_mappings()))
+def test_mapping_views_are_reusable_sized_and_answer_in(kind):
+    mapping = _mappings()[kind]
+
+    def f(x):
+        keys, values, items = mapping.keys(), mapping.values(), mapping.items()
+        twice = [k for k in keys] + [k for k in keys]
+        return (x + len(keys) + len(values) + len(items), twice, "a" in keys, "zz" not in keys,
+                _values(values, x) + _values(values, x), [k for k, _ in items] + [k for k, _ in items],
+                bool(keys), list(reversed(keys)))
+
+    check(f, torch.ones(2), fullgraph=True)
+
+
+def test_parameter_dict_keys_is_a_view_and_values_items_are_generators_as_in_eager():
+    pd = nn.ParameterDict({"p": nn.Parameter(torch.ones(2)), "q": nn.Parameter(torch.zeros(2))})
+
+    def f(x):
+        keys, values, items = pd.keys(), pd.values(), pd.items()
+        first, second = [v + x for v in values], [v + x for v in values]  # a generator: empty the second time
+        return first, second, len(keys), "p" in keys, [k for k, _ in items], [k for k, _ in items], list(keys)
+
+    check(f, torch.ones(2), fullgraph=True)
+
+
+def test_module_dict_keys_view_recompiles_when_a_module_is_added():
+    def run(compile):
+        md = nn.ModuleDict({"a": nn.Linear(2, 2)})
+
+        def f(x):
+            return x + len(md.keys()), "b" in md.keys()
+
+        compiled = compile(f)
+        x = torch.ones(2)
+        first = compiled(x)
+        md["b"] = nn.Identity()
+        return first, compiled(x)
+
+    check_scenario(run, graphs=2, fullgraph=True)

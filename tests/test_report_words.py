@@ -120,8 +120,9 @@ class _Noisy(torch.nn.Module):
 
 def test_recompile_reasons_name_resume_values_by_their_expression():
     """A size change seen by a resume function is said of the expression whose
-    value it received (``block(x) (line N)``), in explain() and the terminal report."""
-    blocks = [_Noisy(), _Noisy()]
+    value it received (``block(x) (line N)``), in explain() and the terminal report;
+    so is a loop position it guards (``iter(blocks)``)."""
+    blocks = [_Noisy()]  # one block: the resume function's one entry meets the new size
     # not check: the same blocks on both calls (check's fresh copies per call would recompile on their identity)
     compiled = bytegraph.compile(looping, backend="eager")
     for rows in (2, 3):
@@ -131,6 +132,10 @@ def test_recompile_reasons_name_resume_values_by_their_expression():
     terminal = format_report()
     assert f"tensor 'block(x) (line {call})' size mismatch at index 0: expected 2, got 3" in terminal
     assert "<stack value" not in terminal
+    bytegraph.reset()
+    compiled(x, [_Noisy(), _Noisy()])  # two: the one resume function has an entry per position in the loop
+    loop = _line(looping, "for block in blocks")
+    assert f"'iterator_state(iter(blocks) (line {loop}))[1]' value mismatch: expected 1, got 2" in format_report()
 
 
 def test_resume_functions_are_named_by_the_function_they_continue():

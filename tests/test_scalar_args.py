@@ -112,12 +112,14 @@ def test_scalar_parameters_of_other_operators(fn):
     one_graph(fn, torch.randn(40), torch.tensor(0.25))
 
 
-def test_scalar_read_under_a_guarded_condition_runs_natively():
-    # hardtanh's meta function compares min and max: a guard on data-dependent values
+def test_scalar_checked_by_torch_python_stays_in_the_graph():
+    # F.hardtanh is traced (docs/torch_policy.md): its `min_val > max_val` check on a 0-d tensor is
+    # the graph's, and raises eager's ValueError; the binding torch._C._nn.hardtanh reads the scalar
     def f(x, lo):
         return torch.nn.functional.hardtanh(x, lo, 2.0)
 
-    check(f, torch.randn(4), torch.tensor(-1.0), graphs=0, breaks=1, gb_types=["data-dependent operator"])
+    check(f, torch.randn(4), torch.tensor(-1.0), fullgraph=True)
+    check(f, torch.randn(4), torch.tensor(3.0), raises=ValueError, fullgraph=True)
 
 
 def test_pointwise_value_eager_rejects_raises_like_eager():

@@ -68,6 +68,22 @@ def test_default_factory_of_a_captured_defaultdict():
     assert dict(table) == {"z": 1, "q": 5}
 
 
+def test_default_factory_stored_and_missing_called_directly():
+    def fn(x):
+        late = collections.defaultdict()
+        late.default_factory = list  # stored after construction
+        late["a"].append(x)
+        counts = collections.defaultdict(int)
+        made = counts.__missing__("k")  # the C __missing__ called as a method
+        try:
+            collections.defaultdict().__missing__(3)
+        except KeyError as e:
+            missing = e.args
+        return x + 1, late, late.default_factory, counts, made, missing
+
+    check(fn, t(2), fullgraph=True)
+
+
 class Tally(collections.defaultdict):
     def total(self):
         return sum(self.values())

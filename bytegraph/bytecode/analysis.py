@@ -3,7 +3,6 @@
 - :func:`live_locals`: which local variables may be read before being written
   from a given instruction on (backward dataflow over jumps and exception
   handlers), so only those are passed to a resume function.
-- :func:`in_loop`: whether an instruction lies inside a loop body.
 - :func:`enclosing_handlers`: the exception handlers protecting an
   instruction, each classified as a ``with`` cleanup or a ``try`` handler.
 - :func:`stack_inputs` / :func:`stack_outputs`: how many stack slots the group
@@ -75,15 +74,6 @@ def cell_rebound(code: types.CodeType, name: str) -> bool:
         return True
     nested = (c for c in code.co_consts if isinstance(c, types.CodeType) and name in c.co_freevars)
     return any(cell_rebound(c, name) for c in nested)
-
-
-def in_loop(code: types.CodeType, index: int) -> bool:
-    """Whether instruction ``index`` is inside a loop (some backward jump after
-    it targets an instruction at or before it)."""
-    for inst in decode(code).instructions[index:]:
-        if inst.target is not None and inst.target <= index < inst.index:
-            return True
-    return False
 
 
 def enclosing_handlers(code: types.CodeType, index: int) -> list[tuple[int, str]]:

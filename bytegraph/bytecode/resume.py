@@ -21,7 +21,9 @@ entered by a prologue that rebuilds the stack from its arguments and jumps to
 the instruction after ``I``. Its parameters are the live locals and the stack
 values; the original frame's cells and free variables become its closure, so
 closures keep sharing cells. Resume code objects are cached per
-(code, instruction, stack layout, live locals).
+(code, instruction, stack layout, live locals), and a break inside a resume
+function is described by the original code's instruction (:func:`copied_from`),
+so a loop that breaks on every iteration calls one resume function again.
 """
 from __future__ import annotations
 
@@ -173,6 +175,36 @@ RESUME_FRESH: "weakref.WeakKeyDictionary[types.CodeType, frozenset[str]]" = weak
 #: code objects of resume functions -> what they were made from
 RESUME_SPEC: "weakref.WeakKeyDictionary[types.CodeType, ResumeSpec]" = weakref.WeakKeyDictionary()
 
+#: code objects of resume functions -> (index of the first instruction of the body they copy from
+#: ``ResumeSpec.code``, how far that body's instructions moved) (see :func:`copied_from`)
+_BODY_AT: "weakref.WeakKeyDictionary[types.CodeType, tuple[int, int]]" = weakref.WeakKeyDictionary()
+
+
+def copied_from(code: types.CodeType, index: int) -> tuple[types.CodeType, int]:
+    """Where decoded instruction ``index`` of ``code`` comes from: the
+    original code and the instruction's index there, following a resume
+    function to the code its body copies (``(code, index)`` for other code).
+    A break at the same instruction of the original, however many resume
+    functions deep, so makes the same :class:`ResumeSpec` and reuses its
+    resume function (a loop breaking on each iteration calls one resume
+    function again, not a new nested one)."""
+    while code in _BODY_AT and index >= _BODY_AT[code][0]:
+        code, index = RESUME_SPEC[code].code, index - _BODY_AT[code][1]
+    return code, index
+
+
+def _body_at(resumed: types.CodeType, code: types.CodeType) -> tuple[int, int] | None:
+    """Where in ``resumed`` the copy of ``code``'s body (its prologue dropped)
+    begins, and how far its instructions moved, when both decode alike from
+    there; else None."""
+    ours, theirs = decode(resumed).instructions, decode(code).instructions
+    kept = next((i for i, inst in enumerate(theirs) if inst.opname not in _PROLOGUE_OPS), len(theirs))
+    shift = len(ours) - len(theirs)
+    start = shift + kept
+    if start <= 0 or [i.opname for i in ours[start:]] != [i.opname for i in theirs[kept:]]:
+        return None
+    return start, shift
+
 
 @lru_cache(maxsize=1024)
 def resume_code(spec: ResumeSpec) -> types.CodeType:
@@ -207,6 +239,9 @@ def resume_code(spec: ResumeSpec) -> types.CodeType:
     RESUME_ORIGIN[resumed] = RESUME_ORIGIN.get(code, code)
     RESUME_FRESH[resumed] = frozenset(stack_name(i) for i in spec.fresh)
     RESUME_SPEC[resumed] = spec
+    body_at = _body_at(resumed, code)
+    if body_at is not None:
+        _BODY_AT[resumed] = body_at
     return resumed
 
 

@@ -235,7 +235,10 @@ class BackendCompile:
                 if isinstance(inp.value, torch.Tensor) and not inp.value.is_inference()
             ) if mutates else ()
             written = self.written_inputs() if mutates else ()
-            may_raise = any(n.op in ("call_function", "call_method") and may_raise_on_data(n) for n in gm.graph.nodes)
+            if written is None and self.raises_into_handler:
+                written = watched  # targets unknown: copy every tensor input, so the rerun reaches the except
+            may_raise = self.raises_into_handler or any(
+                n.op in ("call_function", "call_method") and may_raise_on_data(n) for n in gm.graph.nodes)
             saved = written if written and may_raise else ()  # inference tensors too: they have no version counter
             check = OutputCheck(len(outputs), f"backend {backend_name(compiler)!r}")
             compiled = rerun_natively_on_error(compiled, check, uses_rng(gm), watched,

@@ -42,21 +42,32 @@ def traced_location(traced: tuple[Location, ...], stacklevel: int) -> Location |
     return traced[level] if level < len(traced) else None
 
 
-def _location(traced: tuple[Location, ...], pieces_above: int, stacklevel: int, compiled: types.FrameType) -> Location:
+#: ids of the code of the runtime function through which one piece of an eager frame split by
+#: graph breaks calls the next (a resume function); the runtime registers it (ids: a transformed
+#: frame's code may hold unhashable constants)
+PIECE_CALLS: set[int] = set()
+
+
+def _location(traced: tuple[Location, ...], stacklevel: int, compiled: types.FrameType) -> Location:
     """The frame ``stacklevel`` levels up from the call (1: the caller of
     ``warn``/``log``) as eager would see it; ``compiled`` is the frame of the
-    generated code, the outermost traced frame."""
+    generated code, the outermost traced frame. Above it, a user frame that
+    called the next piece through :data:`PIECE_CALLS` is an earlier piece of
+    the same eager frame: skipped, however many resume calls deep (a loop
+    breaking on every iteration nests one per iteration)."""
     found = traced_location(traced, stacklevel)
     if found is not None:
         return found
     level = max(stacklevel, 1) - 1 - len(traced)
     frame: Optional[types.FrameType] = compiled
-    skip = pieces_above
+    piece = False
     while (frame := frame.f_back) is not None:
+        if id(frame.f_code) in PIECE_CALLS:
+            piece = True
         if not is_user_file(frame.f_code.co_filename):
             continue
-        if skip:
-            skip -= 1
+        if piece:
+            piece = False
         elif level == 0:
             return (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name, frame.f_globals)
         else:
@@ -96,24 +107,24 @@ def warning_may_raise(category: type, message: Any, module: Optional[str], linen
     return warnings.defaultaction == "error"
 
 
-def replay_warning(traced: tuple[Location, ...], pieces_above: int, message: Any, category: Optional[type] = None,
+def replay_warning(traced: tuple[Location, ...], message: Any, category: Optional[type] = None,
                    stacklevel: int = 1, source: Any = None) -> None:
     """``warnings.warn(message, category, stacklevel, source)`` made after the
     graph, attributed to the location eager would use (same registry, so the
     ``default``/``once`` actions show it as often as eager does)."""
     category = warning_category(message, category)
-    filename, lineno, _, module_globals = _location(traced, pieces_above, stacklevel, sys._getframe(1))
+    filename, lineno, _, module_globals = _location(traced, stacklevel, sys._getframe(1))
     registry = module_globals.setdefault("__warningregistry__", {})
     module = module_globals.get("__name__", "<string>")
     warnings.warn_explicit(message, category, filename, lineno, module, registry, module_globals, source)
 
 
-def replay_log(traced: tuple[Location, ...], pieces_above: int, logger: logging.Logger, level: int, msg: Any,
+def replay_log(traced: tuple[Location, ...], logger: logging.Logger, level: int, msg: Any,
                args: tuple, extra: Optional[dict] = None, stacklevel: int = 1) -> None:
     """``logger.log(level, msg, *args, extra=extra, stacklevel=stacklevel)``
     made after the graph, with the record's pathname, lineno and funcName
     those of the location eager would use."""
     if not logger.isEnabledFor(level):
         return
-    filename, lineno, func, _ = _location(traced, pieces_above, stacklevel, sys._getframe(1))
+    filename, lineno, func, _ = _location(traced, stacklevel, sys._getframe(1))
     logger.handle(logger.makeRecord(logger.name, level, filename, lineno, msg, args, None, func, extra, None))

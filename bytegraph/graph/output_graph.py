@@ -106,6 +106,12 @@ def _data_dependent_operator(context: str, hint: str) -> NoReturn:
     unimplemented(gb_type="data-dependent operator", context=context, hints=(hint,),
                   explanation="The output of this operation (its value or its shape) depends on tensor data.")
 
+def _has_index_tensor(args: Any, kwargs: dict) -> bool:
+    """Whether an argument is an integer or bool tensor (whose data a kernel may read as indices or sizes)."""
+    leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+    return any(isinstance(a, torch.Tensor) and not (a.is_floating_point() or a.is_complex()) for a in leaves)
+
+
 class OutputGraph(BackendCompile):
     """State shared by the root translator and every inlined frame of one trace.
 
@@ -184,6 +190,9 @@ class OutputGraph(BackendCompile):
         self.identity_key_sources: dict[Any, None] = {}  # inputs used as dict keys (by identity), in order
         self.subclass_dispatch_disabled = 0
         self.operations = 0  # operation nodes in the graph (kept up to date, O(1) to read)
+        #: an operation that may raise when the graph runs is protected by an ``except``
+        #: clause of the traced code that could catch it (see ``step_in_try_block``)
+        self.raises_into_handler = False
         self.static_backend_inputs: list[torch.Tensor] = []  # see backend_fake_mode
 
     def close_open_states(self) -> None:
@@ -331,6 +340,8 @@ class OutputGraph(BackendCompile):
                 hints=("Call it outside the compiled function.",),
             )
         except Exception as e:  # eager would raise this too; let the native run raise it
+            if self.shape_env is None and _has_index_tensor(args, kwargs):  # a kernel reading an index
+                raise NeedsShapeEnv(name) from e  # tensor's data (tensor_split) needs one before eager is blamed
             unimplemented(
                 gb_type="operator error at trace time",
                 context=f"{name} raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",

@@ -177,7 +177,10 @@ def reword(text: str, names: dict[Source, str]) -> str:
         for before, after in raw:
             if inside == before or inside.startswith((before + ".", before + "[")):
                 return f"{quote}{after}{inside[len(before):]}{quote}"
-        return m.group(0)
+        for before, after in raw:  # bytegraph's own ``<stack value N>`` inside a longer expression
+            if before.startswith("<") and before in inside:
+                inside = inside.replace(before, after)
+        return f"{quote}{inside}{quote}"
 
     return _QUOTED.sub(rename, text)
 

@@ -40,6 +40,7 @@ from bytegraph.breaks import GraphRaised
 from bytegraph.bytecode.route_calls import route_calls
 from bytegraph.config import config
 from bytegraph.convert import CompileOptions, Converted, RunNatively, convert_frame
+from bytegraph.graph import deferred
 from bytegraph.graph.output_graph import DynamicPolicy
 from bytegraph.guards.guard_code import GuardFunction
 from bytegraph.guards.source import LocalSource, Source, is_plain_name
@@ -114,6 +115,7 @@ class FrameCache:
         #: 0 for an original frame; for a resume function, how many pieces of
         #: its eager frame run before it (set by :class:`ResumeFunction`)
         self.resume_depth = 0
+        self.nested = 0  # calls of this resume function running (see ResumeFunction)
         #: under the stance "eager_then_compile": the sizes and scalars of the first
         #: call, which ran eagerly (see :func:`_call_snapshot`)
         self.first_call: tuple | None = None
@@ -239,6 +241,8 @@ class FrameCache:
                 metrics.record_recompile(self.code, reason)
             limit = options.recompile_limit or config.recompile_limit
             if len(self.entries) >= limit:
+                if self.nested > 1:  # a later iteration of a loop that resumes here: this one runs natively
+                    return fn(*args, **kwargs)
                 if config.fail_on_recompile_limit_hit or options.fullgraph:
                     raise RuntimeError(f"bytegraph: {self.code.co_qualname} hit the recompile limit ({limit}) "
                                        f"with fail_on_recompile_limit_hit or fullgraph=True. Last guard failure: {reason}")
@@ -310,11 +314,20 @@ class FrameCache:
 
 # ---- frames entered by generated code: resume functions and routed callees ----------------
 
+#: how many calls of one resume function may nest: a loop whose body breaks calls the resume
+#: function after the break once more per iteration, from inside the previous call, so a long loop
+#: would otherwise exhaust Python's stack where eager runs fine; past the limit the rest of the
+#: frame runs natively
+LOOP_RESUME_DEPTH = 16
+
+
 class ResumeFunction:
     """Calls a resume function's code through its cache.
 
     Called as ``resume(*live_locals, *stack_values, closure)`` where
     ``closure`` is the tuple of cells for the code's free variables, or None.
+    A call nested :data:`LOOP_RESUME_DEPTH` deep in calls of the same code
+    runs it natively.
     """
 
     def __init__(self, code: types.CodeType, f_globals: dict, options: CompileOptions, depth: int):
@@ -328,10 +341,20 @@ class ResumeFunction:
     def __call__(self, *args: Any) -> Any:
         *values, closure = args
         fn = self.plain or types.FunctionType(self.code, self.f_globals, self.code.co_name, None, closure)
-        return run(self.cache, fn, tuple(values), {}, self.options)
+        cache = self.cache
+        if cache.nested >= LOOP_RESUME_DEPTH:
+            return fn(*values)
+        cache.nested += 1
+        try:
+            return run(cache, fn, tuple(values), {}, self.options)
+        finally:
+            cache.nested -= 1
 
     def __repr__(self) -> str:
         return f"<ResumeFunction {self.code.co_name}>"
+
+
+deferred.PIECE_CALLS.add(id(ResumeFunction.__call__.__code__))
 
 
 #: packages whose Python functions a natively run frame calls natively

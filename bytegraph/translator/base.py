@@ -156,28 +156,23 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Mat
 
         Tracing follows the path on which nothing raises; an operation put in
         the graph could still raise when the graph runs (data-dependent errors,
-        a custom operator's own checks), and the compiled frame could not route
-        that exception to the ``except`` clause that eager runs. So such an
-        operation is a graph break, unless no enclosing ``except`` clause can
-        catch what torch raises (e.g. ``except KeyError`` or a library's own
-        error class). ATen operations that cannot raise on the data
-        (``OutputGraph.last_operations_may_raise``: their FakeTensor run checked
-        shapes and dtypes) stay in the graph; what they can still raise, running
-        out of memory, makes the frame rerun natively
-        (``graph/rerun.py``), where the handler runs. (``finally`` clauses and
-        ``with`` cleanups do not catch, so they allow graph operations.)
+        a custom operator's own checks). Such an operation stays in the graph:
+        a graph that raises makes the frame rerun natively from its start
+        (``graph/rerun.py``), and there the user's ``except`` clause runs as in
+        eager. What the rerun needs from the trace is that inputs the graph
+        writes can be put back first, so an operation an enclosing ``except``
+        clause could catch (one of :data:`GRAPH_ERRORS`; clauses like ``except
+        KeyError`` or a library's own error class cannot) marks the graph
+        (``OutputGraph.raises_into_handler``): it then copies the inputs it writes
+        before it runs. (``finally`` clauses and ``with`` cleanups do not
+        catch: the rerun runs them too.)
         """
         before = self.output.operations
         handler(inst)
         added = self.output.operations - before
-        if added and self._may_catch_graph_errors(inst.index) and self.output.last_operations_may_raise(added):
-            unimplemented(
-                gb_type="graph operation in try block",
-                context=f"{inst.opname} inside a try statement of {self.code.co_name}",
-                explanation="A tensor operation inside try/except or try/finally could raise when the graph runs, "
-                "and the compiled code cannot route that exception to the handler.",
-                hints=("Move the try statement out of the compiled function, or the tensor work out of the try.",),
-            )
+        if added and not self.output.raises_into_handler and self._may_catch_graph_errors(inst.index) \
+                and self.output.last_operations_may_raise(added):
+            self.output.raises_into_handler = True
 
     def _may_catch_graph_errors(self, index: int) -> bool:
         """Whether an ``except`` clause protecting ``index`` could catch an error
@@ -314,12 +309,6 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Mat
         while tx.parent is not None:
             tx = tx.parent
         return tx
-
-    def resume_depth(self) -> int:
-        """How many pieces of one eager frame run before the compiled one (0 for
-        an original frame, 1 for the resume function of one...)."""
-        root = self.root()
-        return root.runtime.resume_depth(root.code)
 
     def frame_cell_name(self, cell: object) -> str | None:
         """The free-variable name under which the compiled frame holds ``cell``, if it does."""

@@ -11,8 +11,7 @@ once it knows where the first unsupported instruction is). The generated code:
 3. runs the instruction natively inside a copy of the original body (so the
    frame's exception handlers stay in force), and then either calls a resume
    function with the stack and live locals, or — when resuming is unsafe
-   (inside a ``try`` block, or a loop already many resume functions deep) —
-   simply runs the rest of the frame natively.
+   (inside a ``try`` block) — simply runs the rest of the frame natively.
 
 When the break came from inside an inlined callee, the call instruction is
 where the frame breaks, and the callee is routed through the runtime so its
@@ -31,7 +30,6 @@ from bytegraph.breaks import Unsupported
 from bytegraph.bytecode.analysis import (
     cell_rebound,
     enclosing_handlers,
-    in_loop,
     live_locals,
     stack_inputs,
     stack_outputs,
@@ -42,6 +40,7 @@ from bytegraph.bytecode.lower import Op, landing, lower, without_null
 from bytegraph.bytecode.resume import (
     ResumeSpec,
     STACK_PREFIX,
+    copied_from,
     copy_body,
     instruction_at,
     replace_instruction,
@@ -93,17 +92,12 @@ _FORWARD = {
 }
 
 
-#: how many resume functions deep a break inside a loop still resumes: each iteration that breaks
-#: nests one more call (the resume function of a resume function), so a long loop would otherwise
-#: exhaust Python's stack where eager runs fine; past the limit the rest of the frame runs natively
-LOOP_RESUME_DEPTH = 16
-
-
-def can_resume(code: types.CodeType, inst: Instruction, depth: int) -> bool:
-    """Whether the frame (``depth`` resume functions deep) may continue in a
-    resume function after ``inst``: not inside a ``try`` block, and inside a
-    loop only up to :data:`LOOP_RESUME_DEPTH`."""
-    if stack_inputs(code, inst) is None or (depth >= LOOP_RESUME_DEPTH and in_loop(code, inst.index)):
+def can_resume(code: types.CodeType, inst: Instruction) -> bool:
+    """Whether the frame may continue in a resume function after ``inst``:
+    not inside a ``try`` block. (A loop breaking on each iteration calls its
+    resume function once more per iteration: the runtime caps that nesting,
+    ``runtime/cache.py:LOOP_RESUME_DEPTH``.)"""
+    if stack_inputs(code, inst) is None:
         return False
     return all(kind == "with" for _, kind in enclosing_handlers(code, inst.index))  # not inside try
 
@@ -129,7 +123,7 @@ def codegen_graph_break(
     """
     code = tx.code
     bound = {name for name, vt in tx.symbolic_locals.items() if vt is not None}
-    resumable = reason.resume and can_resume(code, inst, runtime.resume_depth(code)) and _super_resumable(code, bound)
+    resumable = reason.resume and can_resume(code, inst) and _super_resumable(code, bound)
     stack = list(tx.stack)
     consumed = stack_inputs(code, inst)
     below = len(stack) - (consumed if consumed is not None else len(stack))
@@ -179,8 +173,7 @@ def codegen_graph_break(
             ctx.close_for_graph_break(tx)
     codegen = tx.output.compile_subgraph(code, tx.f_globals, tail, tx.compiler, code.co_name)
     last, last_reason, kept = inst, reason, below
-    depth = runtime.resume_depth(code)
-    stretch = find_stretch(tx, inst, below, lambda i: can_resume(code, i, depth)) if resumable else None
+    stretch = find_stretch(tx, inst, below, lambda i: can_resume(code, i)) if resumable else None
     if stretch is not None:  # later untraceable instructions run natively in the same piece
         last, last_reason, kept = stretch.last, stretch.reasons[-1], stretch.below
         tx.symbolic_locals = stretch.symbolic_locals  # what the resume function after it receives
@@ -245,7 +238,7 @@ def _continue_in_resume_functions(
     for label, (target, jump) in zip(labels, paths):
         outputs = stack_outputs(code, inst, jump)
         logical = below_nulls + (list(stripped[1]) if stripped is not None else [False] * outputs)
-        spec = dataclasses.replace(_resume_spec(code, target, tuple(logical), bound), fresh=fresh)
+        spec = dataclasses.replace(_resume_spec(*copied_from(code, target), tuple(logical), bound), fresh=fresh)
         data = {name for name in spec.live if isinstance(tx.symbolic_locals[name], FakeItemVariable)}
         data |= {stack_name(i) for i, vt in enumerate(below) if isinstance(vt, FakeItemVariable)}
         if data_output:
@@ -255,7 +248,7 @@ def _continue_in_resume_functions(
         out.append(label)
         if jump:
             out += landing(original.name, lineno)
-        out += _call_resume(fn, spec, logical.count(False), lineno)
+        out += _call_resume(fn, spec, code, logical.count(False), lineno)
     return out
 
 
@@ -302,20 +295,25 @@ def _resume_spec(code: types.CodeType, target: int, stack: tuple[bool, ...], bou
     return ResumeSpec(code, target, stack, (first, *(n for n in live if n != first)))
 
 
-def _call_resume(fn: Any, spec: ResumeSpec, n_stack: int, lineno: int | None) -> list:
-    """Epilogue: ``return fn(*params, *stack, closure)``."""
+def _call_resume(fn: Any, spec: ResumeSpec, code: types.CodeType, n_stack: int, lineno: int | None) -> list:
+    """Epilogue in ``code`` (the original or one of its resume functions,
+    where the original's cells are free variables): ``return fn(*params,
+    *stack, closure)``."""
     def at(name: str, *arg: Any) -> Op:
         return Op(name, *arg, lineno=lineno)
+
+    def cell(name: str) -> CellVar | FreeVar:
+        return CellVar(name) if name in code.co_cellvars else FreeVar(name)
 
     ins = [at("BUILD_TUPLE", n_stack), at("LOAD_CONST", fn), at("SWAP", 2), at("PUSH_NULL"), at("SWAP", 3),
            at("SWAP", 2)]
     if spec.super_cell:
-        ins.append(at("LOAD_DEREF", CellVar(spec.super_cell)))
+        ins.append(at("LOAD_DEREF", cell(spec.super_cell)))
     ins += [at("LOAD_FAST", name) for name in spec.live]
     ins += [at("BUILD_TUPLE", len(spec.params)), at("SWAP", 2), at("BINARY_OP", BinaryOp.ADD)]
     if spec.closure_names:
         for name in spec.closure_names:
-            ins.append(at("LOAD_CLOSURE", CellVar(name) if name in spec.code.co_cellvars else FreeVar(name)))
+            ins.append(at("LOAD_CLOSURE", cell(name)))
         ins.append(at("BUILD_TUPLE", len(spec.closure_names)))
     else:
         ins.append(at("LOAD_CONST", None))

@@ -23,7 +23,7 @@ from bytegraph.translator.base import InstructionTranslatorBase
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables import polyfills
 from bytegraph.variables.callables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
-from bytegraph.variables.callables.torch_functions import TORCH_FRONTEND
+from bytegraph.variables.callables.torch_functions import TORCH_FRONTEND, TORCH_MODELS
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.iterators import GeneratorVariable
@@ -40,7 +40,7 @@ SKIP_MODULE_PREFIXES = (
     "logging", "threading", "multiprocessing", "unittest", "pdb", "bdb", "traceback",
     "inspect", "importlib", "asyncio", "socket", "subprocess", "tempfile", "pickle",
     "bytegraph", TORCH_FRONTEND, "torch._compile", "torch._inductor", "torch.fx", "torch._subclasses",
-    "torch.distributed", "torch.utils._python_dispatch", "torch.testing", "torch.jit",
+    "torch.distributed", "torch.utils._python_dispatch", "torch.jit",
     "torch.autograd.profiler", "torch.profiler", "torch._functorch", "torch.func",
     "torch._higher_order_ops", "torch.onnx", "torch.export", "tqdm", "pytest", "_pytest",
 )
@@ -73,7 +73,8 @@ def inline_call(tx: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwar
         Unsupported: when the callee cannot be traced; the user stack then
             includes the callee's frames.
     """
-    model = MODELED_FUNCTIONS.get(getattr(fn, "fn", None))
+    target = getattr(fn, "fn", None)
+    model = MODELED_FUNCTIONS.get(target) or TORCH_MODELS.get(target)
     if model is not None:  # a torch function whose effect bytegraph models (handle_torch_function...)
         return model(tx, list(args), kwargs)
     if compat.registered_in_graph(getattr(fn, "fn", None)) is not None:  # allow_in_graph, nonstrict_trace

@@ -200,6 +200,10 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         iterator = iterator_tools.wrap_resume_enumerate(tx, value, source, wrap)
         if iterator is not None:
             return iterator
+    if type(value) in (zip, map, filter):
+        iterator = iterator_tools.wrap_combining_iterator(tx, value, source, wrap)
+        if iterator is not None:
+            return iterator
 
     if type(value) in (dict, collections.OrderedDict, collections.defaultdict):
         if not all(compared_by_value(k) or _identity_key(k) for k in value):
@@ -276,9 +280,9 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
     if compiled_original(value) is not None:  # a function bytegraph.compile returned: traced as what it compiles
         guards.add(IdMatch.of(source, value))
         return wrap(tx, compiled_original(value), AttrSource(source, COMPILED_FUNCTION))
-    if isinstance(value, types.FunctionType) and value.__closure__ is not None:
-        # a closure is recreated on each call of its enclosing function: guard its code
-        # (and, as they are read, its cells and defaults) rather than the object
+    if isinstance(value, types.FunctionType) and (value.__closure__ is not None or "<locals>" in value.__qualname__):
+        # a nested function (a closure, a lambda) is recreated on each call of its enclosing function:
+        # guard its code (and, as they are read, its cells and defaults) rather than the object
         guards.add(IdMatch.of(AttrSource(source, "__code__"), value.__code__))
     elif _identity_is_value(value):
         guards.add(IdMatch.of(source, value))

@@ -103,7 +103,12 @@ class ConstantVariable(KnownObjectVariable):
         return isinstance(self.value, (str, bytes, range, frozenset, tuple))
 
     def unpack_var_sequence(self, tx: Tx) -> list[VariableTracker]:
+        """The items of a constant string, tuple...; iterating a constant whose
+        type is not iterable (``None``, an int) raises eager's TypeError."""
         if not self.has_unpack_var_sequence(tx):
+            cls = type(self.value)
+            if not any("__iter__" in vars(k) or "__getitem__" in vars(k) for k in cls.__mro__):
+                raise_traced(TypeError, f"{cls.__name__!r} object is not iterable")
             return super().unpack_var_sequence(tx)
         return [ConstantVariable(v) for v in self.value]
 

@@ -142,9 +142,6 @@ class Tx(Protocol):
     def frame_summary(self) -> UserFrame:
         """Where this frame is: file, line, function."""
 
-    def resume_depth(self) -> int:
-        """How many pieces of one eager frame run before the compiled one (0, or 1 for a resume function...)."""
-
     def load_freevar(self, name: str) -> VT:
         """The value of this frame's free variable ``name``."""
 

@@ -36,23 +36,8 @@ QUICK = [
 
 #: OpInfo full name -> the kind of docs/opinfo.md it fails by (op.op on both backends)
 KNOWN_FAILURES = {
-    "view": "a lambda of torch.testing: call to skipped function",
-    "contiguous": "a lambda of torch.testing: call to skipped function",
-    "to": "a lambda of torch.testing: call to skipped function",
-    "einsum": "a lambda of torch.testing: call to skipped function",
-    "linalg.pinv.singular": "a lambda of torch.testing: call to skipped function",
-    "special.polygamma.special_polygamma_n_0": "a lambda of torch.testing: call to skipped function",
-    "nn.functional.hardswish": "torch._C._nn builtin: unsupported torch function",
-    "nn.functional.hardsigmoid": "torch._C._nn builtin: unsupported torch function",
-    "nn.functional.linear_cross_entropy.chunked": "a Python function of torch put in the graph whole: an options "
-    "object is no graph argument",
-    "nn.functional.triplet_margin_with_distance_loss": "a Python function of torch put in the graph whole: a module "
-    "is no graph argument",
     "masked.sum": "a class defined in the traced function: opcode LOAD_BUILD_CLASS",
     "masked.softmax": "a class defined in the traced function: opcode LOAD_BUILD_CLASS",
-    "tensor_split": "a kernel reading an index tensor's data: operator error at trace time",
 }
 #: the same for in-place variants
-KNOWN_INPLACE_FAILURES = {
-    "nn.functional.hardsigmoid": "torch._C._nn builtin: unsupported torch function",
-}
+KNOWN_INPLACE_FAILURES: dict[str, str] = {}

@@ -61,7 +61,6 @@ class DeferredCallVariable(VariableTracker):
         traced = tuple(
             (frame.filename, frame.lineno, frame.name, t.f_globals) for t in tx.user_frames() for frame in [t.frame_summary()]
         )
-        pieces_above = tx.resume_depth()
         try:
             if self.logger is None:
                 replay, call = self._bind_warning(tx, traced, values, options)
@@ -76,11 +75,11 @@ class DeferredCallVariable(VariableTracker):
                 hints=("Call it with a message, category and stacklevel (warnings) or a message, format "
                        "arguments, extra and stacklevel (logging).",),
             )
-        tx.output.side_effects.record_call(replay, (traced, pieces_above, *call), {})
+        tx.output.side_effects.record_call(replay, (traced, *call), {})
         return ConstantVariable(None)
 
     def _bind_warning(self, tx: Tx, traced: tuple, values: tuple, options: dict) -> tuple[Any, tuple]:
-        bound = inspect.signature(deferred.replay_warning).bind(traced, 0, *values, **options)
+        bound = inspect.signature(deferred.replay_warning).bind(traced, *values, **options)
         bound.apply_defaults()
         message, category, stacklevel = bound.arguments["message"], bound.arguments["category"], bound.arguments["stacklevel"]
         category = deferred.warning_category(message, category)

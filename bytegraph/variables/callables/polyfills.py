@@ -8,7 +8,8 @@
   order of calls into user code, the same errors with the same messages
   (``Modules/_functoolsmodule.c``: ``functools_reduce``;
   ``Objects/abstract.c``: ``PyObject_LengthHint``;
-  ``Modules/itertoolsmodule.c``: ``filterfalse_next``; ``Objects/dictobject.c``:
+  ``Modules/itertoolsmodule.c``: ``filterfalse_next``; ``Modules/_collectionsmodule.c``:
+  ``_count_elements``; ``Objects/dictobject.c``:
   ``_PyDict_FromKeys``; torch's ``torch/csrc/fx/node.cpp``: ``map_aggregate``).
 - **Evaluated on constants** (:data:`EVALUATED_ON_CONSTANTS`): functions that only
   compute from their arguments (``collections.namedtuple`` makes a class,
@@ -151,8 +152,17 @@ def fx_map_aggregate(a: Any, fn: Callable) -> Any:
     return fn(a)
 
 
+def count_elements(mapping: Any, iterable: Any) -> None:
+    """``collections._count_elements(mapping, iterable)`` (``Counter.update``'s
+    tally): ``mapping[elem] = mapping.get(elem, 0) + 1`` for each element."""
+    mapping_get = mapping.get
+    for elem in iterable:
+        mapping[elem] = mapping_get(elem, 0) + 1
+
+
 #: real function -> its traced twin
 POLYFILLS: dict[Callable, Callable] = {
+    collections._count_elements: count_elements,
     functools.reduce: reduce,
     itertools.filterfalse: filterfalse,
     operator.length_hint: length_hint,

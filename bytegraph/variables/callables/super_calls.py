@@ -3,7 +3,6 @@ after ``cls`` in the MRO (``Objects/typeobject.c``: ``super_getattro``).
 """
 from __future__ import annotations
 
-import collections
 import types
 from typing import TYPE_CHECKING
 
@@ -11,6 +10,7 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.constant import raise_traced
+from bytegraph.variables.objects.builtin_bases import MODELLED_BASES, base_attr, builtin_base
 from bytegraph.variables.objects.class_lookup import _MISSING
 from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
 from bytegraph.variables.objects.user_objects import (
@@ -55,7 +55,7 @@ class SuperVariable(VariableTracker):
             )
         if klass in _TORCH_TENSOR_CLASSES:  # super() inside a tensor subclass: torch's own implementation
             return torch_tensor_attr(tx, self.obj, name)
-        if klass.__module__ == "builtins" or klass is collections.OrderedDict:
+        if klass.__module__ == "builtins" or klass in MODELLED_BASES:
             if isinstance(self.obj, UserDefinedObjectVariable):
                 return SlotMethodVariable(klass, name, self.obj)
             if attr is object.__init__:
@@ -77,8 +77,9 @@ class SuperVariable(VariableTracker):
             return wrap_const(tx, attr.__func__)
         if isinstance(attr, types.FunctionType):
             return UserFunctionVariable(attr)
-        if attr is object.__new__ or attr is tuple.__new__ or attr is list.__new__:
-            return SlotMethodVariable(attr.__self__, "__new__", None)
+        base = builtin_base(self.obj.value)
+        if attr is object.__new__ or base is not None and name == "__new__" and attr is base_attr(base, name):
+            return SlotMethodVariable(object if attr is object.__new__ else base, "__new__", None)
         if isinstance(attr, types.BuiltinFunctionType):  # e.g. torch.Tensor.__new__
             return wrap_const(tx, attr)
         unimplemented(

@@ -3,8 +3,9 @@
 :class:`TorchFunctionVariable` stands for a callable from the torch package. It
 classifies the callable once:
 
-- an **operator** (anything ``torch.overrides`` lists as overridable, i.e. the
-  tensor API, plus the factory functions): calls become graph nodes;
+- an **operator**: a torchgen binding of an ATen operator in any ``torch._C``
+  namespace (:func:`aten_binding`), or a data constructor: calls become graph
+  nodes; a Python function of torch never is one (it is traced, docs/torch_policy.md);
 - a **state query** (``torch.is_grad_enabled`` ...): folded to a constant and
   guarded with a :class:`~bytegraph.guards.guards.GlobalStateMatch`;
 - a **state context manager** (``no_grad``, ``enable_grad``,
@@ -28,6 +29,9 @@ classifies the callable once:
   ``torch.Tensor.acos_``, an operator): the vmapped call is one graph node
   (:class:`VmapVariable`); of a Python function, see
   :mod:`bytegraph.variables.callables.func_transforms`;
+- ``torch.fx.experimental.symbolic_shapes``' predicates and ``torch._check_with``
+  are modelled (:mod:`~bytegraph.variables.tensors.symbolic`), and
+  ``torch.autograd.Function.apply`` however it is reached (:data:`TORCH_MODELS`);
 - anything else from torch written in Python is inlined like user code; the
   remaining C functions are graph breaks.
 """
@@ -49,7 +53,7 @@ from bytegraph.variables.containers.sequences import SizeVariable
 from bytegraph.variables.tensors import scalar_args
 from bytegraph.variables.tensors.graph_calls import dispatches, graph_call, overloaded_args
 from bytegraph.variables.tensors.ndarray import NumpyNdarrayVariable, ndarray_to_tensor
-from bytegraph.variables.tensors.symbolic import runtime_check
+from bytegraph.variables.tensors.symbolic import SHAPE_PREDICATES, runtime_check, shape_predicate
 from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.torch_state.contexts import STATE_CONTEXTS, create_state_context
 from bytegraph.variables.torch_state.dispatch_disabled import SubclassDispatchDisabledVariable
@@ -60,17 +64,9 @@ if TYPE_CHECKING:
 
 VT = VariableTracker
 
-FACTORY_FUNCTIONS = frozenset(
-    getattr(torch, name)
-    for name in (
-        "zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange", "linspace",
-        "logspace", "eye", "tensor", "as_tensor", "scalar_tensor", "empty_strided", "randperm",
-        "tril_indices", "triu_indices", "zeros_like", "ones_like", "empty_like", "full_like",
-        "rand_like", "randn_like", "randint_like", "complex", "polar", "normal", "bartlett_window",
-        "hann_window", "hamming_window", "blackman_window", "kaiser_window",
-    )
-    if hasattr(torch, name)
-)
+#: data constructors (no ATen operator of their own): a node when their data are traced values or
+#: constants; a ``range`` as data reads as the list of its ints
+DATA_CONSTRUCTORS = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
 
 #: queries of process-wide state (called with constant arguments, or none): folded and guarded.
 STATE_QUERIES: dict[Callable, str] = {
@@ -123,7 +119,7 @@ PURE_HELPERS = frozenset(
 )
 
 #: ``torch._check``-style assertions the user writes about (possibly data-dependent) scalars.
-RUNTIME_CHECKS = frozenset({torch._check, torch._check_is_size})
+RUNTIME_CHECKS = frozenset({torch._check, torch._check_is_size, torch._check_with})
 
 #: RNN kernels whose packed-sequence overload (``batch_sizes`` second) reads tensor data.
 PACKED_RNN_OPS = frozenset({torch._VF.gru, torch._VF.lstm, torch._VF.rnn_tanh, torch._VF.rnn_relu})
@@ -168,28 +164,47 @@ def tensor_method_of(fn: Any) -> tuple[str, str] | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
 @functools.cache
-def _overridable() -> frozenset:
-    found = set()
-    for namespace, functions in torch.overrides.get_overridable_functions().items():
-        for fn in functions:
-            found.add(fn)
-    return frozenset(found)
+def _aten_names() -> frozenset[str]:
+    """The names of the dispatcher's ``aten::`` operators (``"add"``, ``"hardswish_"``), overloads folded."""
+    return frozenset(name[6:].split(".")[0] for name in torch._C._dispatch_get_all_op_names() if name.startswith("aten::"))
+
+
+@functools.cache
+def binding_namespaces() -> tuple[Any, ...]:
+    """The submodules of ``torch._C`` (``_nn``, ``_fft``, ``_linalg``, ``_special``, ``_sparse``,
+    ``_nested``...), read from torch, not listed: the namespaces torchgen binds ATen operators in,
+    beside ``torch._C._VariableFunctions`` (behind ``torch.<op>`` and ``torch._VF``)."""
+    modules = tuple(m for m in vars(torch._C).values()
+                    if isinstance(m, types.ModuleType) and m.__name__.startswith("torch._C."))
+    return modules
+
+
+def aten_binding(fn: Any) -> bool:
+    """Whether ``fn`` is a torchgen binding of an ATen operator: a C function of
+    ``torch._C._VariableFunctions`` or bound to a :func:`binding_namespaces` module, whose name
+    is an ``aten::`` operator."""
+    if not isinstance(fn, types.BuiltinFunctionType):
+        return False
+    if fn.__name__ not in _aten_names():
+        return False
+    owner = fn.__self__  # None for ``torch._C._VariableFunctions``' static methods; any object for a bound method
+    return any(owner is ns for ns in binding_namespaces()) or getattr(torch._C._VariableFunctions, fn.__name__,
+                                                                      None) is fn
 
 
 def is_torch_op(fn: Any) -> bool:
-    """Whether calls of ``fn`` go in the graph as nodes."""
+    """Whether calls of ``fn`` go in the graph as nodes: an ATen binding (:func:`aten_binding`)
+    or a data constructor. A Python function never is, whatever ``torch.overrides`` lists: it is
+    traced, and the bindings it reaches are the nodes (docs/torch_policy.md)."""
+    return aten_binding(fn) or _in(fn, DATA_CONSTRUCTORS)
+
+
+def _in(fn: Any, table: frozenset) -> bool:
     try:
-        if fn in _overridable() or fn in FACTORY_FUNCTIONS:
-            return True
+        return fn in table
     except TypeError:  # unhashable
         return False
-    # every other ATen function exposed as torch.<name> (e.g. torch._transformer_encoder_layer_fwd)
-    name = getattr(fn, "__name__", None)
-    return isinstance(fn, types.BuiltinFunctionType) and name is not None and not name.startswith("__") and (
-        getattr(torch._C._VariableFunctions, name, None) is fn  # (dunders there are object's: object.__new__)
-    )
 
 
 def registered_op(fn: Any) -> torch._ops.OpOverload | torch._ops.OpOverloadPacket | None:
@@ -217,7 +232,7 @@ def is_torch_callable(fn: Any) -> bool:
     except TypeError:
         return False
     if state_query(fn) is not None or is_torch_op(fn) or fn in PURE_HELPERS or fn in RUNTIME_CHECKS or is_compiling_query(fn) or (
-        fn in HAS_TORCH_FUNCTION or fn in NO_OP_CALLS
+        fn in HAS_TORCH_FUNCTION or fn in NO_OP_CALLS or fn in SHAPE_PREDICATES or tensor_method_of(fn) is not None
     ):
         return True
     if isinstance(fn, type) and issubclass(fn, STATE_CONTEXTS + DISABLE_TORCH_FUNCTION):
@@ -233,10 +248,6 @@ def is_torch_callable(fn: Any) -> bool:
             return owner.__name__.startswith("torch")
         return isinstance(owner, type) and owner.__module__.startswith("torch")
     return module.startswith("torch")
-
-
-#: factories reading their first argument as data: a ``range`` there reads as the list of its ints
-DATA_CONSTRUCTORS = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
 
 
 class TorchFunctionVariable(ConstantCallableVariable):
@@ -288,6 +299,8 @@ class TorchFunctionVariable(ConstantCallableVariable):
             return dispatch_torch_function(tx, self, args, kwargs)
         if fn in RUNTIME_CHECKS:
             return runtime_check(tx, fn, args, kwargs)
+        if fn in SHAPE_PREDICATES:
+            return shape_predicate(tx, fn, args, kwargs)
         if fn is torch.Size and len(args) == 1 and not kwargs:
             return SizeVariable(args[0].unpack_var_sequence(tx))
         if fn in PACKED_RNN_OPS and len(args) > 1 and isinstance(args[1], TensorVariable) and (
@@ -312,6 +325,8 @@ class TorchFunctionVariable(ConstantCallableVariable):
             args = [wrap_const(tx, list(args[0].as_python_constant())), *args[1:]]
         if is_torch_op(fn) or fn in PURE_HELPERS:
             return graph_call(tx, "call_function", fn, args, kwargs)
+        if isinstance(fn, types.FunctionType):  # torch's Python (a func __torch_function__ was given): traced
+            return tx.inline_call(functions.UserFunctionVariable(fn), list(args), kwargs)
         unimplemented(
             gb_type="unsupported torch function",
             context=f"call to {getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', fn)}",
@@ -391,6 +406,29 @@ class AutogradFunctionApplyVariable(VariableTracker):
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         return graph_call(tx, "call_function", _apply_target(self.fn_cls), args, kwargs)
+
+
+#: the function behind ``torch.autograd.Function.apply`` (a classmethod): whatever way a call
+#: reaches it bound to a subclass (``Cls.apply``, ``pscan = Cls.apply`` at module level, a bound
+#: method in a dict, ``functools.partial(Cls.apply)``), the call is that Function's node
+FUNCTION_APPLY = torch.autograd.Function.apply.__func__
+
+
+def call_function_apply(tx: Tx, args: list[VT], kwargs: dict[str, VT]) -> VT:
+    """The model of :data:`FUNCTION_APPLY` (``args[0]`` is the class it is bound to)."""
+    cls = args[0].as_python_constant() if args and args[0].is_python_constant() else None
+    if not (isinstance(cls, type) and issubclass(cls, torch.autograd.Function)):
+        unimplemented(
+            gb_type="unsupported autograd.Function.apply",
+            context=f"Function.apply bound to {args[0] if args else 'nothing'}",
+            explanation="Function.apply is traced bound to a subclass of torch.autograd.Function only.",
+            hints=("Call apply on the Function subclass.",),
+        )
+    return AutogradFunctionApplyVariable(cls).call_function(tx, args[1:], kwargs)
+
+
+#: Python functions of torch modelled here rather than inlined (``inline_call`` consults them)
+TORCH_MODELS: dict[Any, Callable[[Tx, list, dict], VT]] = {FUNCTION_APPLY: call_function_apply}
 
 
 _APPLY_TARGETS: "weakref.WeakKeyDictionary[type, Any]" = weakref.WeakKeyDictionary()

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented, user_error
+from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch, compared_by_value
 from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
-from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.containers.iterators import DictIteratorVariable, IteratorVariable
 from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable, for_each_item
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
@@ -81,12 +81,8 @@ class DictVariable(DictOperators):
             value = key.as_python_constant()
             try:
                 hash(value)
-            except TypeError:
-                user_error(
-                    "TypeError",
-                    context=f"unhashable dict key {type(value).__name__}",
-                    hint="Use a hashable key.",
-                )
+            except TypeError as e:
+                raise_traced_from(e)  # ``unhashable type: 'list'``
             return value
         cls = key.python_type()
         if not issubclass(cls, torch.Tensor) and (cls.__eq__ is not object.__eq__ or cls.__hash__ is not object.__hash__):
@@ -154,15 +150,31 @@ class DictVariable(DictOperators):
         hkey = self.key_of(tx, key)
         if hkey in self.items:
             return self.items[hkey][1]
-        factory = self.default_factory
-        if factory is not None and not (factory.is_python_constant() and factory.as_python_constant() is None):
-            value = factory.call_function(tx, [], {})  # defaultdict.__missing__
-            self.call_method(tx, "__setitem__", [key, value], {})
-            return value
+        if issubclass(self.dict_cls, collections.defaultdict):
+            return self.method_dunder_missing(tx, key)
         _raise_key_error(key)
 
+    def method_dunder_missing(self, tx: Tx, key: VT, /) -> VT:
+        """``defaultdict.__missing__(key)``: ``self[key] = default_factory()``, or
+        ``KeyError(key)`` without a factory."""
+        factory = self.default_factory
+        if not issubclass(self.dict_cls, collections.defaultdict):
+            return bad_method(self, "__missing__")
+        if factory is None or factory.is_python_constant() and factory.as_python_constant() is None:
+            _raise_key_error(key)
+        value = factory.call_function(tx, [], {})
+        self.call_method(tx, "__setitem__", [key, value], {})
+        return value
+
+    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
+        """``d.default_factory = f`` on a defaultdict made in the trace."""
+        if name == "default_factory" and issubclass(self.dict_cls, collections.defaultdict) and self.source is None:
+            self.default_factory = value
+            return
+        super().store_attr(tx, name, value)
+
     MUTATORS = frozenset({"__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem",
-                          "move_to_end"})
+                          "move_to_end", "__init__"})
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name in self.MUTATORS and self.dict_cls is types.MappingProxyType:  # a class's __dict__: read-only
@@ -210,11 +222,30 @@ class DictVariable(DictOperators):
         return ConstantVariable(None)
 
     def method_update(self, tx: Tx, *others: VT, **kwargs: VT) -> VT:
+        if len(others) > 1:  # eager's messages: OrderedDict's update is MutableMapping's, in C
+            raise_traced(TypeError, f"update() takes at most 1 positional argument ({len(others)} given)"
+                         if issubclass(self.dict_cls, collections.OrderedDict) else
+                         f"update expected at most 1 argument, got {len(others)}")
         for other in others:
             self._update_from(tx, as_dict(tx, other) or other)
         for kname, value in kwargs.items():
             self.store(tx, ConstantVariable(kname), value)
         return ConstantVariable(None)
+
+    def method_dunder_init(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
+        """``dict.__init__`` (of a dict subclass's instance) updates; a
+        defaultdict's takes its ``default_factory`` first."""
+        if issubclass(self.dict_cls, collections.defaultdict):
+            factory = args[0] if args else ConstantVariable(None)
+            if not (factory.is_python_constant() and factory.as_python_constant() is None) and not any(
+                    "__call__" in vars(k) for k in factory.python_type().__mro__):
+                raise_traced(TypeError, "first argument must be callable or None")
+            self.default_factory, args = factory, args[1:]
+        if len(args) > 1:
+            raise_traced(TypeError, f"expected at most 1 arguments, got {len(args)}"
+                         if issubclass(self.dict_cls, collections.OrderedDict) else
+                         f"dict expected at most 1 argument, got {len(args)}")
+        return self.method_update(tx, *args, **kwargs)
 
     def _update_from(self, tx: Tx, other: VT) -> None:
         """``self.update(other)`` (``Objects/dictobject.c``: ``dict_update_arg``): a
@@ -362,10 +393,10 @@ class LazyDictVariable(DictOperators):
             factory = None
             if isinstance(self.value, collections.defaultdict):  # its factory, read (and guarded) through the source
                 factory = wrap(tx, self.value.default_factory, AttrSource(self.source, "default_factory"))
-            self.full = self.holding(items, factory)
+            self.full = self.holding(tx, items, factory)
         return self.full
 
-    def holding(self, items: dict, factory: VT | None) -> DictVariable:
+    def holding(self, tx: Tx, items: dict, factory: VT | None) -> DictVariable:
         """The materialized dict of ``items``."""
         return DictVariable(items, type(self.value), self.source, default_factory=factory)
 
@@ -436,41 +467,10 @@ class LazyDictVariable(DictOperators):
         return f"LazyDictVariable({self.source})"
 
 
-class DictBaseView(LazyDictVariable):
-    """The plain-``dict`` items of a pre-existing instance of a dict subclass
-    (read through ``dict.copy``, its ``source``), for ``super().get(...)``,
-    ``dict.__setitem__(obj, ...)`` and the operators the subclass leaves to
-    dict. Mutations are replayed on the instance itself (``owner_source``)
-    with ``dict.clear`` and ``dict.update``, never its overrides."""
-
-    def __init__(self, value: dict, source: Any, owner_source: Any):
-        super().__init__(value, source)
-        self.owner_source = owner_source
-
-    def holding(self, items: dict, factory: VT | None) -> DictVariable:
-        return BaseDictItems(items, self.owner_source, self.source)
-
-
-class BaseDictItems(DictVariable):
-    """A :class:`DictBaseView` once materialized."""
-
-    def __init__(self, items: dict, owner_source: Any, source: Any):
-        super().__init__(items, dict, source)
-        self.owner_source = owner_source
-
-    def apply_contents(self, codegen: PyCodegen, temp: str) -> None:
-        """``dict.clear(obj); dict.update(obj, temp)`` (side-effect replay, phase 2)."""
-        for method, args in ((dict.clear, ()), (dict.update, (temp,))):
-            codegen.load_callable(method)
-            codegen.load_source(self.owner_source)
-            for arg in args:
-                codegen.load_local(arg)
-            codegen.call(1 + len(args))
-            codegen.emit("POP_TOP")
-
-
 def dict_of(tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> DictVariable:
     """``dict(*args, **kwargs)``: a new dict, filled as ``dict.update`` fills one."""
+    if len(args) > 1:
+        raise_traced(TypeError, f"dict expected at most 1 argument, got {len(args)}")
     result = DictVariable({})
     result.call_method(tx, "update", list(args), kwargs)
     return result
@@ -582,4 +582,5 @@ def apply_by_clear_update(codegen: PyCodegen, source: Any, temp: str) -> None:
             codegen.load_local(arg)
         codegen.call(len(args))
         codegen.emit("POP_TOP")
+
 

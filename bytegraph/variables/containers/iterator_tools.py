@@ -223,7 +223,10 @@ class ZipVariable(IteratorVariable):
         return TupleVariable(items)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
-        """``zip(*rest_of_iterators, strict=...)``, rebuilt at its position."""
+        """``zip(*rest_of_iterators, strict=...)``, rebuilt at its position (an input: itself)."""
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
         codegen.load_callable(zip)
         for iterator in self.iterators:
             codegen.reconstruct(iterator)
@@ -254,7 +257,10 @@ class MapVariable(IteratorVariable):
         return self.fn.call_function(tx, args, {})
 
     def reconstruct(self, codegen: PyCodegen) -> None:
-        """``map(fn, *rest_of_iterators)``, rebuilt at its position."""
+        """``map(fn, *rest_of_iterators)``, rebuilt at its position (an input: itself)."""
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
         codegen.load_callable(map)
         codegen.reconstruct(self.fn)
         for iterator in self.iterators:
@@ -281,7 +287,10 @@ class FilterVariable(IteratorVariable):
         return None
 
     def reconstruct(self, codegen: PyCodegen) -> None:
-        """``filter(fn, rest_of_iterator)``, rebuilt at its position."""
+        """``filter(fn, rest_of_iterator)``, rebuilt at its position (an input: itself)."""
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
         codegen.load_callable(filter)
         if self.fn is None:
             codegen.load_const(None)
@@ -304,4 +313,34 @@ def wrap_resume_enumerate(tx: Tx, value: enumerate, source: Any, wrap: Any) -> V
     tx.output.guards.add(TypeMatch(source, enumerate))
     tx.output.guards.add(ConstantMatch(count_source, count))
     iterator = wrap(tx, inner, inner_source)
-    return EnumerateVariable(iterator, count) if isinstance(iterator, ListIteratorVariable) else None
+    return EnumerateVariable(iterator, count) if isinstance(iterator, IteratorVariable) else None
+
+
+def wrap_combining_iterator(tx: Tx, value: Any, source: Any, wrap: Any) -> VT | None:
+    """An input ``zip``, ``map`` or ``filter`` (e.g. the iterator of a loop
+    handed to a resume function after a graph break inside the loop). They
+    hold no state but their function and the iterators they advance (read
+    through :func:`iterator_state`, each wrapped as any input, so their
+    positions are written back after the graph): modelled as the ones the
+    trace makes, loaded as themselves when live after the graph. Returns None
+    when an inner iterator is not one bytegraph can read."""
+    kind = type(value)
+    first, second = iterator_state(value)
+    first_source, second_source = state_sources(source)
+    tx.output.guards.add(TypeMatch(source, kind))
+    if kind is zip:
+        tx.output.guards.add(ConstantMatch(second_source, second))
+        iterators, fn = wrap(tx, first, first_source), None
+    else:
+        fn, iterators = wrap(tx, first, first_source), wrap(tx, second, second_source)
+    inner = iterators.unpack_var_sequence(tx) if kind is not filter else [iterators]
+    if not all(isinstance(it, IteratorVariable) for it in inner):
+        return None
+    if kind is zip:
+        vt: IteratorVariable = ZipVariable(inner, second)
+    elif kind is map:
+        vt = MapVariable(fn, inner)
+    else:
+        vt = FilterVariable(None if first is None else fn, inner[0])
+    vt.source = source
+    return vt

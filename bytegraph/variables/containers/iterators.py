@@ -4,6 +4,7 @@ iterators read through their state. ``enumerate``/``zip``/``map``/``filter``
 and ``itertools`` are in :mod:`~bytegraph.variables.containers.iterator_tools`."""
 from __future__ import annotations
 
+import collections
 import sys
 import types
 from typing import TYPE_CHECKING, Any, Sequence
@@ -284,13 +285,20 @@ SEQUENCE_ITERATORS = (type(iter([])), type(iter(())), type(iter(range(0))))
 
 def iterator_state(iterator: Any) -> tuple | None:
     """``(sequence, position)`` of a list/tuple iterator with items left (None
-    once exhausted), ``(range left to visit, 0)`` of a range iterator, or
-    ``(inner iterator, count)`` of an ``enumerate``:
-    read through ``__reduce__`` here, not in guard code (a sequence iterator's
-    ``__reduce__`` looks up the builtin ``iter`` in its caller's builtins)."""
+    once exhausted), ``(range left to visit, 0)`` of a range iterator,
+    ``(inner iterator, count)`` of an ``enumerate``, ``(iterators, strict)``
+    of a ``zip``, ``(function, iterators)`` of a ``map`` and ``(function,
+    iterator)`` of a ``filter``: read through ``__reduce__`` here, not in guard
+    code (a sequence iterator's ``__reduce__`` looks up the builtin ``iter``
+    in its caller's builtins)."""
     reduced = iterator.__reduce__()
-    if type(iterator) is enumerate:
+    kind = type(iterator)
+    if kind is enumerate or kind is filter:
         return reduced[1]
+    if kind is zip:
+        return reduced[1], len(reduced) > 2 and bool(reduced[2])
+    if kind is map:
+        return reduced[1][0], reduced[1][1:]
     if len(reduced) != 3:
         return None
     sequence, position = reduced[1][0], reduced[2]
@@ -312,9 +320,16 @@ def wrap_sequence_iterator(tx: Tx, value: Any, source: Any, wrap: Any) -> VT | N
     position (guarded). The loop is unrolled over the remaining items, and the
     position the trace reaches is written back with ``__setstate__`` after the
     graph, so the real iterator ends where eager's would. Returns None for an
-    exhausted iterator or an unusual sequence."""
+    unusual sequence. An iterator exhausted for good (its sequence dropped)
+    stays exhausted: modelled empty, guarded so."""
     state = iterator_state(value)
-    if state is None or type(state[0]) not in (list, tuple, range):
+    if state is None:
+        tx.output.guards.add(TypeMatch(source, type(value)))
+        tx.output.guards.add(ConstantMatch(ConvertSource(source, iterator_state, "iterator_state"), None))
+        iterator = ListIteratorVariable(())
+        iterator.exhausted, iterator.source = True, source
+        return tx.output.side_effects.track(value, iterator)
+    if type(state[0]) not in (list, tuple, range):
         return None
     sequence_source, position_source = state_sources(source)
     tx.output.guards.add(TypeMatch(source, type(value)))
@@ -368,8 +383,7 @@ def set_position(iterator: Any, index: int | None) -> Any:
 
 class SetIteratorVariable(ListIteratorVariable):
     """``iter(a_set)``: the set's items at that time; a change of the set's size
-    before the next step is eager's RuntimeError (a graph break, so the native
-    run raises it)."""
+    before the next step raises eager's RuntimeError in the traced program."""
 
     def __init__(self, set_vt: SetVariable):
         super().__init__(set_vt.unpack_var_sequence(None))
@@ -381,11 +395,8 @@ class SetIteratorVariable(ListIteratorVariable):
 
     def next_item(self, tx: Tx) -> VT | None:
         if not self.exhausted and len(self.set_vt.values) != self.size:
-            user_error(
-                "RuntimeError",
-                context="Set changed size during iteration",
-                hint="Iterate over a copy (list(s)) when changing the set in the loop.",
-            )
+            self.size = -1  # sticky, as eager's
+            raise_traced(RuntimeError, "Set changed size during iteration")
         return super().next_item(tx)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
@@ -428,12 +439,16 @@ class DictIteratorVariable(IteratorVariable):
         return type(iter(getattr({}, self.kind)()))
 
     def next_item(self, tx: Tx) -> VT | None:
+        ordered = issubclass(self.dict_vt.python_type(), collections.OrderedDict)
+        if len(self.dict_vt.items) != self.size and not ordered:
+            self.size = -1  # sticky, as eager's
+            raise_traced(RuntimeError, "dictionary changed size during iteration")
         if len(self.dict_vt.items) != self.size or (
             self.index < len(self.keys) and self.keys[self.index] not in self.dict_vt.items
-        ):
+        ):  # an OrderedDict's own rules, or keys changed at the same size: where eager raises, natively
             user_error(
                 "RuntimeError",
-                context="dictionary changed size during iteration",
+                context="dictionary changed during iteration",
                 hint="Iterate over a copy (list(d)) when changing the dict in the loop.",
             )
         if self.index >= len(self.keys):

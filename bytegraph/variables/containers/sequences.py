@@ -21,7 +21,7 @@ import torch
 from bytegraph.breaks import unimplemented
 from bytegraph.variables import tx as protocol
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
-from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.containers import iterators
 from bytegraph.variables.operators import call_operator
 if TYPE_CHECKING:
@@ -219,7 +219,7 @@ class ListVariable(BaseSequenceVariable):
         return None
 
     MUTATORS = frozenset({"append", "extend", "insert", "pop", "clear", "reverse", "__setitem__", "__delitem__",
-                          "remove", "sort"})
+                          "remove", "sort", "__init__"})
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         result = call_method_handler(self, tx, name, args, kwargs)
@@ -245,6 +245,13 @@ class ListVariable(BaseSequenceVariable):
 
     def method_clear(self, tx: Tx) -> VT:
         self.items.clear()
+        return ConstantVariable(None)
+
+    def method_dunder_init(self, tx: Tx, iterable: VT | None = None, /) -> VT:
+        """``list.__init__`` (of a list subclass's instance): refilled from ``iterable``."""
+        self.items.clear()
+        if iterable is not None:
+            self.method_extend(tx, iterable)
         return ConstantVariable(None)
 
     def method_reverse(self, tx: Tx) -> VT:
@@ -276,7 +283,7 @@ class ListVariable(BaseSequenceVariable):
     def method_sort(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
         key = kwargs.get("key", ConstantVariable(None))
         reverse = kwargs.get("reverse", ConstantVariable(False)).as_python_constant()
-        self.items[:] = sort_items(tx, self.items, key, reverse)
+        self.items[:] = sort_items(tx, self.items, key, reverse, self.items)
         return ConstantVariable(None)
 
     def not_found(self, value: VT) -> str:
@@ -302,12 +309,33 @@ class ListVariable(BaseSequenceVariable):
         codegen.emit("STORE_SUBSCR")
 
 
-def sort_items(tx: Tx, items: list[VT], key: VT, reverse: bool) -> list[VT]:
-    """``sorted(items, key=key, reverse=reverse)`` when the keys are constants."""
+class _Keyed:
+    """An item's index in a sort, ordered by its key's ``<`` (the comparisons list.sort makes)."""
+
+    __slots__ = ("key", "index")
+
+    def __init__(self, key: Any, index: int):
+        self.key, self.index = key, index
+
+    def __lt__(self, other: _Keyed) -> bool:
+        return self.key < other.key
+
+
+def sort_items(tx: Tx, items: list[VT], key: VT, reverse: bool, in_place: list[VT] | None = None) -> list[VT]:
+    """``sorted(items, key=key, reverse=reverse)`` when the keys are constants. A
+    comparison that raises is the traced program's error; a list sorted in place
+    (``in_place``) is then left in the partly sorted order eager leaves it in."""
     use_key = not (key.is_python_constant() and key.as_python_constant() is None)
     keys = [(key.call_function(tx, [i], {}) if use_key else i).as_python_constant() for i in items]
-    order = sorted(range(len(items)), key=lambda n: keys[n], reverse=reverse)
-    return [items[n] for n in order]
+    order = [_Keyed(k, n) for n, k in enumerate(keys)]
+    original = list(items)
+    try:
+        order.sort(reverse=reverse)
+    except Exception as e:  # noqa: BLE001 - the comparison's own error, as eager raises it
+        if in_place is not None:
+            in_place[:] = [original[k.index] for k in order]
+        raise_traced_from(e)
+    return [original[k.index] for k in order]
 
 
 def for_each_item(tx: Tx, iterable: VT, add: Callable[[VT], Any]) -> None:
@@ -360,6 +388,18 @@ class DequeVariable(ListVariable):
         return super().call_method(tx, name, args, kwargs)
 
     MUTATORS = ListVariable.MUTATORS | {"appendleft", "extendleft", "popleft", "rotate"}
+
+    def method_dunder_init(self, tx: Tx, iterable: VT | None = None, maxlen: VT | None = None) -> VT:
+        """``deque.__init__`` (of a deque subclass's instance): refilled, bounded by ``maxlen``."""
+        bound = None if maxlen is None else maxlen.as_python_constant()
+        if bound is not None and (type(bound) is not int or bound < 0):
+            raise_traced(ValueError if type(bound) is int else TypeError, "maxlen must be non-negative"
+                         if type(bound) is int else "an integer is required")
+        self.maxlen = bound
+        self.items.clear()
+        if iterable is not None:
+            self.method_extend(tx, iterable)
+        return ConstantVariable(None)
 
     def method_append(self, tx: Tx, item: VT) -> VT:
         return self._add(tx, [item], left=False)

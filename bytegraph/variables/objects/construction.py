@@ -22,6 +22,7 @@ from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
 from bytegraph.variables.containers.sequences import DequeVariable
 from bytegraph.variables.exceptions import ExceptionVariable
+from bytegraph.variables.objects.builtin_bases import base_attr, builtin_base
 from bytegraph.variables.objects.class_lookup import class_attribute
 from bytegraph.variables.objects.user_objects import NewObjectVariable, SlotMethodVariable, UserDefinedObjectVariable
 from bytegraph.variables.tensors import subclass
@@ -82,9 +83,8 @@ def construct(tx: Tx, cls: UserDefinedClassVariable, args: Sequence[VT], kwargs:
         obj = tx.inline_call(UserFunctionVariable(new.__func__), [cls, *args], kwargs)
     elif _builtin_new(klass):
         obj = NewObjectVariable(klass)
-    elif new is tuple.__new__ or new is list.__new__:  # a tuple or list subclass
-        obj = SlotMethodVariable(tuple if new is tuple.__new__ else list, "__new__", None).call_function(
-            tx, [cls, *args], kwargs)
+    elif (base := builtin_base(klass)) is not None and new is base_attr(base, "__new__"):
+        obj = SlotMethodVariable(base, "__new__", None).call_function(tx, [cls, *args], kwargs)
     else:
         unimplemented(
             gb_type="object construction",
@@ -110,17 +110,14 @@ def _make_partial(tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
     return PartialVariable(args[0], args[1:], kwargs)
 
 
-def _make_ordered_dict(tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-    result = DictVariable({}, collections.OrderedDict)
-    result.call_method(tx, "update", args, kwargs)
-    return result
+def _make_dict_kind(dict_cls: type) -> Callable[..., VT]:
+    def make(tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        """``OrderedDict(...)``/``defaultdict(factory, ...)``: a new dict of the class, filled by its ``__init__``."""
+        result = DictVariable({}, dict_cls)
+        result.call_method(tx, "__init__", args, kwargs)
+        return result
 
-
-def _make_defaultdict(tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-    factory = args[0] if args else ConstantVariable(None)
-    result = DictVariable({}, collections.defaultdict, default_factory=factory)
-    result.call_method(tx, "update", args[1:], kwargs)
-    return result
+    return make
 
 
 def _make_deque(tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
@@ -144,8 +141,8 @@ def _make_operator_getter(kind: type) -> Callable[..., VT]:
 
 #: construction of library classes modelled by a VT kind (exact types only)
 _LIBRARY_CONSTRUCTORS = {
-    collections.OrderedDict: _make_ordered_dict,
-    collections.defaultdict: _make_defaultdict,
+    collections.OrderedDict: _make_dict_kind(collections.OrderedDict),
+    collections.defaultdict: _make_dict_kind(collections.defaultdict),
     collections.deque: _make_deque,
     functools.partial: _make_partial,
     operator.itemgetter: _make_operator_getter(operator.itemgetter),

@@ -98,8 +98,6 @@ class NNModuleVariable(VariableTracker):
         attr = class_attribute(cls, name)
         if name in _LISTINGS and attr is getattr(torch.nn.Module, name):
             return BoundMethodVariable(self, name)
-        if name in ("keys", "values", "items") and _container_holder(module) is not None:
-            return BoundMethodVariable(self, name)
         if attr is not _MISSING and isinstance(attr, property):
             return bind_class_attribute(tx, self, cls, name, attr)
         if name in d:
@@ -189,14 +187,6 @@ class NNModuleVariable(VariableTracker):
                 return ListIteratorVariable(self.unpack_var_sequence(tx))
             if name == "__contains__" and is_dict:
                 return ConstantVariable(args[0].as_python_constant() in self.container_keys(tx))
-            if name in ("keys", "values", "items") and is_dict:
-                keys = self.container_keys(tx)
-                if name == "keys":
-                    return ListIteratorVariable([ConstantVariable(k) for k in keys])
-                values = [self._item_by_key(tx, container, k) for k in keys]
-                if name == "values":
-                    return ListIteratorVariable(values)
-                return ListIteratorVariable([TupleVariable([ConstantVariable(k), v]) for k, v in zip(keys, values)])
         return super().call_method(tx, name, args, kwargs)
 
     def container_keys(self, tx: Tx) -> list:

@@ -101,10 +101,8 @@ class SpecialMethods:
                 if isinstance(fn, types.FunctionType):
                     result = UserMethodVariable(fn, self).call_function(tx, [], {}).as_python_constant()
                     return bool(checked_special_result(dunder, result))
-                if issubclass(cls, dict):
-                    return self.dict_storage(tx).truthy(tx)
                 if builtin_bases.leaves_to_base(self, tx, dunder):
-                    return self.seq_storage(tx).truthy(tx)
+                    return builtin_bases.storage(tx, self).truthy(tx)
                 return super().truthy(tx)
         return True
 
@@ -142,10 +140,8 @@ class SpecialMethods:
         iterator = self.lazy_iterator(tx)
         if iterator is not None:
             return iterator.unpack_var_sequence(tx)
-        if issubclass(self.python_type(), dict):
-            return self.dict_storage(tx).unpack_var_sequence(tx)
         if builtin_bases.leaves_to_base(self, tx, "__iter__"):
-            return self.seq_storage(tx).unpack_var_sequence(tx)
+            return builtin_bases.storage(tx, self).unpack_var_sequence(tx)
         return super().unpack_var_sequence(tx)
 
 

@@ -46,7 +46,7 @@ class UserDefinedClassVariable(KnownObjectVariable):
             raise_traced(AttributeError, f"type object {self.value.__name__!r} has no attribute {name!r}")
         if pending is not None:
             return pending
-        if name == "apply" and issubclass(self.value, torch.autograd.Function):
+        if name == "apply" and issubclass(self.value, torch.autograd.Function) and self.value is not torch.autograd.Function:
             return AutogradFunctionApplyVariable(self.value)
         attr = class_attribute(self.value, name)
         if attr is _MISSING:  # an attribute of the metaclass (``__name__``, ``__mro__``...), or none

@@ -23,12 +23,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, DictKeysMatch
-from bytegraph.guards.source import AttrSource, ConstSource, ConvertSource
+from bytegraph.guards.source import AttrSource, ConstSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables.functions import PartialVariable, UserMethodVariable
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
-from bytegraph.variables.containers.dicts import DictBaseView, DictVariable
-from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
+from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.objects import builtin_bases, user_classes
 from bytegraph.variables.objects.class_lookup import (
@@ -142,11 +141,15 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
     if isinstance(attr, types.MemberDescriptorType) and isinstance(owner, UserDefinedObjectVariable):  # __slots__
         return _slot_value(tx, owner, cls, name, attr)
     objclass = getattr(attr, "__objclass__", None)
-    if isinstance(objclass, type) and issubclass(objclass, (dict, tuple, list)) and isinstance(
+    if isinstance(objclass, type) and builtin_bases.builtin_base(objclass) is not None and isinstance(
             owner, UserDefinedObjectVariable):
-        return SlotMethodVariable(objclass, name, owner)
+        if isinstance(attr, types.GetSetDescriptorType):  # ``deque.maxlen``: the builtin part's attribute
+            if owner.source is None:
+                return owner.base_storage(tx).var_getattr(tx, name)
+        else:
+            return SlotMethodVariable(objclass, name, owner)
     if type(attr) is _TUPLEGETTER and isinstance(owner, UserDefinedObjectVariable):
-        return owner.seq_storage(tx).getitem(tx, ConstantVariable(attr.__reduce__()[1][0]))
+        return owner.base_storage(tx).getitem(tx, ConstantVariable(attr.__reduce__()[1][0]))
     builtin_method = isinstance(  # or a C type's getset (``deque.maxlen``): read natively, value guarded
         attr,
         (types.MethodDescriptorType, types.WrapperDescriptorType, types.BuiltinFunctionType,
@@ -282,23 +285,15 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
             _no_attribute(self.python_type(), name)
         tx.output.side_effects.delete_attr(self, name, existed)
 
-    def dict_storage(self, tx: Tx) -> VT:
-        """The plain-dict contents of an instance of a dict subclass."""
+    def base_storage(self, tx: Tx) -> VT:
+        """The builtin part of an instance of a subclass of a builtin type
+        (:mod:`~bytegraph.variables.objects.builtin_bases`), read once without
+        the subclass's overrides (also in guards): its mutations are seen by later reads."""
         if self.source is None:
-            unsupported_base(self.python_type(), "dict storage")
-        # the base dict's own storage, read without the subclass's overrides (also in guards)
-        if getattr(self, "_dict", None) is None:  # one view per object: its mutations are seen by later reads
-            self._dict = DictBaseView(dict.copy(self.value), ConvertSource(self.source, dict.copy, "dict.copy"),
-                                      self.source)
-        return self._dict
-
-    def seq_storage(self, tx: Tx) -> VT:
-        """The plain tuple/list contents of an instance of a tuple or list subclass."""
-        if self.source is None:
-            unsupported_base(self.python_type(), "sequence storage")
-        if getattr(self, "_seq", None) is None:
-            self._seq = builtin_bases.read_storage(tx, self.value, self.source)
-        return self._seq
+            unsupported_base(self.python_type(), "builtin storage")
+        if getattr(self, "_storage", None) is None:
+            self._storage = builtin_bases.read_storage(tx, self.value, self.source)
+        return self._storage
 
     def _custom(self, dunder: str) -> bool:
         return isinstance(class_attribute(self.python_type(), dunder), types.FunctionType)
@@ -386,12 +381,9 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
             cls = self.python_type()
             if name == "__init__" and (not (args or kwargs) or cls.__new__ is not object.__new__):
                 return ConstantVariable(None)  # object_init ignores arguments a __new__ of the class took
-        if issubclass(base, dict) and issubclass(self.python_type(), dict):
-            if name == "__init__":
-                return self.dict_storage(tx).call_method(tx, "update", args, kwargs)
-            return self.dict_storage(tx).call_method(tx, name, args, kwargs)
-        if base in (tuple, list) and issubclass(self.python_type(), base):
-            return builtin_bases.call_base_method(tx, self.seq_storage(tx), base, name, args, kwargs)
+        cls = self.python_type()
+        if base is not object and issubclass(cls, base) and builtin_bases.builtin_base(cls) is not None:
+            return builtin_bases.call_base_method(tx, self, cls, base, name, args, kwargs)
         return unsupported_base(base, name)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
@@ -418,8 +410,7 @@ class NewObjectVariable(UserDefinedObjectVariable):
         super().__init__(None)
         self.cls = cls
         self.attrs = DictVariable({})
-        self.dict_items = DictVariable({}) if issubclass(cls, dict) else None
-        self.seq_items = builtin_bases.new_storage(cls)  # a tuple/list subclass's items
+        self.base_items = builtin_bases.new_storage(cls)  # the builtin part of a subclass of a builtin type
 
     def python_type(self) -> type:
         return self.cls
@@ -442,28 +433,21 @@ class NewObjectVariable(UserDefinedObjectVariable):
             _no_attribute(self.cls, name)
         del self.attrs.items[name]
 
-    def dict_storage(self, tx: Tx) -> VT:
-        if self.dict_items is None:
-            unsupported_base(self.cls, "dict storage")
-        return self.dict_items
-
-    def seq_storage(self, tx: Tx) -> VT:
-        return self.seq_items
+    def base_storage(self, tx: Tx) -> VT:
+        if self.base_items is None:
+            unsupported_base(self.cls, "builtin storage")
+        return self.base_items
 
     def reconstruct(self, codegen: PyCodegen) -> None:
-        builtin_base = next(k for k in self.cls.__mro__ if k.__module__ == "builtins" or k is collections.OrderedDict)
-        if self.seq_items is not None:
-            builtin_bases.reconstruct_new(codegen, self.cls, self.seq_items)
+        if self.base_items is not None:
+            builtin_bases.reconstruct_new(codegen, self.cls, self.base_items)
         else:
+            builtin_base = next(k for k in self.cls.__mro__ if k.__module__ == "builtins")
             codegen.load_callable(builtin_base.__new__)
             codegen.load_const(self.cls)
             codegen.call(1)
-        if builtin_base is list and self.seq_items.items:
-            codegen.call_on_top(list.extend, self.seq_items)
         for key, value in self.attrs.items.values():
             codegen.call_on_top(object.__setattr__, key, value)
-        for key, value in (self.dict_items.items.values() if self.dict_items is not None else ()):
-            codegen.call_on_top(builtin_base.__setitem__, key, value)
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__qualname__})"
@@ -502,24 +486,24 @@ def unsupported_base(base: type, name: str) -> VT:
 
 
 def call_new(tx: Tx, base: type, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-    """``tuple.__new__(cls, iterable=())`` / ``list.__new__(cls, ...)``: a
-    plain tuple or list when ``cls`` is the base itself, else a new instance
-    of the subclass holding the items (``list.__new__`` ignores them:
-    ``list.__init__`` fills the list)."""
+    """``base.__new__(cls, *args)`` for a modelled builtin base: a plain value
+    when ``cls`` is the base itself (``tuple.__new__(tuple, it)``), else a new
+    instance of the subclass holding its builtin part (an immutable base's value
+    made from the arguments; a mutable base's empty value, which its
+    ``__init__`` fills)."""
     if not args or not args[0].is_python_constant() or not isinstance(args[0].as_python_constant(), type):
         raise_traced(TypeError, f"{base.__name__}.__new__(X): X is not a type object")
     cls = args[0].as_python_constant()
     if not issubclass(cls, base):
         raise_traced(TypeError, f"{base.__name__}.__new__({cls.__name__}): {cls.__name__} is not a subtype of "
                                 f"{base.__name__}")
-    if kwargs or len(args) > 2:
+    if base in (tuple, list) and (kwargs or len(args) > 2):
         raise_traced(TypeError, f"{base.__name__} expected at most 1 argument, got {len(args) - 1 + len(kwargs)}")
-    items = args[1].unpack_var_sequence(tx) if base is tuple and len(args) == 2 else []
+    storage = builtin_bases.call_new(tx, base, cls, args[1:], kwargs)
     if cls is base:
-        return TupleVariable(items) if base is tuple else ListVariable([])
+        return storage
     obj = NewObjectVariable(cls)
-    if base is tuple:
-        obj.seq_items = TupleVariable(items)
+    obj.base_items = storage
     return obj
 
 
@@ -549,7 +533,7 @@ class SlotMethodVariable(VariableTracker):
             if (rest or kwargs) and (cls.__new__ is not object.__new__ or cls.__init__ is object.__init__):
                 raise_traced(TypeError, "object.__new__() takes exactly one argument (the type to instantiate)")
             return NewObjectVariable(cls)
-        if self.base in (tuple, list) and self.name == "__new__" and obj is not None:
+        if self.name == "__new__" and obj is not None and builtin_bases.builtin_base(self.base) is self.base:
             return call_new(tx, self.base, [obj, *rest], kwargs)
         if isinstance(obj, UserDefinedObjectVariable):
             return obj.call_slot(tx, self.base, self.name, rest, kwargs)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn, Sequence
 
 import torch
 import torch.fx
+from torch.fx.experimental import symbolic_shapes
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_unbacked_symbols
 
 from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_CONTROL_FLOW, unimplemented
@@ -424,7 +425,8 @@ def concrete(kind: type, value: Any, what: str) -> Any:
 
 def runtime_check(tx: Tx, fn: Any, args: Sequence[VariableTracker],
                   kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    """``torch._check(cond)`` / ``torch._check_is_size(i)``: what the user asserts
+    """``torch._check(cond)`` / ``torch._check_is_size(i)`` / ``torch._check_with(error_type,
+    cond)`` (which ``torch._check_index``, ``_check_value``... call): what the user asserts
     about a scalar. A constant condition is checked now; a symbolic one is told
     to the ShapeEnv (so later questions about the symbol can be answered, as
     under torch.compile) and, when it depends on tensor data, also asserted
@@ -437,7 +439,11 @@ def runtime_check(tx: Tx, fn: Any, args: Sequence[VariableTracker],
             it runs natively), or one that is neither a constant nor a
             symbolic scalar (a tensor: eager reads its data).
     """
-    value = args[0] if args else None
+    value = args[1] if fn is torch._check_with and len(args) > 1 else args[0] if args else None
+    if fn is torch._check_with and isinstance(value, SymNodeVariable) and free_unbacked_symbols(value.example) and (
+        args[0].as_python_constant() is not RuntimeError
+    ):
+        value = None  # the graph's assertion would raise RuntimeError where eager raises error_type
     if isinstance(value, SymNodeVariable):
         example = value.example
         cond = example >= 0 if fn is torch._check_is_size else example
@@ -475,3 +481,57 @@ def branch_on_data(what: str) -> NoReturn:
         explanation="The branch taken depends on tensor data, which is unknown while tracing.",
         hints=(HINT_DYNAMIC_CONTROL_FLOW,),
     )
+
+
+#: ``torch.fx.experimental.symbolic_shapes``' predicates over sizes (``is_nested_int``,
+#: ``guard_size_oblivious``, ``statically_known_true``...): Python that reads a SymInt's
+#: ``.node``, so they are modelled, not traced (docs/torch_policy.md §2).
+SHAPE_PREDICATES = frozenset(
+    getattr(symbolic_shapes, name) for name in (
+        "is_nested_int", "guard_size_oblivious", "guard_or_false", "guard_or_true", "statically_known_true",
+        "statically_known_false", "definitely_true", "definitely_false", "expect_true", "has_hint",
+        "is_concrete_int", "is_concrete_bool", "is_concrete_float", "guard_int", "guard_bool", "guard_float",
+        "has_static_value", "sym_eq",
+    ) if hasattr(symbolic_shapes, name)
+)
+
+
+def shape_predicate(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """A :data:`SHAPE_PREDICATES` call: run on the arguments' values (a constant's value, a
+    symbolic scalar's example), so the trace's ShapeEnv records the guards it takes, as under
+    torch.compile; ``expect_true`` of a data-dependent condition is ``torch._check``'s runtime
+    assertion. The answer is a constant.
+
+    Raises:
+        Unsupported: an argument that is neither a constant nor a symbolic scalar, a
+            predicate that must decide a data-dependent value, or a symbolic answer.
+    """
+    values = [*args, *kwargs.values()]
+    if fn is symbolic_shapes.expect_true and len(values) == 1 and isinstance(values[0], SymNodeVariable) and (
+        free_unbacked_symbols(values[0].example)
+    ):
+        runtime_check(tx, torch._check, values, {})
+        return ConstantVariable(True)
+    if not all(isinstance(v, SymNodeVariable) or v.is_python_constant() for v in values):
+        unimplemented(
+            gb_type="unsupported shape predicate",
+            context=f"{fn.__name__}({', '.join(type(v).__name__ for v in values)})",
+            explanation="A symbolic-shapes predicate is answered for constants and symbolic scalars only.",
+            hints=("Pass sizes (ints or SymInts) to it.",),
+        )
+
+    def value(v: VT) -> Any:
+        return v.example if isinstance(v, SymNodeVariable) else v.as_python_constant()
+
+    try:
+        result = fn(*map(value, args), **{k: value(v) for k, v in kwargs.items()})
+    except GuardOnDataDependentSymNode:
+        branch_on_data(f"{fn.__name__}(...)")
+    if isinstance(result, SYMBOLIC_TYPES):
+        unimplemented(
+            gb_type="unsupported shape predicate",
+            context=f"{fn.__name__} returned a {type(result).__name__}",
+            explanation="A symbolic answer of a symbolic-shapes predicate is not traced.",
+            hints=("Compare the sizes with ==, which is traced.",),
+        )
+    return ConstantVariable(result)
