@@ -12,11 +12,8 @@ call's options and runs the first hit, and on a miss converts the frame again
 all, after which the code runs natively with one warning naming the guard that
 keeps failing.
 
-A cache is owned by what runs its code: a compiled function's wrapper, the
-transformed code that calls a resume function, or the :class:`FrameHooks` that
-routed a callee after a graph break; the registry (:func:`cache_for`) holds it
-weakly, so a dropped compiled function frees its caches, entries, guards,
-graphs and its record in :data:`metrics.FRAMES`. One frame converts at a time.
+What runs a cache's code owns it (see :func:`cache_for`, which holds it weakly):
+a dropped compiled function frees its caches. One frame converts at a time.
 """
 from __future__ import annotations
 
@@ -24,8 +21,6 @@ import contextlib
 import dataclasses
 import functools
 import inspect
-import os
-import sys
 import threading
 import types
 import warnings
@@ -242,7 +237,7 @@ class FrameCache:
             limit = options.recompile_limit or config.recompile_limit
             if len(self.entries) >= limit:
                 if self.nested > 1:  # a later iteration of a loop that resumes here: this one runs natively
-                    return fn(*args, **kwargs)
+                    return None
                 if config.fail_on_recompile_limit_hit or options.fullgraph:
                     raise RuntimeError(f"bytegraph: {self.code.co_qualname} hit the recompile limit ({limit}) "
                                        f"with fail_on_recompile_limit_hit or fullgraph=True. Last guard failure: {reason}")
@@ -252,7 +247,7 @@ class FrameCache:
                     f"bytegraph: {self.code.co_qualname} hit config.recompile_limit "
                     f"({limit}); running it natively from now on. "
                     f"Last guard failure: {reason}",
-                    stacklevel=_user_stacklevel(),
+                    stacklevel=logs.user_stacklevel(),
                 )
                 return None
             if logs.enabled("recompiles"):
@@ -492,13 +487,11 @@ def intern_options(options: CompileOptions) -> CompileOptions:
         return _OPTIONS.setdefault(key, options)
 
 
-#: held while a frame converts: tracing uses process-wide state (Python's recursion limit, grad
-#: mode across the trace, torch's tracing context), and two threads missing on one frame together
-#: would each compile an entry (eight threads would fill the recompile limit at once)
+#: held while a frame converts: tracing uses process-wide state (the recursion limit, grad mode,
+#: torch's tracing context), and threads missing on one frame together would each compile an entry
 COMPILE_LOCK = threading.RLock()
 
-#: id(code) -> the FrameCache, while its owner keeps it (it holds its code, so the id is not
-#: reused while the entry lives)
+#: id(code) -> the FrameCache, while an owner keeps it (it holds its code: the id is not reused)
 _CACHES: "weakref.WeakValueDictionary[int, FrameCache]" = weakref.WeakValueDictionary()
 #: every FrameCache still alive; compiled wrappers hold theirs directly, so
 #: reset() must clear them in place rather than only forget them.
@@ -513,7 +506,13 @@ _OWNERS: "weakref.WeakKeyDictionary[types.FunctionType, FrameCache]" = weakref.W
 
 
 def cache_for(code: types.CodeType, owner: types.FunctionType | None = None) -> FrameCache:
-    """The FrameCache of ``code`` (created on first use), kept alive by ``owner`` if given."""
+    """The FrameCache of ``code`` (created on first use), kept alive by ``owner`` if given.
+
+    Its owners keep it: a compiled function's wrapper and the function itself
+    (:data:`_OWNERS`), the transformed code that calls a resume function, the
+    :class:`FrameHooks` that routed a callee after a graph break. When the last
+    goes, its entries, guards and graphs go, and its record in
+    :data:`metrics.FRAMES` becomes a freed frame's (:func:`metrics.forget`)."""
     with COMPILE_LOCK:  # (two threads routing one callee at once get one cache)
         cache = _CACHES.get(id(code))
         if cache is None or cache.code is not code:
@@ -594,15 +593,3 @@ def reset() -> None:
     _FORCED.clear()
     _OPTIONS.clear()
     metrics.reset()
-
-
-_OWN_FILES = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), torch.nn.modules.module.__file__)
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` that attributes a warning made by the caller to the
-    first frame outside bytegraph and ``nn.Module.__call__`` (the user's call)."""
-    frame, level = sys._getframe(1), 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_OWN_FILES):
-        frame, level = frame.f_back, level + 1
-    return level
