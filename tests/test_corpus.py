@@ -80,15 +80,12 @@ def test_corpus_quick(name):
 # Models bytegraph does not pass yet, each with the kind that fails it (issue 26; the analysis with a
 # reproducer per kind: the zoo report). Strict: a fixed model fails here until its entry is removed.
 NUMEL_BRANCH = "a Python branch on an unbacked numel() (of a nonzero() result) in GATConv.edge_update breaks each layer"
-BROADCAST_SHAPES = "torch.broadcast_shapes breaks on every torch.fx.experimental.symbolic_shapes predicate"
 KNOWN_FAILURES = {
     "gat": NUMEL_BRANCH,
-    **dict.fromkeys(("mamba", "mamba_train"), "an autograd.Function's apply reached through a module alias "
-                                              "(pscan = PScan.apply) is traced as torch's Python apply"),
-    **dict.fromkeys(("zuko_nsf", "zuko_maf_train"), BROADCAST_SHAPES),
     **dict.fromkeys(("gp_exact_train", "gp_posterior"), "a module's own __call__ override with a break inside: "
                                                         "forward gets __call__'s arguments (TypeError)"),
-    "ode_dopri5": "nested resume functions per loop iteration and resumed enumerate() loops (recompiles when warm)",
+    "ode_dopri5": "a branch on a tensor compared with a float (if alpha_i == 1.), a recompile per loop position and "
+                  "aliasing guards between the solver's state tensors: more graphs than torch.compile",
 }
 
 
