@@ -270,6 +270,7 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Mat
         CPython's exception table says; re-raise to the caller frame when none."""
         if exc.exc.raise_site is None:
             exc.exc.raise_site = self.break_site()
+        exc.exc.raised()
         entry = self.decoded.handler_for(inst.index)
         if entry is None:
             exc.user_stack = exc.user_stack or tuple(self.user_stack())

@@ -129,9 +129,19 @@ class ControlOps:
         self.push(self.pop().get_iter(self))
 
     def SEND(self: InstructionTranslatorBase, inst: Instruction) -> None:
-        self.pop()  # the value sent in: always None for a consumed generator
+        sent = self.pop()  # None for a consumed generator, else generator.send's value, delegated
         receiver = self.peek()
-        item = receiver.next_item(self) if isinstance(receiver, IteratorVariable) else None
+        if sent.is_python_constant() and sent.as_python_constant() is None:
+            item = receiver.next_item(self) if isinstance(receiver, IteratorVariable) else None
+        elif isinstance(receiver, GeneratorVariable):
+            item = receiver.frame.resume_generator(self, sent=sent)
+        else:
+            unimplemented(
+                gb_type="generator send",
+                context=f"yield from {receiver} receiving a value",
+                explanation="bytegraph delegates values sent into yield from only to generators of the trace.",
+                hints=("Send the value to the inner generator directly.",),
+            )
         if item is None:
             self.pop()
             returned = receiver.frame.return_value if isinstance(receiver, GeneratorVariable) else None
@@ -226,7 +236,7 @@ class ControlOps:
     def WITH_EXCEPT_START(self: InstructionTranslatorBase, inst: Instruction) -> None:
         exc = self.peek(1)
         exit_fn = self.peek(4)
-        args = [wrap_const(self, exc.python_type()), exc, ConstantVariable(None)]
+        args = [wrap_const(self, exc.python_type()), exc, exc.var_getattr(self, "__traceback__")]
         self.push(exit_fn.call_function(self, args, {}))
 
     def LOAD_ASSERTION_ERROR(self: InstructionTranslatorBase, inst: Instruction) -> None:

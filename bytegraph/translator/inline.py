@@ -12,6 +12,7 @@ import builtins
 import functools
 import inspect
 import types
+import unittest
 from typing import Any, Sequence
 
 from bytegraph import compat
@@ -22,7 +23,9 @@ from bytegraph.guards.source import AttrSource
 from bytegraph.translator.base import InstructionTranslatorBase
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables import polyfills
-from bytegraph.variables.callables.functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable
+from bytegraph.variables.callables.functions import (
+    CellVariable, NestedUserFunctionVariable, UserFunctionVariable, UserMethodVariable,
+)
 from bytegraph.variables.callables.torch_functions import TORCH_FRONTEND, TORCH_MODELS
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.dicts import DictVariable
@@ -37,7 +40,9 @@ VT = VariableTracker
 #: Modules whose Python functions are never traced into: calls to them are
 #: graph breaks (they do I/O, threading, introspection, or are compilers).
 SKIP_MODULE_PREFIXES = (
-    "logging", "threading", "multiprocessing", "unittest", "pdb", "bdb", "traceback",
+    "logging", "threading", "multiprocessing", "pdb", "bdb", "traceback",
+    "unittest.mock", "unittest.main", "unittest.runner", "unittest.loader", "unittest.suite", "unittest.result",
+    "unittest.signals", "unittest.async_case", "unittest._log",
     "inspect", "importlib", "asyncio", "socket", "subprocess", "tempfile", "pickle",
     "bytegraph", TORCH_FRONTEND, "torch._compile", "torch._inductor", "torch.fx", "torch._subclasses",
     "torch.distributed", "torch.utils._python_dispatch", "torch.jit",
@@ -55,6 +60,18 @@ INLINED_ANYWAY = frozenset({
     ("torch.distributed.fsdp._flat_param", "_same_storage_size"),
     ("torch.fx.immutable_collections", "_no_mutation"),  # immutable_list.append...: raises TypeError
     (f"{TORCH_FRONTEND}.external_utils", "wrap_numpy.<locals>.wrap"),  # torch.compiler.wrap_numpy's wrapper
+})
+
+#: the parts of ``unittest.case`` that run tests or do I/O, not traced as test code:
+#: the runner's machinery (results, cleanups, sub-test outcomes) and ``assertWarns``
+#: (it resets the warnings registry of every module); ``assertLogs`` lives in the
+#: skipped ``unittest._log``.
+TEST_RUNNER = frozenset({
+    ("unittest.case", "TestCase.run"), ("unittest.case", "TestCase.debug"), ("unittest.case", "TestCase.__call__"),
+    ("unittest.case", "TestCase.doCleanups"), ("unittest.case", "TestCase.doClassCleanups"),
+    ("unittest.case", "TestCase._callSetUp"), ("unittest.case", "TestCase._callTestMethod"),
+    ("unittest.case", "TestCase._callTearDown"), ("unittest.case", "TestCase._callCleanup"),
+    ("unittest.case", "_Outcome"), ("unittest.case", "_AssertWarnsContext"),
 })
 
 _CO_VARARGS = inspect.CO_VARARGS
@@ -136,11 +153,13 @@ class InliningTranslator(InstructionTranslatorBase):
     def yield_value(self, value: VT) -> None:
         self.yielded = value
 
-    def resume_generator(self, caller: InstructionTranslatorBase, throw: ExceptionVariable | None = None) -> VT | None:
+    def resume_generator(self, caller: InstructionTranslatorBase, throw: ExceptionVariable | None = None,
+                         sent: VT | None = None) -> VT | None:
         """Run this generator frame to its next ``yield`` for ``caller`` (the
-        frame doing ``next()``), or, with ``throw``, raise that exception at the
-        suspension point first (``generator.close()``). Returns the yielded VT,
-        or None once the frame has returned.
+        frame doing ``next()``), with ``sent`` as the value of the suspended
+        ``yield`` (``generator.send``; None: ``None``), or, with ``throw``, raise
+        that exception at the suspension point first (``generator.throw``,
+        ``close()``). Returns the yielded VT, or None once the frame has returned.
 
         Raises:
             TracedException: what escapes the frame, which is then finished. A
@@ -156,7 +175,7 @@ class InliningTranslator(InstructionTranslatorBase):
             if throw is not None:
                 self.handle_exception(self.instructions[self.ip - 1], TracedException(throw, fresh=False))
             elif self.started:
-                self.push(ConstantVariable(None))  # the value of the yield expression
+                self.push(sent or ConstantVariable(None))  # the value of the yield expression
             self.started = True
             while not self.done and self.yielded is None:
                 self.step()
@@ -247,12 +266,29 @@ def is_skipped_module(module: str) -> bool:
     return any(module == p or module.startswith(p + ".") for p in SKIP_MODULE_PREFIXES)
 
 
-def _not_traced(module: str, qualname: str) -> str | None:
+def _listed(module: str, qualname: str, listing: frozenset[tuple[str, str]]) -> bool:
+    """Whether the function is one of ``listing`` or nested in one (its lambdas...)."""
+    return any(module == m and (qualname == q or qualname.startswith(q + ".")) for m, q in listing)
+
+
+def is_test_code(module: str, qualname: str, f_globals: dict) -> bool:
+    """Whether a function is a test's own code, traced wherever it is defined:
+    a function defined in the body of a ``unittest.TestCase`` subclass (its
+    assertion methods, a base class's ``subTest``), other than the test
+    runner's machinery (:data:`TEST_RUNNER`)."""
+    owner = f_globals.get(qualname.split(".", 1)[0])
+    return (isinstance(owner, type) and issubclass(owner, unittest.TestCase)
+            and not _listed(module, qualname, TEST_RUNNER))
+
+
+def _not_traced(module: str, qualname: str, f_globals: dict) -> str | None:
     """Why a function of ``module`` named ``qualname`` is never traced into:
     ``"disabled"`` (one of torch's "do not compile" wrappers), ``"skipped"``
-    (a function of a skipped module), or None (it is traced)."""
-    if any(module == m and (qualname == q or qualname.startswith(q + ".<locals>.")) for m, q in INLINED_ANYWAY):
-        return None  # (and the functions nested in one, its lambdas)
+    (a function of a skipped module or of the test runner), or None (it is traced)."""
+    if _listed(module, qualname, TEST_RUNNER):
+        return "skipped"
+    if _listed(module, qualname, INLINED_ANYWAY) or is_test_code(module, qualname, f_globals):
+        return None
     if module.startswith(TORCH_FRONTEND) or module == "torch._compile":
         return "disabled"
     if is_skipped_module(module) and module != polyfills.__name__:
@@ -270,7 +306,16 @@ def never_traced(fn: Any) -> bool:
     func = getattr(fn, "__func__", fn)
     if not isinstance(func, types.FunctionType):
         return False
-    return _not_traced(func.__globals__.get("__name__", "") or "", func.__code__.co_qualname) is not None
+    return _not_traced(func.__globals__.get("__name__", "") or "", func.__code__.co_qualname, func.__globals__) is not None
+
+
+def is_test_method(fn: VT) -> bool:
+    """Whether ``fn`` is a method of a ``unittest.TestCase`` instance that is not
+    the runner's: test code wherever it is defined (a test base class may
+    install library functions as assertion methods)."""
+    if not isinstance(fn, UserMethodVariable) or not issubclass(fn.obj.python_type(), unittest.TestCase):
+        return False
+    return not _listed(fn.fn.__globals__.get("__name__", ""), fn.fn.__code__.co_qualname, TEST_RUNNER)
 
 
 def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
@@ -285,7 +330,7 @@ def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
             hints=("Call it outside the compiled function.",),
         )
     module = fn.get_globals().get("__name__", "") or ""
-    why = _not_traced(module, getattr(code, "co_qualname", name))
+    why = None if is_test_method(fn) else _not_traced(module, getattr(code, "co_qualname", name), fn.get_globals())
     if why == "disabled" and (module, name) == (f"{TORCH_FRONTEND}.decorators", "graph_break"):
         unimplemented(
             gb_type="torch._dynamo.graph_break()",

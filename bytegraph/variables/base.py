@@ -20,7 +20,7 @@ import typing
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import Unsupported, unimplemented
 from bytegraph.guards.guards import GlobalStateMatch, IdMatch, NoAliasing
 from bytegraph.variables.tx import list_iterator, wrap_const
 if TYPE_CHECKING:
@@ -386,7 +386,15 @@ class BoundMethodVariable(VariableTracker):
         self.name = name
 
     def python_type(self) -> type:
-        return type([].append)
+        return bound_method_type(self._descriptor())
+
+    def _descriptor(self) -> Any:
+        """What ``type(obj)`` defines under the name (None when unknown)."""
+        try:
+            owner = self.obj.python_type()
+        except Unsupported:
+            return None
+        return next((vars(klass)[self.name] for klass in owner.__mro__ if self.name in vars(klass)), None)
 
     def truthy(self, tx: Tx) -> bool:
         return True
@@ -401,6 +409,21 @@ class BoundMethodVariable(VariableTracker):
 
     def attr_dunder_name(self, tx: Tx) -> VariableTracker:
         return wrap_const(tx, self.name)
+
+    def _descriptor_attr(self, tx: Tx, name: str) -> VariableTracker | None:
+        """A bound method's ``__qualname__``/``__doc__``/``__text_signature__``
+        are its descriptor's (None when it has none)."""
+        descriptor = self._descriptor()
+        return wrap_const(tx, getattr(descriptor, name)) if hasattr(descriptor, name) else None
+
+    def attr_dunder_qualname(self, tx: Tx) -> VariableTracker | None:
+        return self._descriptor_attr(tx, "__qualname__")
+
+    def attr_dunder_doc(self, tx: Tx) -> VariableTracker | None:
+        return self._descriptor_attr(tx, "__doc__")
+
+    def attr_dunder_text_signature(self, tx: Tx) -> VariableTracker | None:
+        return self._descriptor_attr(tx, "__text_signature__")
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.reconstruct(self.obj)
@@ -468,6 +491,17 @@ def _subclass_check(obj_type: type, cls: type) -> Callable[[], bool]:
     return lambda: issubclass(obj_type, cls)
 
 
+def bound_method_type(descriptor: Any) -> type:
+    """``type(obj.name)`` for what ``type(obj)`` defines under that name: a
+    method-wrapper for a slot wrapper (``(1).__add__``), a bound method for a
+    Python function, else a builtin method (``[].append``, ``dict.fromkeys``)."""
+    if isinstance(descriptor, types.WrapperDescriptorType):
+        return types.MethodWrapperType
+    if isinstance(descriptor, types.FunctionType):
+        return types.MethodType
+    return types.BuiltinMethodType
+
+
 def handler_name(prefix: str, name: str) -> str:
     """The handler of a name inside a kind: ``method_append`` for ``append``,
     ``method_dunder_getitem`` for ``__getitem__``, ``attr__version`` for ``_version``."""
@@ -488,13 +522,19 @@ def method_handler(vt: VariableTracker, tx: Tx, name: str, args: Sequence[Variab
     kind has none, or the arguments do not fit its signature (eager raises,
     or another rule applies)."""
     fn = getattr(type(vt), handler_name("method_", name), None)
-    if fn is None:
+    if fn is None or not fits(fn, vt, tx, *args, **kwargs):
         return None
+    return lambda: fn(vt, tx, *args, **kwargs)
+
+
+def fits(fn: Callable, *args: Any, **kwargs: Any) -> bool:
+    """Whether a handler's signature takes these arguments (a call it does
+    not fit is left to the other rules: eager raises, or another kind answers)."""
     try:
-        bound = _signature(fn).bind(vt, tx, *args, **kwargs)
+        _signature(fn).bind(*args, **kwargs)
     except TypeError:
-        return None
-    return lambda: fn(*bound.args, **bound.kwargs)
+        return False
+    return True
 
 
 def call_method_handler(vt: VariableTracker, tx: Tx, name: str, args: Sequence[VariableTracker],

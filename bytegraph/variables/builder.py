@@ -20,6 +20,7 @@ import functools
 import math
 import operator
 import os
+import traceback
 import types
 import warnings
 import weakref
@@ -50,7 +51,7 @@ from bytegraph.guards.tensor_guards import TensorMatch
 from bytegraph.variables import tx as protocol
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.callables import func_transforms
-from bytegraph.variables.callables.builtins import BuiltinVariable, bound_to_constant
+from bytegraph.variables.callables.builtins import BuiltinVariable, computes_from_arguments
 from bytegraph.variables.callables.copying import CopyFunctionVariable
 from bytegraph.variables.callables.deferred_calls import DeferredCallVariable
 from bytegraph.variables.callables.functions import (
@@ -73,6 +74,7 @@ from bytegraph.variables.containers.iterator_tools import ItertoolsFunctionVaria
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
 from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
+from bytegraph.variables.exceptions import ClearFramesVariable
 from bytegraph.variables.objects import construction  # noqa: F401  (provides construct_object)
 from bytegraph.variables.objects.library_objects import (
     EnvironVariable,
@@ -134,7 +136,7 @@ def _is_builtin_callable(value: Any) -> bool:
         return False
     module = getattr(value, "__module__", None)
     return isinstance(value, types.BuiltinFunctionType) and module in ("_operator", "operator", "math") or (
-        bound_to_constant(value))
+        computes_from_arguments(value))
 
 
 def _is_namedtuple(value: Any) -> bool:
@@ -221,10 +223,11 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         guards.add(TypeMatch(source, type(value)))
         return DictViewVariable(owner.materialize(tx), _DICT_VIEWS[type(value)])
 
-    if type(value) in (set, frozenset) and all(is_constant_value(v) for v in value):
+    if type(value) in (set, frozenset) and all(is_constant_value(v) or _identity_is_value(v) for v in value):
+        # members are constants, or functions/classes/modules (hashed by identity, guarded by equality)
         guards.add(TypeMatch(source, type(value)))
         guards.add(EqualsMatch(source, frozenset(value)))
-        var = SetVariable([ConstantVariable(v) for v in value], type(value), source)
+        var = SetVariable([wrap_const(tx, v) for v in value], type(value), source, tx)
         return side_effects.track(value, var) if type(value) is set else var
 
     if isinstance(value, torch.nn.Module):
@@ -331,6 +334,8 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         return CopyFunctionVariable(value, source)
     if value is warnings.warn:
         return DeferredCallVariable(value)
+    if value is traceback.clear_frames:
+        return ClearFramesVariable(value, source)
     if value is os.environ:
         return EnvironVariable(source)
     if isinstance(value, types.UnionType) or type(value).__module__ == "typing":  # annotations: read, never traced

@@ -7,10 +7,12 @@ make the fold valid were installed when the constant was read from its source.
 """
 from __future__ import annotations
 
+import contextlib
 import enum
+import re
 import sys
 import types
-from typing import TYPE_CHECKING, Any, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, NoReturn, Sequence
 
 import torch
 
@@ -40,6 +42,8 @@ CONSTANT_TYPES: tuple[type, ...] = (
     frozenset,
     torch.finfo,
     torch.iinfo,
+    re.Pattern,  # compiled regular expressions and their matches are immutable
+    re.Match,
 )
 
 
@@ -162,6 +166,17 @@ def getattr_or_raise(value: Any, name: str) -> Any:
     try:
         return getattr(value, name)
     except AttributeError as e:
+        raise_traced_from(e)
+
+
+@contextlib.contextmanager
+def errors_are_the_programs() -> Iterator[None]:
+    """Around an operation bytegraph does on the program's own values as eager
+    does it (an index, a sort, a slice store into a list's items): an error it
+    raises is the one eager raises, so the traced program raises it."""
+    try:
+        yield
+    except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError) as e:
         raise_traced_from(e)
 
 

@@ -13,7 +13,7 @@ import types
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from bytegraph.breaks import BreakSite, Unsupported, unimplemented
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.tx import make_tuple, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -39,10 +39,11 @@ class ExceptionVariable(VariableTracker):
     translator sets them as CPython does: ``raise X from Y`` sets the cause,
     and raising while an exception is being handled sets the context (see
     :meth:`chain_context`). ``raise_site`` is set where it is first raised
-    (see :class:`~bytegraph.breaks.BreakSite`): eager then gives it a
-    traceback, which the trace has no frames for, so reading ``__traceback__``
-    is a graph break, and rebuilding a raised exception after the graph moves
-    the break to where it was raised (see :meth:`reconstruct`).
+    (see :class:`~bytegraph.breaks.BreakSite`), and ``traceback`` (its
+    ``__traceback__``: None, or the :class:`TracebackVariable` eager gives it
+    when it is raised); the trace has no frames for that traceback, so
+    rebuilding a raised exception after the graph moves the break to where it
+    was raised (see :meth:`reconstruct`).
     """
 
     mutable = True  # one identity when rebuilt: ``raise e`` and ``e.__context__`` compare by identity
@@ -55,6 +56,7 @@ class ExceptionVariable(VariableTracker):
         self.context: ExceptionVariable | None = None
         self.suppress_context = False
         self.raise_site: BreakSite | None = None
+        self.traceback: TracebackVariable | None = None
 
     def python_type(self) -> type:
         return self.exc_type
@@ -84,6 +86,13 @@ class ExceptionVariable(VariableTracker):
             link = link.context
         self.context = handled
 
+    def raised(self) -> None:
+        """The exception is raised (or propagates) in the trace: it gets a
+        traceback, as CPython's ``PyTraceBack_Here`` gives it one, unless it
+        has one already."""
+        if self.traceback is None:
+            self.traceback = TracebackVariable(self)
+
     # attributes (others are a graph break) ------------------------------------
     def attr_args(self, tx: Tx) -> VT:
         return make_tuple(self.args)
@@ -96,12 +105,12 @@ class ExceptionVariable(VariableTracker):
     attr_dunder_suppress_context = _chain_attribute("suppress_context")
 
     def attr_dunder_traceback(self, tx: Tx) -> VT:
-        unimplemented(
-            gb_type="exception traceback",
-            context=f"{self.describe()}.__traceback__",
-            explanation="Tracebacks of exceptions raised in the trace are not modelled.",
-            hints=("Read the traceback outside the compiled function.",),
-        )
+        return self.traceback or wrap_const(tx, None)
+
+    def method_with_traceback(self, tx: Tx, tb: VT, /) -> VT:
+        """``exc.with_traceback(tb)``: sets ``__traceback__``, returns the exception."""
+        self.store_attr(tx, "__traceback__", tb)
+        return self
 
     def store_attr(self, tx: Tx, name: str, value: VT) -> None:
         """``exc.__cause__/__context__/__suppress_context__ = value``.
@@ -121,10 +130,15 @@ class ExceptionVariable(VariableTracker):
         if name == "__suppress_context__" and value.is_python_constant():
             self.suppress_context = bool(value.as_python_constant())
             return
+        if name == "__traceback__" and (isinstance(value, TracebackVariable) or value.is_python_constant()
+                                        and value.as_python_constant() is None):
+            self.traceback = value if isinstance(value, TracebackVariable) else None
+            return
         unimplemented(
             gb_type="unsupported attribute store",
             context=f"setting {name!r} on {self.describe()}",
-            explanation="bytegraph models only the chaining attributes of exceptions created in the trace.",
+            explanation="bytegraph models only the chaining attributes and the traceback (None or one of the "
+                        "trace's) of exceptions created in the trace.",
             hints=("Move the assignment out of the compiled function.",),
         )
 
@@ -192,6 +206,54 @@ class ExceptionVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"ExceptionVariable({self.describe()})"
+
+
+class TracebackVariable(VariableTracker):
+    """The traceback eager gives ``exc`` (an :class:`ExceptionVariable`) when
+    it is raised in the trace: it exists (``tb is not None``, it can be stored,
+    passed to ``__exit__`` and cleared), but its frames are the trace's own, so
+    reading its attributes, or keeping it past the graph, is a graph break."""
+
+    def __init__(self, exc: ExceptionVariable):
+        super().__init__()
+        self.exc = exc
+
+    def python_type(self) -> type:
+        return types.TracebackType
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        unimplemented(
+            gb_type="exception traceback",
+            context=f"{self.exc.describe()}.__traceback__.{name}",
+            explanation="The frames of a traceback of an exception raised in the trace are not modelled.",
+            hints=("Read the traceback outside the compiled function.",),
+        )
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        self.exc.reconstruct(codegen)  # a graph break, moved to where the exception was raised
+
+    def __repr__(self) -> str:
+        return f"TracebackVariable({self.exc.describe()})"
+
+
+class ClearFramesVariable(ConstantCallableVariable):
+    """``traceback.clear_frames(tb)``: clearing the frames of a traceback of the
+    trace (or of None) does nothing the program can see, since those frames
+    are the trace's own; a traceback from outside the trace is a graph break."""
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if len(args) == 1 and not kwargs and (isinstance(args[0], TracebackVariable) or args[0].is_python_constant()
+                                               and args[0].as_python_constant() is None):
+            return wrap_const(tx, None)
+        unimplemented(
+            gb_type="call to skipped function",
+            context=f"traceback.clear_frames{tuple(args)}",
+            explanation="bytegraph clears only tracebacks of exceptions raised in the trace.",
+            hints=("Call it outside the compiled function, or accept the graph break.",),
+        )
 
 
 def _store_attr(codegen: PyCodegen, name: str, emit_value: Callable[[], None]) -> None:

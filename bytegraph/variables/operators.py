@@ -264,6 +264,35 @@ def bound_to_constant(fn: Any) -> bool:
     return is_constant_value(owner)
 
 
+#: C modules whose functions compute only from their arguments (no I/O, no
+#: process state, no writes to an argument the trace could not see)
+#: (``operator``'s are in :data:`PURE_BUILTINS`, less those on identity or writing an argument)
+PURE_C_MODULES = frozenset({"math", "cmath", "_struct", "binascii", "unicodedata", "zlib", "_string"})
+#: immutable builtin types: their C classmethods and staticmethods (``float.fromhex``,
+#: ``int.from_bytes``, ``str.maketrans``; not ``__new__``, which may make a user
+#: subclass's instance) build values from arguments
+IMMUTABLE_BUILTIN_TYPES = frozenset({bool, int, float, complex, str, bytes, frozenset, tuple, range, slice, type(None)})
+
+
+def computes_from_arguments(fn: Any) -> bool:
+    """Whether ``fn`` is a C function that only computes from its arguments,
+    folded on constant arguments: a builtin method of an immutable constant
+    (:func:`bound_to_constant`), a function of a pure C module
+    (:data:`PURE_C_MODULES`: ``struct.unpack``, ``math.gcd``), or a C
+    classmethod or staticmethod of an immutable builtin type, however it is
+    reached (``float.fromhex`` bound to a name, ``int.from_bytes``)."""
+    if not isinstance(fn, types.BuiltinFunctionType):
+        return False
+    owner = fn.__self__
+    if isinstance(owner, types.ModuleType):
+        return owner.__name__ in PURE_C_MODULES
+    if owner is None:  # a C staticmethod (``str.maketrans``): found on its class
+        owner = getattr(builtins, fn.__qualname__.partition(".")[0], None)
+        return owner in IMMUTABLE_BUILTIN_TYPES and getattr(owner, fn.__name__, None) is fn
+    return isinstance(owner, type) and owner in IMMUTABLE_BUILTIN_TYPES and fn.__name__ != "__new__" or (
+        bound_to_constant(fn))
+
+
 def foldable(vt: VT) -> bool:
     """Whether a fold may read ``vt``'s value: a constant, or a symbolic scalar it specialises."""
     return vt.is_python_constant() or vt.specializable

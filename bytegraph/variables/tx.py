@@ -128,6 +128,8 @@ class Tx(Protocol):
     code: types.CodeType
     #: the frame's globals
     f_globals: dict[str, Any]
+    #: whether the frame has finished (returned, or, for a generator, been closed)
+    done: bool
     #: the frame's local variables (cell contents included), as VTs
     symbolic_locals: dict[str, VT]
     #: context managers entered in this frame and not yet exited (``with``)
@@ -157,9 +159,17 @@ class GeneratorFrame(Tx, Protocol):
 
     #: where the call that created the generator breaks, if the generator must be a real one
     birth: BreakSite | None
+    #: whether the frame has run to its first ``yield``
+    started: bool
+    #: what the frame returned, once done
+    return_value: VT | None
 
-    def resume_generator(self, caller: Tx) -> VT | None:
-        """Run to the next ``yield`` (its value) or to the end (None)."""
+    def resume_generator(self, caller: Tx, throw: Any = None, sent: VT | None = None) -> VT | None:
+        """Run to the next ``yield`` (its value) or to the end (None), with ``sent``
+        as the suspended ``yield``'s value, or raising ``throw`` there first."""
+
+    def yield_from_target(self) -> VT | None:
+        """The iterator the frame delegates to while suspended in ``yield from``, else None."""
 
     def close_generator(self, caller: Tx) -> None:
         """``generator.close()``."""

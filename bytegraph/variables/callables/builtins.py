@@ -27,7 +27,7 @@ import torch
 from bytegraph.breaks import HINT_REWRITE, Unsupported, unimplemented, user_error
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.callables.super_calls import SuperVariable
-from bytegraph.variables.constant import ConstantVariable, raise_traced_from
+from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
 from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable, dict_of
 from bytegraph.variables.containers.iterator_tools import (
     EnumerateVariable,
@@ -52,8 +52,8 @@ from bytegraph.variables.operators import (
     PURE_BUILTINS,
     TENSOR_OPERATORS,
     apply_operator,
-    bound_to_constant,
     call_operator,
+    computes_from_arguments,
     evaluate,
     foldable,
     protocol_operator,
@@ -84,6 +84,8 @@ class BuiltinVariable(ConstantCallableVariable):
                 return SlotMethodVariable(self.fn, name, None)
             if hasattr(self.fn, name):
                 return wrap_const(tx, getattr(self.fn, name))
+        elif is_constant_value(getattr(self.fn, name, None)) and hasattr(self.fn, name):
+            return wrap_const(tx, getattr(self.fn, name))  # a builtin function's __name__, __doc__...: read-only
         return super().var_getattr(tx, name)
 
     def __repr__(self) -> str:
@@ -97,7 +99,12 @@ class BuiltinVariable(ConstantCallableVariable):
         name = getattr(fn, "__name__", "")
         handler = getattr(self, f"_call_{name}", None) if _HANDLED.get(name) is fn else None
         if handler is not None:
-            result = handler(tx, *args, **kwargs)
+            try:
+                result = handler(tx, *args, **kwargs)
+            except TypeError as e:
+                if e.__traceback__.tb_next is not None:  # raised inside the handler, not by binding its arguments
+                    raise
+                result = None  # arguments the handler does not take: folded below, or eager's TypeError natively
             if result is not None:
                 return result
         result = apply_operator(tx, fn, args) if args and not kwargs else None
@@ -105,7 +112,7 @@ class BuiltinVariable(ConstantCallableVariable):
             result = args[0].finiteness(fn)
         if result is not None:
             return result
-        if fn not in TENSOR_OPERATORS and (fn in PURE_BUILTINS or bound_to_constant(fn)) and all(
+        if fn not in TENSOR_OPERATORS and (fn in PURE_BUILTINS or computes_from_arguments(fn)) and all(
             foldable(a) for a in (*args, *kwargs.values())
         ):
             result = _fold(tx, fn, args, kwargs)  # symbolic scalars are specialised (guarded) here

@@ -23,7 +23,9 @@ import collections
 import functools
 import itertools
 import operator
+import re
 import sys
+import types
 import typing
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -197,6 +199,9 @@ EVALUATED_ON_CONSTANTS: dict[Callable, str | None] = {
     typing.get_args: None,
     typing.get_origin: None,
     sys.getrecursionlimit: "recursion limit",
+    sys.get_int_max_str_digits: "int max str digits",
+    **dict.fromkeys((re.compile, re.search, re.match, re.fullmatch, re.sub, re.subn, re.split, re.findall,
+                     re.finditer, re.escape, re.purge), None),  # (re's cache of patterns is invisible)
     **({npops.np.dtype: None, npops.np.finfo: None, npops.np.iinfo: None} if npops.np is not None else {}),
 }
 
@@ -209,11 +214,15 @@ class EvaluatedCallVariable(ConstantCallableVariable):
     """A function of :data:`EVALUATED_ON_CONSTANTS`."""
 
     def call_function(self, tx: Tx, args: Sequence[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if not all(a.is_python_constant() for a in (*args, *kwargs.values())):
+        if not all(a.is_python_constant() for a in (*args, *kwargs.values())) or any(
+                isinstance(a.as_python_constant(), (types.FunctionType, types.MethodType, functools.partial))
+                for a in (*args, *kwargs.values())):
             unimplemented(
                 gb_type="non-constant library call",
-                context=f"{self.fn.__module__}.{self.fn.__qualname__} with arguments known only at run time",
-                explanation="This library function runs at trace time, which needs every argument to be a constant.",
+                context=f"{self.fn.__module__}.{self.fn.__qualname__} with arguments known only at run time, or a "
+                        "function of the program",
+                explanation="This library function runs at trace time, which needs every argument to be a constant "
+                            "(and no callback into the program).",
                 hints=("Pass constants, or call it outside the compiled function.",),
             )
         values = [a.as_python_constant() for a in args]

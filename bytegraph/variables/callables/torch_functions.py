@@ -50,6 +50,7 @@ from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.callables import func_transforms, functions
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced_from
 from bytegraph.variables.containers.sequences import SizeVariable
+from bytegraph.variables.operators import computes_from_arguments
 from bytegraph.variables.tensors import scalar_args
 from bytegraph.variables.tensors.graph_calls import dispatches, graph_call, overloaded_args
 from bytegraph.variables.tensors.ndarray import NumpyNdarrayVariable, ndarray_to_tensor
@@ -242,8 +243,8 @@ def is_torch_callable(fn: Any) -> bool:
         return False
     if module == "":  # a C binding without a module: torch's when bound to a torch module or class
         owner = getattr(fn, "__self__", None)
-        if owner is None:  # a static C function (``torch.Tensor._make_subclass``)
-            return True
+        if owner is None:  # a static C function (``torch.Tensor._make_subclass``), not a builtin type's
+            return not computes_from_arguments(fn)
         if isinstance(owner, types.ModuleType):
             return owner.__name__.startswith("torch")
         return isinstance(owner, type) and owner.__module__.startswith("torch")

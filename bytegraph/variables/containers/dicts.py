@@ -37,6 +37,9 @@ class DictOperators(VariableTracker):
     ``a | b``, ``a |= b`` (``update``) and ``k in d`` (a key lookup)."""
 
     def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        if op in (operator.eq, operator.ne) and isinstance(other, DictOperators):
+            same = dicts_equal(tx, as_dict(tx, self), as_dict(tx, other))
+            return NotImplemented if same is None else ConstantVariable(same is (op is operator.eq))
         right = as_dict(tx, other) if op is operator.or_ else None
         return dict_union(tx, as_dict(tx, self), right) if right is not None else NotImplemented
 
@@ -481,6 +484,17 @@ def as_dict(tx: Tx, vt: VT) -> DictVariable | None:
     if isinstance(vt, LazyDictVariable):
         return vt.materialize(tx)
     return vt if isinstance(vt, DictVariable) else None
+
+
+def dicts_equal(tx: Tx, a: DictVariable, b: DictVariable) -> bool | None:
+    """``a == b`` for dicts of the builtin classes (CPython's ``dict_equal``: the same keys, each value of ``a``
+    is or equals ``b``'s; two OrderedDicts also compare order); None for classes with their own ``__eq__``."""
+    if any(d.dict_cls.__eq__ not in (dict.__eq__, collections.OrderedDict.__eq__) for d in (a, b)):
+        return None
+    ordered = all(issubclass(d.dict_cls, collections.OrderedDict) for d in (a, b))
+    return len(a.items) == len(b.items) and (not ordered or list(a.items) == list(b.items)) and all(
+        key in b.items and (value.same_object(tx, b.items[key][1]) or call_operator(
+            tx, operator.eq, [value, b.items[key][1]]).truthy(tx)) for key, (_, value) in a.items.items())
 
 
 def dict_union(tx: Tx, a: DictVariable, b: DictVariable) -> DictVariable:

@@ -103,6 +103,43 @@ class GeneratorVariable(IteratorVariable):
         self.frame.close_generator(tx)
         return ConstantVariable(None)
 
+    def method_send(self, tx: Tx, value: VT, /) -> VT:
+        """``gen.send(value)`` (CPython's ``gen_send_ex``): ``value`` becomes the
+        suspended ``yield``'s value; StopIteration(returned value) once the frame returns."""
+        if self.frame.done:  # (a finished generator returns nothing more)
+            raise TracedException(ExceptionVariable(StopIteration, []))
+        if not self.frame.started and not (value.is_python_constant() and value.as_python_constant() is None):
+            raise_traced(TypeError, "can't send non-None value to a just-started generator")
+        return self._resumed(tx, self.frame.resume_generator(tx, sent=value))
+
+    def method_throw(self, tx: Tx, exc: VT, /) -> VT:
+        """``gen.throw(exc)``: ``exc`` (a class is instantiated) is raised where the
+        frame is suspended; an unstarted or finished frame just raises it."""
+        if not isinstance(exc, ExceptionVariable):
+            exc = exc.call_function(tx, [], {}) if exc.is_python_constant() and isinstance(
+                exc.as_python_constant(), type) else exc
+        if not isinstance(exc, ExceptionVariable) or self.frame.yield_from_target() is not None:
+            unimplemented(
+                gb_type="generator throw",
+                context=f"{self}.throw({exc})",
+                explanation="bytegraph throws exceptions created in the trace into generators of the trace that "
+                            "do not delegate with yield from.",
+                hints=("Throw outside the compiled function.",),
+            )
+        if not self.frame.started or self.frame.done:
+            self.frame.done = True
+            raise TracedException(exc)
+        return self._resumed(tx, self.frame.resume_generator(tx, throw=exc))
+
+    def _resumed(self, tx: Tx, item: VT | None) -> VT:
+        """What ``send``/``throw`` return: the next yielded item; StopIteration
+        carrying the frame's return value once it has returned."""
+        if item is not None:
+            return item
+        returned = self.frame.return_value
+        returned_none = returned is None or returned.is_python_constant() and returned.as_python_constant() is None
+        raise TracedException(ExceptionVariable(StopIteration, [] if returned_none else [returned]))
+
     def reconstruct(self, codegen: PyCodegen) -> None:
         """A traced generator's suspended frame cannot be rebuilt.
 
@@ -424,7 +461,10 @@ class DictIteratorVariable(IteratorVariable):
     """``iter(d)`` or ``iter(d.keys()/values()/items())`` of a DictVariable.
 
     Keys are visited in their order when iteration started; values are read at
-    each step. Changing the dict's size meanwhile is eager's RuntimeError.
+    each step. Changing the dict's size meanwhile raises eager's RuntimeError in
+    the trace (and again at each later step, as CPython's iterator stays broken);
+    replacing keys at the same size, or changing an OrderedDict (its own rules),
+    runs natively (CPython then walks its entry table, new keys included).
     """
 
     def __init__(self, dict_vt: DictVariable, kind: str = "keys"):

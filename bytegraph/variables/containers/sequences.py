@@ -21,7 +21,7 @@ import torch
 from bytegraph.breaks import unimplemented
 from bytegraph.variables import tx as protocol
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
-from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
+from bytegraph.variables.constant import ConstantVariable, errors_are_the_programs, raise_traced, raise_traced_from
 from bytegraph.variables.containers import iterators
 from bytegraph.variables.operators import call_operator
 if TYPE_CHECKING:
@@ -31,11 +31,11 @@ if TYPE_CHECKING:
 VT = VariableTracker
 
 
-def _const_int(tx: Tx, vt: VT, what: str) -> int:
-    value = vt.as_python_constant()
-    if not isinstance(value, int):
-        raise TypeError(f"{what} must be an int")
-    return value
+def _const_int(tx: Tx, vt: VT) -> int:
+    """The constant integer an index argument stands for, as
+    ``operator.index`` reads it; eager's TypeError for anything else."""
+    with errors_are_the_programs():
+        return operator.index(vt.as_python_constant())
 
 
 class BaseSequenceVariable(VariableTracker):
@@ -125,8 +125,10 @@ class BaseSequenceVariable(VariableTracker):
         if name == "__contains__" and len(args) == 1:
             return call_operator(tx, operator.contains, [self, args[0]])
         if name in ("index", "count") and args and not kwargs:
-            consts = [i.as_python_constant() for i in self.items]
-            return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
+            kind = tuple if issubclass(self.python_type(), tuple) else list  # (the message names it)
+            consts = kind(i.as_python_constant() for i in self.items)
+            with errors_are_the_programs():  # ``[1].index(2)``: eager's ValueError
+                return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
         if name == "__iter__" and not args:
             owner = self if isinstance(self.items, list) and self.mutable else None
             return iterators.ListIteratorVariable(self.items, owner=owner)
@@ -234,12 +236,12 @@ class ListVariable(BaseSequenceVariable):
         return ConstantVariable(None)
 
     def method_insert(self, tx: Tx, index: VT, item: VT) -> VT:
-        self.items.insert(_const_int(tx, index, "index"), item)
+        self.items.insert(_const_int(tx, index), item)
         return ConstantVariable(None)
 
     def method_pop(self, tx: Tx, index: VT | None = None) -> VT:
         try:
-            return self.items.pop(-1 if index is None else _const_int(tx, index, "index"))
+            return self.items.pop(-1 if index is None else _const_int(tx, index))
         except IndexError as e:
             raise_traced(IndexError, str(e))
 
@@ -260,14 +262,16 @@ class ListVariable(BaseSequenceVariable):
 
     def method_dunder_setitem(self, tx: Tx, index: VT, value: VT) -> VT:
         idx = index.as_python_constant()
-        if isinstance(idx, slice):
-            self.items[idx] = value.unpack_var_sequence(tx)
-        else:
-            self.items[idx] = value
+        with errors_are_the_programs():  # an index out of range, a step of 0...: eager's error
+            if isinstance(idx, slice):
+                self.items[idx] = value.unpack_var_sequence(tx)
+            else:
+                self.items[idx] = value
         return ConstantVariable(None)
 
     def method_dunder_delitem(self, tx: Tx, index: VT) -> VT:
-        del self.items[index.as_python_constant()]
+        with errors_are_the_programs():
+            del self.items[index.as_python_constant()]
         return ConstantVariable(None)
 
     def method_remove(self, tx: Tx, value: VT) -> VT:
@@ -439,7 +443,7 @@ class DequeVariable(ListVariable):
         return self.items.pop(0 if left else -1)
 
     def method_rotate(self, tx: Tx, n: VT | None = None) -> VT:
-        steps = 1 if n is None else _const_int(tx, n, "n")
+        steps = 1 if n is None else _const_int(tx, n)
         if self.items:
             steps %= len(self.items)
             self.items[:] = self.items[len(self.items) - steps :] + self.items[: len(self.items) - steps]

@@ -24,7 +24,7 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, DictKeysMatch
 from bytegraph.guards.source import AttrSource, ConstSource
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.base import VariableTracker, bound_method_type
 from bytegraph.variables.callables.functions import PartialVariable, UserMethodVariable
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
 from bytegraph.variables.containers.dicts import DictVariable
@@ -522,7 +522,7 @@ class SlotMethodVariable(VariableTracker):
     def python_type(self) -> type:
         if self.obj is None:  # the descriptor itself
             return type(getattr(self.base, self.name))
-        return super().python_type()
+        return bound_method_type(vars(self.base).get(self.name, getattr(self.base, self.name)))
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         obj, rest = (self.obj, list(args)) if self.obj is not None else (args[0] if args else None, list(args[1:]))
