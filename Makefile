@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo report-screenshots bench-report test test-all venv bench bench-baseline bench-quick bench-inductor bench-trace fuzz opinfo
+.PHONY: demo report-screenshots bench-report test test-all venv bench bench-baseline bench-quick bench-inductor bench-trace fuzz opinfo soak
 
 $(STAMP): requirements-dev.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -79,11 +79,15 @@ bench-trace: $(BENCH_STAMP)
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python -m benchmarks.compare --quick
 
-# Differential fuzzing against eager (eager and aot_eager backends): N generated programs,
-# each failure minimised into fuzz-failures/ (about 0.5 s a program on 2 cores).
+# Differential fuzzing against eager: N generated programs of every family (tools/fuzz/families),
+# each on eager and aot_eager, every tenth also on inductor, on 2 worker processes; resumable (the
+# campaign log is fuzz-failures/campaign.jsonl: run it again to continue), each failure minimised
+# into fuzz-failures/, a table by program kind at the end (about 1 s a program and backend on 2 cores,
+# an inductor run 10-60 s).
 N ?= 2000
+WORKERS ?= 2
 fuzz: $(STAMP)
-	$(BIN)/python -m tools.fuzz --n $(N)
+	$(BIN)/python -m tools.fuzz --n $(N) --workers $(WORKERS) --inductor-every 10
 
 # The OpInfo sweep (tools/opinfo): every OpInfo of torch's op_db compiled with fullgraph=True on
 # backends eager and aot_eager, first under torch.compile, then under bytegraph (each in processes of
@@ -94,6 +98,13 @@ JOBS ?= 1
 opinfo: $(STAMP)
 	$(BIN)/python -m tools.opinfo --frontend torch --jobs $(JOBS)
 	$(BIN)/python -m tools.opinfo --frontend bytegraph --jobs $(JOBS) --docs
+
+# Soak and load (tools/soak.py): 10,000 functions compiled and dropped, a recompile storm of 10,000
+# calls, 8 threads x 1,000 calls, a 5,000-step training loop, fork with DataLoader workers; prints
+# each scenario's memory figures (about 20 min on 2 cores; SCALE=0.1 for a tenth of each).
+SCALE ?= 1
+soak: $(STAMP)
+	$(BIN)/python -m tools.soak --scale $(SCALE)
 
 # The same quick tier on CPython 3.12 and 3.13, each in its own venv (pyenv's
 # interpreters by default; override PYTHON312/PYTHON313). torch 2.13.0 for these

@@ -10,8 +10,10 @@ leaves it.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import linecache
 import os
+import sysconfig
 import types
 from typing import NoReturn, Sequence
 
@@ -22,6 +24,33 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 def is_user_file(filename: str) -> bool:
     """Whether code from ``filename`` is the user's (not bytegraph's own)."""
     return not filename.startswith(PACKAGE_DIR)
+
+
+#: torch's and the standard library's code (not the user's), and the standard library's
+#: site-packages, where the user's packages may be
+_TORCH_DIR = os.path.dirname(importlib.util.find_spec("torch").origin) + os.sep
+_STDLIB_DIR = sysconfig.get_paths()["stdlib"] + os.sep
+_STDLIB_SITE = os.path.join(_STDLIB_DIR, "site-packages") + os.sep
+
+
+def raised_in_user_code(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised in the user's code that bytegraph called (a
+    ``__hash__`` or property run on a real object while tracing): below the
+    last of bytegraph's frames in its traceback there is a frame of code that
+    is neither bytegraph's, torch's nor the standard library's."""
+    files = []
+    tb = exc.__traceback__
+    while tb is not None:
+        files.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    own = [i for i, f in enumerate(files) if f.startswith(PACKAGE_DIR)]
+    return any(_is_user_code(f) for f in files[own[-1] + 1 if own else 0:])
+
+
+def _is_user_code(filename: str) -> bool:
+    if filename.startswith((PACKAGE_DIR, _TORCH_DIR, "<frozen")):
+        return False
+    return not filename.startswith(_STDLIB_DIR) or filename.startswith(_STDLIB_SITE)
 
 
 @dataclasses.dataclass(frozen=True)

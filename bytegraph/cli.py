@@ -35,6 +35,7 @@ import torch
 
 from bytegraph.dropin import serving_torch_compile
 from bytegraph.report import format_report, write_report
+from bytegraph.runtime import metrics
 
 USAGE = """usage: bytegraph run [--report PAGE.html] SCRIPT.py | FOLDER | ZIP | -m MODULE | -c CODE [ARGS...]
        bytegraph --version
@@ -173,30 +174,31 @@ def run_program(program: Program) -> int:
         print(f"bytegraph: {problem[0]}", file=sys.stderr)
         return problem[1]
     status = 0
-    try:
-        with serving_torch_compile():
-            if program.code is not None:
-                _run_code(program.code)
-            elif program.script is not None:
-                runpy.run_path(program.script, run_name="__main__")
-            else:
-                runpy.run_module(program.module, run_name="__main__", alter_sys=True)
-    except SystemExit as e:
-        status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        if e.code is not None and not isinstance(e.code, int):
-            print(e.code, file=sys.stderr)  # sys.exit("message"): Python prints the message
-    except BaseException as e:  # the program's own exception: its traceback, as python prints it
-        sys.stderr.write(user_traceback(e))
-        status = 130 if isinstance(e, KeyboardInterrupt) else 1
-    finally:
-        sys.stdout.flush()
-        print("\n" + format_report(), file=sys.stderr, flush=True)
-        if program.report is not None:
-            try:
-                print(f"bytegraph: wrote the compile report to {write_report(program.report)}", file=sys.stderr)
-            except OSError as e:
-                print(f"bytegraph: can't write the report to {program.report!r}: {e}", file=sys.stderr)
-                status = status or 1
+    with metrics.retaining():  # the report covers frames compiled in functions that have returned
+        try:
+            with serving_torch_compile():
+                if program.code is not None:
+                    _run_code(program.code)
+                elif program.script is not None:
+                    runpy.run_path(program.script, run_name="__main__")
+                else:
+                    runpy.run_module(program.module, run_name="__main__", alter_sys=True)
+        except SystemExit as e:
+            status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            if e.code is not None and not isinstance(e.code, int):
+                print(e.code, file=sys.stderr)  # sys.exit("message"): Python prints the message
+        except BaseException as e:  # the program's own exception: its traceback, as python prints it
+            sys.stderr.write(user_traceback(e))
+            status = 130 if isinstance(e, KeyboardInterrupt) else 1
+        finally:
+            sys.stdout.flush()
+            print("\n" + format_report(), file=sys.stderr, flush=True)
+            if program.report is not None:
+                try:
+                    print(f"bytegraph: wrote the compile report to {write_report(program.report)}", file=sys.stderr)
+                except OSError as e:
+                    print(f"bytegraph: can't write the report to {program.report!r}: {e}", file=sys.stderr)
+                    status = status or 1
     return status
 
 

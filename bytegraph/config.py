@@ -74,9 +74,17 @@ class Config:
         raise_on_backend_error: raise ``BackendCompilerFailed`` when the backend
             fails on a graph, instead of warning once and running the frame
             natively (tests turn this on).
+        backend_timeout: seconds one backend compile of one graph may take;
+            past it the compile is stopped and counted as a backend failure
+            (the frame runs natively, see ``raise_on_backend_error``). 0: no
+            limit. The limit is a ``SIGALRM`` timer, so it applies in the
+            main thread only (``bytegraph/backends/checks.py``). The default,
+            half an hour, is far above inductor's compile of a large model
+            on a small machine.
 
     Assigning an unknown name raises AttributeError, a value of the wrong type
-    TypeError, a negative count (or a recompile_limit below 1) ValueError.
+    TypeError (an int is taken for a float), a negative number (or a
+    recompile_limit below 1) ValueError.
     """
 
     recompile_limit: int = 8
@@ -94,18 +102,21 @@ class Config:
     optimize_ddp: bool = True
     raise_on_internal_error: bool = False
     raise_on_backend_error: bool = False
+    backend_timeout: float = 1800.0
 
     def __setattr__(self, name: str, value: Any) -> None:
         fields = {f.name: f for f in dataclasses.fields(self)}
         if name not in fields:
             raise AttributeError(f"bytegraph.config has no setting {name!r}")
         expected = type(getattr(type(self), name))
-        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        if expected is float and type(value) is int:
+            value = float(value)
+        if not isinstance(value, expected) or (expected in (int, float) and isinstance(value, bool)):
             raise TypeError(
                 f"bytegraph.config.{name} must be {expected.__name__}, got {type(value).__name__}"
             )
         minimum = 1 if name == "recompile_limit" else 0
-        if expected is int and value < minimum:
+        if expected in (int, float) and value < minimum:
             raise ValueError(f"bytegraph.config.{name} must be at least {minimum}, got {value}")
         object.__setattr__(self, name, value)
 

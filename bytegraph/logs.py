@@ -28,6 +28,8 @@ import os
 import sys
 from typing import Iterator
 
+import torch
+
 CHANNELS = ("graph_breaks", "recompiles", "guards", "graph", "bytecode", "fake_tensor")
 
 #: ``TORCH_LOGS`` names of torch's frontend logs -> the bytegraph channels that say the same
@@ -123,3 +125,15 @@ def _from_env() -> None:
 
 
 _from_env()
+
+
+_OWN_FILES = (os.path.dirname(os.path.abspath(__file__)), torch.nn.modules.module.__file__)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that attributes a warning made by the caller to the
+    first frame outside bytegraph and ``nn.Module.__call__`` (the user's call)."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_OWN_FILES):
+        frame, level = frame.f_back, level + 1
+    return level

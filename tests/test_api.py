@@ -4,14 +4,17 @@ The API itself is under test (what compile returns and accepts, its errors and
 decorator forms), so the tests call ``bytegraph.compile`` directly; programs
 compared with eager go through tests/helpers.check."""
 import functools
+import gc
+import io
 import os
+import weakref
 from pathlib import Path
 
 import pytest
 import torch
 
 import bytegraph
-from bytegraph.runtime import metrics
+from bytegraph.runtime import cache, metrics
 from bytegraph.testing import CompileCounter, same
 
 
@@ -318,3 +321,29 @@ def test_explain_counts_a_break_in_a_compiled_modules_forward_once():
     assert (out.graph_count, out.graph_break_count) == (2, 1)
     assert [b.gb_type for b in out.break_reasons] == ["print"]
 
+
+def test_a_dropped_compiled_function_frees_everything_it_compiled():
+    # the function, its globals and closure values, its input, the wrapper and its caches (the
+    # resume function's too) are freed with it; its record stays for the report (one of the
+    # latest metrics.KEEP_FREED freed frames')
+    namespace = {"torch": torch, "SINK": io.StringIO()}
+    exec("def make(box):\n  def f(x):\n    y = x * box[0]\n    print(file=SINK)\n    return y + 1\n  return f\n",
+         namespace)
+    box = [torch.ones(())]
+    fn = namespace.pop("make")(box)
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt)
+    x = torch.randn(3)
+    assert same([compiled(x), compiled(x)], [fn(x), fn(x)])
+    assert cnt.frame_count == 2
+    code_id = id(fn.__code__)
+    hooks = list(compiled._bytegraph_cache.hooks.values())
+    assert len(hooks) == 1
+    alive = [weakref.ref(o) for o in (fn, box[0], x, compiled, compiled._bytegraph_cache, *hooks)]
+    del fn, box, x, compiled, namespace, hooks
+    gc.collect()
+    gc.collect()
+    assert [r() for r in alive] == [None] * len(alive)
+    assert len(cache._CACHES) == 0 and len(cache._OWNERS) == 0
+    assert code_id in metrics.FRAMES
+    assert sorted(len(s.graphs) for s in metrics.FRAMES.values()) == [1, 1]  # the frame and its resume function

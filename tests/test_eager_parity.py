@@ -82,10 +82,14 @@ def out_before_inplace_pair(x, y):
 
 
 @pytest.mark.parametrize("fn", [out_before_inplace, out_before_inplace_pair])
-@pytest.mark.parametrize("dynamic", [False, None])
+@pytest.mark.parametrize("dynamic", [False, None, True])
 def test_aot_outputs_computed_before_an_inplace_write_keep_eagers_requires_grad(fn, dynamic):
-    # check compares requires_grad of the results and of x, written in place with y's history
-    check(fn, torch.ones(3), torch.full((3,), 2.0, requires_grad=True), backend="aot_eager", dynamic=dynamic)
+    # at sizes 3, 4, 5: with dynamic=None the second size compiles a dynamic entry (automatic dynamic),
+    # whose trace hands its FakeTensors to AOTAutograd: the input the in-place write made require
+    # grad must reach it as it is before the graph runs; check compares requires_grad of the
+    # results and of x, written in place with y's history
+    check(fn, calls=[(torch.ones(n), torch.full((n,), 2.0, requires_grad=True)) for n in (3, 4, 5)],
+          backend="aot_eager", dynamic=dynamic, graphs=3 if dynamic is False else 2 if dynamic is None else 1)
 
 
 def grow(a):
@@ -95,17 +99,24 @@ def grow(a):
     return c
 
 
+def grow_checked(a):  # resize's own reference check: nothing of bytegraph's may hold the array
+    c = a * 2
+    print("graph break")
+    c.resize((3, 2))
+    return c
+
+
 def flags(a):
     view = a[1:]
     fresh = view * 1
     return view, fresh, view.flags.owndata, fresh.flags.owndata
 
 
-@pytest.mark.parametrize("fn", [grow, flags])
+@pytest.mark.parametrize("fn", [grow, grow_checked, flags])
 def test_ndarrays_made_in_the_trace_own_their_data_like_eagers(fn):
     # check compares owndata, and which results share memory with the argument (the view does)
     # (c.resize and the flags are ndarray attributes read natively)
-    if fn is grow:
+    if fn in (grow, grow_checked):
         check(fn, np.arange(6.0), breaks=2, gb_types=["print", "unsupported ndarray attribute"])
     else:
         check(fn, np.arange(6.0), breaks=2, gb_types=["unsupported ndarray attribute"] * 2)

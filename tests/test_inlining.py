@@ -1,6 +1,7 @@
 """Calls of Python functions are inlined into one graph: compiled vs eager."""
 import collections.abc
 import functools
+import io
 import sys
 from unittest import mock
 
@@ -159,6 +160,63 @@ def test_compiled_closure_writes_its_own_free_variable():
     assert state == 1
     assert same(compiled(x), x + 2)  # the closure value changed: a recompile or a guard that reads it
     assert state == 2
+
+
+def _make_free_variable_writer(kind):
+    """A compiled frame whose free variable ``state`` a function made in the
+    trace rebinds with ``nonlocal`` (directly, two levels down, before a graph
+    break, or read back in the frame after the write)."""
+    state = 2.0
+
+    def direct(u):
+        def bump():
+            nonlocal state
+            state = state + 1
+        bump()
+        return u * state
+
+    def two_levels(u):
+        def outer():
+            def bump():
+                nonlocal state
+                state = state * 2
+            bump()
+        outer()
+        return u + 1
+
+    def before_break(u):
+        def bump(v):
+            nonlocal state
+            state = state + v
+        u = u * 2
+        bump(3)
+        print("break", file=io.StringIO())
+        return u - state
+
+    def twice(u):
+        def bump():
+            nonlocal state
+            state += 1
+            return state
+        return u * bump() + bump()
+
+    return {"direct": direct, "two_levels": two_levels, "before_break": before_break, "twice": twice}[kind], \
+        lambda: state
+
+
+@pytest.mark.parametrize("kind", ["direct", "two_levels", "before_break", "twice"])
+def test_function_made_in_the_trace_writes_a_free_variable_of_the_compiled_frame(kind):
+    # the cell belongs to the function the compiled frame is a closure of: the write was lost (fuzzer)
+    eager, eager_state = _make_free_variable_writer(kind)
+    x = torch.arange(3.0)
+    expected = [eager(x), eager(x)]
+    fn, state = _make_free_variable_writer(kind)
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(fn, backend=cnt)
+    actual = [compiled(x), compiled(x)]
+    assert same(actual, expected) and state() == eager_state()
+    # the written value is a guarded constant: the second call recompiles; one graph each before a break
+    assert cnt.frame_count == (4 if kind == "before_break" else 2)
 
 
 def test_defaults_and_keyword_only_arguments():

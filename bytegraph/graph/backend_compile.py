@@ -19,9 +19,12 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, S
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException, FakeTensorMode
 
 from bytegraph import imports
+from bytegraph.backends.checks import BackendTimeout, OutputCheck, backend_name, deadline, result_problem
 from bytegraph.breaks import BackendCompilerFailed
+from bytegraph.config import config
 from bytegraph.graph import numpy_random, writes
 from bytegraph.graph.codegen import PyCodegen
+from bytegraph.graph.fx_source import release_source_when_freed
 from bytegraph.graph.rerun import autocast_devices, rerun_natively_on_error
 from bytegraph.logs import enabled, get
 
@@ -106,7 +109,7 @@ class BackendCompile:
                 self.graph.erase_node(inp.node)
                 self.inputs.remove(inp)
                 self.dropped_inputs.append(inp)
-        return torch.fx.GraphModule(torch.nn.Module(), self.graph)
+        return release_source_when_freed(torch.fx.GraphModule(torch.nn.Module(), self.graph))
 
     def example_inputs(self) -> list:
         """What backends receive as example inputs, as torch.compile gives them: the
@@ -134,6 +137,7 @@ class BackendCompile:
         :meth:`call_backend`).
         """
         if self.shape_env is not None:
+            self._settle_input_autograd()
             return self.fake_mode
         shape_env = ShapeEnv(allow_dynamic_output_shape_ops=dynamic_output_shapes,
                              allow_scalar_outputs=dynamic_output_shapes)
@@ -141,6 +145,25 @@ class BackendCompile:
         self.static_backend_inputs = [mode.from_tensor(inp.value, static_shapes=True)
                                       for inp in self.inputs if isinstance(inp.value, torch.Tensor)]
         return mode
+
+    def _settle_input_autograd(self) -> None:
+        """Give the backend the inputs' autograd state as it is before the
+        graph runs. The trace's FakeTensor of an input that an in-place
+        operation wrote with a value requiring grad (``x.addcmul_(y, y)``)
+        requires grad from then on, and a dynamic trace hands its mode over,
+        so the backend (AOTAutograd, converting the real inputs through the
+        mode's memo) would see that input requiring grad, and every output
+        computed from it before the write too. Such an input's memo entry
+        becomes a detached alias of its FakeTensor (the same symbolic sizes)
+        with the real input's ``requires_grad``."""
+        converter = self.fake_mode.fake_tensor_converter
+        for inp in self.inputs:
+            real, fake = inp.value, inp.example
+            if isinstance(real, torch.Tensor) and isinstance(fake, torch.Tensor) and \
+                    fake.requires_grad != real.requires_grad:
+                settled = fake.detach()
+                settled.requires_grad_(real.requires_grad)
+                converter.set_tensor_memo(real, settled)
 
     def call_backend(self, compiler: Backend, gm: torch.fx.GraphModule) -> Callable:
         """``compiler(gm, example_inputs)`` under a :class:`BackendTracingContext`.
@@ -150,7 +173,7 @@ class BackendCompile:
         trace, in the fresh one of :meth:`backend_fake_mode`."""
         def call(make_fake_mode: Callable[[], FakeTensorMode]) -> Callable:
             context = BackendTracingContext(make_fake_mode)
-            with torch._guards.tracing(context):
+            with torch._guards.tracing(context), deadline(config.backend_timeout, f"backend {backend_name(compiler)!r}"):
                 try:
                     return compiler(gm, self.example_inputs())
                 finally:
@@ -195,15 +218,15 @@ class BackendCompile:
             start, imports_before = time.perf_counter(), imports.total()
             try:
                 compiled = self.call_backend(compiler, gm)
-            except Exception as e:
+            except (Exception, BackendTimeout) as e:
                 raise BackendCompilerFailed(
-                    f"backend {getattr(compiler, '__name__', compiler)!r} failed compiling a graph of {name}: "
+                    f"backend {backend_name(compiler)!r} failed compiling a graph of {name}: "
                     f"{type(e).__name__}: {e}", format_graph(gm),
                     any(free_unbacked_symbols(n.meta.get("example_value")) for n in gm.graph.nodes)) from e
-            if not callable(compiled):
-                raise BackendCompilerFailed(f"backend {getattr(compiler, '__name__', compiler)!r} returned "
-                                            f"{type(compiled).__name__} for a graph of {name}, not a callable",
-                                            format_graph(gm))
+            problem = result_problem(compiled, len(self.inputs))
+            if problem is not None:
+                raise BackendCompilerFailed(f"backend {backend_name(compiler)!r} returned {problem} for a graph of "
+                                            f"{name}", format_graph(gm))
             seconds, import_seconds = time.perf_counter() - start, imports.total() - imports_before
             subgraphs = getattr(compiled, "subgraph_count", 1)
             mutates = self.mutates_inputs()
@@ -217,8 +240,10 @@ class BackendCompile:
             may_raise = self.raises_into_handler or any(
                 n.op in ("call_function", "call_method") and may_raise_on_data(n) for n in gm.graph.nodes)
             saved = written if written and may_raise else ()  # inference tensors too: they have no version counter
-            compiled = rerun_natively_on_error(compiled, uses_rng(gm), watched, self.unscoped_grad_mode_changes == 0,
-                                               saved, numpy_random.draws(gm), autocast_devices(gm))
+            check = OutputCheck(len(outputs), f"backend {backend_name(compiler)!r}")
+            compiled = rerun_natively_on_error(compiled, check, uses_rng(gm), watched,
+                                               self.unscoped_grad_mode_changes == 0, saved, numpy_random.draws(gm),
+                                               autocast_devices(gm))
             self.compiled_graphs.append(
                 CompiledGraph(name, gm, self.op_count(), seconds, compiled, import_seconds, subgraphs))
             codegen.load_callable(compiled)

@@ -7,14 +7,19 @@ from typing import Any, Callable
 
 import torch
 
+from bytegraph.backends.checks import OutputCheck
 from bytegraph.breaks import GraphRaised
 from bytegraph.graph import numpy_random
 
 
-def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, ...], scoped_grad: bool,
-                            saved: tuple[int, ...] = (), numpy_rng: bool = False,
+def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, watched: tuple[int, ...],
+                            scoped_grad: bool, saved: tuple[int, ...] = (), numpy_rng: bool = False,
                             autocast: tuple[str, ...] = ()) -> Callable:
     """``compiled`` that, when it raises an Exception, leaves the frame to run natively.
+
+    Its result is checked by ``check`` until the check passes (a backend
+    that returns the wrong number of values raises there: see
+    :class:`~bytegraph.backends.checks.OutputCheck`).
 
     The graph call is the first thing a transformed frame does, and the side
     effects traced before the operation that raised are replayed only after the
@@ -42,6 +47,10 @@ def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, .
     exit: the autocast state it found (enabled, dtype, cache, nesting) is put
     back in either case, as eager's ``__exit__`` would.
 
+    An interrupt (a ``BaseException`` such as ``KeyboardInterrupt``) propagates
+    as is, after grad mode (when ``scoped_grad``) and the autocast state are put
+    back: the ``with`` blocks it fell in the middle of exit, as they do in eager.
+
     A graph that draws no random numbers (torch's or NumPy's), writes no input
     and enters no autocast block (the common case) gets a wrapper that only
     saves grad mode: this runs on every call.
@@ -50,10 +59,16 @@ def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, .
         def run_pure_graph(*args: Any) -> Any:
             mode = torch.is_grad_enabled()
             try:
+                if check.pending:
+                    return check.first_call(compiled, args)
                 return compiled(*args)
             except Exception as e:
                 torch._C._set_grad_enabled(mode)
                 raise GraphRaised() from e
+            except BaseException:  # KeyboardInterrupt: the ``with`` blocks the graph was in exit, as in eager
+                if scoped_grad:
+                    torch._C._set_grad_enabled(mode)
+                raise
 
         return run_pure_graph
 
@@ -67,6 +82,8 @@ def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, .
             with torch.no_grad():
                 copies = [args[i].clone() for i in saved]
         try:
+            if check.pending:
+                return check.first_call(compiled, args)
             return compiled(*args)
         except Exception as e:
             if autocast_state is not None:
@@ -86,6 +103,12 @@ def rerun_natively_on_error(compiled: Callable, rng: bool, watched: tuple[int, .
             if np_state is not None:
                 numpy_random.restore_state(np_state)
             raise GraphRaised() from e
+        except BaseException:  # KeyboardInterrupt: the ``with`` blocks the graph was in exit, as in eager
+            if autocast_state is not None:
+                _restore_autocast(autocast_state)
+            if scoped_grad:
+                torch._C._set_grad_enabled(mode)
+            raise
 
     return run_graph
 

@@ -200,6 +200,10 @@ def _frame(group: FrameGroup, anchor: str, modules: dict[int, torch.fx.GraphModu
                      group.recompile_reasons(), compiles, trace, backend)
 
 
+#: what a compile whose cache entry was dropped (``bytegraph.reset``, a guarded object freed) shows as its code
+DROPPED = Decompiled("# the cache entry was dropped: its transformed code is gone", {}, "", True)
+
+
 def _compile(c: CompileRecord, number: int, modules: dict[int, torch.fx.GraphModule], frame: str,
              names: dict[Source, str], label: str, entry: bool) -> CompileView:
     graphs, labels = [], {}
@@ -208,7 +212,7 @@ def _compile(c: CompileRecord, number: int, modules: dict[int, torch.fx.GraphMod
         modules[view.number] = g.graph_module
         labels[id(g.compiled)] = f"__compiled_graph_{view.number}"
         graphs.append(view)
-    decompiled = decompile(c.code, labels)
+    decompiled = decompile(c.code, labels) if c.code is not None else DROPPED
     backend = sum(g.compile_seconds - g.import_seconds for g in c.graphs)
     resumes = [user_label(v.code) for v in decompiled.names.values() if isinstance(v, ResumeFunction)]
     return CompileView(

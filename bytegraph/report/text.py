@@ -32,6 +32,9 @@ def format_report(frames: dict | None = None) -> str:
         f"bytegraph report: {len(groups)} frame(s), {len(graphs)} graph(s)"
         + (f" compiled as {n_split} after the DDP bucket split" if n_split != len(graphs) else "")
         + f", {len(breaks)} graph break(s), {n_recompiles} recompile(s)"
+        + (f"; and {metrics.FREED['frames']} older frame(s) compiled and since freed, not shown "
+           f"({metrics.FREED['graphs']} graph(s), {metrics.FREED['breaks']} break(s), "
+           f"{metrics.FREED['recompiles']} recompile(s))" if metrics.FREED["frames"] and frames in (None, metrics.FRAMES) else "")
     ]
     lines.append(format_imports())
     if not groups:

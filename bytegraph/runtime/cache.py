@@ -11,6 +11,9 @@ call's options and runs the first hit, and on a miss converts the frame again
 (a recompile), up to ``config.recompile_limit`` entries of the code object in
 all, after which the code runs natively with one warning naming the guard that
 keeps failing.
+
+What runs a cache's code owns it (see :func:`cache_for`, which holds it weakly):
+a dropped compiled function frees its caches. One frame converts at a time.
 """
 from __future__ import annotations
 
@@ -18,9 +21,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
-import os
-import sys
-import time
+import threading
 import types
 import warnings
 import weakref
@@ -41,7 +42,6 @@ from bytegraph.guards.source import LocalSource, Source, is_plain_name
 from bytegraph.guards.tensor_guards import TensorMatch
 from bytegraph.runtime import metrics
 from bytegraph.runtime.ddp import is_ddp, run_ddp
-from bytegraph.translator.inline import never_traced
 from bytegraph.variables.objects.nn_modules import has_hooks
 
 
@@ -101,6 +101,9 @@ class FrameCache:
         self.native = False
         #: options (by id) under which the code runs natively (it cannot be traced, or their backend failed)
         self.native_under: dict[int, CompileOptions] = {}
+        #: id(options) -> the FrameHooks its entries' transformed code calls: its own, so that the
+        #: resume functions and callee caches they hold go with this cache
+        self.hooks: dict[int, FrameHooks] = {}
         self.dynamic_dims: dict[Source, frozenset[int]] = {}
         self.dynamic_scalars: set[Source] = set()
         self.data_dependent: set[Source] = set()
@@ -170,27 +173,50 @@ class FrameCache:
         entry.valid = False
         self.entries = [e for e in self.entries if e is not entry]
 
+    def hit(self, fn: types.FunctionType, args: tuple, kwargs: dict, options: CompileOptions) -> Any:
+        """The first entry made under ``options`` whose guard passes for this call,
+        None, or :data:`UNBOUND` when the arguments do not bind to the signature."""
+        cells = fn.__closure__
+        defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__
+        try:
+            for entry in self.entries:
+                if entry.options is options and entry.defaults is defaults and entry.kwdefaults is kwdefaults \
+                        and entry.check(cells, *args, **kwargs):
+                    return entry
+        except TypeError:
+            return UNBOUND
+        return None
+
     def miss(self, fn: types.FunctionType, args: tuple, kwargs: dict, options: CompileOptions) -> Any:
         """No entry made under ``options`` matched: compile (or give up and run
         natively), then run. The settings a program changed in
         ``torch._dynamo.config`` apply while the frame compiles, and the stance
         ``torch.compiler.set_stance`` set decides whether it compiles
-        (:mod:`bytegraph.compat`)."""
-        if self.native or id(options) in self.native_under:
-            return fn(*args, **kwargs)
-        changed = compat.changed_settings()
-        with config.patch(**changed) if changed else contextlib.nullcontext():
-            return self._miss(fn, args, kwargs, options, compat.stance())
+        (:mod:`bytegraph.compat`).
 
-    def _miss(self, fn: types.FunctionType, args: tuple, kwargs: dict, options: CompileOptions,
-              stance: compat.Stance) -> Any:
+        One frame converts at a time (:data:`COMPILE_LOCK`); a thread that waited
+        looks at the entries again first (another may have compiled what this
+        call needs), and the entry runs after the lock is released.
+        """
+        with COMPILE_LOCK:
+            entry = self.hit(fn, args, kwargs, options)
+            if entry is None and not (self.native or id(options) in self.native_under):
+                changed = compat.changed_settings()
+                with config.patch(**changed) if changed else contextlib.nullcontext():
+                    entry = self._compile(fn, args, kwargs, options, compat.stance())
+        return fn(*args, **kwargs) if entry is None or entry is UNBOUND else call_entry(entry, fn, args, kwargs)
+
+    def _compile(self, fn: types.FunctionType, args: tuple, kwargs: dict, options: CompileOptions,
+                 stance: compat.Stance) -> CacheEntry | None:
+        """A new entry for this call, or None when the call runs natively (this
+        once, or from now on: the recompile limit, a whole-frame break)."""
         cells = fn.__closure__
         reason = None
         if stance.name == "force_eager":
-            return fn(*args, **kwargs)
+            return None
         if stance.name in ("eager_then_compile", "aot_eager_then_compile") and self.first_call is None:
             self.first_call = _call_snapshot(args)  # the next call compiles, dynamic where it differs
-            return fn(*args, **kwargs)
+            return None
         latest = next((e for e in self.entries if e.options is options), None)
         if self.entries:
             if latest is None:
@@ -201,7 +227,7 @@ class FrameCache:
                 reason = latest.guard.first_failure(cells, args, kwargs) or "unknown guard"
             if latest is not None:  # a recompile (a first compile under other options is not one)
                 if stance.name == "eager_on_recompile":
-                    return fn(*args, **kwargs)
+                    return None
                 if stance.name == "fail_on_recompile" or config.error_on_recompile:
                     raise RuntimeError(
                         f"Detected recompile when torch.compile stance is 'fail_on_recompile'. filename: "
@@ -211,7 +237,7 @@ class FrameCache:
             limit = options.recompile_limit or config.recompile_limit
             if len(self.entries) >= limit:
                 if self.nested > 1:  # a later iteration of a loop that resumes here: this one runs natively
-                    return fn(*args, **kwargs)
+                    return None
                 if config.fail_on_recompile_limit_hit or options.fullgraph:
                     raise RuntimeError(f"bytegraph: {self.code.co_qualname} hit the recompile limit ({limit}) "
                                        f"with fail_on_recompile_limit_hit or fullgraph=True. Last guard failure: {reason}")
@@ -221,9 +247,9 @@ class FrameCache:
                     f"bytegraph: {self.code.co_qualname} hit config.recompile_limit "
                     f"({limit}); running it natively from now on. "
                     f"Last guard failure: {reason}",
-                    stacklevel=_user_stacklevel(),
+                    stacklevel=logs.user_stacklevel(),
                 )
-                return fn(*args, **kwargs)
+                return None
             if logs.enabled("recompiles"):
                 logs.get("recompiles").info("recompiling %s: %s", self.code.co_qualname, reason)
             if latest is not None and options.dynamic is None and config.automatic_dynamic_shapes:
@@ -231,30 +257,31 @@ class FrameCache:
         elif self.first_call is not None and options.dynamic is None and config.automatic_dynamic_shapes:
             self.note_first_call(args)
         if torch._C._functorch.peek_interpreter_stack() is not None:
-            return fn(*args, **kwargs)  # under vmap/grad (torch.func): the values are functorch wrappers
+            return None  # under vmap/grad (torch.func): the values are functorch wrappers
         try:
             f_locals = self._bind(fn, args, kwargs)
         except (TypeError, ValueError):  # eager's TypeError; a hand-made code object's non-identifier names
-            f_locals = None
-        if f_locals is None:  # (run outside the except clause: eager's exception gets no chained context)
-            return fn(*args, **kwargs)
+            return None  # (the native call raises eager's exception, with no chained context)
         signature_fn = None if self.resume_depth else fn
         compiling = options if stance.backend is None else forced_backend(options, stance.backend)
+        hooks = self.hooks.get(id(compiling))
+        if hooks is None or hooks.options is not compiling:
+            hooks = self.hooks[id(compiling)] = FrameHooks(compiling)
         result = convert_frame(self.code, fn.__globals__, cells, f_locals, signature_fn, compiling,
-                               hooks_for(compiling), self.policy(options))
+                               hooks, self.policy(options))
         for brk in result.breaks if isinstance(result, Converted) else ():
             metrics.record_break(self.code, brk)
         if isinstance(result, RunNatively):
             metrics.record_break(self.code, result.reason)
             metrics.record_native(self.code)
             self.native_under[id(options)] = options
-            return fn(*args, **kwargs)
+            return None
         entry = CacheEntry(result, self, fn, options)
         metrics.record_compile(self.code, metrics.CompileRecord(
-            result.code, result.graphs, result.guard.guards, result.seconds, reason, result.guard.text,
-            result.import_seconds, _guard_seconds(entry, cells, args, kwargs)))
+            weakref.ref(result.code), result.graphs, result.guard.guards, result.seconds, reason, result.guard.text,
+            result.import_seconds, result.guard.seconds_per_call(cells, args, kwargs)))
         self.entries = [entry, *self.entries]
-        return call_entry(entry, fn, args, kwargs)
+        return entry
 
     def _bind(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
         """The call's arguments by parameter name, bound as CPython would.
@@ -330,12 +357,21 @@ _NATIVE_PACKAGES = frozenset({"torch", "bytegraph"})
 
 
 class FrameHooks:
-    """The :class:`~bytegraph.translator.graph_break.FrameRuntime` of one set of options."""
+    """The :class:`~bytegraph.translator.graph_break.FrameRuntime` of one set of
+    options, owned by the FrameCache whose entries call it (or an OptimizedModule)."""
 
     def __init__(self, options: CompileOptions):
         self.options = options
         self._resumes: dict[types.CodeType, ResumeFunction] = {}
         self._routed_calls: dict[types.FunctionType, types.FunctionType] = {}
+        #: caches of the callees routed after a break (they live as long as these options' caches)
+        self._callees: dict[types.CodeType, FrameCache] = {}
+
+    def clear(self) -> None:
+        """Forget the resume functions, callee caches and routed disabled functions (``bytegraph.reset``)."""
+        self._resumes.clear()
+        self._callees.clear()
+        self._routed_calls.clear()
 
     def resume_function(self, code: types.CodeType, f_globals: dict, depth: int,
                         data_dependent: frozenset[str] = frozenset()) -> Callable[..., Any]:
@@ -353,7 +389,8 @@ class FrameHooks:
         """``callee`` made to compile its own frame: Python functions and bound
         methods run through their cache; a module runs its ``forward`` that way
         (with its hooks, if it has any, run natively around it, as the
-        module's own ``__call__`` runs them), a DDP module as
+        module's own ``__call__`` runs them) unless its class overrides
+        ``__call__`` (that method is routed, as any object's), a DDP module as
         ``runtime/ddp.py`` runs it; a ``functools.partial`` routes the
         function it holds, an object whose class defines ``__call__`` in
         Python that method; anything else is returned unchanged."""
@@ -363,7 +400,7 @@ class FrameHooks:
             return types.MethodType(self._runner(callee.__func__), callee.__self__)
         if is_ddp(callee):  # DDP's forward runs natively, the module it wraps is routed
             return functools.partial(run_ddp, callee, lambda module, *a, **k: self.route_callee(module)(*a, **k))
-        if isinstance(callee, torch.nn.Module):
+        if isinstance(callee, torch.nn.Module) and type(callee).__call__ is torch.nn.Module.__call__:
             forward = callee.forward
             if "forward" not in callee.__dict__ and isinstance(forward, types.MethodType) and isinstance(
                     forward.__func__, types.FunctionType):
@@ -395,7 +432,9 @@ class FrameHooks:
         return self.route_callee(callee)
 
     def _runner(self, fn: types.FunctionType) -> Callable[..., Any]:
-        cache, options = cache_for(fn.__code__), self.options
+        cache, options = self._callees.get(fn.__code__), self.options
+        if cache is None or cache.code is not fn.__code__:
+            cache = self._callees[fn.__code__] = cache_for(fn.__code__)
 
         def runner(*args: Any, **kwargs: Any) -> Any:
             return run(cache, fn, args, kwargs, options)
@@ -424,19 +463,6 @@ def forced_backend(options: CompileOptions, backend: Any) -> CompileOptions:
     return known[1]
 
 
-def forward_hooks_never_traced(module: torch.nn.Module) -> bool:
-    """Whether one of the forward (pre-)hooks ``module(...)`` would run,
-    its own or a global one, is a function bytegraph never traces
-    (:func:`~bytegraph.translator.inline.never_traced`), e.g. FSDP2's, which
-    torch wraps not to be compiled."""
-    module_mod = torch.nn.modules.module
-    hook_dicts = (module._forward_pre_hooks, module._forward_hooks, module_mod._global_forward_pre_hooks,
-                  module_mod._global_forward_hooks)
-    if not any(hook_dicts):  # no hook at all: the common case, asked on every call of a compiled module
-        return False
-    return any(never_traced(hook) for hooks in hook_dicts for hook in hooks.values())
-
-
 def _call_with_forward(module: torch.nn.Module, forward: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``module(*args, **kwargs)`` (hooks and all) with ``forward`` in place of
     its ``forward`` for this call only (an instance attribute, removed after)."""
@@ -447,9 +473,8 @@ def _call_with_forward(module: torch.nn.Module, forward: Callable[..., Any], *ar
         module.__dict__.pop("forward", None)
 
 
-#: one CompileOptions object per distinct set of options (see :func:`intern_options`)
-_OPTIONS: dict[tuple, CompileOptions] = {}
-_HOOKS: dict[int, FrameHooks] = {}
+#: one CompileOptions object per distinct set of options (:func:`intern_options`), while used (it holds its backend)
+_OPTIONS: "weakref.WeakValueDictionary[tuple, CompileOptions]" = weakref.WeakValueDictionary()
 
 
 def intern_options(options: CompileOptions) -> CompileOptions:
@@ -458,77 +483,73 @@ def intern_options(options: CompileOptions) -> CompileOptions:
     ``dynamic`` and ``recompile_limit``. Entries compiled under it serve every
     ``bytegraph.compile`` call that asks for the same, as torch.compile's cache does."""
     key = (id(options.backend), options.fullgraph, options.dynamic, options.recompile_limit)
-    return _OPTIONS.setdefault(key, options)
+    with COMPILE_LOCK:
+        return _OPTIONS.setdefault(key, options)
 
 
-def hooks_for(options: CompileOptions) -> FrameHooks:
-    """The FrameHooks of ``options`` (one per interned option set)."""
-    hooks = _HOOKS.get(id(options))
-    if hooks is None or hooks.options is not options:
-        hooks = FrameHooks(options)
-        _HOOKS[id(options)] = hooks
-    return hooks
+#: held while a frame converts: tracing uses process-wide state (the recursion limit, grad mode,
+#: torch's tracing context), and threads missing on one frame together would each compile an entry
+COMPILE_LOCK = threading.RLock()
 
-
-_CACHES: dict[types.CodeType, FrameCache] = {}
+#: id(code) -> the FrameCache, while an owner keeps it (it holds its code: the id is not reused)
+_CACHES: "weakref.WeakValueDictionary[int, FrameCache]" = weakref.WeakValueDictionary()
 #: every FrameCache still alive; compiled wrappers hold theirs directly, so
 #: reset() must clear them in place rather than only forget them.
 _LIVE: "weakref.WeakSet[FrameCache]" = weakref.WeakSet()
+#: id(code) -> how many live FrameCaches have that code (its metrics record goes with the last)
+_CODE_CACHES: dict[int, int] = {}
 
 
-def cache_for(code: types.CodeType) -> FrameCache:
-    """The FrameCache of ``code`` (created on first use)."""
-    cache = _CACHES.get(code)
-    if cache is None or cache.code is not code:
-        cache = FrameCache(code)
-        _CACHES[code] = cache
-        _LIVE.add(cache)
+#: a compiled function -> its cache: kept as long as the function (as torch.compile keeps its cache
+#: on the code), so that a later ``bytegraph.compile`` of it, or of another module of its class, hits
+_OWNERS: "weakref.WeakKeyDictionary[types.FunctionType, FrameCache]" = weakref.WeakKeyDictionary()
+
+
+def cache_for(code: types.CodeType, owner: types.FunctionType | None = None) -> FrameCache:
+    """The FrameCache of ``code`` (created on first use), kept alive by ``owner`` if given.
+
+    Its owners keep it: a compiled function's wrapper and the function itself
+    (:data:`_OWNERS`), the transformed code that calls a resume function, the
+    :class:`FrameHooks` that routed a callee after a graph break. When the last
+    goes, its entries, guards and graphs go, and its record in
+    :data:`metrics.FRAMES` becomes a freed frame's (:func:`metrics.forget`)."""
+    with COMPILE_LOCK:  # (two threads routing one callee at once get one cache)
+        cache = _CACHES.get(id(code))
+        if cache is None or cache.code is not code:
+            cache = FrameCache(code)
+            _CACHES[id(code)] = cache
+            _LIVE.add(cache)
+            _CODE_CACHES[id(code)] = _CODE_CACHES.get(id(code), 0) + 1
+            metrics.revive(id(code))
+            weakref.finalize(cache, _cache_freed, id(code))
+        if owner is not None:
+            _OWNERS[owner] = cache
     return cache
+
+
+def _cache_freed(code_id: int) -> None:
+    """A FrameCache was freed: with the last one of its code, the code's metrics record goes."""
+    left = _CODE_CACHES.pop(code_id, 1) - 1
+    if left:
+        _CODE_CACHES[code_id] = left
+    else:
+        metrics.forget(code_id)
+
+
+#: what :meth:`FrameCache.hit` finds when the arguments do not bind: the call runs natively
+#: (and raises eager's TypeError outside any except clause: no chained context)
+UNBOUND = object()
 
 
 def run(cache: FrameCache, fn: types.FunctionType, args: tuple, kwargs: dict, options: CompileOptions) -> Any:
     """Call ``fn`` through its cache: the first entry made under ``options``
     whose guard passes, else a miss."""
-    cells = fn.__closure__
-    defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__
-    for entry in cache.entries:
-        if entry.options is not options or entry.defaults is not defaults or entry.kwdefaults is not kwdefaults:
-            continue
-        try:
-            hit = entry.check(cells, *args, **kwargs)
-        except TypeError:  # the arguments do not bind to the signature
-            break
-        if hit:
-            return call_entry(entry, fn, args, kwargs)
-    else:
+    entry = cache.hit(fn, args, kwargs, options)
+    if entry is UNBOUND:
+        return fn(*args, **kwargs)
+    if entry is None:
         return cache.miss(fn, args, kwargs, options)
-    return fn(*args, **kwargs)  # eager's TypeError (raised outside the except clause: no chained context)
-
-
-#: calls of a new cache entry's guard function timed (the compile report's per-call guard cost),
-#: and the seconds they may take together: a guard function warms up over its first calls
-GUARD_TIMING_CALLS, GUARD_TIMING_SECONDS = 20, 0.002
-
-
-def _guard_seconds(entry: CacheEntry, cells: Any, args: tuple, kwargs: dict) -> float | None:
-    """Seconds one call of ``entry``'s guard function takes on the arguments it
-    was compiled for (the fastest of up to :data:`GUARD_TIMING_CALLS` calls;
-    None when it does not pass)."""
-    best, spent = None, 0.0
-    for _ in range(GUARD_TIMING_CALLS):
-        start = time.perf_counter()
-        try:
-            passed = entry.check(cells, *args, **kwargs)
-        except TypeError:  # (cannot happen for arguments the frame was bound to; never the user's problem)
-            return None
-        seconds = time.perf_counter() - start
-        if not passed:
-            return None
-        best = seconds if best is None else min(best, seconds)
-        spent += seconds
-        if spent > GUARD_TIMING_SECONDS:
-            break
-    return best
+    return call_entry(entry, fn, args, kwargs)
 
 
 def call_entry(entry: CacheEntry, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
@@ -550,13 +571,14 @@ def isolated() -> Iterator[None]:
     """Compile afresh inside the block: ``bytegraph.compile`` calls made in it
     get caches (and interned options) of their own, which later compile calls
     outside do not see (``bytegraph.explain`` reports one compilation)."""
-    global _CACHES, _HOOKS, _OPTIONS
-    saved = _CACHES, _HOOKS, _OPTIONS
-    _CACHES, _HOOKS, _OPTIONS = {}, {}, {}
+    global _CACHES, _OPTIONS, _OWNERS
+    saved = _CACHES, _OPTIONS, _OWNERS
+    _CACHES, _OPTIONS, _OWNERS = (weakref.WeakValueDictionary(), weakref.WeakValueDictionary(),
+                                  weakref.WeakKeyDictionary())
     try:
         yield
     finally:
-        _CACHES, _HOOKS, _OPTIONS = saved
+        _CACHES, _OPTIONS, _OWNERS = saved
 
 
 def reset() -> None:
@@ -564,20 +586,10 @@ def reset() -> None:
     alive recompile on their next call."""
     for cache in list(_LIVE):
         cache.clear()
+        for hooks in cache.hooks.values():
+            hooks.clear()
     _CACHES.clear()
-    _HOOKS.clear()
+    _OWNERS.clear()
     _FORCED.clear()
     _OPTIONS.clear()
     metrics.reset()
-
-
-_OWN_FILES = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), torch.nn.modules.module.__file__)
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` that attributes a warning made by the caller to the
-    first frame outside bytegraph and ``nn.Module.__call__`` (the user's call)."""
-    frame, level = sys._getframe(1), 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_OWN_FILES):
-        frame, level = frame.f_back, level + 1
-    return level

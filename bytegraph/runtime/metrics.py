@@ -6,6 +6,7 @@ Events are recorded per frame (code object) in :data:`FRAMES`, which the
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import inspect
@@ -62,7 +63,11 @@ class CompileRecord:
     """One conversion of a frame: one cache entry.
 
     Attributes:
-        code: the transformed code object (the original with graph calls in).
+        code_ref: a weak reference to the transformed code object (the
+            original with graph calls in): it lives as long as its cache
+            entry, whose code it is (see :attr:`code`).
+        kept_code: the same code held strongly, while :func:`retaining` (the
+            report of ``bytegraph run`` shows the code of every compile).
         graphs: the graphs compiled for it, in order.
         guards: its guards, in the order the guard function checks them.
         seconds: wall time of the conversion (tracing, guards, backend), in seconds.
@@ -76,7 +81,7 @@ class CompileRecord:
             compiled for, in seconds (None when not timed).
     """
 
-    code: types.CodeType
+    code_ref: Callable[[], types.CodeType | None]
     graphs: list[CompiledGraph]
     guards: list[Guard]
     seconds: float
@@ -84,6 +89,18 @@ class CompileRecord:
     guard_code: str = ""
     import_seconds: float = 0.0
     guard_seconds: float | None = None
+    kept_code: types.CodeType | None = None
+
+    def __post_init__(self) -> None:
+        if _RETAIN:
+            self.kept_code = self.code_ref()
+
+    @property
+    def code(self) -> types.CodeType | None:
+        """The transformed code, or None once its cache entry was dropped (the
+        record does not keep it, unless :func:`retaining`: its constants hold
+        resume functions and their caches)."""
+        return self.kept_code or self.code_ref()
 
 
 @dataclasses.dataclass
@@ -126,8 +143,17 @@ class Recorder:
     recompiled_frames: list[FrameStats] = dataclasses.field(default_factory=list)
 
 
-#: id(code) -> stats; FrameStats keeps its code object alive, so ids are not reused.
+#: id(code) -> stats; FrameStats keeps its code object alive, so ids are not reused
+#: (records of frames whose caches were freed are bounded: see :func:`forget`).
 FRAMES: dict[int, FrameStats] = {}
+#: how many records of frames whose caches were freed stay in FRAMES (the latest): a report
+#: written after the function that compiled a model returned still shows it, and a process that
+#: compiles and drops functions keeps flat memory
+KEEP_FREED = 256
+#: what the records of freed frames no longer kept held: frames, graphs, breaks, recompiles
+FREED: collections.Counter = collections.Counter()
+_freed: collections.deque = collections.deque()  # FRAMES keys of the kept records of freed frames, oldest first
+_RETAIN = False  # see retaining()
 _ACTIVE: list[Recorder] = []
 
 
@@ -195,5 +221,43 @@ def record_native(code: types.CodeType) -> None:
     stats_for(code).ran_natively = True
 
 
+@contextlib.contextmanager
+def retaining() -> Iterator[None]:
+    """Keep every record, and the transformed code of every compile, while the
+    ``with`` block runs, even of frames whose caches are freed (``bytegraph run``
+    reports the whole run, decompiled code included, however many frames it
+    compiled)."""
+    global _RETAIN
+    old, _RETAIN = _RETAIN, True
+    try:
+        yield
+    finally:
+        _RETAIN = old
+
+
+def forget(code_id: int) -> None:
+    """The last cache of the code ``code_id`` was freed (its compiled function
+    was dropped): its record stays, and beyond the latest :data:`KEEP_FREED`
+    such records the oldest goes, counted in :data:`FREED` (not while
+    :func:`retaining`). A kept record holds what its guards hold (their
+    sources' globals, the objects they check) until it goes."""
+    if _RETAIN or code_id not in FRAMES:
+        return
+    _freed.append(code_id)
+    while len(_freed) > KEEP_FREED:
+        stats = FRAMES.pop(_freed.popleft(), None)
+        if stats is not None:
+            FREED.update(frames=1, graphs=len(stats.graphs), breaks=len(stats.breaks),
+                         recompiles=len(stats.recompile_reasons))
+
+
+def revive(code_id: int) -> None:
+    """A cache of the code ``code_id`` was made again: its record is no longer a freed frame's."""
+    if code_id in _freed:
+        _freed.remove(code_id)
+
+
 def reset() -> None:
     FRAMES.clear()
+    FREED.clear()
+    _freed.clear()

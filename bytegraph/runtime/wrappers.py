@@ -24,8 +24,9 @@ from bytegraph import compat
 from bytegraph.compat import forced_eager
 from bytegraph.convert import CompileOptions
 from bytegraph.runtime import metrics
-from bytegraph.runtime.cache import cache_for, forward_hooks_never_traced, hooks_for, run
+from bytegraph.runtime.cache import FrameHooks, cache_for, run
 from bytegraph.runtime.ddp import is_ddp, run_ddp
+from bytegraph.translator.inline import never_traced
 from bytegraph.variables.builder import COMPILED_FUNCTION
 
 
@@ -52,13 +53,13 @@ def compile_function(fn: Callable, options: CompileOptions) -> Callable:
         if isinstance(call, types.FunctionType):
             return compile_function(types.MethodType(call, fn), options)
         return _run_natively(fn)
-    cache = cache_for(fn.__code__)
+    cache = cache_for(fn.__code__, fn)
 
     @functools.wraps(fn)
     def compiled(*args: Any, **kwargs: Any) -> Any:
         nonlocal cache
         if fn.__code__ is not cache.code:  # the user assigned fn.__code__: compile the new code
-            cache = cache_for(fn.__code__)
+            cache = cache_for(fn.__code__, fn)
         if forced_eager():
             return fn(*args, **kwargs)
         return run(cache, fn, args, kwargs, options)
@@ -96,12 +97,13 @@ class OptimizedModule(torch.nn.Module):
     _orig_mod: torch.nn.Module
     _bytegraph_compiled_module = True  # (COMPILED_MODULE: traced code calling it traces _orig_mod)
     #: attributes that belong to the wrapper itself
-    _OWN_ATTRIBUTES = frozenset({"_orig_mod", "_compiled_call", "_options"})
+    _OWN_ATTRIBUTES = frozenset({"_orig_mod", "_compiled_call", "_options", "_hooks"})
 
     def __init__(self, module: torch.nn.Module, options: CompileOptions):
         torch.nn.Module.__init__(self)  # (not super(): torch's OptimizedModule may follow in the MRO)
         self._orig_mod = module
         self._options = options
+        self._hooks = FrameHooks(options)  # (they hold the caches of the callees it routes)
         traced = module.module if is_ddp(module) else module  # DDP's own forward runs natively
         self._compiled_call = compile_function(_module_frame(type(traced)), options)
 
@@ -118,7 +120,7 @@ class OptimizedModule(torch.nn.Module):
 
     def _call(self, module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
         if forward_hooks_never_traced(module):
-            return hooks_for(self._options).route_callee(module)(*args, **kwargs)
+            return self._hooks.route_callee(module)(*args, **kwargs)
         return self._compiled_call(module, *args, **kwargs)
 
     @property  # type: ignore[override]
@@ -236,3 +238,16 @@ def _call_module(module: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
     """The frame an OptimizedModule compiles: one call of the module, so that
     hooks and ``forward`` are traced together."""
     return module(*args, **kwargs)
+
+
+def forward_hooks_never_traced(module: torch.nn.Module) -> bool:
+    """Whether one of the forward (pre-)hooks ``module(...)`` would run,
+    its own or a global one, is a function bytegraph never traces
+    (:func:`~bytegraph.translator.inline.never_traced`), e.g. FSDP2's, which
+    torch wraps not to be compiled."""
+    module_mod = torch.nn.modules.module
+    hook_dicts = (module._forward_pre_hooks, module._forward_hooks, module_mod._global_forward_pre_hooks,
+                  module_mod._global_forward_hooks)
+    if not any(hook_dicts):  # no hook at all: the common case, asked on every call of a compiled module
+        return False
+    return any(never_traced(hook) for hooks in hook_dicts for hook in hooks.values())

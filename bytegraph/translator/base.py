@@ -21,7 +21,9 @@ from typing import Any
 import torch
 
 from bytegraph.config import config
-from bytegraph.breaks import BreakSite, Unsupported, UserFrame, is_user_file, true_hints, unimplemented
+from bytegraph.breaks import (
+    BreakSite, Unsupported, UserFrame, is_user_file, raised_in_user_code, true_hints, unimplemented,
+)
 from bytegraph.bytecode.analysis import catching_indices, enclosing_handlers, except_clauses
 from bytegraph.bytecode.instructions import Instruction, decode
 from bytegraph.graph.output_graph import OutputGraph
@@ -109,10 +111,7 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Mat
                     context=f"opcode {inst.opname}",
                     explanation=f"bytegraph does not model the {inst.opname} instruction.",
                 )
-            if inst.index in self.catching:
-                self.step_in_try_block(handler, inst)
-            else:
-                handler(inst)
+            self.dispatch(handler, inst)
         except TracedException as e:
             if e.fresh:  # implicit chaining happens where it is raised, once
                 e.exc.chain_context(self.handled_exception())
@@ -127,6 +126,30 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Mat
             raise
         finally:
             output.current_tx = caller
+
+    def dispatch(self, handler, inst: Instruction) -> None:
+        """Run ``handler`` on ``inst``. An exception that user code raised while
+        the handler ran it on a real object (a key's ``__hash__``, an
+        ``__eq__``, a property's getter) is a graph break at this instruction:
+        it runs natively and raises as eager does, instead of failing the trace
+        as a bug of bytegraph's."""
+        try:
+            if inst.index in self.catching:
+                self.step_in_try_block(handler, inst)
+            else:
+                handler(inst)
+        except (TracedException, Unsupported, RecursionError):  # (a recursion too deep: the frame's own break)
+            raise
+        except Exception as e:
+            if not raised_in_user_code(e):
+                raise
+            unimplemented(
+                gb_type="user code raised while tracing",
+                context=f"{type(e).__name__}: {e}",
+                explanation="User code that tracing ran on a real object (a __hash__, __eq__, property or "
+                "other special method) raised; the instruction runs natively, so the exception is eager's.",
+                hints=("If the code raises on purpose, this is expected.",),
+            )
 
     def step_in_try_block(self, handler, inst: Instruction) -> None:
         """Run an instruction an ``except`` clause of this frame protects.

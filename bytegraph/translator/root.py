@@ -67,7 +67,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         self.compiler = compiler
         self.break_points = break_points
         self.runtime = runtime
-        self.dirty_freevars: dict[str, None] = {}
+        self.loaded_freevars: dict[str, VT] = {}  # what each free variable's cell held when first read
         self.initial_grad_mode = torch.is_grad_enabled()
         self.instructions_out: list | None = None
         self.extra_stack = 0  # stack depth the generated code adds to the frame's own
@@ -132,11 +132,18 @@ class InstructionTranslator(InstructionTranslatorBase):
             )
         value = wrap(self, contents, ClosureSource(name))
         self.symbolic_locals[name] = value
+        self.loaded_freevars[name] = value
         return value
 
     def store_freevar(self, name: str, value: VT) -> None:
         self.symbolic_locals[name] = value
-        self.dirty_freevars[name] = None
+
+    def written_freevars(self) -> list[str]:
+        """The free variables whose cells the trace wrote: by ``STORE_DEREF`` in
+        this frame, or by ``nonlocal`` in a function made in the trace, which
+        holds the cell as a :class:`CellVariable` over ``symbolic_locals``."""
+        return [n for n in self.code.co_freevars
+                if n in self.symbolic_locals and self.symbolic_locals[n] is not self.loaded_freevars.get(n)]
 
     def freevar_cell(self, name: str) -> VT:
         self.load_freevar(name)
@@ -212,7 +219,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         """Replay mutations and closure writes after the graph."""
         cells = [
             (name, codegen.store_temp(lambda n=name: codegen.reconstruct(self.symbolic_locals[n])))
-            for name in self.dirty_freevars
+            for name in self.written_freevars()
         ]
         plan = self.output.side_effects.codegen_values(codegen)
         SideEffects.codegen_apply(codegen, plan)

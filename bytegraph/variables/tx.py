@@ -109,6 +109,9 @@ class Output(Protocol):
     def remove_node(self, node: torch.fx.Node) -> None:
         """Remove an operation node nothing uses."""
 
+    def made_call(self, call: Any, make: Callable[[], Any] | None) -> tuple[Any] | None:
+        """``(result,)`` of this trace's next real call ``call``, made by ``make`` once per conversion."""
+
     def trace_state(self) -> dict[str, Any]:
         """A copy of the bookkeeping of inputs and nodes, for a speculative trace to restore."""
 

@@ -1,59 +1,176 @@
-"""Differential fuzzing of bytegraph against eager.
+"""Differential fuzzing of bytegraph against eager: a campaign.
 
-Usage: ``python -m tools.fuzz [--n 2000] [--seed 0] [--backend eager --backend aot_eager] [--out DIR]
-[--raise-backend-errors]``
-(``make fuzz N=2000``). Each failing program is minimised (statements removed
-while the same difference remains) and written to ``DIR/seed<k>-<backend>.py``;
-a table of the campaign is printed at the end.
+Usage: ``python -m tools.fuzz [--n 2000] [--seed 0] [--backend eager --backend aot_eager]
+[--inductor-every K] [--workers 2] [--out DIR] [--timeout S] [--replay FILE]``
+(``make fuzz N=10000``).
+
+Program ``seed`` (its family drawn from the seed, see ``tools/fuzz/families``)
+runs on every ``--backend``, and on inductor too when ``seed % K == 0``.
+Tasks go to ``--workers`` worker processes (a worker that dies or runs past
+``--timeout`` seconds is replaced, the task counted as a crash or a hang);
+each answer is appended to ``DIR/campaign.jsonl`` at once, so an interrupted
+campaign resumes where it stopped. Each failure is minimised into
+``DIR/seed<k>-<backend>.py``. The table printed at the end counts, per
+program kind, the runs in the requested seed range: how many, how many eager
+runs without raising, ok, wrong, crash, hang, and flaky (eager itself is not
+deterministic: the generator's fault, not compared) and refused (a
+``mark_dynamic`` dimension the program specialises: ConstraintViolationError,
+as torch.compile raises).
 """
 from __future__ import annotations
 
 import argparse
 import collections
+import json
+import os
 import pathlib
+import selectors
+import subprocess
 import sys
 import time
 
-from tools.fuzz.differential import SETTINGS, compare, silence
-from tools.fuzz.minimize import minimize
-from tools.fuzz.programs import generate, render
+COLUMNS = ("count", "eager-runs", "ok", "wrong", "crash", "hang", "refused", "flaky")
+
+
+class Worker:
+    """One worker process and the task it is running."""
+
+    def __init__(self, log: pathlib.Path):
+        read, write = os.pipe()
+        self.log = open(log, "a")
+        self.proc = subprocess.Popen([sys.executable, "-m", "tools.fuzz.worker", str(write)], stdin=subprocess.PIPE,
+                                     stdout=self.log, stderr=subprocess.STDOUT, text=True, pass_fds=(write,))
+        os.close(write)
+        self.answers = os.fdopen(read)
+        self.task: dict | None = None
+        self.started = 0.0
+
+    def send(self, task: dict) -> None:
+        self.task, self.started = task, time.monotonic()
+        self.proc.stdin.write(json.dumps(task) + "\n")
+        self.proc.stdin.flush()
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.answers.close()
+        self.log.close()
+
+
+def _done(state: pathlib.Path) -> dict[tuple[int, str], dict]:
+    results = {}
+    if state.exists():
+        for line in state.read_text().splitlines():
+            if line.strip():
+                r = json.loads(line)
+                results[(r["seed"], r["backend"])] = r
+    return results
+
+
+def run_campaign(tasks: list[dict], workers: int, timeout: float, out: pathlib.Path, state: pathlib.Path) -> None:
+    """Run ``tasks`` on ``workers`` processes, appending each answer to ``state``."""
+    pending = collections.deque(tasks)
+    pool = [Worker(out / f"worker-{i}.log") for i in range(min(workers, len(tasks)))]
+    selector = selectors.DefaultSelector()
+    for w in pool:
+        selector.register(w.answers, selectors.EVENT_READ, w)
+    with open(state, "a") as record:
+        def finish(worker: Worker, answer: dict) -> None:
+            record.write(json.dumps(answer) + "\n")
+            record.flush()
+            if answer["status"] != "ok":
+                print(f"seed {answer['seed']} [{answer['backend']}] {answer['kind']}: {answer['status']}: "
+                      f"{answer.get('diff')} {answer.get('file', '')}", flush=True)
+            worker.task = None
+
+        def replace(worker: Worker, status: str) -> Worker:
+            task = worker.task
+            selector.unregister(worker.answers)
+            worker.stop()
+            finish(worker, {**task, "kind": task["kind"], "status": status, "diff": f"worker {status}",
+                            "eager_runs": None})
+            new = Worker(out / f"worker-{pool.index(worker)}.log")
+            pool[pool.index(worker)] = new
+            selector.register(new.answers, selectors.EVENT_READ, new)
+            return new
+
+        try:
+            while pending or any(w.task for w in pool):
+                for w in pool:
+                    if w.task is None and pending:
+                        w.send(pending.popleft())
+                for key, _ in selector.select(timeout=5):
+                    w = key.data
+                    line = w.answers.readline()
+                    if line:
+                        finish(w, json.loads(line))
+                    elif w.task is not None:
+                        replace(w, "crash")
+                for w in list(pool):
+                    if w.task is not None and time.monotonic() - w.started > w.task["timeout"]:
+                        replace(w, "hang")
+        finally:
+            for w in pool:
+                w.stop()
+
+
+def table(results: list[dict]) -> str:
+    """The summary: one row per program kind and backend, then the totals."""
+    rows: dict[tuple[str, str], collections.Counter] = collections.defaultdict(collections.Counter)
+    for r in results:
+        for key in ((r["kind"], r["backend"]), ("all", r["backend"])):
+            rows[key]["count"] += 1
+            rows[key]["eager-runs"] += bool(r.get("eager_runs"))
+            rows[key][r["status"]] += 1
+    lines = [f"{'kind':16s} {'backend':10s}" + "".join(f"{c:>11s}" for c in COLUMNS)]
+    for (kind, backend) in sorted(rows, key=lambda k: (k[0] == "all", k)):
+        lines.append(f"{kind:16s} {backend:10s}" + "".join(f"{rows[kind, backend][c]:11d}" for c in COLUMNS))
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=200, help="programs to generate")
     parser.add_argument("--seed", type=int, default=0, help="first program seed")
-    parser.add_argument("--backend", action="append", help="backends to compare (default: eager, aot_eager)")
-    parser.add_argument("--out", default="fuzz-failures", help="where minimised failures are written")
-    parser.add_argument("--raise-backend-errors", action="store_true",
-                        help="count a backend failure as a failure (by default the frame runs natively)")
+    parser.add_argument("--backend", action="append", help="backends every program runs on (default: eager, aot_eager)")
+    parser.add_argument("--inductor-every", type=int, default=0, help="also run every K-th program on inductor")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds one task may take (minimising included)")
+    parser.add_argument("--out", default="fuzz-failures", help="where minimised failures and the campaign log go")
+    parser.add_argument("--replay", help="compare one program file (a minimised failure) and print what differs")
     args = parser.parse_args(argv)
-    if args.raise_backend_errors:
-        SETTINGS["raise_on_backend_error"] = True
-    backends = args.backend or ["eager", "aot_eager"]
+    if args.replay:
+        from tools.fuzz.differential import compare, silence
+
+        source = pathlib.Path(args.replay).read_text()
+        for backend in args.backend or ["eager", "aot_eager"]:
+            with silence():
+                diff = compare(source, backend)
+            print(f"{backend}: {diff or 'same as eager'}")
+        return 0
+    from tools.fuzz.families import generate  # (the campaign process itself imports no torch)
+
     out = pathlib.Path(args.out)
-    failures: collections.Counter = collections.Counter()
-    start = time.perf_counter()
-    for seed in range(args.seed, args.seed + args.n):
-        body = generate(seed)
-        for backend in backends:
-            with silence():
-                diff = compare(render(body), seed, backend)
-            if diff is None:
-                continue
-            failures[(backend, diff)] += 1
-            with silence():
-                small = minimize(body, seed, backend, diff)
-            out.mkdir(parents=True, exist_ok=True)
-            path = out / f"seed{seed}-{backend}.py"
-            path.write_text(f"# seed {seed}, backend {backend}: {diff}\n" + render(small))
-            print(f"seed {seed} [{backend}]: {diff} -> {path}", flush=True)
-    seconds = time.perf_counter() - start
-    print(f"\n{args.n} programs x {len(backends)} backends in {seconds:.0f} s; "
-          f"{sum(failures.values())} failing runs")
-    for (backend, diff), count in sorted(failures.items()):
-        print(f"  {count:5d}  {backend:10s} {diff}")
-    return 1 if failures else 0
+    out.mkdir(parents=True, exist_ok=True)
+    state = out / "campaign.jsonl"
+    seeds = range(args.seed, args.seed + args.n)
+    backends = args.backend or ["eager", "aot_eager"]
+    wanted = [(s, b) for s in seeds
+              for b in backends + (["inductor"] if args.inductor_every and s % args.inductor_every == 0 else [])]
+    done = _done(state)
+    tasks = [{"seed": s, "backend": b, "kind": generate(s)[0], "out": str(out),
+              "timeout": args.timeout * (2 if b == "inductor" else 1),
+              "minimize_s": 120 if b == "inductor" else 300}
+             for s, b in wanted if (s, b) not in done]
+    start = time.monotonic()
+    print(f"{len(wanted)} runs wanted, {len(wanted) - len(tasks)} already in {state}; running {len(tasks)} "
+          f"on {args.workers} workers", flush=True)
+    run_campaign(tasks, args.workers, args.timeout, out, state)
+    done = _done(state)
+    results = [done[k] for k in wanted if k in done]
+    print(f"\n{len(results)} runs ({len(set(s for s, _ in wanted))} programs) in {time.monotonic() - start:.0f} s")
+    print(table(results))
+    return 1 if any(r["status"] in ("wrong", "crash", "hang") for r in results) else 0
 
 
 if __name__ == "__main__":

@@ -1,124 +1,228 @@
-"""Run a generated program eagerly and compiled and compare everything eager
-leaves behind: the result (values, dtypes, shapes, ``requires_grad``), the
-exception type, the mutated inputs, the module's globals, and torch's grad
-mode and default dtype."""
+"""Run a generated program eagerly and compiled and compare what each left
+behind: the record ``main`` returns (values, dtypes, shapes, ``requires_grad``,
+exception types, mutated inputs and state, Python values), the aliasing among
+the record's tensors (which are the same object, which share storage), an
+exception escaping ``main``, and torch's grad mode and default dtype.
+
+A difference is named by a short signature, stable while the minimiser drops
+statements: ``"<record key>: <what differs>"``. :func:`verdict` sorts it into
+``wrong`` (the compiled run finished and left something else) or ``crash``
+(the compiled run raised where eager did not, or another exception type).
+"""
 from __future__ import annotations
 
-import copy
+import collections
+import contextlib
 import dataclasses
 import io
+import random
+import sys
 import types
-from typing import Any
+import warnings
+from typing import Any, Callable, Iterator
 
 import torch
 
 import bytegraph
-from bytegraph.testing import same
-
-
-@dataclasses.dataclass
-class Outcome:
-    """What one run left behind."""
-
-    result: Any
-    error: str | None
-    inputs: dict
-    module: dict
-    torch_state: tuple
-
-
-def make_inputs(seed: int) -> dict:
-    """The arguments of a program (fresh tensors each time, same values)."""
-    g = torch.Generator().manual_seed(seed)
-    requires_grad = seed % 3 == 0
-    idx = torch.tensor([seed % 5 if seed % 4 == 0 else seed % 3])  # out of range for some seeds
-    obj = types.SimpleNamespace(w=torch.ones(()), scale=1.5)
-    return {
-        "x": torch.randn(3, 4, generator=g),
-        "y": torch.randn(3, 4, generator=g).requires_grad_(requires_grad),
-        "idx": idx,
-        "state": {"w": torch.randn(3, 4, generator=g), "n": 0},
-        "log": [],
-        "obj": obj,
-    }
-
-
-def _module(source: str) -> types.ModuleType:
-    module = types.ModuleType("fuzzed_program")
-    exec(compile(source, "<fuzzed program>", "exec"), module.__dict__)  # the fuzzer's own test program
-    return module
-
-
-def _snapshot(module: types.ModuleType, inputs: dict) -> tuple[dict, dict]:
-    inputs = {k: (vars(v).copy() if isinstance(v, types.SimpleNamespace) else v) for k, v in inputs.items()}
-    keep = ("G", "COUNTER", "NOTES")
-    return inputs, {k: copy.copy(module.__dict__[k]) for k in keep}
-
-
-def run_once(source: str, seed: int, backend: str | None) -> Outcome:
-    """Run program ``source`` on inputs ``seed``, eagerly (``backend`` None) or compiled."""
-    module = _module(source)
-    inputs = make_inputs(seed)
-    fn = module.program if backend is None else bytegraph.compile(module.program, backend=backend)
-    grad, dtype = torch.is_grad_enabled(), torch.get_default_dtype()
-    torch.manual_seed(seed)
-    try:
-        result, error = fn(**inputs), None
-    except Exception as e:  # noqa: BLE001 (the exception type is part of the outcome)
-        result, error = None, type(e).__name__
-    finally:
-        state = (torch.is_grad_enabled(), torch.get_default_dtype())
-        torch.set_grad_enabled(grad)
-        torch.set_default_dtype(dtype)
-    snap_inputs, snap_module = _snapshot(module, inputs)
-    return Outcome(result, error, snap_inputs, snap_module, state)
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(b, dict) and isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in b)
-    if isinstance(b, (list, tuple)) and isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return same(a, b, atol=1e-4, rtol=1e-4)
-
+from tools.fuzz.harness import Raised
 
 #: settings of the compiled runs: bytegraph's own bugs raise (a frame that runs
 #: natively after one would hide it); backend failures follow the user policy
 #: unless the campaign asks for them (``--raise-backend-errors``)
 SETTINGS = {"raise_on_internal_error": True, "raise_on_backend_error": False}
 
+#: the compile options of each backend the fuzzer knows (inductor draws random
+#: numbers as eager does, so that random programs compare)
+BACKEND_OPTIONS: dict[str, dict] = {"inductor": {"options": {"fallback_random": True}}}
 
-def compare(source: str, seed: int, backend: str) -> str | None:
-    """None when the compiled run left what eager left; else what differs (a
-    short signature, stable across minimisation)."""
-    expected = run_once(source, seed, None)
+#: tolerances per backend (inductor reorders floating-point arithmetic)
+TOLERANCE = {"inductor": 1e-3}
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What one run of ``main`` left behind."""
+
+    record: Any
+    error: str | None
+    torch_state: tuple
+
+
+def _module(source: str) -> types.ModuleType:
+    module = types.ModuleType("fuzzed_program")
+    module.__file__ = "<fuzzed program>"
+    sys.modules["fuzzed_program"] = module  # dataclasses and pickling look classes up by module
+    exec(compile(source, "<fuzzed program>", "exec"), module.__dict__)  # the fuzzer's own test program
+    return module
+
+
+def compiler_for(backend: str | None) -> Callable:
+    """The ``compile`` a program's ``main`` receives: the identity for eager."""
+    if backend is None:
+        return lambda target, **options: target  # (the options are for the compiled run)
+    extra = BACKEND_OPTIONS.get(backend, {})
+
+    def compile_for_program(target: Any, capture: bool | None = None, **options: Any) -> Any:
+        compiled = bytegraph.compile(target, backend=backend, **{**extra, **options})
+        if capture is None:
+            return compiled
+
+        def call(*args: Any, **kwargs: Any) -> Any:  # the capture settings while this program runs
+            with bytegraph.config.patch(capture_scalar_outputs=capture, capture_dynamic_output_shape_ops=capture):
+                return compiled(*args, **kwargs)
+
+        return call
+
+    return compile_for_program
+
+
+def run_once(source: str, backend: str | None) -> Outcome:
+    """Run ``main`` of program ``source``, eagerly (``backend`` None) or compiled."""
+    module = _module(source)
+    grad, dtype = torch.is_grad_enabled(), torch.get_default_dtype()
+    torch.manual_seed(0)
+    random.seed(0)
     try:
-        with bytegraph.config.patch(**SETTINGS):
-            actual = run_once(source, seed, backend)
+        record, error = module.main(compiler_for(backend)), None
+    except Exception as e:  # noqa: BLE001 (the exception type is part of the outcome)
+        record, error = None, type(e).__name__
     finally:
-        bytegraph.reset()
+        state = (torch.is_grad_enabled(), torch.get_default_dtype())
+        torch.set_grad_enabled(grad)
+        torch.set_default_dtype(dtype)
+    return Outcome(record, error, state)
+
+
+def _tensors(value: Any, out: list, seen: set) -> list:
+    """The tensors in ``value``, depth first, each once per position."""
+    if isinstance(value, torch.Tensor):
+        out.append(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _tensors(v, out, seen)
+    elif isinstance(value, (list, tuple, set, frozenset)) and id(value) not in seen:
+        seen.add(id(value))
+        for v in value:
+            _tensors(v, out, seen)
+    return out
+
+
+def _aliasing(record: Any) -> tuple:
+    """Which of the record's tensors are one object, and which share storage,
+    as first-occurrence labels."""
+    tensors = _tensors(record, [], set())
+    ids, storages = {}, {}
+    same_object, same_storage = [], []
+    for t in tensors:
+        same_object.append(ids.setdefault(id(t), len(ids)))
+        key = t.untyped_storage().data_ptr() if t.numel() and t.layout == torch.strided and not t.is_meta else None
+        same_storage.append(None if key is None else storages.setdefault(key, len(storages)))
+    return tuple(same_object), tuple(same_storage)
+
+
+def _same_type(a: Any, e: Any) -> bool:
+    """Same type, a class of the program counting as the same in both runs
+    (each run executes the program's module afresh)."""
+    ta, te = type(a), type(e)
+    return ta is te or (ta.__module__ == te.__module__ == "fuzzed_program" and ta.__qualname__ == te.__qualname__)
+
+
+def _value_difference(a: Any, e: Any, tol: float) -> str | None:
+    """What differs between actual ``a`` and expected ``e`` (None: nothing)."""
+    if isinstance(e, Raised) or isinstance(a, Raised):
+        if isinstance(e, Raised) and isinstance(a, Raised) and a.name == e.name:
+            return None
+        return (f"exception: eager {e.name if isinstance(e, Raised) else 'none'}, "
+                f"compiled {a.name if isinstance(a, Raised) else 'none'}")
+    if isinstance(e, torch.Tensor):
+        if not isinstance(a, torch.Tensor) or not _same_type(a, e):
+            return "type differs"
+        if a.dtype != e.dtype:
+            return "dtype differs"
+        if a.shape != e.shape:
+            return "shape differs"
+        if a.requires_grad != e.requires_grad:
+            return "requires_grad differs"
+        if not torch.allclose(a.detach(), e.detach(), atol=tol, rtol=tol, equal_nan=True):
+            return "values differ"
+        return None
+    if not _same_type(a, e):
+        return "type differs"
+    if isinstance(e, types.SimpleNamespace) or type(e).__module__ == "fuzzed_program" and hasattr(e, "__dict__"):
+        d = _value_difference(vars(a), vars(e), tol)  # a user object: its attributes
+        if d is not None or isinstance(e, types.SimpleNamespace):
+            return d and f"attribute {d}"
+    if isinstance(e, dict):
+        if list(a) != list(e):
+            return "keys differ"
+        return next((d for k in e if (d := _value_difference(a[k], e[k], tol))), None)
+    if isinstance(e, (list, tuple, collections.deque)):
+        if len(a) != len(e):
+            return "length differs"
+        return next((d for x, y in zip(a, e) if (d := _value_difference(x, y, tol))), None)
+    if isinstance(e, float) and isinstance(a, float):
+        return None if abs(a - e) <= tol * (1 + abs(e)) or (a != a and e != e) else "values differ"
+    try:
+        return None if a == e else "values differ"
+    except Exception:  # noqa: BLE001 (values without a usable ==: compare their reprs)
+        return None if repr(a) == repr(e) else "values differ"
+
+
+def difference(expected: Outcome, actual: Outcome, tol: float = 1e-4) -> str | None:
+    """The signature of the first difference between two outcomes, or None."""
     if actual.error != expected.error:
-        return f"exception: eager {expected.error}, compiled {actual.error}"
-    if expected.error is None and not _same(actual.result, expected.result):
-        return "result differs"
-    for name in expected.inputs:
-        if not _same(actual.inputs[name], expected.inputs[name]):
-            return f"input {name} differs"
-    for name in expected.module:
-        if not _same(actual.module[name], expected.module[name]):
-            return f"global {name} differs"
+        return f"main: exception: eager {expected.error or 'none'}, compiled {actual.error or 'none'}"
+    if expected.error is None:
+        if not isinstance(expected.record, dict) or not isinstance(actual.record, dict):
+            return "main: did not return a record dict"
+        for key in expected.record:
+            if key not in actual.record:
+                return f"{key}: missing"
+            d = _value_difference(actual.record[key], expected.record[key], tol)
+            if d is not None:
+                return f"{key}: {d}"
+        if _aliasing(actual.record) != _aliasing(expected.record):
+            return "aliasing differs"
     if actual.torch_state != expected.torch_state:
         return "torch state differs"
     return None
 
 
-def silence() -> Any:
-    """A context that swallows the warnings and prints of compiled programs."""
-    import contextlib
-    import warnings
+def compare(source: str, backend: str) -> str | None:
+    """None when the compiled run of ``source`` left what eager left; else
+    what differs (see :func:`difference`)."""
+    expected = run_once(source, None)
+    try:
+        with bytegraph.config.patch(**SETTINGS):
+            actual = run_once(source, backend)
+    finally:
+        bytegraph.reset()
+    return difference(expected, actual, TOLERANCE.get(backend, 1e-4))
 
-    stack = contextlib.ExitStack()
-    stack.enter_context(warnings.catch_warnings())
-    warnings.simplefilter("ignore")
-    stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
-    return stack
+
+def eager_is_deterministic(source: str) -> bool:
+    """Whether two eager runs of ``source`` leave the same record (a program
+    that does not is the generator's fault, not bytegraph's)."""
+    return difference(run_once(source, None), run_once(source, None)) is None
+
+
+def verdict(diff: str | None) -> str:
+    """``ok``, ``refused`` (a dimension marked with ``mark_dynamic`` that the
+    program specialises: ConstraintViolationError, as torch.compile raises),
+    ``crash`` (the compiled run raised where eager did not, or another
+    exception type) or ``wrong`` (any other difference)."""
+    if diff is None:
+        return "ok"
+    if diff.endswith("compiled ConstraintViolationError"):
+        return "refused"
+    if "exception: eager" in diff and not diff.endswith("compiled none"):
+        return "crash"
+    return "wrong"
+
+
+@contextlib.contextmanager
+def silence() -> Iterator[None]:
+    """Swallow the warnings and prints of compiled programs."""
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        yield

@@ -1,26 +1,44 @@
-"""Shrink a failing program: drop statements (then lines inside them) while the
-compiled run still differs from eager in the same way."""
+"""Shrink a failing program: drop statements from its blocks (greedily, last
+first, to a fixed point) while the compiled run still differs from eager in
+the same way."""
 from __future__ import annotations
 
+import time
+
 from tools.fuzz.differential import compare
-from tools.fuzz.programs import render
+from tools.fuzz.program import Block, Part, render
 
 
-def minimize(body: list[list[str]], seed: int, backend: str, diff: str) -> list[list[str]]:
-    """The smallest body found (greedy, one statement at a time, to a fixed point)
-    whose program still fails with ``diff``; the return statement is kept."""
+def _without(parts: list[Part], block: int, stmt: int) -> list[Part]:
+    old = parts[block]
+    assert isinstance(old, Block)
+    new = Block(old.indent, old.stmts[:stmt] + old.stmts[stmt + 1:], old.keep)
+    return parts[:block] + [new] + parts[block + 1:]
 
-    def fails(candidate: list[list[str]]) -> bool:
+
+def minimize(parts: list[Part], backend: str, diff: str, budget_s: float = 300.0) -> list[Part]:
+    """The smallest program found whose compiled run still fails with ``diff``
+    (each block's last ``keep`` statements stay); stops early, keeping the
+    smallest so far, after ``budget_s`` seconds."""
+
+    def fails(candidate: list[Part]) -> bool:
         try:
-            return compare(render(candidate), seed, backend) == diff
+            return compare(render(candidate), backend) == diff
         except SyntaxError:
             return False
 
+    deadline = time.monotonic() + budget_s
     changed = True
-    while changed:
+    while changed and time.monotonic() < deadline:
         changed = False
-        for i in range(len(body) - 2, -1, -1):  # (the last statement is the return)
-            candidate = body[:i] + body[i + 1:]
-            if fails(candidate):
-                body, changed = candidate, True
-    return body
+        for b in range(len(parts) - 1, -1, -1):
+            part = parts[b]
+            if not isinstance(part, Block):
+                continue
+            for i in range(len(part.stmts) - part.keep - 1, -1, -1):
+                if time.monotonic() > deadline:
+                    return parts
+                candidate = _without(parts, b, i)
+                if fails(candidate):
+                    parts, part, changed = candidate, candidate[b], True
+    return parts

@@ -473,7 +473,11 @@ class WrappedFunctionVariable(ConstantCallableVariable):
     having evicted any (so ``cache_clear()`` recompiles). Symbolic ints are
     specialised for this. Other calls (tensors or objects made in the trace
     as arguments) are graph breaks: traced, the wrapped function's side
-    effects would repeat and the cache would not fill as in eager."""
+    effects would repeat and the cache would not fill as in eager.
+
+    Later runs of the compiled code make the call again (:class:`CacheHitReplay`),
+    so the cache's statistics count every call; a conversion that traces the
+    frame more than once makes each real call once (``OutputGraph.made_call``)."""
 
     def __init__(self, wrapper: Any, inner: VT, source=None):
         super().__init__(wrapper, source)
@@ -490,26 +494,32 @@ class WrappedFunctionVariable(ConstantCallableVariable):
         return super().var_getattr(tx, name)
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        keys = [_cache_key(tx, a) for a in (*args, *kwargs.values())]
         info = self.fn.cache_info()
         room = info.maxsize is None or info.currsize + 1 < info.maxsize  # the entry will not be evicted
-        keys = [_cache_key(tx, a) for a in (*args, *kwargs.values())]
-        if room and all(k is not _NOT_CONSTANT for k in keys):
+        if all(k is not _NOT_CONSTANT for k in keys):
             values = keys[:len(args)]
             keywords = dict(zip(kwargs, keys[len(args):]))
             try:
                 hash((*values, *keywords.values()))
             except TypeError as e:
                 raise_traced_from(e)  # eager's "unhashable type" from the cache
-            try:
-                result = self.fn(*values, **keywords)
-            except Exception as e:  # noqa: BLE001 - the user function's own error, raised in the trace
-                raise_traced_from(e)
-            size = self.fn.cache_info().currsize
-            tx.output.guards.add(GlobalStateMatch(None, _cache_holds(self.fn, size), True,
-                                                  f"cache of {self.fn.__qualname__}"))
-            if is_constant_value(result):
-                return ConstantVariable(result)
-            return wrap(tx, result, ConstSource(result, f"{self.fn.__qualname__}(...)"))
+            def make() -> Any:
+                try:
+                    return self.fn(*values, **keywords)
+                except Exception as e:  # noqa: BLE001 - the user function's own error, raised in the trace
+                    raise_traced_from(e)
+
+            made = tx.output.made_call((self.fn, tuple(values), tuple(keywords.items())), make if room else None)
+            if made is not None:
+                result, = made
+                tx.output.side_effects.record_call(CacheHitReplay(self.fn), tuple(values), keywords)
+                size = self.fn.cache_info().currsize
+                tx.output.guards.add(GlobalStateMatch(None, _cache_holds(self.fn, size), True,
+                                                      f"cache of {self.fn.__qualname__}"))
+                if is_constant_value(result):
+                    return ConstantVariable(result)
+                return wrap(tx, result, ConstSource(result, f"{self.fn.__qualname__}(...)"))
         unimplemented(
             gb_type="lru_cache call",
             context=f"{self.fn.__qualname__} called with arguments known only when the graph runs"
@@ -518,6 +528,25 @@ class WrappedFunctionVariable(ConstantCallableVariable):
             "effects happen) only on a cache miss, as in eager.",
             hints=("Pass constants (ints, strings, objects read from outside) to cached functions.",),
         )
+
+
+class CacheHitReplay:
+    """An lru_cache call that a trace made (eager's first call, a miss), made
+    again by every later run of the compiled code, after its graph: a cache
+    hit, as each later eager call is, so ``cache_info()`` counts as in eager.
+    The run right after the trace skips it (the trace's call was that run's)."""
+
+    __slots__ = ("wrapper", "traced")
+
+    def __init__(self, wrapper: Any):
+        self.wrapper = wrapper
+        self.traced = True
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        if self.traced:
+            self.traced = False
+            return
+        self.wrapper(*args, **kwargs)
 
 
 def _cache_key(tx: Tx, arg: VT) -> Any:

@@ -1,9 +1,9 @@
-"""Random programs in the style of model code, for differential fuzzing.
+"""The tensor family: straight-line programs in the style of model code.
 
-A program is a list of statements (each a list of source lines) forming the
-body of ``def program(x, y, idx, state, log, obj)``; :func:`render` turns it
-into module source with the classes, dataclasses and globals it uses. Every
-program draws from one ``random.Random``, so a seed names a program. Tensors
+The body of ``def program(x, y, idx, state, log, obj)`` is a list of
+statements over a pool of tensors; ``main`` calls the compiled program twice
+(inputs of the program's seed, then other values: a cache hit) and records
+results, inputs and globals. Tensors
 in the program's pool all have shape (3, 4), so any statement may combine any
 two of them; statements cover tensor ops, in-place ops and views, shape- and
 data-dependent control flow, containers, closures, user classes, dataclasses,
@@ -15,13 +15,10 @@ from __future__ import annotations
 import random
 from typing import Callable
 
+from tools.fuzz.program import Block, Part
+
 #: the module around every program (fresh per run, so globals start equal)
 PRELUDE = '''\
-import dataclasses
-import io
-import torch
-
-SINK = io.StringIO()
 G = {"count": 0}
 COUNTER = 0
 SCALE = 2.0
@@ -248,20 +245,33 @@ STATEMENTS: list[tuple[Callable[[Context], list[str]], int]] = [
 ]
 
 
-def generate(seed: int) -> list[list[str]]:
-    """The statements of program ``seed`` (the last one is the return)."""
-    rng = random.Random(seed)
+DRIVER = """
+def main(compile):
+    fn = compile(program)
+    first, second = make_inputs(SEED), make_inputs(SEED + 3)
+    out = attempt(fn, **first)
+    again = attempt(fn, **second)
+    return {"out": out, "inputs": first, "again": again, "inputs_again": second,
+            "globals": snapshot({"G": G, "COUNTER": COUNTER, "NOTES": NOTES})}
+"""
+
+
+def body(rng: random.Random) -> list[list[str]]:
+    """The statements of one program (the last one is the return)."""
     c = Context(rng)
     kinds, weights = zip(*STATEMENTS)
-    body = [rng.choices(kinds, weights)[0](c) for _ in range(rng.randint(3, 10))]
+    stmts = [rng.choices(kinds, weights)[0](c) for _ in range(rng.randint(3, 10))]
     returned = rng.sample(c.tensors, min(len(c.tensors), rng.randint(1, 3)))
     extra = ["lst"] if c.has_list and rng.random() < 0.5 else []
-    body.append([f"return ({', '.join(returned + extra)},)"])
-    return body
+    stmts.append([f"return ({', '.join(returned + extra)},)"])
+    return stmts
 
 
-def render(body: list[list[str]]) -> str:
-    """Module source defining ``program`` with ``body``."""
-    lines = ["def program(x, y, idx, state, log, obj):", "    global COUNTER"]
-    lines += ["    " + line for stmt in body for line in stmt]
-    return PRELUDE + "\n\n" + "\n".join(lines) + "\n"
+def program(stmts: list[list[str]], seed: int) -> list[Part]:
+    """The program with body ``stmts`` on the inputs of ``seed``."""
+    return [PRELUDE, f"SEED = {seed}\n\n\ndef program(x, y, idx, state, log, obj):\n    global COUNTER",
+            Block(4, stmts, keep=1), DRIVER]
+
+
+def generate(rng: random.Random, seed: int) -> list[Part]:
+    return program(body(rng), seed)

@@ -1,0 +1,102 @@
+"""Calling a backend safely: a time limit on its compile, and checks of what
+it returns (a callable that takes the graph's inputs and returns one value
+per graph output).
+
+The time limit (``config.backend_timeout``) is a ``SIGALRM`` timer whose
+handler raises :class:`BackendTimeout` in the compiling thread: no thread is
+started, so nothing is left running when the limit passes (a watchdog thread
+could not stop the compile, only abandon it). The timer exists only in the
+main thread of a platform with ``signal.setitimer``; elsewhere compiles have
+no limit. A timer the user had set is put back afterwards with what was left
+of it. ``BackendTimeout`` derives from ``BaseException`` so that a backend's
+own ``except Exception`` does not swallow it.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import signal
+import threading
+import time
+import warnings
+from typing import Any, Callable, Iterator
+
+
+def backend_name(compiler: Any) -> str:
+    """How messages name a backend: its ``__name__``, or the object itself."""
+    return str(getattr(compiler, "__name__", compiler))
+
+
+class BackendTimeout(BaseException):
+    """A backend's compile ran past ``config.backend_timeout``."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float, what: str) -> Iterator[None]:
+    """Raise :class:`BackendTimeout` in this thread if the block runs more than
+    ``seconds`` (0: no limit; outside the main thread: no limit)."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise BackendTimeout(f"{what} ran past bytegraph.config.backend_timeout ({seconds} s)")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    user_left, user_interval = signal.setitimer(signal.ITIMER_REAL, seconds)
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL if previous is None else previous)
+        if user_left:  # the user's own timer goes on with what it had left (at once if it is past)
+            signal.setitimer(signal.ITIMER_REAL, max(user_left - (time.monotonic() - start), 1e-6), user_interval)
+
+
+def result_problem(compiled: Any, n_inputs: int) -> str | None:
+    """What is wrong with ``compiled``, a backend's result for a graph of
+    ``n_inputs`` inputs, before it is called: not callable, or a signature
+    that cannot take that many positional arguments (None: nothing seen)."""
+    if not callable(compiled):
+        return f"{type(compiled).__name__}, not a callable"
+    try:
+        signature = inspect.signature(compiled, follow_wrapped=False)  # (wrappers may name their inner callable)
+    except (TypeError, ValueError):  # a C callable without a signature: the call will tell
+        return None
+    try:
+        signature.bind(*range(n_inputs))
+    except TypeError as e:
+        return f"a callable that cannot take the graph's {n_inputs} inputs ({e})"
+    return None
+
+
+class BackendResultError(Exception):
+    """A backend's compiled graph returned something else than one value per graph output."""
+
+
+class OutputCheck:
+    """The check of a compiled graph's first result: a list or tuple of one
+    value per graph output. Until it passes, :attr:`pending` is True and the
+    graph's caller runs the graph through :meth:`first_call` (one attribute
+    test per call after that). A wrong result is reported once and raises
+    :class:`BackendResultError` on that call and on every later one before
+    the graph runs, so the frame runs natively (see ``graph/rerun.py``)."""
+
+    def __init__(self, n_outputs: int, describe: str):
+        self.pending = n_outputs > 0  # (with no output, the frame drops the result: nothing to check)
+        self.n_outputs = n_outputs
+        self.describe = describe
+        self.problem: str | None = None
+
+    def first_call(self, compiled: Callable, args: tuple) -> Any:
+        if self.problem is not None:
+            raise BackendResultError(self.problem)
+        result = compiled(*args)
+        if isinstance(result, (list, tuple)) and len(result) == self.n_outputs:
+            self.pending = False
+            return result
+        got = f"{len(result)} values" if isinstance(result, (list, tuple)) else type(result).__name__
+        self.problem = f"{self.describe} returned {got} for a graph of {self.n_outputs} outputs"
+        warnings.warn(f"bytegraph: {self.problem}; running the frame natively from now on", stacklevel=2)
+        raise BackendResultError(self.problem)
