@@ -82,8 +82,6 @@ def test_corpus_quick(name):
 NUMEL_BRANCH = "a Python branch on an unbacked numel() (of a nonzero() result) in GATConv.edge_update breaks each layer"
 KNOWN_FAILURES = {
     "gat": NUMEL_BRANCH,
-    **dict.fromkeys(("gp_exact_train", "gp_posterior"), "a module's own __call__ override with a break inside: "
-                                                        "forward gets __call__'s arguments (TypeError)"),
     "ode_dopri5": "a branch on a tensor compared with a float (if alpha_i == 1.), a recompile per loop position and "
                   "aliasing guards between the solver's state tensors: more graphs than torch.compile",
 }
