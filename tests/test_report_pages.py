@@ -20,6 +20,7 @@ import inspect
 import json
 import os
 import re
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -192,6 +193,9 @@ def test_nothing_of_bytegraph_outside_the_generated_details(pages, name):
         assert "route_callee" in generated and "resume_in_" in generated
 
 
+@pytest.mark.xfail(sys.version_info >= (3, 13), strict=True,
+                   reason="3.13: the ops of an inlined module's forward (MLP.forward) are not attributed to its "
+                          "source lines in the report's source view (found at the end of stop 31; 3.11, 3.12 pass)")
 def test_gated_model_breaks_recompiles_and_inlined_helpers(pages):
     page, report, graphs, stats = pages["gated"]
     gated = _gated_module()

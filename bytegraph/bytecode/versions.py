@@ -256,3 +256,9 @@ def models_handler(target: dis.Instruction) -> bool:
     return target.opname != "CLEANUP_THROW"
 #: 3.13's f-string instructions -> FORMAT_VALUE flags (CONVERT_VALUE's oparg is the conversion)
 _FORMATS = {"FORMAT_SIMPLE": 0, "FORMAT_WITH_SPEC": 4, "CONVERT_VALUE": None}
+
+
+def resumes_after_yield_from(resume_arg: int) -> bool:
+    """Whether a ``RESUME`` with this argument follows a ``yield from``/``await``
+    (2, 3); from 3.13 the argument also carries an exception-depth flag (4)."""
+    return (resume_arg & 3) >= 2

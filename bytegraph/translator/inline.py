@@ -18,6 +18,7 @@ from typing import Any, Sequence
 from bytegraph import compat
 from bytegraph.breaks import BreakSite, unimplemented, user_error
 from bytegraph.bytecode.analysis import closing_runs_code
+from bytegraph.bytecode.versions import resumes_after_yield_from
 from bytegraph.guards.guards import IdMatch
 from bytegraph.guards.source import AttrSource
 from bytegraph.translator.base import InstructionTranslatorBase
@@ -233,7 +234,7 @@ class InliningTranslator(InstructionTranslatorBase):
         (CPython's ``_PyGen_yf``: the stack top when the next instruction is
         ``RESUME`` with an argument of 2 or more), else None."""
         following = self.instructions[self.ip]
-        return self.stack[-1] if following.opname == "RESUME" and following.arg >= 2 else None
+        return self.stack[-1] if following.opname == "RESUME" and resumes_after_yield_from(following.arg) else None
 
     def has_pending_cleanup(self) -> bool:
         """Whether closing this generator could run code: it is suspended at a
