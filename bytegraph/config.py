@@ -9,7 +9,7 @@ never silently does nothing::
         ...
 
 Names and defaults mirror torch.compile's frontend settings where the concept
-exists, and a program that changes one of those in ``torch._dynamo.config``
+exists, and a program that changes one of those in torch's frontend config
 gets the same effect (:func:`bytegraph.compat.changed_settings`, applied while
 a frame compiles).
 """

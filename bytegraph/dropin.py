@@ -5,10 +5,11 @@ Within :func:`serving_torch_compile`:
 - ``torch.compile`` is :func:`torch_compile`, bytegraph's compile with
   torch.compile's signature; ``nn.Module.compile`` calls it, so it compiles
   the module's call in place as torch's does;
-- ``torch._dynamo.reset`` (and ``torch.compiler.reset``, which calls it) is
+- the frontend's ``reset`` (and ``torch.compiler.reset``, which calls it) is
   :func:`bytegraph.reset`;
-- ``torch._dynamo.explain`` is :func:`explain`, bytegraph's explain;
-- ``torch._dynamo.optimize(backend, nopython=...)`` is :func:`optimize`.
+- the frontend's ``explain`` is :func:`explain`, bytegraph's explain;
+- the frontend's ``optimize(backend, nopython=...)`` is :func:`optimize`
+  (the module holding these is named in :mod:`bytegraph.compat` only).
 
 Everything else of torch.compile's user surface is honoured where bytegraph
 reads it (:mod:`bytegraph.compat`): tensor marks, the stance, settings changed

@@ -190,9 +190,8 @@ class FrameCache:
     def miss(self, fn: types.FunctionType, args: tuple, kwargs: dict, options: CompileOptions) -> Any:
         """No entry made under ``options`` matched: compile (or give up and run
         natively), then run. The settings a program changed in
-        ``torch._dynamo.config`` apply while the frame compiles, and the stance
-        ``torch.compiler.set_stance`` set decides whether it compiles
-        (:mod:`bytegraph.compat`).
+        torch's frontend config (:mod:`bytegraph.compat`) apply while the frame compiles, and the stance
+        ``torch.compiler.set_stance`` set decides whether it compiles.
 
         One frame converts at a time (:data:`COMPILE_LOCK`); a thread that waited
         looks at the entries again first (another may have compiled what this
