@@ -169,9 +169,9 @@ def test_mask_assignment_backward_never_fails_in_the_backend(backend, settings):
     with bytegraph.config.patch(**settings):
         if settings is BOTH:
             check(mask_imul_input_grad, r(6).requires_grad_(), backend=backend, backward=True)
-        else:  # the graphs before and after the break; AOTAutograd's partitioner asks for the second again
+        else:  # the graphs before and after the break, each compiled once
             check(mask_imul_input_grad, r(6).requires_grad_(), backend=backend, backward=True,
-                  graphs=3 if backend == "aot_eager" else 2, breaks=1, gb_types=["data-dependent operator"])
+                  graphs=2, breaks=1, gb_types=["data-dependent operator"])
 
 
 # ---- torch._check ----------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ from typing import Any, Callable
 import torch
 import torch._guards
 import torch.fx
-from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, ShapeEnv, free_unbacked_symbols
-from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException, FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbols
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 from bytegraph import imports
 from bytegraph.backends.checks import BackendTimeout, OutputCheck, backend_name, deadline, result_problem
@@ -118,7 +118,7 @@ class BackendCompile:
         return [inp.example if isinstance(inp.example, (torch.SymInt, torch.SymFloat)) else inp.value
                 for inp in self.inputs]
 
-    def backend_fake_mode(self, dynamic_output_shapes: bool = False) -> FakeTensorMode:
+    def backend_fake_mode(self) -> FakeTensorMode:
         """The FakeTensorMode backends compile under (made when a backend first
         reads the TracingContext's ``fake_mode``, where AOTAutograd and inductor
         look for it; a backend that never reads it, like ``eager``, pays nothing).
@@ -133,14 +133,12 @@ class BackendCompile:
         inputs then finds those FakeTensors in the mode's memo and keeps every
         size static, as traced. The memo holds FakeTensors weakly, so this
         graph keeps them (``static_backend_inputs``) while it compiles.
-        ``dynamic_output_shapes``: that ShapeEnv allows unbacked sizes (see
-        :meth:`call_backend`).
+        That ShapeEnv allows unbacked sizes (see :meth:`call_backend`).
         """
         if self.shape_env is not None:
             self._settle_input_autograd()
             return self.fake_mode
-        shape_env = ShapeEnv(allow_dynamic_output_shape_ops=dynamic_output_shapes,
-                             allow_scalar_outputs=dynamic_output_shapes)
+        shape_env = ShapeEnv(allow_dynamic_output_shape_ops=True, allow_scalar_outputs=True)
         mode = FakeTensorMode(shape_env=shape_env, export=True)
         self.static_backend_inputs = [mode.from_tensor(inp.value, static_shapes=True)
                                       for inp in self.inputs if isinstance(inp.value, torch.Tensor)]
@@ -168,27 +166,20 @@ class BackendCompile:
     def call_backend(self, compiler: Backend, gm: torch.fx.GraphModule) -> Callable:
         """``compiler(gm, example_inputs)`` under a :class:`BackendTracingContext`.
         A backend may need a data-dependent size the trace did not (the backward
-        of ``y[mask] = values`` selects ``grad[mask]``): that failure is retried
-        with unbacked sizes allowed, in the trace's ShapeEnv or, for a static
-        trace, in the fresh one of :meth:`backend_fake_mode`."""
-        def call(make_fake_mode: Callable[[], FakeTensorMode]) -> Callable:
-            context = BackendTracingContext(make_fake_mode)
-            with torch._guards.tracing(context), deadline(config.backend_timeout, f"backend {backend_name(compiler)!r}"):
-                try:
-                    return compiler(gm, self.example_inputs())
-                finally:
-                    context.settle()
-
-        try:
-            return call(self.backend_fake_mode)
-        except Exception as e:
-            if not _data_dependent_failure(e):
-                raise
+        of ``y[mask] = values`` selects ``grad[mask]``), so the ShapeEnv it gets
+        always allows unbacked sizes: the trace's own or, for a static trace,
+        the fresh one of :meth:`backend_fake_mode`. (Refusing them first and
+        retrying on the failure compiled such a graph twice on a cold cache and
+        once on a warm one.)"""
         if self.shape_env is not None:
             self.shape_env.settings = dataclasses.replace(
                 self.shape_env.settings, allow_dynamic_output_shape_ops=True, allow_scalar_outputs=True)
-            return call(self.backend_fake_mode)
-        return call(lambda: self.backend_fake_mode(dynamic_output_shapes=True))
+        context = BackendTracingContext(self.backend_fake_mode)
+        with torch._guards.tracing(context), deadline(config.backend_timeout, f"backend {backend_name(compiler)!r}"):
+            try:
+                return compiler(gm, self.example_inputs())
+            finally:
+                context.settle()
 
     def compile_subgraph(
         self, code: types.CodeType, f_globals: dict, tail: Callable[[PyCodegen], None], compiler: Backend, name: str
@@ -257,18 +248,6 @@ class BackendCompile:
                 codegen.emit("POP_TOP")
         tail(codegen)
         return codegen
-
-
-def _data_dependent_failure(error: BaseException) -> bool:
-    """Whether ``error`` (or an exception it was raised from) is a FakeTensor
-    data-dependent failure: an output size or value that depends on tensor data."""
-    seen = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, (DynamicOutputShapeException, DataDependentOutputException, GuardOnDataDependentSymNode)):
-            return True
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return False
 
 
 class BackendTracingContext(torch._guards.TracingContext):
