@@ -121,7 +121,7 @@ def check(fn: Callable, *args: Any, make: Callable[[], Args] | None = None,
           calls: Sequence[Args | Callable[[], Args]] | None = None, kwargs: dict | None = None,
           graphs: int = 1, breaks: int = 0, gb_types: list[str] | None = None, fullgraph: bool = False,
           backend: Any = None, dynamic: bool | None = None, raises: type[BaseException] | None = None,
-          backward: bool = False, atol: float = 1e-6, rtol: float = 1e-5) -> Any:
+          backward: bool = False, atol: float = 1e-6, rtol: float = 1e-5, reruns: int | None = None) -> Any:
     """Run ``fn`` eagerly and compiled once per argument set and assert they agree.
 
     Args:
@@ -134,6 +134,9 @@ def check(fn: Callable, *args: Any, make: Callable[[], Args] | None = None,
             breaks recorded, and the breaks' gb_types in order (None: not checked), over all calls.
         backend: a backend name or callable to compile with (counted); None: run the graphs as traced.
         raises: the exception type eager raises; compiled must raise the same type and message.
+        reruns: the exact number of calls whose graph raised and that then ran natively
+            (None: 0 unless ``raises``, when it is not checked). A graph that raises where
+            eager does not is a hidden fallback: right results, eager's speed.
         backward: after each call, backpropagate the sum of the tensor outputs that require
             grad on both sides (gradients are compared with the arguments).
 
@@ -141,7 +144,7 @@ def check(fn: Callable, *args: Any, make: Callable[[], Args] | None = None,
         The compiled side's last result (its exception, with ``raises``).
     """
     return _differential(lambda: (fn, fn), _argument_sets(args, make, calls), kwargs or {}, graphs, breaks,
-                         gb_types, fullgraph, backend, dynamic, raises, backward, atol, rtol)
+                         gb_types, fullgraph, backend, dynamic, raises, backward, atol, rtol, reruns)
 
 
 def check_module(module: torch.nn.Module | Callable[[], torch.nn.Module], *args: Any, **options: Any) -> Any:
@@ -160,7 +163,7 @@ def check_module(module: torch.nn.Module | Callable[[], torch.nn.Module], *args:
 
 def check_scenario(run: Callable[[Callable], Any], graphs: int = 1, breaks: int = 0,
                    gb_types: list[str] | None = None, backend: Any = None, atol: float = 1e-6, rtol: float = 1e-5,
-                   **options: Any) -> Any:
+                   reruns: int | None = None, **options: Any) -> Any:
     """``check`` for programs that change what a compiled function reads between
     its calls (a module list appended to, a default replaced): ``run(compile)``
     builds everything it uses afresh, compiles with ``compile`` and returns what
@@ -174,7 +177,7 @@ def check_scenario(run: Callable[[Callable], Any], graphs: int = 1, breaks: int 
     with metrics.recording() as record:
         actual = run(lambda fn: bytegraph.compile(fn, backend=counter, **options))
     assert_same(actual, expected, "scenario", atol, rtol)
-    _assert_counts(counter, metrics.distinct(record.breaks), graphs, breaks, gb_types)
+    _assert_counts(counter, record, graphs, breaks, gb_types, 0 if reruns is None else reruns)
     return actual
 
 
@@ -207,7 +210,7 @@ def _copies_of(args: tuple) -> Callable[[], Args]:
 def _differential(pair: Callable, arg_sets: list, kwargs: dict, graphs: int = 1, breaks: int = 0,
                   gb_types: list[str] | None = None, fullgraph: bool = False, backend: Any = None,
                   dynamic: bool | None = None, raises: type[BaseException] | None = None,
-                  backward: bool = False, atol: float = 1e-6, rtol: float = 1e-5) -> Any:
+                  backward: bool = False, atol: float = 1e-6, rtol: float = 1e-5, reruns: int | None = None) -> Any:
     eager_fn, compiled_fn = pair()
     counter = CountingBackend(backend)
     compiled = bytegraph.compile(compiled_fn, backend=counter, fullgraph=fullgraph, dynamic=dynamic)
@@ -233,18 +236,21 @@ def _differential(pair: Callable, arg_sets: list, kwargs: dict, graphs: int = 1,
             assert_same(actual, expected, f"{where}: result", atol, rtol, pairs)
             assert_same_memory(pairs)
             assert _same_rng_state(_rng_state(), eager_rng), f"{where}: the random generators' states differ"
-    _assert_counts(counter, metrics.distinct(record.breaks), graphs, breaks, gb_types)
+    _assert_counts(counter, record, graphs, breaks, gb_types, 0 if reruns is None and raises is None else reruns)
     return actual
 
 
-def _assert_counts(counter: CountingBackend, recorded: list, graphs: int, breaks: int,
-                   gb_types: list[str] | None) -> None:
+def _assert_counts(counter: CountingBackend, record: metrics.Recorder, graphs: int, breaks: int,
+                   gb_types: list[str] | None, reruns: int | None = None) -> None:
+    recorded = metrics.distinct(record.breaks)
     got = f"graphs={counter.frame_count}, breaks={len(recorded)}, gb_types={[b.gb_type for b in recorded]}"
     reasons = "".join(f"\n  {b.reason}" for b in recorded)
     assert (counter.frame_count, len(recorded)) == (graphs, breaks), (
         f"expected graphs={graphs}, breaks={breaks}; got {got}{reasons}")
     assert gb_types is None or [b.gb_type for b in recorded] == gb_types, (
         f"expected gb_types={gb_types}; got {got}{reasons}")
+    assert reruns is None or len(record.graph_reruns) == reruns, (
+        f"expected {reruns} graph(s) raising and the frame rerun natively; got {record.graph_reruns}")
 
 
 def _rng_state() -> tuple:

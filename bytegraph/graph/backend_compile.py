@@ -26,6 +26,7 @@ from bytegraph.graph import numpy_random, writes
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.fx_source import release_source_when_freed
 from bytegraph.graph.rerun import autocast_devices, rerun_natively_on_error
+from bytegraph.graph.targets import bind_targets
 from bytegraph.logs import enabled, get
 
 
@@ -102,13 +103,15 @@ class BackendCompile:
     def build_module(self, outputs: list[torch.fx.Node]) -> torch.fx.GraphModule:
         """Finish the graph with ``outputs`` and wrap it in a GraphModule.
         Placeholders nothing reads are dropped (their guards stay: see
-        ``dropped_inputs``)."""
+        ``dropped_inputs``); targets that fx would call by a wrong name are
+        bound as objects (:mod:`bytegraph.graph.targets`)."""
         self.graph.output(tuple(outputs))
         for inp in list(self.inputs):
             if not inp.node.users:
                 self.graph.erase_node(inp.node)
                 self.inputs.remove(inp)
                 self.dropped_inputs.append(inp)
+        bind_targets(self.graph)
         return release_source_when_freed(torch.fx.GraphModule(torch.nn.Module(), self.graph))
 
     def example_inputs(self) -> list:

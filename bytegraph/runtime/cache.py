@@ -558,6 +558,7 @@ def call_entry(entry: CacheEntry, fn: types.FunctionType, args: tuple, kwargs: d
     try:
         return entry.function_for(fn)(*args, **kwargs)
     except GraphRaised as raised:
+        metrics.record_graph_rerun(fn.__code__)
         if logs.enabled("graph_breaks"):
             logs.get("graph_breaks").info("graph of %s raised %r; running the frame natively",
                                           fn.__code__.co_qualname, raised.__cause__)

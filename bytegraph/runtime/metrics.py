@@ -128,6 +128,7 @@ class FrameStats:
     import_seconds: float = 0.0
     frames_compiled: int = 0
     ran_natively: bool = False
+    graph_reruns: int = 0
     wraps: Callable[..., Any] | None = None
 
 
@@ -141,6 +142,8 @@ class Recorder:
     #: the frame each of ``compiles`` (and each of ``recompile_reasons``) is of
     compiled_frames: list[FrameStats] = dataclasses.field(default_factory=list)
     recompiled_frames: list[FrameStats] = dataclasses.field(default_factory=list)
+    #: the frame (qualified name) of each call whose graph raised and that then ran natively
+    graph_reruns: list[str] = dataclasses.field(default_factory=list)
 
 
 #: id(code) -> stats; FrameStats keeps its code object alive, so ids are not reused
@@ -219,6 +222,13 @@ def record_recompile(code: types.CodeType, reason: str) -> None:
 
 def record_native(code: types.CodeType) -> None:
     stats_for(code).ran_natively = True
+
+
+def record_graph_rerun(code: types.CodeType) -> None:
+    """A call of ``code``'s compiled frame had its graph raise and ran natively."""
+    stats_for(code).graph_reruns += 1
+    for recorder in _ACTIVE:
+        recorder.graph_reruns.append(code.co_qualname)
 
 
 @contextlib.contextmanager
