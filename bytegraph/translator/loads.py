@@ -12,15 +12,16 @@ from bytegraph.guards.source import ConstSource, GlobalSource
 from bytegraph.variables.builder import wrap, wrap_const
 from bytegraph.variables.callables.functions import CellVariable
 from bytegraph.variables.objects.library_objects import PythonModuleVariable
-from bytegraph.variables.stack_values import NullVariable
+from bytegraph.variables.stack_values import NullVariable, UnreadArgument
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
+    from bytegraph.variables.base import VariableTracker
 
 
 class LoadStoreOps:
     # ---- locals ------------------------------------------------------------------------
     def LOAD_FAST(self: InstructionTranslatorBase, inst: Instruction) -> None:
-        value = self.symbolic_locals.get(inst.argval)
+        value = self.read_local(inst.argval)
         if value is None:
             user_error(
                 "UnboundLocalError",
@@ -30,6 +31,12 @@ class LoadStoreOps:
         self.push(value)
 
     LOAD_FAST_CHECK = LOAD_FAST
+
+    def read_local(self: InstructionTranslatorBase, name: str) -> VariableTracker | None:
+        value = self.symbolic_locals.get(name)
+        if isinstance(value, UnreadArgument):
+            value = self.symbolic_locals[name] = wrap(self, value.value, value.source)
+        return value
 
     def STORE_FAST(self: InstructionTranslatorBase, inst: Instruction) -> None:
         value = self.pop()
@@ -41,7 +48,8 @@ class LoadStoreOps:
     def LOAD_FAST_AND_CLEAR(self: InstructionTranslatorBase, inst: Instruction) -> None:
         """Save a local an inlined comprehension (PEP 709) reuses: push its
         value, or NULL when unbound, and unbind it; ``STORE_FAST`` restores it."""
-        value = self.symbolic_locals.pop(inst.argval, None)
+        value = self.read_local(inst.argval)
+        self.symbolic_locals.pop(inst.argval, None)
         self.push(NullVariable() if value is None else value)
 
     def DELETE_FAST(self: InstructionTranslatorBase, inst: Instruction) -> None:

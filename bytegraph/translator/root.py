@@ -29,6 +29,7 @@ from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap
 from bytegraph.variables.callables.functions import CellVariable
 from bytegraph.variables.exceptions import TracedException
+from bytegraph.variables.stack_values import UnreadArgument
 from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.torch_state.autocast import autocast_state
 
@@ -85,7 +86,10 @@ class InstructionTranslator(InstructionTranslatorBase):
                                            "torch.func transform (vmap, grad...) active"))
         self.argument_names = tuple(f_locals)  # the locals the frame starts with
         for name, value in f_locals.items():
-            self.symbolic_locals[name] = wrap(self, value, LocalSource(name))
+            if type(value) in UnreadArgument.KINDS and name not in code.co_cellvars:
+                self.symbolic_locals[name] = UnreadArgument(value, LocalSource(name))
+            else:
+                self.symbolic_locals[name] = wrap(self, value, LocalSource(name))
 
     # ---- the loop ----------------------------------------------------------------------------
     def step(self) -> None:

@@ -1,6 +1,6 @@
-"""Values only the translator's stack holds: the NULL pushed next to a callable,
-the ``__exit__`` that ``BEFORE_WITH`` leaves, and the results of instructions
-run natively at a graph break."""
+"""Values only the translator holds: the NULL pushed next to a callable, the
+``__exit__`` that ``BEFORE_WITH`` leaves, the results of instructions run
+natively at a graph break, and the scalar arguments the frame has not read."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
@@ -27,6 +27,28 @@ class NullVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return "NULL"
+
+
+class UnreadArgument(VariableTracker):
+    """A scalar argument of the compiled frame (an exact ``int``, ``float``,
+    ``bool``, ``complex``, ``str``, ``bytes`` or None: immutable) that its code
+    has not read yet. It is wrapped, and guarded, when the code first reads it
+    (:meth:`~bytegraph.variables.tx.Tx.read_local`), so an argument the frame
+    never reads guards nothing, as with torch.compile: a training step's unused
+    ``batch_idx`` does not recompile it at the next batch. Until then it is
+    rebuilt from its source (a graph break hands it on as it came)."""
+
+    KINDS = (int, float, bool, complex, str, bytes, type(None))
+
+    def __init__(self, value: object, source: object):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def __repr__(self) -> str:
+        return f"UnreadArgument({type(self.value).__name__})"
 
 
 class WithExitVariable(VariableTracker):

@@ -147,6 +147,11 @@ class Tx(Protocol):
     def load_freevar(self, name: str) -> VT:
         """The value of this frame's free variable ``name``."""
 
+    def read_local(self, name: str) -> VT | None:
+        """The local ``name`` as the code reads it (None when unbound): an
+        argument not read before is wrapped and guarded now (see
+        :class:`~bytegraph.variables.stack_values.UnreadArgument`)."""
+
     def frame_cell_name(self, cell: object) -> str | None:
         """The free-variable name under which the compiled frame holds ``cell``, if it does."""
 

@@ -309,7 +309,7 @@ class BuiltinVariable(ConstantCallableVariable):
                 except Unsupported:
                     continue  # an empty cell: absent from locals(), as in eager
             elif name in tx.symbolic_locals:
-                items[name] = tx.symbolic_locals[name]
+                items[name] = tx.read_local(name)
         return DictVariable({name: (ConstantVariable(name), value) for name, value in items.items()})
 
     def _call_super(self, tx: Tx, *args: VT) -> VT | None:
