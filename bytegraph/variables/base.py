@@ -89,18 +89,32 @@ class VariableTracker:
     # ---- operations --------------------------------------------------------
     def var_getattr(self, tx: Tx, name: str) -> VariableTracker:
         """``value.name``: the kind's ``attr_<name>`` handler when it has one
-        (:func:`handler_name`); by default, methods of the value's type bind to
-        :meth:`call_method` of this VT."""
+        (:func:`handler_name`); by default, methods defined on the value's type's
+        MRO bind to :meth:`call_method` of this VT, and plain class attributes
+        of an immutable type without instance dicts (``[].__doc__``,
+        ``[].__hash__``) are constants. What only the metaclass defines
+        (``__name__``, ``__base__``, ``mro``) is not an attribute of instances."""
         found = self.attr_from_handler(tx, name)
         if found is not None:
             return found
-        if callable(getattr(self.python_type(), name, None)):
+        cls = self.python_type()
+        attr = type_attribute(cls, name)
+        if attr is not _MISSING and not isinstance(attr, _DATA_DESCRIPTORS) and callable(getattr(cls, name, None)):
             return BoundMethodVariable(self, name)
+        if attr is not _MISSING and not hasattr(type(attr), "__get__") and cls.__flags__ & _IMMUTABLE_TYPE and (
+                cls.__dictoffset__ == 0):
+            return wrap_const(tx, attr)
         unimplemented(
             gb_type="unsupported attribute",
             context=f"attribute {name!r} of {self}",
             explanation="bytegraph cannot read this attribute symbolically.",
         )
+
+    def attr_dunder_class(self, tx: Tx) -> VariableTracker | None:
+        """``value.__class__``: ``type(value)``, unless the class overrides
+        ``__class__`` (None: the kind's other rules answer)."""
+        cls = self.python_type()
+        return wrap_const(tx, cls) if type_attribute(cls, "__class__") is OBJECT_CLASS else None
 
     def attr_from_handler(self, tx: Tx, name: str) -> VariableTracker | None:
         """``value.name`` by the kind's ``attr_<name>`` handler; None when it has
@@ -136,6 +150,13 @@ class VariableTracker:
             explanation="bytegraph cannot record this attribute assignment as a side effect.",
             hints=("Move the assignment out of the compiled function.",),
         )
+
+    def store_from_handler(self, tx: Tx, name: str, value: VariableTracker) -> bool:
+        """``value.name = v`` by the kind's ``store_<name>`` handler; whether it
+        stored the value (False: it has none, or the handler's conditions do not
+        hold, and the kind's other rules apply)."""
+        handler = getattr(type(self), handler_name("store_", name), None)
+        return handler is not None and handler(self, tx, value)
 
     def delete_attr(self, tx: Tx, name: str) -> None:
         """``del value.name``; by default a graph break (user objects override it)."""
@@ -394,7 +415,8 @@ class BoundMethodVariable(VariableTracker):
             owner = self.obj.python_type()
         except Unsupported:
             return None
-        return next((vars(klass)[self.name] for klass in owner.__mro__ if self.name in vars(klass)), None)
+        attr = type_attribute(owner, self.name)
+        return None if attr is _MISSING else attr
 
     def truthy(self, tx: Tx) -> bool:
         return True
@@ -485,6 +507,29 @@ class ConstantCallableVariable(KnownObjectVariable):
         return True
 
 
+_MISSING = object()
+#: object's ``__class__`` descriptor: a class whose MRO finds it first does not override ``__class__``
+OBJECT_CLASS = vars(object)["__class__"]
+#: descriptors of instance data (``__class__``, ``slice.start``): never a method
+_DATA_DESCRIPTORS = (types.GetSetDescriptorType, types.MemberDescriptorType)
+#: ``Py_TPFLAGS_IMMUTABLETYPE``: the type's attributes cannot be set (builtin types)
+_IMMUTABLE_TYPE = 1 << 8
+
+
+def instance_answer_of_object(vt: VariableTracker, cls: Any) -> tuple[type, bool]:
+    """``isinstance`` of a VT holding the real object (``vt.value``): asked of the
+    object when it is read from a source (its ``__class__`` may differ), else of its type."""
+    if vt.source is None:
+        return VariableTracker.instance_answer(vt, cls)
+    return type(vt.value), isinstance(vt.value, cls)
+
+
+def type_attribute(cls: type, name: str) -> Any:
+    """What ``cls``'s MRO defines under ``name``, no descriptor invoked (not the
+    metaclass's attributes), or ``_MISSING``."""
+    return next((vars(klass)[name] for klass in cls.__mro__ if name in vars(klass)), _MISSING)
+
+
 @functools.lru_cache(maxsize=None)
 def _subclass_check(obj_type: type, cls: type) -> Callable[[], bool]:
     """A guard getter re-asking an ABC about ``obj_type`` (one per pair, so guards dedupe)."""
@@ -516,12 +561,13 @@ def _signature(fn: Callable) -> inspect.Signature:
 
 
 def method_handler(vt: VariableTracker, tx: Tx, name: str, args: Sequence[VariableTracker],
-                   kwargs: dict[str, VariableTracker]) -> Callable[[], Any] | None:
+                   kwargs: dict[str, VariableTracker], prefix: str = "method_") -> Callable[[], Any] | None:
     """``vt``'s ``method_<name>`` handler (the one way a kind looks up a method
-    by name) bound to ``tx`` and the arguments, ready to call; None when the
+    by name; ``prefix`` another family, as ``object_<name>`` for ``object.<name>(vt, ...)``)
+    bound to ``tx`` and the arguments, ready to call; None when the
     kind has none, or the arguments do not fit its signature (eager raises,
     or another rule applies)."""
-    fn = getattr(type(vt), handler_name("method_", name), None)
+    fn = getattr(type(vt), handler_name(prefix, name), None)
     if fn is None or not fits(fn, vt, tx, *args, **kwargs):
         return None
     return lambda: fn(vt, tx, *args, **kwargs)
