@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 VT = VariableTracker
 
 
+#: what ``mappingproxy.__setitem__``/``__delitem__`` say they do not support
+_READ_ONLY_ITEMS = {"__setitem__": "item assignment", "__delitem__": "item deletion"}
+
+
 class DictOperators(VariableTracker):
     """The operators of dicts, shared by the eager and the lazy kinds:
     ``a | b``, ``a |= b`` (``update``) and ``k in d`` (a key lookup)."""
@@ -140,10 +144,10 @@ class DictVariable(DictOperators):
         old = self.items.get(hkey)
         self.items[hkey] = (key if old is None else old[0], value)
 
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        if name == "default_factory" and issubclass(self.dict_cls, collections.defaultdict):
-            return self.default_factory if self.default_factory is not None else ConstantVariable(None)
-        return super().var_getattr(tx, name)
+    def attr_default_factory(self, tx: Tx) -> VT | None:
+        if not issubclass(self.dict_cls, collections.defaultdict):
+            return None
+        return self.default_factory if self.default_factory is not None else ConstantVariable(None)
 
     def empty_like(self) -> DictVariable:
         """A new empty dict of this one's class (and default factory)."""
@@ -171,20 +175,23 @@ class DictVariable(DictOperators):
 
     def store_attr(self, tx: Tx, name: str, value: VT) -> None:
         """``d.default_factory = f`` on a defaultdict made in the trace."""
-        if name == "default_factory" and issubclass(self.dict_cls, collections.defaultdict) and self.source is None:
-            self.default_factory = value
-            return
-        super().store_attr(tx, name, value)
+        if not self.store_from_handler(tx, name, value):
+            super().store_attr(tx, name, value)
+
+    def store_default_factory(self, tx: Tx, value: VT) -> bool:
+        if not issubclass(self.dict_cls, collections.defaultdict) or self.source is not None:
+            return False
+        self.default_factory = value
+        return True
 
     MUTATORS = frozenset({"__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem",
                           "move_to_end", "__init__"})
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name in self.MUTATORS and self.dict_cls is types.MappingProxyType:  # a class's __dict__: read-only
-            if name == "__setitem__":
-                raise_traced(TypeError, "'mappingproxy' object does not support item assignment")
-            if name == "__delitem__":
-                raise_traced(TypeError, "'mappingproxy' object does not support item deletion")
+            item_error = _READ_ONLY_ITEMS.get(name)
+            if item_error is not None:
+                raise_traced(TypeError, f"'mappingproxy' object does not support {item_error}")
             raise_traced(AttributeError, f"'mappingproxy' object has no attribute '{name}'")
         result = call_method_handler(self, tx, name, args, kwargs)
         return result if result is not None else bad_method(self, name)
@@ -446,10 +453,10 @@ class LazyDictVariable(DictOperators):
             return found
         return default if default is not None else ConstantVariable(None)
 
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        if name == "default_factory" and isinstance(self.value, collections.defaultdict):
-            return self.materialize(tx).var_getattr(tx, name)
-        return super().var_getattr(tx, name)
+    def attr_default_factory(self, tx: Tx) -> VT | None:
+        if not isinstance(self.value, collections.defaultdict):
+            return None
+        return self.materialize(tx).var_getattr(tx, "default_factory")
 
     def truthy(self, tx: Tx) -> bool:
         return self._length(tx) > 0
@@ -573,13 +580,20 @@ class DictViewVariable(VariableTracker):
         return self.dict_vt.call_method(tx, "__contains__", [item], {}) if self.kind == "keys" else NotImplemented
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name == "__len__":
-            return ConstantVariable(len(self.dict_vt.items))
-        if name == "__contains__" and self.kind == "keys":
-            return self.dict_vt.call_method(tx, "__contains__", args, kwargs)
-        if name == "__iter__":
-            return DictIteratorVariable(self.dict_vt, self.kind)
-        return bad_method(self, name)
+        result = call_method_handler(self, tx, name, args, kwargs)
+        return result if result is not None else bad_method(self, name)
+
+    def method_dunder_len(self, tx: Tx, /) -> VT:
+        return ConstantVariable(len(self.dict_vt.items))
+
+    def method_dunder_contains(self, tx: Tx, key: VT, /) -> VT:
+        """``d.keys().__contains__(k)``: a key lookup (values and items views are iterated)."""
+        if self.kind != "keys":
+            return bad_method(self, "__contains__")
+        return self.dict_vt.call_method(tx, "__contains__", [key], {})
+
+    def method_dunder_iter(self, tx: Tx, /) -> VT:
+        return DictIteratorVariable(self.dict_vt, self.kind)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.reconstruct(self.dict_vt)
