@@ -23,13 +23,13 @@ import torch
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictKeysMatch, GlobalStateMatch, MODULE_HOOK_DICTS, NoModuleHooks
 from bytegraph.guards.source import AttrSource, GetItemSource
-from bytegraph.variables.base import BoundMethodVariable, VariableTracker, instance_answer_of_object
+from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.callables.functions import UserMethodVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.iterators import ListIteratorVariable
 from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_not_in_instance_dict
-from bytegraph.variables.objects.user_objects import bind_class_attribute, object_has_attr
+from bytegraph.variables.objects.user_objects import bind_class_attribute, instance_answer_of_object, object_has_attr
 from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:

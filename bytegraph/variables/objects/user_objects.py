@@ -24,7 +24,7 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, DictKeysMatch
 from bytegraph.guards.source import AttrSource, ConstSource
-from bytegraph.variables.base import VariableTracker, bound_method_type, instance_answer_of_object, method_handler
+from bytegraph.variables.base import VariableTracker, bound_method_type, method_handler
 from bytegraph.variables.callables.functions import PartialVariable, UserMethodVariable
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
 from bytegraph.variables.containers.dicts import DictVariable
@@ -182,6 +182,14 @@ def _slot_value(tx: Tx, owner: UserDefinedObjectVariable, cls: type, name: str, 
     except AttributeError as e:
         raise_traced_from(e)
     return wrap(tx, value, AttrSource(owner.source, name)) if owner.source is not None else wrap_const(tx, value)
+
+
+def instance_answer_of_object(vt: VT, cls: Any) -> tuple[type, bool]:
+    """``isinstance`` of a VT holding the real object (``vt.value``): asked of the
+    object when it is read from a source (its ``__class__`` may differ), else of its type."""
+    if vt.source is None:
+        return VariableTracker.instance_answer(vt, cls)
+    return type(vt.value), isinstance(vt.value, cls)
 
 
 class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators, VariableTracker):

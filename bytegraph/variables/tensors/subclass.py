@@ -29,13 +29,13 @@ from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains
 from bytegraph.guards.source import AttrSource
 from bytegraph.variables import tx as protocol
-from bytegraph.variables.base import OBJECT_CLASS, VariableTracker, instance_answer_of_object
+from bytegraph.variables.base import OBJECT_CLASS, VariableTracker
 from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.callables.torch_functions import TorchFunctionVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute
 from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
-from bytegraph.variables.objects.user_objects import bind_class_attribute
+from bytegraph.variables.objects.user_objects import bind_class_attribute, instance_answer_of_object
 from bytegraph.variables.operators import TENSOR_OPERATORS
 from bytegraph.variables.tensors import subclass_dispatch
 from bytegraph.variables.tensors.graph_calls import dispatches, graph_call, overloaded_args
