@@ -57,6 +57,9 @@ class VariableTracker:
     #: True for tensors and ndarrays: one made by an operation is a new object
     #: unless the operation gave back its input's VT (see :meth:`same_object`)
     array_identity = False
+    #: True for kinds whose methods are all ``method_`` handlers (containers): a
+    #: call that none fits is a graph break, not an attribute read and called
+    handlers_only = False
     #: True for containers whose ``iter()`` is their own ``__iter__`` (lists,
     #: dicts, dict views, sets): its iterator sees mutations made during the loop
     live_iterator = False
@@ -89,11 +92,10 @@ class VariableTracker:
     # ---- operations --------------------------------------------------------
     def var_getattr(self, tx: Tx, name: str) -> VariableTracker:
         """``value.name``: the kind's ``attr_<name>`` handler when it has one
-        (:func:`handler_name`); by default, methods defined on the value's type's
-        MRO bind to :meth:`call_method` of this VT, and plain class attributes
-        of an immutable type without instance dicts (``[].__doc__``,
-        ``[].__hash__``) are constants. What only the metaclass defines
-        (``__name__``, ``__base__``, ``mro``) is not an attribute of instances."""
+        (:func:`handler_name`); by default, methods on the MRO of the value's type
+        (not its metaclass's: ``[].mro`` is none) bind to :meth:`call_method` of
+        this VT; plain class attributes of immutable types whose instances have
+        no ``__dict__`` (``[].__doc__``) are constants."""
         found = self.attr_from_handler(tx, name)
         if found is not None:
             return found
@@ -142,8 +144,10 @@ class VariableTracker:
         return any(name in vars(klass) for klass in self.python_type().__mro__)
 
     def store_attr(self, tx: Tx, name: str, value: VariableTracker) -> None:
-        """``value.name = v``; by default a graph break. Kinds that record the store
-        (as a side effect, or in the graph) override it."""
+        """``value.name = v``: the kind's ``store_<name>`` handler when one stores it,
+        else a graph break. Kinds that record stores (side effects, graph) override it."""
+        if self.store_from_handler(tx, name, value):
+            return
         unimplemented(
             gb_type="unsupported attribute store",
             context=f"setting {name!r} on {self}",
@@ -152,9 +156,8 @@ class VariableTracker:
         )
 
     def store_from_handler(self, tx: Tx, name: str, value: VariableTracker) -> bool:
-        """``value.name = v`` by the kind's ``store_<name>`` handler; whether it
-        stored the value (False: it has none, or the handler's conditions do not
-        hold, and the kind's other rules apply)."""
+        """``value.name = v`` by the kind's ``store_<name>`` handler; whether it stored
+        it (False: none, or its conditions do not hold: the kind's other rules apply)."""
         handler = getattr(type(self), handler_name("store_", name), None)
         return handler is not None and handler(self, tx, value)
 
@@ -177,6 +180,8 @@ class VariableTracker:
         result = call_method_handler(self, tx, name, args, kwargs)
         if result is not None:
             return result
+        if self.handlers_only:
+            bad_method(self, name)
         attr = self.var_getattr(tx, name)
         if isinstance(attr, BoundMethodVariable) and attr.obj is self:
             unimplemented(
@@ -508,20 +513,9 @@ class ConstantCallableVariable(KnownObjectVariable):
 
 
 _MISSING = object()
-#: object's ``__class__`` descriptor: a class whose MRO finds it first does not override ``__class__``
-OBJECT_CLASS = vars(object)["__class__"]
-#: descriptors of instance data (``__class__``, ``slice.start``): never a method
-_DATA_DESCRIPTORS = (types.GetSetDescriptorType, types.MemberDescriptorType)
-#: ``Py_TPFLAGS_IMMUTABLETYPE``: the type's attributes cannot be set (builtin types)
-_IMMUTABLE_TYPE = 1 << 8
-
-
-def instance_answer_of_object(vt: VariableTracker, cls: Any) -> tuple[type, bool]:
-    """``isinstance`` of a VT holding the real object (``vt.value``): asked of the
-    object when it is read from a source (its ``__class__`` may differ), else of its type."""
-    if vt.source is None:
-        return VariableTracker.instance_answer(vt, cls)
-    return type(vt.value), isinstance(vt.value, cls)
+OBJECT_CLASS = vars(object)["__class__"]  # the descriptor of a class that does not override __class__
+_DATA_DESCRIPTORS = (types.GetSetDescriptorType, types.MemberDescriptorType)  # (never methods)
+_IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: the type's attributes cannot be set
 
 
 def type_attribute(cls: type, name: str) -> Any:

@@ -20,6 +20,7 @@ from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch, compa
 from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
+from bytegraph.variables.containers.dict_views import DictViewVariable
 from bytegraph.variables.containers.iterators import DictIteratorVariable, IteratorVariable
 from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable, for_each_item
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
@@ -30,10 +31,6 @@ if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
-
-
-#: what ``mappingproxy.__setitem__``/``__delitem__`` say they do not support
-_READ_ONLY_ITEMS = {"__setitem__": "item assignment", "__delitem__": "item deletion"}
 
 
 class DictOperators(VariableTracker):
@@ -173,12 +170,8 @@ class DictVariable(DictOperators):
         self.call_method(tx, "__setitem__", [key, value], {})
         return value
 
-    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
-        """``d.default_factory = f`` on a defaultdict made in the trace."""
-        if not self.store_from_handler(tx, name, value):
-            super().store_attr(tx, name, value)
-
     def store_default_factory(self, tx: Tx, value: VT) -> bool:
+        """``d.default_factory = f`` on a defaultdict made in the trace."""
         if not issubclass(self.dict_cls, collections.defaultdict) or self.source is not None:
             return False
         self.default_factory = value
@@ -186,15 +179,16 @@ class DictVariable(DictOperators):
 
     MUTATORS = frozenset({"__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem",
                           "move_to_end", "__init__"})
+    handlers_only = True
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name in self.MUTATORS and self.dict_cls is types.MappingProxyType:  # a class's __dict__: read-only
-            item_error = _READ_ONLY_ITEMS.get(name)
-            if item_error is not None:
-                raise_traced(TypeError, f"'mappingproxy' object does not support {item_error}")
+            if name == "__setitem__":
+                raise_traced(TypeError, "'mappingproxy' object does not support item assignment")
+            if name == "__delitem__":
+                raise_traced(TypeError, "'mappingproxy' object does not support item deletion")
             raise_traced(AttributeError, f"'mappingproxy' object has no attribute '{name}'")
-        result = call_method_handler(self, tx, name, args, kwargs)
-        return result if result is not None else bad_method(self, name)
+        return super().call_method(tx, name, args, kwargs)
 
     def method_dunder_getitem(self, tx: Tx, key: VT, /) -> VT:
         return self.getitem(tx, key)
@@ -536,69 +530,6 @@ class IdentityKey:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, IdentityKey) and other.ident == self.ident
-
-
-class DictViewVariable(VariableTracker):
-    """``d.keys()``, ``d.values()`` or ``d.items()`` of a DictVariable."""
-
-    live_iterator = True
-
-    def __init__(self, dict_vt: DictVariable, kind: str):
-        super().__init__()
-        self.dict_vt = dict_vt
-        self.kind = kind
-
-    def python_type(self) -> type:
-        return type(getattr({}, self.kind)())
-
-    def is_python_constant(self) -> bool:
-        """A keys view of constant keys is a constant (a view of a dict with those keys,
-        in that order, answers ``==``, ``&``, ``|``, ``in``... the same)."""
-        return self.kind == "keys" and all(k.is_python_constant() for k, _ in self.dict_vt.items.values())
-
-    def as_python_constant(self) -> Any:
-        if not self.is_python_constant():
-            return super().as_python_constant()
-        return dict.fromkeys(k.as_python_constant() for k, _ in self.dict_vt.items.values()).keys()
-
-    def has_unpack_var_sequence(self, tx: Tx) -> bool:
-        return True
-
-    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
-        pairs = self.dict_vt.items.values()
-        if self.kind == "keys":
-            return [k for k, _ in pairs]
-        if self.kind == "values":
-            return [v for _, v in pairs]
-        return [TupleVariable([k, v]) for k, v in pairs]
-
-    def truthy(self, tx: Tx) -> bool:
-        return bool(self.dict_vt.items)
-
-    def contains_op(self, tx: Tx, item: VT) -> Any:
-        """``k in d.keys()`` is a key lookup; values and items views are iterated."""
-        return self.dict_vt.call_method(tx, "__contains__", [item], {}) if self.kind == "keys" else NotImplemented
-
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        result = call_method_handler(self, tx, name, args, kwargs)
-        return result if result is not None else bad_method(self, name)
-
-    def method_dunder_len(self, tx: Tx, /) -> VT:
-        return ConstantVariable(len(self.dict_vt.items))
-
-    def method_dunder_contains(self, tx: Tx, key: VT, /) -> VT:
-        """``d.keys().__contains__(k)``: a key lookup (values and items views are iterated)."""
-        if self.kind != "keys":
-            return bad_method(self, "__contains__")
-        return self.dict_vt.call_method(tx, "__contains__", [key], {})
-
-    def method_dunder_iter(self, tx: Tx, /) -> VT:
-        return DictIteratorVariable(self.dict_vt, self.kind)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        codegen.reconstruct(self.dict_vt)
-        codegen.emit("LOAD_METHOD", self.kind)
-        codegen.call(0)
 
 
 def apply_by_clear_update(codegen: PyCodegen, source: Any, temp: str) -> None:

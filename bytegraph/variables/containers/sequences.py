@@ -20,7 +20,7 @@ import torch
 
 from bytegraph.breaks import unimplemented
 from bytegraph.variables import tx as protocol
-from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
+from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.constant import ConstantVariable, errors_are_the_programs, raise_traced, raise_traced_from
 from bytegraph.variables.containers import iterators
 from bytegraph.variables.operators import call_operator
@@ -117,9 +117,7 @@ class BaseSequenceVariable(VariableTracker):
         """A new sequence of the same kind holding ``items`` (no source)."""
         return type(self)(items)
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        result = call_method_handler(self, tx, name, args, kwargs)
-        return result if result is not None else bad_method(self, name)
+    handlers_only = True
 
     def method_dunder_getitem(self, tx: Tx, index: VT, /) -> VT:
         return self.getitem(tx, index)
