@@ -629,6 +629,17 @@ def test_functools_wraps_and_annotations_inside_the_trace():
     assert wrapper.__name__ == "annotated_identity"
 
 
+def test_wrapped_of_a_function_that_wraps_nothing_raises_attribute_error():
+    """(It was an error inside the compiler: the function ran natively.)"""
+    def f(x):
+        try:
+            return annotated_identity.__wrapped__
+        except AttributeError as e:
+            return x + 1, str(e)
+
+    check(f, t(2))
+
+
 def test_functions_made_in_the_trace_have_every_attribute_functools_wraps_copies():
     """``functools.wraps`` of a function made in the trace reads all of WRAPPER_ASSIGNMENTS
     (3.12 adds ``__type_params__``); defaults read back as CPython stores them."""

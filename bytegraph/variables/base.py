@@ -57,6 +57,9 @@ class VariableTracker:
     #: True for tensors and ndarrays: one made by an operation is a new object
     #: unless the operation gave back its input's VT (see :meth:`same_object`)
     array_identity = False
+    #: True for kinds whose methods are all ``method_`` handlers (containers): a
+    #: call that none fits is a graph break, not an attribute read and called
+    handlers_only = False
     #: True for containers whose ``iter()`` is their own ``__iter__`` (lists,
     #: dicts, dict views, sets): its iterator sees mutations made during the loop
     live_iterator = False
@@ -89,18 +92,31 @@ class VariableTracker:
     # ---- operations --------------------------------------------------------
     def var_getattr(self, tx: Tx, name: str) -> VariableTracker:
         """``value.name``: the kind's ``attr_<name>`` handler when it has one
-        (:func:`handler_name`); by default, methods of the value's type bind to
-        :meth:`call_method` of this VT."""
+        (:func:`handler_name`); by default, methods on the MRO of the value's type
+        (not its metaclass's: ``[].mro`` is none) bind to :meth:`call_method` of
+        this VT; plain class attributes of immutable types whose instances have
+        no ``__dict__`` (``[].__doc__``) are constants."""
         found = self.attr_from_handler(tx, name)
         if found is not None:
             return found
-        if callable(getattr(self.python_type(), name, None)):
+        cls = self.python_type()
+        attr = type_attribute(cls, name)
+        if attr is not _MISSING and not isinstance(attr, _DATA_DESCRIPTORS) and callable(getattr(cls, name, None)):
             return BoundMethodVariable(self, name)
+        if attr is not _MISSING and not hasattr(type(attr), "__get__") and cls.__flags__ & _IMMUTABLE_TYPE and (
+                cls.__dictoffset__ == 0):
+            return wrap_const(tx, attr)
         unimplemented(
             gb_type="unsupported attribute",
             context=f"attribute {name!r} of {self}",
             explanation="bytegraph cannot read this attribute symbolically.",
         )
+
+    def attr_dunder_class(self, tx: Tx) -> VariableTracker | None:
+        """``value.__class__``: ``type(value)``, unless the class overrides
+        ``__class__`` (None: the kind's other rules answer)."""
+        cls = self.python_type()
+        return wrap_const(tx, cls) if type_attribute(cls, "__class__") is OBJECT_CLASS else None
 
     def attr_from_handler(self, tx: Tx, name: str) -> VariableTracker | None:
         """``value.name`` by the kind's ``attr_<name>`` handler; None when it has
@@ -128,14 +144,22 @@ class VariableTracker:
         return any(name in vars(klass) for klass in self.python_type().__mro__)
 
     def store_attr(self, tx: Tx, name: str, value: VariableTracker) -> None:
-        """``value.name = v``; by default a graph break. Kinds that record the store
-        (as a side effect, or in the graph) override it."""
+        """``value.name = v``: the kind's ``store_<name>`` handler when one stores it,
+        else a graph break. Kinds that record stores (side effects, graph) override it."""
+        if self.store_from_handler(tx, name, value):
+            return
         unimplemented(
             gb_type="unsupported attribute store",
             context=f"setting {name!r} on {self}",
             explanation="bytegraph cannot record this attribute assignment as a side effect.",
             hints=("Move the assignment out of the compiled function.",),
         )
+
+    def store_from_handler(self, tx: Tx, name: str, value: VariableTracker) -> bool:
+        """``value.name = v`` by the kind's ``store_<name>`` handler; whether it stored
+        it (False: none, or its conditions do not hold: the kind's other rules apply)."""
+        handler = getattr(type(self), handler_name("store_", name), None)
+        return handler is not None and handler(self, tx, value)
 
     def delete_attr(self, tx: Tx, name: str) -> None:
         """``del value.name``; by default a graph break (user objects override it)."""
@@ -156,6 +180,8 @@ class VariableTracker:
         result = call_method_handler(self, tx, name, args, kwargs)
         if result is not None:
             return result
+        if self.handlers_only:
+            bad_method(self, name)
         attr = self.var_getattr(tx, name)
         if isinstance(attr, BoundMethodVariable) and attr.obj is self:
             unimplemented(
@@ -394,7 +420,8 @@ class BoundMethodVariable(VariableTracker):
             owner = self.obj.python_type()
         except Unsupported:
             return None
-        return next((vars(klass)[self.name] for klass in owner.__mro__ if self.name in vars(klass)), None)
+        attr = type_attribute(owner, self.name)
+        return None if attr is _MISSING else attr
 
     def truthy(self, tx: Tx) -> bool:
         return True
@@ -485,6 +512,18 @@ class ConstantCallableVariable(KnownObjectVariable):
         return True
 
 
+_MISSING = object()
+OBJECT_CLASS = vars(object)["__class__"]  # the descriptor of a class that does not override __class__
+_DATA_DESCRIPTORS = (types.GetSetDescriptorType, types.MemberDescriptorType)  # (never methods)
+_IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: the type's attributes cannot be set
+
+
+def type_attribute(cls: type, name: str) -> Any:
+    """What ``cls``'s MRO defines under ``name``, no descriptor invoked (not the
+    metaclass's attributes), or ``_MISSING``."""
+    return next((vars(klass)[name] for klass in cls.__mro__ if name in vars(klass)), _MISSING)
+
+
 @functools.lru_cache(maxsize=None)
 def _subclass_check(obj_type: type, cls: type) -> Callable[[], bool]:
     """A guard getter re-asking an ABC about ``obj_type`` (one per pair, so guards dedupe)."""
@@ -516,12 +555,13 @@ def _signature(fn: Callable) -> inspect.Signature:
 
 
 def method_handler(vt: VariableTracker, tx: Tx, name: str, args: Sequence[VariableTracker],
-                   kwargs: dict[str, VariableTracker]) -> Callable[[], Any] | None:
+                   kwargs: dict[str, VariableTracker], prefix: str = "method_") -> Callable[[], Any] | None:
     """``vt``'s ``method_<name>`` handler (the one way a kind looks up a method
-    by name) bound to ``tx`` and the arguments, ready to call; None when the
+    by name; ``prefix`` another family, as ``object_<name>`` for ``object.<name>(vt, ...)``)
+    bound to ``tx`` and the arguments, ready to call; None when the
     kind has none, or the arguments do not fit its signature (eager raises,
     or another rule applies)."""
-    fn = getattr(type(vt), handler_name("method_", name), None)
+    fn = getattr(type(vt), handler_name(prefix, name), None)
     if fn is None or not fits(fn, vt, tx, *args, **kwargs):
         return None
     return lambda: fn(vt, tx, *args, **kwargs)

@@ -69,7 +69,8 @@ from bytegraph.variables.callables.torch_functions import (
 )
 from bytegraph.variables.constant import ConstantVariable, is_constant_value
 from bytegraph.variables.containers import iterator_tools, iterators
-from bytegraph.variables.containers.dicts import DictVariable, DictViewVariable, LazyDictVariable
+from bytegraph.variables.containers.dict_views import DictViewVariable
+from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable
 from bytegraph.variables.containers.iterator_tools import ItertoolsFunctionVariable, is_itertools_callable
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
 from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable

@@ -30,6 +30,17 @@ def _chain_attribute(field: str) -> Callable[[ExceptionVariable, Tx], VT]:
     return read
 
 
+def _is_none(value: VT) -> bool:
+    return value.is_python_constant() and value.as_python_constant() is None
+
+
+def _chainable(value: VT) -> bool:
+    """Whether ``value`` can be stored as ``__cause__``/``__context__`` in the
+    trace: an exception of the trace, or None (others: eager's TypeError comes
+    from the native run)."""
+    return isinstance(value, ExceptionVariable) or _is_none(value)
+
+
 class ExceptionVariable(VariableTracker):
     """An exception instance created in the trace: its class, arguments and
     chaining attributes.
@@ -119,20 +130,7 @@ class ExceptionVariable(VariableTracker):
             Unsupported: for other attributes, and values of the wrong kind
                 (eager's TypeError then comes from the native run).
         """
-        if name in ("__cause__", "__context__") and (
-                isinstance(value, ExceptionVariable) or value.is_python_constant() and value.as_python_constant() is None):
-            chained = value if isinstance(value, ExceptionVariable) else None
-            if name == "__cause__":
-                self.set_cause(chained)
-            else:
-                self.context = chained
-            return
-        if name == "__suppress_context__" and value.is_python_constant():
-            self.suppress_context = bool(value.as_python_constant())
-            return
-        if name == "__traceback__" and (isinstance(value, TracebackVariable) or value.is_python_constant()
-                                        and value.as_python_constant() is None):
-            self.traceback = value if isinstance(value, TracebackVariable) else None
+        if self.store_from_handler(tx, name, value):
             return
         unimplemented(
             gb_type="unsupported attribute store",
@@ -141,6 +139,30 @@ class ExceptionVariable(VariableTracker):
                         "trace's) of exceptions created in the trace.",
             hints=("Move the assignment out of the compiled function.",),
         )
+
+    def store_dunder_cause(self, tx: Tx, value: VT) -> bool:
+        if not _chainable(value):
+            return False
+        self.set_cause(value if isinstance(value, ExceptionVariable) else None)
+        return True
+
+    def store_dunder_context(self, tx: Tx, value: VT) -> bool:
+        if not _chainable(value):
+            return False
+        self.context = value if isinstance(value, ExceptionVariable) else None
+        return True
+
+    def store_dunder_suppress_context(self, tx: Tx, value: VT) -> bool:
+        if not value.is_python_constant():
+            return False
+        self.suppress_context = bool(value.as_python_constant())
+        return True
+
+    def store_dunder_traceback(self, tx: Tx, value: VT) -> bool:
+        if not (isinstance(value, TracebackVariable) or _is_none(value)):
+            return False
+        self.traceback = value if isinstance(value, TracebackVariable) else None
+        return True
 
     def as_text(self, fn: type) -> str | None:
         """``str(exc)`` or ``repr(exc)`` (``fn``) when the arguments are constants

@@ -120,8 +120,6 @@ class DeferredCallVariable(VariableTracker):
 
 def logger_method(logger: logging.Logger, name: str) -> DeferredCallVariable | None:
     """The deferred call for ``logger.<name>`` if it is a level method."""
-    if name == "log":
-        return DeferredCallVariable(getattr(logger, name), logger)
-    if name in deferred.LOG_LEVELS:
-        return DeferredCallVariable(getattr(logger, name), logger, deferred.LOG_LEVELS[name])
-    return None
+    if name != "log" and name not in deferred.LOG_LEVELS:
+        return None
+    return DeferredCallVariable(getattr(logger, name), logger, deferred.LOG_LEVELS.get(name))  # log(level, ...)

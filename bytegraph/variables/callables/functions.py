@@ -175,8 +175,6 @@ class UserFunctionVariable(ConstantCallableVariable):
             return found
         if name in self.fn.__dict__:
             return wrap(tx, self.fn.__dict__[name], AttrSource(self.fn_source(), name))
-        if name == "__wrapped__":
-            return wrap_const(tx, getattr(self.fn, name))
         if not hasattr(self.fn, name):  # eager's AttributeError, until the function's __dict__ gains the name
             tx.output.guards.add(DictContains(AttrSource(self.fn_source(), "__dict__"), name, False))
             raise_function_attribute_error(name)
@@ -483,11 +481,15 @@ class WrappedFunctionVariable(ConstantCallableVariable):
         super().__init__(wrapper, source)
         self.inner = inner
 
+    def attr_dunder_wrapped(self, tx: Tx) -> VT:
+        return self.inner
+
     def var_getattr(self, tx: Tx, name: str) -> VT:
         """``__wrapped__`` is the inner function; the metadata ``functools.update_wrapper``
         copied onto the wrapper (``__name__``, ``__doc__``, ``__dict__``...) is read from it."""
-        if name == "__wrapped__":
-            return self.inner
+        found = self.attr_from_handler(tx, name)
+        if found is not None:
+            return found
         if name in (*functools.WRAPPER_ASSIGNMENTS, "__dict__"):
             value = getattr_or_raise(self.fn, name)
             return wrap(tx, value, AttrSource(self.source, name)) if self.source is not None else wrap_const(tx, value)

@@ -1,7 +1,7 @@
 """Python containers and the iterators over them: tuples, lists, ``torch.Size``,
-named tuples, deques, slices (:mod:`.sequences`, :mod:`.named_tuples`), dicts and
-their views (:mod:`.dicts`), sets (:mod:`.sets`), the iterators ``for`` loops
-use (:mod:`.iterators`), and ``enumerate``/``zip``/``map``/``filter`` and
-``itertools`` (:mod:`.iterator_tools`). Items are VariableTrackers; mutations
-of a container that existed before the call are side effects replayed after
-the graph."""
+named tuples, deques, slices (:mod:`.sequences`, :mod:`.named_tuples`), dicts
+(:mod:`.dicts`) and their views (:mod:`.dict_views`), sets (:mod:`.sets`), the
+iterators ``for`` loops use (:mod:`.iterators`), and ``enumerate``/``zip``/
+``map``/``filter`` and ``itertools`` (:mod:`.iterator_tools`). Items are
+VariableTrackers; mutations of a container that existed before the call are
+side effects replayed after the graph."""

@@ -20,6 +20,7 @@ from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch, compa
 from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
+from bytegraph.variables.containers.dict_views import DictViewVariable
 from bytegraph.variables.containers.iterators import DictIteratorVariable, IteratorVariable
 from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable, for_each_item
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
@@ -140,10 +141,10 @@ class DictVariable(DictOperators):
         old = self.items.get(hkey)
         self.items[hkey] = (key if old is None else old[0], value)
 
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        if name == "default_factory" and issubclass(self.dict_cls, collections.defaultdict):
-            return self.default_factory if self.default_factory is not None else ConstantVariable(None)
-        return super().var_getattr(tx, name)
+    def attr_default_factory(self, tx: Tx) -> VT | None:
+        if not issubclass(self.dict_cls, collections.defaultdict):
+            return None
+        return self.default_factory if self.default_factory is not None else ConstantVariable(None)
 
     def empty_like(self) -> DictVariable:
         """A new empty dict of this one's class (and default factory)."""
@@ -169,15 +170,16 @@ class DictVariable(DictOperators):
         self.call_method(tx, "__setitem__", [key, value], {})
         return value
 
-    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
+    def store_default_factory(self, tx: Tx, value: VT) -> bool:
         """``d.default_factory = f`` on a defaultdict made in the trace."""
-        if name == "default_factory" and issubclass(self.dict_cls, collections.defaultdict) and self.source is None:
-            self.default_factory = value
-            return
-        super().store_attr(tx, name, value)
+        if not issubclass(self.dict_cls, collections.defaultdict) or self.source is not None:
+            return False
+        self.default_factory = value
+        return True
 
     MUTATORS = frozenset({"__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem",
                           "move_to_end", "__init__"})
+    handlers_only = True
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name in self.MUTATORS and self.dict_cls is types.MappingProxyType:  # a class's __dict__: read-only
@@ -186,8 +188,7 @@ class DictVariable(DictOperators):
             if name == "__delitem__":
                 raise_traced(TypeError, "'mappingproxy' object does not support item deletion")
             raise_traced(AttributeError, f"'mappingproxy' object has no attribute '{name}'")
-        result = call_method_handler(self, tx, name, args, kwargs)
-        return result if result is not None else bad_method(self, name)
+        return super().call_method(tx, name, args, kwargs)
 
     def method_dunder_getitem(self, tx: Tx, key: VT, /) -> VT:
         return self.getitem(tx, key)
@@ -446,10 +447,10 @@ class LazyDictVariable(DictOperators):
             return found
         return default if default is not None else ConstantVariable(None)
 
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        if name == "default_factory" and isinstance(self.value, collections.defaultdict):
-            return self.materialize(tx).var_getattr(tx, name)
-        return super().var_getattr(tx, name)
+    def attr_default_factory(self, tx: Tx) -> VT | None:
+        if not isinstance(self.value, collections.defaultdict):
+            return None
+        return self.materialize(tx).var_getattr(tx, "default_factory")
 
     def truthy(self, tx: Tx) -> bool:
         return self._length(tx) > 0
@@ -529,62 +530,6 @@ class IdentityKey:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, IdentityKey) and other.ident == self.ident
-
-
-class DictViewVariable(VariableTracker):
-    """``d.keys()``, ``d.values()`` or ``d.items()`` of a DictVariable."""
-
-    live_iterator = True
-
-    def __init__(self, dict_vt: DictVariable, kind: str):
-        super().__init__()
-        self.dict_vt = dict_vt
-        self.kind = kind
-
-    def python_type(self) -> type:
-        return type(getattr({}, self.kind)())
-
-    def is_python_constant(self) -> bool:
-        """A keys view of constant keys is a constant (a view of a dict with those keys,
-        in that order, answers ``==``, ``&``, ``|``, ``in``... the same)."""
-        return self.kind == "keys" and all(k.is_python_constant() for k, _ in self.dict_vt.items.values())
-
-    def as_python_constant(self) -> Any:
-        if not self.is_python_constant():
-            return super().as_python_constant()
-        return dict.fromkeys(k.as_python_constant() for k, _ in self.dict_vt.items.values()).keys()
-
-    def has_unpack_var_sequence(self, tx: Tx) -> bool:
-        return True
-
-    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
-        pairs = self.dict_vt.items.values()
-        if self.kind == "keys":
-            return [k for k, _ in pairs]
-        if self.kind == "values":
-            return [v for _, v in pairs]
-        return [TupleVariable([k, v]) for k, v in pairs]
-
-    def truthy(self, tx: Tx) -> bool:
-        return bool(self.dict_vt.items)
-
-    def contains_op(self, tx: Tx, item: VT) -> Any:
-        """``k in d.keys()`` is a key lookup; values and items views are iterated."""
-        return self.dict_vt.call_method(tx, "__contains__", [item], {}) if self.kind == "keys" else NotImplemented
-
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name == "__len__":
-            return ConstantVariable(len(self.dict_vt.items))
-        if name == "__contains__" and self.kind == "keys":
-            return self.dict_vt.call_method(tx, "__contains__", args, kwargs)
-        if name == "__iter__":
-            return DictIteratorVariable(self.dict_vt, self.kind)
-        return bad_method(self, name)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        codegen.reconstruct(self.dict_vt)
-        codegen.emit("LOAD_METHOD", self.kind)
-        codegen.call(0)
 
 
 def apply_by_clear_update(codegen: PyCodegen, source: Any, temp: str) -> None:

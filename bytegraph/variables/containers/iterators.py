@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from bytegraph.breaks import Unsupported, unimplemented, user_error
 from bytegraph.guards.guards import ConstantMatch, TypeMatch
 from bytegraph.guards.source import ConvertSource, GetItemSource
-from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
+from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers import sequences
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
@@ -55,9 +55,7 @@ class IteratorVariable(VariableTracker):
     def get_iter(self, tx: Tx) -> VT:
         return self
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        result = call_method_handler(self, tx, name, args, kwargs)
-        return result if result is not None else bad_method(self, name)
+    handlers_only = True
 
     def method_dunder_iter(self, tx: Tx, /) -> VT:
         return self

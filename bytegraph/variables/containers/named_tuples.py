@@ -114,12 +114,16 @@ class NamedTupleVariable(TupleVariable):
             return self.items[fields.index(name)]
         if name in self.attrs:
             return self.attrs[name]
-        if name == "_fields" and hasattr(self.tuple_cls, "_fields"):
-            return ConstantVariable(self.tuple_cls._fields)
+        found = self.attr_from_handler(tx, name)
+        if found is not None:
+            return found
         method = self._user_method(tx, name)
         if method is not None:
             return method
         return super().var_getattr(tx, name)
+
+    def attr__fields(self, tx: Tx) -> VT | None:
+        return ConstantVariable(self.tuple_cls._fields) if hasattr(self.tuple_cls, "_fields") else None
 
     def has_attr(self, tx: Tx, name: str) -> bool:
         return name in self.attrs or super().has_attr(tx, name)
@@ -154,19 +158,28 @@ class NamedTupleVariable(TupleVariable):
         return None
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if hasattr(self.tuple_cls, "_fields"):  # collections.namedtuple helpers
-            fields = self.fields()
-            if name == "_asdict" and not args and not kwargs:
-                return DictVariable({f: (ConstantVariable(f), v) for f, v in zip(fields, self.items)})
-            if name == "_replace" and not args:
-                unknown = set(kwargs) - set(fields)
-                if unknown:
-                    raise_traced(ValueError, f"Got unexpected field names: {sorted(unknown)!r}")
-                return NamedTupleVariable([kwargs.get(f, v) for f, v in zip(fields, self.items)], self.tuple_cls)
+        """A Python method of the class body first (never one of the generated
+        helpers, which are ``method_`` handlers), then the tuple's methods."""
         method = self._user_method(tx, name) if not (name.startswith("__") and name.endswith("__")) else None
         if method is not None:
             return method.call_function(tx, args, kwargs)
         return super().call_method(tx, name, args, kwargs)
+
+    def method__asdict(self, tx: Tx, /) -> VT | None:
+        """``collections.namedtuple``'s ``_asdict()`` (None: not a namedtuple class)."""
+        if not hasattr(self.tuple_cls, "_fields"):
+            return None
+        return DictVariable({f: (ConstantVariable(f), v) for f, v in zip(self.fields(), self.items)})
+
+    def method__replace(self, tx: Tx, /, **changes: VT) -> VT | None:
+        """``collections.namedtuple``'s ``_replace(**changes)`` (None: not a namedtuple class)."""
+        if not hasattr(self.tuple_cls, "_fields"):
+            return None
+        fields = self.fields()
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise_traced(ValueError, f"Got unexpected field names: {sorted(unknown)!r}")
+        return NamedTupleVariable([changes.get(f, v) for f, v in zip(fields, self.items)], self.tuple_cls)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:

@@ -20,7 +20,7 @@ import torch
 
 from bytegraph.breaks import unimplemented
 from bytegraph.variables import tx as protocol
-from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
+from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.constant import ConstantVariable, errors_are_the_programs, raise_traced, raise_traced_from
 from bytegraph.variables.containers import iterators
 from bytegraph.variables.operators import call_operator
@@ -117,22 +117,34 @@ class BaseSequenceVariable(VariableTracker):
         """A new sequence of the same kind holding ``items`` (no source)."""
         return type(self)(items)
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name == "__getitem__" and len(args) == 1:
-            return self.getitem(tx, args[0])
-        if name == "__len__" and not args:
-            return ConstantVariable(len(self.items))
-        if name == "__contains__" and len(args) == 1:
-            return call_operator(tx, operator.contains, [self, args[0]])
-        if name in ("index", "count") and args and not kwargs:
-            kind = tuple if issubclass(self.python_type(), tuple) else list  # (the message names it)
-            consts = kind(i.as_python_constant() for i in self.items)
-            with errors_are_the_programs():  # ``[1].index(2)``: eager's ValueError
-                return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
-        if name == "__iter__" and not args:
-            owner = self if isinstance(self.items, list) and self.mutable else None
-            return iterators.ListIteratorVariable(self.items, owner=owner)
-        return bad_method(self, name)
+    handlers_only = True
+
+    def method_dunder_getitem(self, tx: Tx, index: VT, /) -> VT:
+        return self.getitem(tx, index)
+
+    def method_dunder_len(self, tx: Tx, /) -> VT:
+        return ConstantVariable(len(self.items))
+
+    def method_dunder_contains(self, tx: Tx, item: VT, /) -> VT:
+        return call_operator(tx, operator.contains, [self, item])
+
+    def _search(self, name: str, args: Sequence[VT]) -> VT:
+        """``index``/``count`` folded over the constant items (``[1].index(2)``:
+        eager's ValueError)."""
+        kind = tuple if issubclass(self.python_type(), tuple) else list  # (the message names it)
+        consts = kind(i.as_python_constant() for i in self.items)
+        with errors_are_the_programs():
+            return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
+
+    def method_index(self, tx: Tx, value: VT, /, *bounds: VT) -> VT:
+        return self._search("index", [value, *bounds])
+
+    def method_count(self, tx: Tx, value: VT, /, *rest: VT) -> VT:
+        return self._search("count", [value, *rest])
+
+    def method_dunder_iter(self, tx: Tx, /) -> VT:
+        owner = self if isinstance(self.items, list) and self.mutable else None
+        return iterators.ListIteratorVariable(self.items, owner=owner)
 
     def reconstruct_items(self, codegen: PyCodegen) -> None:
         for item in self.items:
@@ -175,13 +187,11 @@ class SizeVariable(TupleVariable):
     def with_items(self, items: Sequence[VT]) -> VT:
         return SizeVariable(items)
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name == "numel" and not args:
-            result: VT = ConstantVariable(1)
-            for item in self.items:
-                result = call_operator(tx, operator.mul, [result, item])
-            return result
-        return super().call_method(tx, name, args, kwargs)
+    def method_numel(self, tx: Tx, /) -> VT:
+        result: VT = ConstantVariable(1)
+        for item in self.items:
+            result = call_operator(tx, operator.mul, [result, item])
+        return result
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:
@@ -222,10 +232,6 @@ class ListVariable(BaseSequenceVariable):
 
     MUTATORS = frozenset({"append", "extend", "insert", "pop", "clear", "reverse", "__setitem__", "__delitem__",
                           "remove", "sort", "__init__"})
-
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        result = call_method_handler(self, tx, name, args, kwargs)
-        return result if result is not None else super().call_method(tx, name, args, kwargs)
 
     def method_append(self, tx: Tx, item: VT) -> VT:
         self.items.append(item)
@@ -452,10 +458,8 @@ class DequeVariable(ListVariable):
     def method_copy(self, tx: Tx) -> VT:
         return DequeVariable(self.items, self.maxlen)
 
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        if name == "maxlen":
-            return ConstantVariable(self.maxlen)
-        return super().var_getattr(tx, name)
+    def attr_maxlen(self, tx: Tx) -> VT:
+        return ConstantVariable(self.maxlen)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:
@@ -501,10 +505,14 @@ class SliceVariable(VariableTracker):
     def as_example(self) -> Any:
         return slice(*[p.as_example() for p in self.parts])
 
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        if name in ("start", "stop", "step"):
-            return self.parts[("start", "stop", "step").index(name)]
-        return super().var_getattr(tx, name)
+    def attr_start(self, tx: Tx) -> VT:
+        return self.parts[0]
+
+    def attr_stop(self, tx: Tx) -> VT:
+        return self.parts[1]
+
+    def attr_step(self, tx: Tx) -> VT:
+        return self.parts[2]
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         for part in self.parts:

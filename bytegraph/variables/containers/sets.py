@@ -22,9 +22,10 @@ import operator
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from bytegraph.breaks import unimplemented, user_error
-from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler, handler_name
+from bytegraph.variables.base import VariableTracker, bad_method, handler_name
 from bytegraph.variables.constant import ConstantVariable, raise_traced_from
-from bytegraph.variables.containers.dicts import DictVariable, DictViewVariable, IdentityKey, apply_by_clear_update
+from bytegraph.variables.containers.dict_views import DictViewVariable
+from bytegraph.variables.containers.dicts import DictVariable, IdentityKey, apply_by_clear_update
 from bytegraph.variables.containers.iterators import SetIteratorVariable
 from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
@@ -233,9 +234,7 @@ class SetVariable(VariableTracker):
     MUTATORS = frozenset({"add", "discard", "remove", "update", "clear", "pop", "difference_update",
                           "intersection_update", "symmetric_difference_update"})
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        result = call_method_handler(self, tx, name, args, kwargs)
-        return result if result is not None else bad_method(self, name)
+    handlers_only = True
 
     def method_dunder_iter(self, tx: Tx, /) -> VT:
         return SetIteratorVariable(self)

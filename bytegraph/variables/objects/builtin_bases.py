@@ -238,23 +238,44 @@ _TYPE_CALLING_COPIES = (collections.OrderedDict, collections.defaultdict, collec
 
 def call_base_method(tx: Tx, obj: VT, cls: type, base: type, name: str, args: Sequence[VT],
                      kwargs: dict[str, VT]) -> VT:
-    """``base.name(obj, *args)``, the base's C method on ``obj``'s builtin part;
-    the copy of an OrderedDict, defaultdict or deque subclass's instance is
-    ``type(obj)(obj)`` (``(factory, obj)``, ``(obj, maxlen)``), as their C code makes it."""
+    """``base.name(obj, *args)``, the base's C method on ``obj``'s builtin part
+    (its storage), unless the C method itself calls back into the class
+    (:data:`_CALLING_BACK`)."""
     items = storage(tx, obj)
-    if name == "__getitem__" and issubclass(base, dict) and len(args) == 1:  # a missing key: the class's __missing__
-        missing = obj.python_method(tx, "__missing__")
-        if missing is not None and not items.call_method(tx, "__contains__", args, {}).as_python_constant():
-            return missing.call_function(tx, args, {})
-    if name in ("copy", "__copy__") and not args and not kwargs and base in _TYPE_CALLING_COPIES:
-        plain = dicts.as_dict(tx, items) or items
-        ctor_args = [obj]
-        if base is collections.defaultdict:
-            ctor_args.insert(0, plain.default_factory or ConstantVariable(None))
-        if base is collections.deque and plain.maxlen is not None:
-            ctor_args.append(ConstantVariable(plain.maxlen))
-        return wrap_const(tx, cls).call_function(tx, ctor_args, {})
-    return items.call_method(tx, name, args, kwargs)
+    calls_back = _CALLING_BACK.get(name)
+    result = calls_back(tx, obj, cls, base, items, args, kwargs) if calls_back is not None else None
+    return result if result is not None else items.call_method(tx, name, args, kwargs)
+
+
+def _missing_key(tx: Tx, obj: VT, cls: type, base: type, items: VT, args: Sequence[VT],
+                 kwargs: dict[str, VT]) -> VT | None:
+    """``dict.__getitem__`` of a missing key calls the class's ``__missing__``."""
+    if not issubclass(base, dict) or len(args) != 1:
+        return None
+    missing = obj.python_method(tx, "__missing__")
+    if missing is not None and not items.call_method(tx, "__contains__", args, {}).as_python_constant():
+        return missing.call_function(tx, args, {})
+    return None
+
+
+def _typed_copy(tx: Tx, obj: VT, cls: type, base: type, items: VT, args: Sequence[VT],
+                kwargs: dict[str, VT]) -> VT | None:
+    """The copy of an OrderedDict, defaultdict or deque subclass's instance is
+    ``type(obj)(obj)`` (``(factory, obj)``, ``(obj, maxlen)``), as their C code makes it."""
+    if args or kwargs or base not in _TYPE_CALLING_COPIES:
+        return None
+    plain = dicts.as_dict(tx, items) or items
+    ctor_args = [obj]
+    if base is collections.defaultdict:
+        ctor_args.insert(0, plain.default_factory or ConstantVariable(None))
+    if base is collections.deque and plain.maxlen is not None:
+        ctor_args.append(ConstantVariable(plain.maxlen))
+    return wrap_const(tx, cls).call_function(tx, ctor_args, {})
+
+
+#: C methods of builtin bases that call back into the instance's class: their
+#: result, or None when the call is the storage's own
+_CALLING_BACK = {"__getitem__": _missing_key, "copy": _typed_copy, "__copy__": _typed_copy}
 
 
 def leaves_to_base(obj: Any, tx: Tx, name: str) -> bool:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, GlobalStateMatch
 from bytegraph.guards.source import AttrSource, ConvertSource, WeakRefCallSource
-from bytegraph.variables.base import KnownObjectVariable, VariableTracker
+from bytegraph.variables.base import KnownObjectVariable, VariableTracker, call_method_handler
 from bytegraph.variables.callables.deferred_calls import logger_method
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
 from bytegraph.variables.tx import wrap, wrap_attr, wrap_const
@@ -76,25 +76,43 @@ class EnvironVariable(VariableTracker):
         return self.call_method(tx, "__contains__", [item], {})
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name not in ("get", "__getitem__", "__contains__") or kwargs or not all(
-                a.is_python_constant() for a in args) or not args or (name != "get" and len(args) != 1):
-            unimplemented(
-                gb_type="unsupported environment access",
-                context=f"os.environ.{name} with {len(args)} arguments",
-                explanation="bytegraph folds os.environ.get(key[, default]), os.environ[key] and key in os.environ "
-                            "with constant keys; other uses run natively.",
-                hints=("Read the environment outside the compiled function.",),
-            )
-        key = args[0].as_python_constant()
-        value = os.environ.get(key)
-        tx.output.guards.add(GlobalStateMatch(None, _environ_getter(key), value, f"environment variable {key}"))
-        if name == "__contains__":
-            return ConstantVariable(value is not None)
-        if value is None and name == "__getitem__":
-            raise_traced(KeyError, key)
+        result = call_method_handler(self, tx, name, args, kwargs)
+        if result is not None:
+            return result
+        unimplemented(
+            gb_type="unsupported environment access",
+            context=f"os.environ.{name} with {len(args)} arguments",
+            explanation="bytegraph folds os.environ.get(key[, default]), os.environ[key] and key in os.environ "
+                        "with constant keys; other uses run natively.",
+            hints=("Read the environment outside the compiled function.",),
+        )
+
+    def _value(self, tx: Tx, key: VT) -> str | None:
+        """The variable's value now, guarded (a change recompiles)."""
+        name = key.as_python_constant()
+        value = os.environ.get(name)
+        tx.output.guards.add(GlobalStateMatch(None, _environ_getter(name), value, f"environment variable {name}"))
+        return value
+
+    # reads with constant arguments are folded (None: not folded, a graph break)
+    def method_get(self, tx: Tx, key: VT, default: VT | None = None, /) -> VT | None:
+        if not key.is_python_constant() or default is not None and not default.is_python_constant():
+            return None
+        value = self._value(tx, key)
         if value is None:
-            return args[1] if len(args) > 1 else ConstantVariable(None)
+            return default if default is not None else ConstantVariable(None)
         return ConstantVariable(value)
+
+    def method_dunder_getitem(self, tx: Tx, key: VT, /) -> VT | None:
+        if not key.is_python_constant():
+            return None
+        value = self._value(tx, key)
+        if value is None:
+            raise_traced(KeyError, key.as_python_constant())
+        return ConstantVariable(value)
+
+    def method_dunder_contains(self, tx: Tx, key: VT, /) -> VT | None:
+        return ConstantVariable(self._value(tx, key) is not None) if key.is_python_constant() else None
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_const(os.environ)

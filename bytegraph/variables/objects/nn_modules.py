@@ -93,8 +93,9 @@ class NNModuleVariable(VariableTracker):
             if name in d.get(holder, ()):
                 return wrap(tx, d[holder][name], GetItemSource(AttrSource(self.source, holder), name))
         cls = type(module)
-        if name == "__class__":
-            return wrap_const(tx, cls)
+        found = self.attr_from_handler(tx, name)
+        if found is not None:
+            return found
         attr = class_attribute(cls, name)
         if name in _LISTINGS and attr is getattr(torch.nn.Module, name):
             return BoundMethodVariable(self, name)
@@ -176,18 +177,29 @@ class NNModuleVariable(VariableTracker):
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name in _LISTINGS and class_attribute(type(self.value), name) is getattr(torch.nn.Module, name):
             return self._listing(tx, name, args, kwargs)
-        container = _container_holder(self.value)
-        if container is not None:
-            is_dict = isinstance(self.value, (torch.nn.ModuleDict, torch.nn.ParameterDict))
-            if name == "__len__" and not args:
-                return ConstantVariable(len(self.container_keys(tx)))
-            if name == "__getitem__" and len(args) == 1:
-                return self._container_item(tx, container, args[0].as_python_constant())
-            if name == "__iter__" and not args:
-                return ListIteratorVariable(self.unpack_var_sequence(tx))
-            if name == "__contains__" and is_dict:
-                return ConstantVariable(args[0].as_python_constant() in self.container_keys(tx))
         return super().call_method(tx, name, args, kwargs)
+
+    # a module container's (Sequential, ModuleList, ModuleDict, ParameterList...) own
+    # protocol; None for other modules: their methods are read as attributes
+    def method_dunder_len(self, tx: Tx, /) -> VT | None:
+        if _container_holder(self.value) is None:
+            return None
+        return ConstantVariable(len(self.container_keys(tx)))
+
+    def method_dunder_getitem(self, tx: Tx, key: VT, /) -> VT | None:
+        container = _container_holder(self.value)
+        return None if container is None else self._container_item(tx, container, key.as_python_constant())
+
+    def method_dunder_iter(self, tx: Tx, /) -> VT | None:
+        if _container_holder(self.value) is None:
+            return None
+        return ListIteratorVariable(self.unpack_var_sequence(tx))
+
+    def method_dunder_contains(self, tx: Tx, key: VT, /) -> VT | None:
+        if _container_holder(self.value) is None or not isinstance(
+                self.value, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
+            return None
+        return ConstantVariable(key.as_python_constant() in self.container_keys(tx))
 
     def container_keys(self, tx: Tx) -> list:
         """The keys of a module container's items, guarded (appending a layer

@@ -88,19 +88,19 @@ class SpecialMethods:
             method = self.python_method(tx, name)
             if method is not None:
                 result = method.call_function(tx, args, kwargs)
-                if name == "__len__" and result.is_python_constant():
-                    return ConstantVariable(checked_special_result(name, result.as_python_constant()))
+                if name == "__len__" and result.is_python_constant():  # len(obj) comes here: its check
+                    return ConstantVariable(checked_len(result.as_python_constant()))
                 return result
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
     def truthy(self, tx: Tx) -> bool:
         cls = self.python_type()
-        for dunder in ("__bool__", "__len__"):
+        for dunder, checked in _TRUTH_METHODS:
             fn = self.special_method(tx, dunder)
             if fn is not _MISSING:
                 if isinstance(fn, types.FunctionType):
                     result = UserMethodVariable(fn, self).call_function(tx, [], {}).as_python_constant()
-                    return bool(checked_special_result(dunder, result))
+                    return bool(checked(result))
                 if builtin_bases.leaves_to_base(self, tx, dunder):
                     return builtin_bases.storage(tx, self).truthy(tx)
                 return super().truthy(tx)
@@ -145,19 +145,27 @@ class SpecialMethods:
         return super().unpack_var_sequence(tx)
 
 
-def checked_special_result(name: str, result: Any) -> Any:
-    """What Python makes of ``__bool__``/``__len__``'s result: ``len()`` gives an
-    int (``True`` -> 1); a result of the wrong type or a negative length raises
-    eager's TypeError/ValueError in the traced program."""
-    if name == "__bool__" and type(result) is not bool:
+def checked_bool(result: Any) -> bool:
+    """What Python makes of ``__bool__``'s result: a non-bool raises eager's
+    TypeError in the traced program."""
+    if type(result) is not bool:
         raise_traced(TypeError, f"__bool__ should return bool, returned {type(result).__name__}")
-    if name == "__len__":
-        if not isinstance(result, int):
-            raise_traced(TypeError, f"'{type(result).__name__}' object cannot be interpreted as an integer")
-        if result < 0:
-            raise_traced(ValueError, "__len__() should return >= 0")
-        return int(result)
     return result
+
+
+def checked_len(result: Any) -> int:
+    """What Python makes of ``__len__``'s result: an int (``True`` -> 1); a
+    result of the wrong type or a negative length raises eager's
+    TypeError/ValueError in the traced program."""
+    if not isinstance(result, int):
+        raise_traced(TypeError, f"'{type(result).__name__}' object cannot be interpreted as an integer")
+    if result < 0:
+        raise_traced(ValueError, "__len__() should return >= 0")
+    return int(result)
+
+
+#: what ``bool(obj)`` asks, in order, each with CPython's check of its result
+_TRUTH_METHODS = (("__bool__", checked_bool), ("__len__", checked_len))
 
 
 class RuntimeStrVariable(VariableTracker):

@@ -24,7 +24,7 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, DictKeysMatch
 from bytegraph.guards.source import AttrSource, ConstSource
-from bytegraph.variables.base import VariableTracker, bound_method_type
+from bytegraph.variables.base import VariableTracker, bound_method_type, method_handler
 from bytegraph.variables.callables.functions import PartialVariable, UserMethodVariable
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
 from bytegraph.variables.containers.dicts import DictVariable
@@ -318,10 +318,9 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
     def generic_getattr(self, tx: Tx, name: str) -> VT:
         """``object.__getattribute__(self, name)`` then ``__getattr__``."""
         cls = self.python_type()
-        if name == "__dict__":
-            return self.instance_dict(tx)
-        if name == "__class__":
-            return wrap_const(tx, cls)
+        found = self.attr_from_handler(tx, name)  # __dict__; __class__ unless the class overrides it
+        if found is not None:
+            return found
         attr = class_attribute(cls, name)
         if attr is not _MISSING and inspect.isdatadescriptor(attr):
             return bind_class_attribute(tx, self, cls, name, attr)
@@ -335,6 +334,9 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
             return UserMethodVariable(getattr_fn, self).call_function(tx, [ConstantVariable(name)], {})
         guard_class_lookup(tx, cls, name, _MISSING)  # AttributeError until a class gains the attribute
         _no_attribute(cls, name)
+
+    def attr_dunder_dict(self, tx: Tx) -> VT:
+        return self.instance_dict(tx)
 
     def store_attr(self, tx: Tx, name: str, value: VT) -> None:
         """``self.name = value``: through a Python ``__setattr__`` or a property
@@ -370,21 +372,32 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
     def call_slot(self, tx: Tx, base: type, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         """``base.name(self, *args)`` for a builtin base type, bypassing Python overrides."""
         if base is object:
-            if name == "__getattribute__":
-                return self.generic_getattr(tx, args[0].as_python_constant())
-            if name == "__setattr__":
-                self.generic_setattr(tx, args[0].as_python_constant(), args[1])
-                return ConstantVariable(None)
-            if name == "__delattr__":
-                self.delete_raw(tx, args[0].as_python_constant())
-                return ConstantVariable(None)
-            cls = self.python_type()
-            if name == "__init__" and (not (args or kwargs) or cls.__new__ is not object.__new__):
-                return ConstantVariable(None)  # object_init ignores arguments a __new__ of the class took
+            handler = method_handler(self, tx, name, args, kwargs, prefix="object_")
+            result = handler() if handler is not None else None
+            if result is not None:
+                return result
         cls = self.python_type()
         if base is not object and issubclass(cls, base) and builtin_bases.builtin_base(cls) is not None:
             return builtin_bases.call_base_method(tx, self, cls, base, name, args, kwargs)
         return unsupported_base(base, name)
+
+    # ``object.<name>(self, ...)`` called explicitly (:meth:`call_slot`) ----------------
+    def object_dunder_getattribute(self, tx: Tx, name: VT, /) -> VT:
+        return self.generic_getattr(tx, name.as_python_constant())
+
+    def object_dunder_setattr(self, tx: Tx, name: VT, value: VT, /) -> VT:
+        self.generic_setattr(tx, name.as_python_constant(), value)
+        return ConstantVariable(None)
+
+    def object_dunder_delattr(self, tx: Tx, name: VT, /) -> VT:
+        self.delete_raw(tx, name.as_python_constant())
+        return ConstantVariable(None)
+
+    def object_dunder_init(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
+        """object_init ignores arguments a ``__new__`` of the class took (None: eager's TypeError)."""
+        if (args or kwargs) and self.python_type().__new__ is object.__new__:
+            return None
+        return ConstantVariable(None)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:

@@ -45,6 +45,8 @@ VT = VariableTracker
 
 #: DTensor methods traced as graph nodes (their non-tensor arguments bound in the target)
 TRACED_METHODS = ("to_local", "redistribute", "full_tensor")
+#: attributes read as constants of the example (guarded when the input was wrapped)
+CONSTANT_ATTRS = ("placements", "device_mesh")
 
 
 def _api() -> Any:
@@ -84,7 +86,7 @@ class DTensorVariable(TensorVariable):
     """A DTensor in the trace: ``example`` is a DTensor holding a FakeTensor shard."""
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
-        if name in ("placements", "device_mesh"):
+        if name in CONSTANT_ATTRS:
             return wrap_const(tx, getattr(self.example, name))
         if name in TRACED_METHODS:
             return BoundMethodVariable(self, name)

@@ -23,7 +23,7 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.config import config
 from bytegraph.graph import numpy_random
 from bytegraph.variables import tx as protocol
-from bytegraph.variables.base import BoundMethodVariable, ConstantCallableVariable, VariableTracker
+from bytegraph.variables.base import BoundMethodVariable, ConstantCallableVariable, VariableTracker, call_method_handler
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.operators import INPLACE_TO_BINARY, TENSOR_OPERATORS
@@ -182,12 +182,13 @@ class NumpyNdarrayVariable(VariableTracker):
     def var_getattr(self, tx: Tx, name: str) -> VT:
         if name in npops.UNSUPPORTED_ATTRS:
             _unsupported_ndarray(name)
+        found = self.attr_from_handler(tx, name)
+        if found is not None:
+            return found
         if name in npops.STATIC_ATTRS:
             return self._static_attr(tx, name)
         if name in npops.GRAPH_ATTRS:
             return numpy_calls.numpy_call(tx, npops.attribute_op(name), [self], {})
-        if name == "__class__":
-            return wrap_const(tx, self.python_type())
         if npops.has_method(name):
             return BoundMethodVariable(self, name)
         unimplemented(
@@ -197,14 +198,18 @@ class NumpyNdarrayVariable(VariableTracker):
             hints=("Use it outside the compiled function.",),
         )
 
+    def attr_shape(self, tx: Tx) -> VT:
+        return TupleVariable(TensorVariable(self.node, self.example)._sizes(tx).items)
+
+    def attr_ndim(self, tx: Tx) -> VT:
+        return ConstantVariable(self.example.dim())
+
+    def attr_itemsize(self, tx: Tx) -> VT:
+        return ConstantVariable(self.example.element_size())
+
     def _static_attr(self, tx: Tx, name: str) -> VT:
+        """``size``, ``nbytes``, ``strides``: constants for static shapes."""
         t = self.example
-        if name == "shape":
-            return TupleVariable(TensorVariable(self.node, t)._sizes(tx).items)
-        if name == "ndim":
-            return ConstantVariable(t.dim())
-        if name == "itemsize":
-            return ConstantVariable(t.element_size())
         value = {"size": lambda: t.numel(), "nbytes": lambda: t.numel() * t.element_size(),
                  "strides": lambda: tuple(s * t.element_size() for s in t.stride())}[name]()
         if any(isinstance(v, SYMBOLIC_TYPES) for v in (value if isinstance(value, tuple) else (value,))):
@@ -216,23 +221,34 @@ class NumpyNdarrayVariable(VariableTracker):
             )
         return wrap_const(tx, value)
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if name in npops.UNSUPPORTED_ATTRS:
-            _unsupported_ndarray(name)
-        if name == "__len__" and not args:
-            if self.example.dim() == 0:
-                user_error("TypeError", context="len() of a 0-d array", hint="Do not call len() on a 0-d array.")
-            return TensorVariable(self.node, self.example)._size(tx, 0)
-        if name in ("__getitem__", "__setitem__"):
-            fn = operator.getitem if name == "__getitem__" else operator.setitem
-            return numpy_calls.numpy_operator(tx, fn, [self, *args])
-        if name == "astype" and "copy" in kwargs:
+    def method_dunder_len(self, tx: Tx, /) -> VT:
+        if self.example.dim() == 0:
+            user_error("TypeError", context="len() of a 0-d array", hint="Do not call len() on a 0-d array.")
+        return TensorVariable(self.node, self.example)._size(tx, 0)
+
+    def method_dunder_getitem(self, tx: Tx, *args: VT) -> VT:
+        return numpy_calls.numpy_operator(tx, operator.getitem, [self, *args])
+
+    def method_dunder_setitem(self, tx: Tx, *args: VT) -> VT:
+        return numpy_calls.numpy_operator(tx, operator.setitem, [self, *args])
+
+    def method_astype(self, tx: Tx, *args: VT, **kwargs: VT) -> None:
+        """Only the copying form is traced (None: as any other method)."""
+        if "copy" in kwargs:
             unimplemented(
                 gb_type="unsupported ndarray method",
                 context="ndarray.astype(copy=...)",
                 explanation="astype without a copy may return the array itself; bytegraph traces the copying form.",
                 hints=("Drop the copy argument.",),
             )
+        return None
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name in npops.UNSUPPORTED_ATTRS:
+            _unsupported_ndarray(name)
+        result = call_method_handler(self, tx, name, args, kwargs)
+        if result is not None:
+            return result
         if npops.has_method(name):
             return numpy_calls.numpy_call(tx, npops.method_op(name), [self, *args], kwargs)
         unimplemented(

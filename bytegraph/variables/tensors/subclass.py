@@ -29,13 +29,13 @@ from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains
 from bytegraph.guards.source import AttrSource
 from bytegraph.variables import tx as protocol
-from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.base import OBJECT_CLASS, VariableTracker
 from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.callables.torch_functions import TorchFunctionVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute
 from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
-from bytegraph.variables.objects.user_objects import bind_class_attribute
+from bytegraph.variables.objects.user_objects import bind_class_attribute, instance_answer_of_object
 from bytegraph.variables.operators import TENSOR_OPERATORS
 from bytegraph.variables.tensors import subclass_dispatch
 from bytegraph.variables.tensors.graph_calls import dispatches, graph_call, overloaded_args
@@ -93,6 +93,8 @@ class TensorSubclassVariable(TensorVariable):
 
     #: operators go through the class's dunders before any other operand's rules
     override_rank = 2
+
+    instance_answer = instance_answer_of_object
 
     def operator_override(self, tx: Tx, op: Any, args: Sequence[VT]) -> Any:
         """An operator with this operand, when its class dispatches: resolved on
@@ -206,9 +208,9 @@ def _instance_attr(tx: Tx, obj: TensorSubclassVariable, name: str) -> VT | None:
 def subclass_getattr(tx: Tx, obj: TensorSubclassVariable, name: str) -> VT:
     """``obj.name`` as Python resolves it on the subclass instance."""
     cls = obj.class_type
-    if name == "__class__":
-        return wrap_const(tx, cls)
     attr = class_attribute(cls, name)
+    if attr is OBJECT_CLASS:  # ``__class__``, not overridden
+        return wrap_const(tx, cls)
     torch_level = attr is not _MISSING and _torch_level(cls, name)
     if attr is not _MISSING and inspect.isdatadescriptor(attr):  # data descriptors come before the instance dict
         if torch_level and name != "__dict__":  # .shape, .dtype, .grad...

@@ -216,19 +216,7 @@ class TensorVariable(TensorMethods, VariableTracker):
         """``t.name = value``: ``grad`` of an input leaf (a side effect replayed after
         the graph), ``real``/``imag`` (a copy into that view, in the graph),
         ``requires_grad`` set to its current value; anything else is a graph break."""
-        if name in ("real", "imag"):
-            view = self.var_getattr(tx, name)
-            if isinstance(value, TensorVariable):
-                view.call_method(tx, "copy_", [value], {})
-            else:
-                view.call_method(tx, "fill_", [value], {})
-            return
-        if name == "requires_grad" and value.is_python_constant() and (
-            value.as_python_constant() is self.example.requires_grad
-        ):
-            return
-        if name == "grad" and self.source is not None and self._is_leaf(tx) and _fits_as_grad(self.example, value):
-            tx.output.side_effects.store_attr(self, "grad", value)
+        if self.store_from_handler(tx, name, value):
             return
         if not self.class_has(name):  # a Python attribute, in the instance __dict__
             if self.source is not None:
@@ -245,14 +233,33 @@ class TensorVariable(TensorMethods, VariableTracker):
             hints=("Move the assignment out of the compiled function.",),
         )
 
+    def _store_part(self, tx: Tx, name: str, value: VT) -> bool:
+        """``t.real = v``/``t.imag = v``: a copy (or fill) into that view, in the graph."""
+        view = self.var_getattr(tx, name)
+        view.call_method(tx, "copy_" if isinstance(value, TensorVariable) else "fill_", [value], {})
+        return True
+
+    def store_real(self, tx: Tx, value: VT) -> bool:
+        return self._store_part(tx, "real", value)
+
+    def store_imag(self, tx: Tx, value: VT) -> bool:
+        return self._store_part(tx, "imag", value)
+
+    def store_requires_grad(self, tx: Tx, value: VT) -> bool:
+        """Set to its current value: nothing to do (others are a graph break)."""
+        return value.is_python_constant() and value.as_python_constant() is self.example.requires_grad
+
+    def store_grad(self, tx: Tx, value: VT) -> bool:
+        """``.grad`` of an input leaf: a side effect replayed after the graph."""
+        if self.source is None or not self._is_leaf(tx) or not _fits_as_grad(self.example, value):
+            return False
+        tx.output.side_effects.store_attr(self, "grad", value)
+        return True
+
     # ---- methods ------------------------------------------------------------------------------
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if graph_calls.overloaded_args(tx, [*args, *kwargs.values()]):  # e.g. t.add(subclass_instance)
             return dispatch_tensor_method(tx, self, name, args, kwargs)
-        if name == "numpy":
-            return tensor_to_numpy(tx, self, args, kwargs)
-        if name == "as_subclass" and len(args) == 1 and not kwargs:
-            return as_subclass(tx, self, args[0])
         route = method_route(name)
         if route == "data-dependent":
             if name in CAPTURABLE_METHODS and tx.output.capture_scalar_outputs:
@@ -296,6 +303,16 @@ class TensorVariable(TensorMethods, VariableTracker):
             (_, *args), kwargs = scalars
         return graph_calls.graph_call(tx, "call_method", name, [self, *args], kwargs,
                           check=functools.partial(_method_result, name))
+
+    def method_numpy(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
+        """``t.numpy(force=False)``: an ndarray sharing the tensor's node (and, at
+        run time, its memory); a graph break where eager raises."""
+        return tensor_to_numpy(tx, self, args, kwargs)
+
+    def method_as_subclass(self, tx: Tx, cls: VT, /) -> VT:
+        """``t.as_subclass(cls)``: a new object of ``cls`` sharing the tensor's data
+        and autograd history."""
+        return as_subclass(tx, self, cls)
 
     def method_dunder_contains(self, tx: Tx, element: VT) -> VT:
         """``x in t``: ``(t == x).any()`` in the graph, then its Python bool
