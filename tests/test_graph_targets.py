@@ -1,13 +1,18 @@
-"""ATen bindings whose fx name is a Python wrapper of another signature.
+"""Graph targets whose fx name finds another callable.
 
-torch.fx names a function of torch in the generated code by its qualified name;
-for some bindings of ``torch._C._VariableFunctions`` (what torch's own Python,
+torch.fx names a callable of torch in the generated code by its qualified name.
+For some bindings of ``torch._C._VariableFunctions`` (what torch's own Python,
 such as ``F.mse_loss`` or ``torch.unique_consecutive``, calls) that name finds
-a wrapper that takes or returns something else, so the graph raised (and the
-frame reran natively) or returned the wrong value. Every such binding torch has
-is enumerated below, and the public functions that reach them are compared with
-eager, with no graph raising.
+a wrapper that takes or returns something else, and a function torch makes and
+names after another (``torch.vmap(torch.sum)``) would be called as the function
+it is named after: the graph raised (and the frame reran natively) or returned
+a wrong value. Every such binding torch has is enumerated below; the public
+functions that reach them, and torch.func transforms of torch's functions, are
+compared with eager, with no graph raising.
 """
+import math
+import operator
+
 import pytest
 import torch
 import torch.fx
@@ -59,7 +64,8 @@ def test_generated_code_calls_the_binding_itself(name):
 
 
 def test_other_targets_are_kept():
-    for target in (torch.add, VF.add, torch._C._nn.hardswish, torch.ops.aten.mul.Tensor, len):
+    for target in (torch.add, VF.add, torch._C._nn.hardswish, torch.ops.aten.mul.Tensor, len, operator.getitem,
+                   math.sqrt, torch.Tensor.add, torch.nn.functional.relu):
         assert graph_target(target) is target
 
 
@@ -92,6 +98,10 @@ CASES = {
     "tensordot": (lambda x, y: torch.tensordot(x, y, dims=1), lambda: (torch.randn(2, 3), torch.randn(3, 4))),
     "norm_dim": (lambda x: torch.norm(x, dim=0), lambda: (torch.randn(3, 2),)),
     "norm_p1": (lambda x: torch.norm(x, p=1), lambda: (torch.randn(3, 2),)),
+    "vmap_sum": (lambda x: torch.vmap(torch.sum)(x) * 1, lambda: (torch.randn(3, 5),)),
+    "vmap_sum_in_dims": (lambda x: torch.func.vmap(torch.sum, in_dims=1)(x), lambda: (torch.randn(3, 5),)),
+    "vmap_dot": (lambda x, y: torch.vmap(torch.dot)(x, y) + 1, lambda: (torch.randn(3, 5), torch.randn(3, 5))),
+    "vmap_method": (lambda x: torch.vmap(torch.Tensor.cos)(x), lambda: (torch.randn(3, 2),)),
     "stft": (lambda x, w: torch.stft(x, 8, window=w, return_complex=True), lambda: (torch.randn(32), torch.hann_window(8))),
 }
 
