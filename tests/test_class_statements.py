@@ -59,6 +59,39 @@ def test_methods_close_over_enclosing_variables():
     check(f, t(3), 2, fullgraph=True)
 
 
+def test_annotated_and_wrapped_methods():
+    def f(x):
+        def logged(fn):
+            @functools.wraps(fn)
+            def inner(*args):
+                return fn(*args) + 1
+            return inner
+        class C:
+            def m(self, y: torch.Tensor, k: int = 2) -> torch.Tensor:
+                return y * k
+            @logged
+            def n(self, y):
+                return y - 1
+        c = C()
+        return c.m(x), c.n(x), C.m.__annotations__["k"] is int, C.n.__name__
+
+    check(f, t(3), fullgraph=True)
+
+
+def test_class_attribute_written_in_the_trace():
+    def f(x):
+        class Counter:
+            made = 0
+            def __init__(self):
+                type(self).made += 1
+        Counter()
+        Counter()
+        Counter.label = "two"
+        return x * Counter.made, Counter.label
+
+    check(f, t(3), fullgraph=True)
+
+
 def test_method_sees_a_variable_rebound_after_the_class_statement():
     def f(x):
         scale = 2
@@ -181,8 +214,10 @@ def test_dataclass_options_object():
             scale: float = 2.0
             shift: int = 1
             tags: tuple = dataclasses.field(default=("a",))
+            def total(self) -> float:
+                return self.scale + self.shift
         opts = Options(shift=3)
-        return x * opts.scale + opts.shift + len(opts.tags), opts == Options(2.0, 3)
+        return x * opts.scale + opts.shift + len(opts.tags) + opts.total(), opts == Options(2.0, 3)
 
     check(f, t(3), fullgraph=True)
 

@@ -158,6 +158,15 @@ def check_runs_natively(tx: Tx, cls: type) -> None:
                     raise
 
 
+def store_class_attribute(tx: Tx, cls: type, name: str, value: VT) -> None:
+    """``cls.name = value`` on a class made in the trace: set on the real class
+    now (nothing outside the trace sees it), ``value`` realized as in the body."""
+    real = realize(tx, value, _StandIns(tx), f"{cls.__qualname__}.{name}")
+    setattr(cls, name, real)
+    if isinstance(real, types.FunctionType):
+        TRACE_MADE.setdefault(real, TRACE_MADE[cls])
+
+
 def mark_made(cls: type, site: BreakSite) -> None:
     """Record ``cls`` and the functions and classes it holds as made in the
     trace, by the statement the compiled frame breaks at ``site`` to run natively."""
@@ -189,14 +198,14 @@ class _StandIns:
 def realize(tx: Tx, vt: VT, stand_ins: _StandIns, where: str) -> Any:
     """The real value a class attribute ``vt`` becomes, or a graph break."""
     if isinstance(vt, NestedUserFunctionVariable):
-        if vt.slots or vt.func_dict.items:
-            _break(where, "A function made in the class body with attributes set on it is not realized.")
         defaults, kwdefaults = vt.get_defaults(tx)
         fn = types.FunctionType(vt.code, vt.f_globals, vt.code.co_name,
                                 tuple(realize(tx, d, stand_ins, where) for d in defaults) or None,
                                 tuple(stand_ins.cell(c) for c in vt.closure) if vt.closure else None)
         fn.__qualname__ = vt.qualname
         fn.__kwdefaults__ = {k: realize(tx, v, stand_ins, where) for k, v in kwdefaults.items()} or None
+        for name, value in [*vt.slots.items(), *((k, v) for k, (_, v) in vt.func_dict.items.items())]:
+            setattr(fn, name, realize(tx, value, stand_ins, where))  # annotations, functools.wraps' attributes
         return fn  # recorded as made in the trace with its class
     if isinstance(vt, ClassMemberVariable):
         return vt.kind(*[realize(tx, a, stand_ins, where) for a in vt.args],

@@ -86,6 +86,9 @@ class UserDefinedClassVariable(KnownObjectVariable):
         graph) when the metaclass stores plainly and ``name`` is no descriptor
         of the metaclass."""
         meta = type(self.value)
+        if class_statements.made_in_trace(self.value) and meta.__setattr__ is type.__setattr__:
+            class_statements.store_class_attribute(tx, self.value, name, value)  # no one else sees the class
+            return
         if meta.__setattr__ is not type.__setattr__ or inspect.isdatadescriptor(class_attribute(meta, name)) or (
                 self.source is None):
             unimplemented(
