@@ -289,6 +289,35 @@ def test_class_made_in_an_inlined_helper():
     check(f, t(3), fullgraph=True)
 
 
+def test_module_and_slotted_classes_made_inside():
+    def f(x):
+        class Pair:
+            __slots__ = ("a", "b")
+            def __init__(self, a, b):
+                self.a, self.b = a, b
+        class Double(torch.nn.Module):
+            def __init__(self, k):
+                super().__init__()
+                self.k = k
+            def forward(self, y):
+                return y * self.k
+        p = Pair(2, 3)
+        return Double(p.a)(x) + p.b
+
+    check(f, t(3), fullgraph=True)
+
+
+def test_list_class_attribute_breaks():
+    # a class attribute holding a mutable value made in the trace is not realized (the class would hold a copy)
+    def f(x):
+        class C:
+            items = [1, 2]
+        C.items.append(3)
+        return x + len(C.items)
+
+    check(f, t(3), graphs=1, breaks=1, gb_types=["class statement"])
+
+
 def test_exception_class_made_inside_and_caught():
     def f(x):
         class Stop(ValueError):
