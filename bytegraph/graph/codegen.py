@@ -12,17 +12,42 @@ graph nodes must be outputs, then for real once the graph is compiled.
 from __future__ import annotations
 
 import types
+import weakref
 from typing import Any, Callable
 
 import torch.fx
 from bytecode import CellVar, FreeVar, Instr, Label
 
-from bytegraph.breaks import InternalError
+from bytegraph.breaks import BreakSite, InternalError, Unsupported, unimplemented
 from bytegraph.bytecode.lower import NO_ARG, Op, lower
 from bytegraph.guards.source import AttrSource, GetItemSource
 
 #: sources whose value :meth:`PyCodegen.load_sources` may read once for several inputs (plain paths)
 _SHARED_KINDS = (AttrSource, GetItemSource)
+
+#: classes (and their functions) that a class statement made at trace time
+#: (:mod:`bytegraph.variables.objects.class_statements`), each with where the
+#: compiled frame breaks to run that statement natively: eager makes new ones
+#: on every call, so generated code never loads them
+TRACE_MADE: weakref.WeakKeyDictionary[Any, BreakSite] = weakref.WeakKeyDictionary()
+
+
+def _check_not_trace_made(value: Any) -> None:
+    site = TRACE_MADE.get(value) if isinstance(value, (type, types.FunctionType)) else None
+    if site is None:
+        return
+    try:
+        unimplemented(
+            gb_type="class made in the trace escapes",
+            context=f"{value.__qualname__} is live after the graph",
+            explanation="A class statement in the compiled function makes a new class on every call; the class, "
+                        "an instance or a method of it that outlives the graph would be the trace's one class, "
+                        "so the statement runs natively.",
+            hints=("Define the class at module level, or keep it inside the compiled function.",),
+        )
+    except Unsupported as brk:
+        site.relocate(brk)  # break at the class statement (or the call it is made under)
+        raise
 
 
 class PyCodegen:
@@ -80,10 +105,12 @@ class PyCodegen:
 
     # ---- loads and stores -----------------------------------------------------------
     def load_const(self, value: Any) -> None:
+        _check_not_trace_made(value)
         self.emit("LOAD_CONST", value)
 
     def load_callable(self, value: Any) -> None:
         """Push NULL and ``value`` so that ``call(n)`` can follow its arguments."""
+        _check_not_trace_made(value)
         self.emit("PUSH_NULL")
         self.emit("LOAD_CONST", value)
 

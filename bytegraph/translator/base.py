@@ -89,6 +89,8 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Mat
         self.raised_at: dict[int, int] = {}  # id(exception VT) -> index of the instruction that raised it here
         self.done = False
         self.depth = 0 if parent is None else parent.depth + 1
+        #: one dict per trace (see ``Tx.stand_in_cells``)
+        self.stand_in_cells: dict[int, tuple[Any, VT]] = {} if parent is None else parent.stand_in_cells
 
     # ---- the loop --------------------------------------------------------------------
     def run(self) -> None:
@@ -330,4 +332,8 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Mat
 
     def inline_call(self, fn: VT, args: list[VT], kwargs: dict[str, VT]) -> VT:
         """Trace a call of a Python function by running its bytecode in a child frame."""
+        raise NotImplementedError(type(self).__name__)
+
+    def inline_class_body(self, body: VT) -> tuple[dict[str, VT], VT]:
+        """Run a class statement's body in a child frame: its namespace and what it returned."""
         raise NotImplementedError(type(self).__name__)

@@ -33,6 +33,7 @@ from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.iterators import GeneratorVariable
 from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
+from bytegraph.variables.objects.class_statements import CLASS_MODELS
 from bytegraph.variables.tensors.graph_calls import graph_call
 from bytegraph.variables.tensors.subclass_dispatch import MODELED_FUNCTIONS
 
@@ -92,7 +93,7 @@ def inline_call(tx: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwar
             includes the callee's frames.
     """
     target = getattr(fn, "fn", None)
-    model = MODELED_FUNCTIONS.get(target) or TORCH_MODELS.get(target)
+    model = MODELED_FUNCTIONS.get(target) or TORCH_MODELS.get(target) or CLASS_MODELS.get(target)
     if model is not None:  # a torch function whose effect bytegraph models (handle_torch_function...)
         return model(tx, list(args), kwargs)
     if compat.registered_in_graph(getattr(fn, "fn", None)) is not None:  # allow_in_graph, nonstrict_trace
@@ -108,6 +109,17 @@ def inline_call(tx: InstructionTranslatorBase, fn: Any, args: Sequence[VT], kwar
         return GeneratorVariable(child)  # runs lazily, one yield per next()
     child.run()
     return child.return_value
+
+
+def inline_class_body(tx: InstructionTranslatorBase, body: Any) -> tuple[dict[str, VT], VT]:
+    """Trace a class statement's body (a function of no arguments whose locals
+    are the class namespace): the namespace and the body's result (the
+    ``__class__`` cell, or None)."""
+    check_inlinable(tx, body)
+    namespace: dict[str, VT] = {}
+    child = InliningTranslator(body.get_code(), body.get_globals(), namespace, tx, body)
+    child.run()
+    return namespace, child.return_value
 
 
 class InliningTranslator(InstructionTranslatorBase):
@@ -127,8 +139,9 @@ class InliningTranslator(InstructionTranslatorBase):
 
     def store_freevar(self, name: str, value: VT) -> None:
         index = self.code.co_freevars.index(name)
-        if isinstance(self.fn, NestedUserFunctionVariable):
-            self.fn.closure_cell(index).set(value)
+        cell = self.stand_in(index)
+        if cell is not None:
+            cell.set(value)
             return
         shared = self.frame_cell_name(self.fn.fn.__closure__[index])
         if shared is not None:
@@ -142,9 +155,17 @@ class InliningTranslator(InstructionTranslatorBase):
         )
 
     def freevar_cell(self, name: str) -> VT:
+        cell = self.stand_in(self.code.co_freevars.index(name))
+        return cell if cell is not None else CellVariable({name: self.load_freevar(name)}, name)
+
+    def stand_in(self, index: int) -> CellVariable | None:
+        """The trace's cell that free variable ``index`` of this frame is: the
+        function's own for a function made in the trace, the one a stand-in
+        cell of a realized function stands for (see ``Tx.stand_in_cells``)."""
         if isinstance(self.fn, NestedUserFunctionVariable):
-            return self.fn.closure_cell(self.code.co_freevars.index(name))
-        return CellVariable({name: self.load_freevar(name)}, name)
+            return self.fn.closure_cell(index)
+        known = self.stand_in_cells.get(id(self.fn.fn.__closure__[index]))
+        return known[1] if known is not None else None
 
     def do_return(self, value: VT) -> None:
         self.return_value = value
@@ -247,6 +268,7 @@ class InliningTranslator(InstructionTranslatorBase):
         return self.f_globals[name] if name in self.f_globals else getattr(builtins, name, None)
 
     inline_call = inline_call  # the module function itself: one Python frame less per nested call
+    inline_class_body = inline_class_body
 
 
 def generator_birth(tx: InstructionTranslatorBase) -> BreakSite:

@@ -11,8 +11,10 @@ from bytegraph.guards.guards import NotShadowed
 from bytegraph.guards.source import ConstSource, GlobalSource
 from bytegraph.variables.builder import wrap, wrap_const
 from bytegraph.variables.callables.functions import CellVariable
+from bytegraph.variables.containers.dicts import DictVariable
+from bytegraph.variables.objects.class_statements import BuildClassVariable
 from bytegraph.variables.objects.library_objects import PythonModuleVariable
-from bytegraph.variables.stack_values import NullVariable, UnreadArgument
+from bytegraph.variables.stack_values import ClassNamespaceVariable, NullVariable, UnreadArgument
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
     from bytegraph.variables.base import VariableTracker
@@ -83,6 +85,39 @@ class LoadStoreOps:
 
     def STORE_GLOBAL(self: InstructionTranslatorBase, inst: Instruction) -> None:
         self.output.side_effects.store_global(self.f_globals, inst.argval, self.pop())
+
+    # ---- a class body's namespace (its locals: see inline.inline_class_body) ----------------
+    def LOAD_BUILD_CLASS(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.push(BuildClassVariable())
+
+    def LOAD_NAME(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        value = self.symbolic_locals.get(inst.argval)
+        self.push(value if value is not None else self.load_global(inst.argval))
+
+    def STORE_NAME(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.symbolic_locals[inst.argval] = self.pop()
+
+    def DELETE_NAME(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        if self.symbolic_locals.pop(inst.argval, None) is None:
+            user_error("NameError", context=f"name {inst.argval!r} is not defined", hint="Define it before deleting it.")
+
+    def LOAD_CLASSDEREF(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        value = self.symbolic_locals.get(inst.argval)
+        self.push(value if value is not None else self.load_freevar(inst.argval))
+
+    def LOAD_LOCALS(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.push(ClassNamespaceVariable(self.symbolic_locals))
+
+    def LOAD_FROM_DICT_OR_DEREF(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        value = self.pop().namespace.get(inst.argval)
+        self.push(value if value is not None else self.load_freevar(inst.argval))
+
+    def LOAD_FROM_DICT_OR_GLOBALS(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        value = self.pop().namespace.get(inst.argval)
+        self.push(value if value is not None else self.load_global(inst.argval))
+
+    def SETUP_ANNOTATIONS(self: InstructionTranslatorBase, inst: Instruction) -> None:
+        self.symbolic_locals.setdefault("__annotations__", DictVariable({}))
 
     # ---- cells -------------------------------------------------------------------------------
     def MAKE_CELL(self: InstructionTranslatorBase, inst: Instruction) -> None:

@@ -24,7 +24,7 @@ from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.guards.source import ClosureSource, LocalSource
 from bytegraph.translator.base import InstructionTranslatorBase
 from bytegraph.translator.graph_break import FrameRuntime, codegen_graph_break
-from bytegraph.translator.inline import InliningTranslator, inline_call
+from bytegraph.translator.inline import InliningTranslator, inline_call, inline_class_body
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.builder import wrap
 from bytegraph.variables.callables.functions import CellVariable
@@ -154,6 +154,7 @@ class InstructionTranslator(InstructionTranslatorBase):
         return CellVariable(self.symbolic_locals, name, self.code)
 
     inline_call = inline_call  # the module function itself: one Python frame less per nested call
+    inline_class_body = inline_class_body
 
     def yield_value(self, value: VT) -> None:
         unimplemented(

@@ -51,6 +51,21 @@ class UnreadArgument(VariableTracker):
         return f"UnreadArgument({type(self.value).__name__})"
 
 
+class ClassNamespaceVariable(VariableTracker):
+    """The namespace ``LOAD_LOCALS`` pushes in a class body (3.12+), for the
+    ``LOAD_FROM_DICT_OR_DEREF``/``LOAD_FROM_DICT_OR_GLOBALS`` that reads it next."""
+
+    def __init__(self, namespace: dict[str, VT]):
+        super().__init__()
+        self.namespace = namespace
+
+    def python_type(self) -> type:
+        return dict
+
+    def __repr__(self) -> str:
+        return "ClassNamespaceVariable()"
+
+
 class WithExitVariable(VariableTracker):
     """The ``__exit__`` that ``BEFORE_WITH`` leaves on the stack."""
 

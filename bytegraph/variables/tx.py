@@ -134,6 +134,9 @@ class Tx(Protocol):
     symbolic_locals: dict[str, VT]
     #: context managers entered in this frame and not yet exited (``with``)
     block_stack: list[VT]
+    #: the real cells that functions realized from the trace close over (a class
+    #: statement's methods), each standing for a cell of the trace: id -> (cell, CellVariable)
+    stand_in_cells: dict[int, tuple[Any, VT]]
 
     def root(self) -> Tx:
         """The translator of the frame being compiled (the outermost)."""
@@ -157,6 +160,12 @@ class Tx(Protocol):
 
     def inline_call(self, fn: VT, args: list[VT], kwargs: dict[str, VT]) -> VT:
         """Trace a call of a Python function by running its bytecode in a child frame."""
+
+    def inline_class_body(self, body: VT) -> tuple[dict[str, VT], VT]:
+        """Run a class statement's body in a child frame: its namespace and what it returned."""
+
+    def break_site(self, resume: bool = True) -> BreakSite:
+        """Where the compiled frame would break to redo natively what this frame is doing now."""
 
 
 class GeneratorFrame(Tx, Protocol):

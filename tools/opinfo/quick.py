@@ -35,9 +35,6 @@ QUICK = [
 ]
 
 #: OpInfo full name -> the kind of docs/opinfo.md it fails by (op.op on both backends)
-KNOWN_FAILURES = {
-    "masked.sum": "a class defined in the traced function: opcode LOAD_BUILD_CLASS",
-    "masked.softmax": "a class defined in the traced function: opcode LOAD_BUILD_CLASS",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 #: the same for in-place variants
 KNOWN_INPLACE_FAILURES: dict[str, str] = {}

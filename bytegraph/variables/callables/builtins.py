@@ -46,6 +46,7 @@ from bytegraph.variables.containers.sequences import (
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.objects.builtin_bases import IMMUTABLE_BASES, builtin_base, leaves_to_base
+from bytegraph.variables.objects.class_statements import ClassMemberVariable
 from bytegraph.variables.objects.user_objects import SlotMethodVariable
 from bytegraph.variables.operators import (
     NOT_FOLDED,
@@ -124,6 +125,14 @@ class BuiltinVariable(ConstantCallableVariable):
         unsupported_builtin(fn, args)
 
     # ---- handlers: each returns a VT, or None to fall through ----------------
+    def _member(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
+        """``staticmethod(f)``, ``classmethod(f)``, ``property(...)`` of a value of the trace: a class member."""
+        if all(a.is_python_constant() for a in (*args, *kwargs.values())):
+            return None  # folded
+        return ClassMemberVariable(self.fn, args, kwargs)
+
+    _call_staticmethod = _call_classmethod = _call_property = _member
+
     def _call_len(self, tx: Tx, obj: VT) -> VT | None:
         if obj.is_python_constant() and not isinstance(obj, (BaseSequenceVariable, DictVariable)):
             return None  # folded

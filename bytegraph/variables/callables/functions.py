@@ -130,6 +130,9 @@ class UserFunctionVariable(ConstantCallableVariable):
     def get_closure_cell(self, tx: Tx, index: int) -> VT:
         """Contents of closure cell ``index`` as a VT (guarded through the source)."""
         cell = self.fn.__closure__[index]
+        known = tx.stand_in_cells.get(id(cell))
+        if known is not None:  # a method of a class made in the trace: the cell of the trace it stands for
+            return known[1].get()
         shared = tx.frame_cell_name(cell)
         if shared is not None:  # the compiled frame's own cell: its current value may be traced
             return tx.root().load_freevar(shared)

@@ -49,6 +49,7 @@ from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.callables import func_transforms, functions
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced_from
+from bytegraph.variables.objects import class_statements
 from bytegraph.variables.containers.sequences import SizeVariable
 from bytegraph.variables.operators import computes_from_arguments
 from bytegraph.variables.tensors import scalar_args
@@ -406,6 +407,7 @@ class AutogradFunctionApplyVariable(VariableTracker):
         return types.MethodType
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        class_statements.check_runs_natively(tx, self.fn_cls)  # a Function defined in the compiled code
         return graph_call(tx, "call_function", _apply_target(self.fn_cls), args, kwargs)
 
 

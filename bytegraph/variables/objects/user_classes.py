@@ -22,7 +22,7 @@ from bytegraph.variables.base import KnownObjectVariable, VariableTracker
 from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.callables.torch_functions import AutogradFunctionApplyVariable
 from bytegraph.variables.constant import getattr_or_raise, raise_traced
-from bytegraph.variables.objects import user_objects
+from bytegraph.variables.objects import class_statements, user_objects
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
 from bytegraph.variables.tx import construct_object, wrap, wrap_const
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ class UserDefinedClassVariable(KnownObjectVariable):
         if pending is not None:
             return pending
         if name == "apply" and issubclass(self.value, torch.autograd.Function) and self.value is not torch.autograd.Function:
+            class_statements.check_runs_natively(tx, self.value)  # a Function defined in the compiled code
             return AutogradFunctionApplyVariable(self.value)
         attr = class_attribute(self.value, name)
         if attr is _MISSING:  # an attribute of the metaclass (``__name__``, ``__mro__``...), or none
@@ -85,6 +86,9 @@ class UserDefinedClassVariable(KnownObjectVariable):
         graph) when the metaclass stores plainly and ``name`` is no descriptor
         of the metaclass."""
         meta = type(self.value)
+        if class_statements.made_in_trace(self.value) and meta.__setattr__ is type.__setattr__:
+            class_statements.store_class_attribute(tx, self.value, name, value)  # no one else sees the class
+            return
         if meta.__setattr__ is not type.__setattr__ or inspect.isdatadescriptor(class_attribute(meta, name)) or (
                 self.source is None):
             unimplemented(
