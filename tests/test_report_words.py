@@ -165,3 +165,18 @@ def test_dynamic_output_shape_hint_says_to_turn_capture_on_only_when_it_is_off()
     for hint, on in ((HINT_DYNAMIC_OUTPUT_SHAPE, (False, True)), (HINT_DATA_DEPENDENT, (True, False))):
         [rewritten] = true_hints((hint,), *on)
         assert rewritten != hint and not rewritten.startswith("Turn ") and true_hints((hint,), False, False) == (hint,)
+
+
+def pick(x, index):
+    try:
+        return x[index] * 2
+    except IndexError:
+        return x * 0
+
+
+def test_graphs_that_raised_are_counted_by_frame():
+    x, out_of_range = torch.randn(4), torch.tensor([9])
+    check(pick, calls=[(x, torch.tensor([1])), (x, out_of_range), (x, out_of_range)], reruns=2)
+    terminal = format_report()
+    assert "graphs that raised (each such call then ran its frame natively, as eager does):" in terminal
+    assert "  [pick] 2 call(s)" in terminal.splitlines()

@@ -48,6 +48,10 @@ def format_report(frames: dict | None = None) -> str:
     if recompiles:
         lines.append("recompiles (the guard that failed):")
         lines += [f"  [{label}] {reason}" + (f" (x{n})" if n > 1 else "") for label, reason, n in recompiles]
+    reruns = [(group.label, sum(s.graph_reruns for s in group.members)) for group in groups]
+    if any(n for _, n in reruns):
+        lines.append("graphs that raised (each such call then ran its frame natively, as eager does):")
+        lines += [f"  [{label}] {n} call(s)" for label, n in reruns if n]
     lines.append("guards (each frame's latest compile, by what they protect):")
     for group in groups:
         latest = group.main.compiles[-1] if group.main.compiles else None
