@@ -1,6 +1,7 @@
 """Iterators live at a graph break inside a loop (``zip``, ``map``, ``filter``,
 ``enumerate`` of them, ``reversed``, ``itertools``, input iterators, exhausted
-ones) reach the resume function as objects it models from their state
+ones) reach the resume function as objects it models from their state; a dict's
+iterator is rebuilt as the dict's own, stepped to its place
 (``__reduce__``), so the resumed loop breaks only where the user's code does,
 and the iterators end where eager's do."""
 import itertools
@@ -132,3 +133,36 @@ def _exhausted(kind):
     list(it)
     next(it, None)  # exhausted for good: CPython drops the sequence
     return it
+
+
+def loop_dict_view(view):
+    def f(d):
+        out = torch.zeros(2)
+        for item in getattr(d, view)() if view else d:
+            t = item[1] if view == "items" else d[item] if view in ("keys", "") else item
+            out = out * 2 + show(t)
+        return out
+
+    return f
+
+
+@pytest.mark.parametrize("view", ["keys", "values", "items", ""])
+@pytest.mark.parametrize("kind", [dict, __import__("collections").OrderedDict])
+def test_a_dict_iterator_live_at_a_break_is_the_dicts_own(view, kind):
+    # the first frame's graph runs (the iterator is rebuilt as the dict's own, stepped to its place);
+    # the resumed loop over a dict iterator input then breaks at each step
+    d = kind((f"k{i}", torch.full((2,), float(i))) for i in range(3))
+    graphs = 3 if view == "values" else 4  # the others also read d[key] or unpack an item in the resumed loop
+    check(loop_dict_view(view), d, graphs=graphs, breaks=2, gb_types=["print", "unsupported iteration"])
+
+
+def test_a_dict_changed_after_the_break_raises_as_eager():
+    def f(d):
+        out = torch.zeros(2)
+        for k in d:
+            out = out + show(d[k])
+            d[k + "x"] = out  # eager's iterator raises at its next step
+        return out
+
+    check(f, {"a": torch.ones(2), "b": torch.ones(2)}, raises=RuntimeError, graphs=2, breaks=2,
+          gb_types=["print", "unsupported iteration"])

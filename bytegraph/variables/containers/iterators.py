@@ -499,6 +499,21 @@ class DictIteratorVariable(IteratorVariable):
             return value
         return sequences.TupleVariable([key, value])
 
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        """The dict's own iterator of this kind, stepped to where the trace left
+        it, while the dict holds the keys it held, in that order, when iteration
+        started (the rebuilt iterator then yields what the traced one would, and
+        still sees later changes as eager's does); otherwise it cannot be rebuilt."""
+        if self.size != len(self.dict_vt.items) or list(self.dict_vt.items) != self.keys:
+            super().reconstruct(codegen)
+            return
+        codegen.load_callable(iterator_at)
+        codegen.reconstruct(self.dict_vt)
+        codegen.load_method(self.kind)
+        codegen.call(0)
+        codegen.load_const(self.index)
+        codegen.call(2)
+
     def __repr__(self) -> str:
         return f"DictIteratorVariable({self.kind}, {self.index}/{len(self.keys)})"
 
