@@ -1,9 +1,9 @@
 """Iterators live at a graph break inside a loop (``zip``, ``map``, ``filter``,
 ``enumerate`` of them, ``reversed``, ``itertools``, input iterators, exhausted
-ones) reach the resume function as objects it models from their state; a dict's
-iterator is rebuilt as the dict's own, stepped to its place
+ones) reach the resume function as objects it models from their state
 (``__reduce__``), so the resumed loop breaks only where the user's code does,
-and the iterators end where eager's do."""
+and the iterators end where eager's do. A dict's iterator is rebuilt as the
+dict's own, stepped to its place (a resumed loop over it still breaks per step)."""
 import itertools
 
 import pytest
