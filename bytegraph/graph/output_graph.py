@@ -171,6 +171,8 @@ class OutputGraph(BackendCompile):
         #: (call, n) -> (result,): the n-th call in the trace of a function with hidden state (an lru_cache
         #: wrapper and its arguments) made for real, shared by the attempts of one conversion: see made_call
         self.cache_calls = {} if cache_calls is None else cache_calls
+        #: (cache key, result VT) of the lru_cache calls this trace traced: a repeat is eager's hit
+        self.traced_cache_calls: list[tuple[tuple, Any]] = []
         self._call_counts: collections.Counter = collections.Counter()
         self._looking_ahead = False
         self.inputs: list[GraphInput] = []
@@ -473,7 +475,7 @@ class OutputGraph(BackendCompile):
 
 #: what :meth:`OutputGraph.trace_state` copies: the inputs, the operation count and the per-node caches
 _TAKEN_BACK = ("inputs", "dropped_inputs", "operations", "_sym_sizes", "_input_index", "_last_placeholder",
-               "identity_key_sources")
+               "identity_key_sources", "traced_cache_calls")
 
 
 def _symbolic_context(value: torch.Tensor, dynamic: dict[int, Any]) -> StatelessSymbolicContext:

@@ -52,13 +52,13 @@ from bytegraph.variables import tx as protocol
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.callables import func_transforms
 from bytegraph.variables.callables.builtins import BuiltinVariable, computes_from_arguments
+from bytegraph.variables.callables.cached_functions import WrappedFunctionVariable
 from bytegraph.variables.callables.copying import CopyFunctionVariable
 from bytegraph.variables.callables.deferred_calls import DeferredCallVariable
 from bytegraph.variables.callables.functions import (
     PartialVariable,
     UserFunctionVariable,
     UserMethodVariable,
-    WrappedFunctionVariable,
 )
 from bytegraph.variables.callables.polyfills import EVALUATED_ON_CONSTANTS, EvaluatedCallVariable, polyfill_for
 from bytegraph.variables.callables.torch_functions import (
