@@ -72,7 +72,7 @@ from bytegraph.variables.containers import iterator_tools, iterators
 from bytegraph.variables.containers.dicts import DictVariable, DictViewVariable, LazyDictVariable
 from bytegraph.variables.containers.iterator_tools import ItertoolsFunctionVariable, is_itertools_callable
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
-from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
+from bytegraph.variables.containers.sequences import ConstantTupleInput, ListVariable, SizeVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.exceptions import ClearFramesVariable
 from bytegraph.variables.objects import construction  # noqa: F401  (provides construct_object)
@@ -180,8 +180,7 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         return SizeVariable([ConstantVariable(int(s)) for s in value], source)
 
     if type(value) is tuple and is_constant_value(value) and not any(type(v) is float for v in value):
-        guards.add(ConstantMatch(source, value))  # one check for a tuple of constants (conv strides...)
-        return TupleVariable([ConstantVariable(v) for v in value], source)
+        return ConstantTupleInput(value, source, guards)  # guarded as read: one check when all of it is
 
     if isinstance(value, (tuple, list)):
         if type(value) not in (tuple, list) and not _is_namedtuple(value):
