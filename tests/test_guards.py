@@ -159,6 +159,37 @@ def test_container_argument_changes_recompile():
     assert run.graphs == 4
 
 
+def test_items_of_a_constant_tuple_are_guarded_as_read():
+    def f(x, t):
+        return x * t[1] + t[-1]
+
+    run = Runner(f)
+    run(torch.randn(3), (1, 2, 3))
+    run(torch.randn(3), (11, 2, 3))  # an item never read: no recompile
+    assert run.graphs == 1
+    run(torch.randn(3), (1, 5, 3))  # a read item
+    run(torch.randn(3), (1, 2, 7))  # read through a negative index
+    run(torch.randn(3), (1, 2, 3, 3))  # the length (t[-1] is another item)
+    assert run.graphs == 4
+    assert run.graphs == len(reasons(f)) + 1
+
+
+@pytest.mark.parametrize("use", [
+    lambda t: sum(t), lambda t: t[:2][0], lambda t: list(t)[1], lambda t: t == (1, 2, 3),
+    lambda t: 2 in t,
+], ids=["iterated", "sliced", "converted", "compared", "contains"])
+def test_a_constant_tuple_used_whole_is_guarded_whole(use):
+    def f(x, t):
+        return x + use(t) + t[1]
+
+    run = Runner(f)
+    run(torch.randn(3), (1, 2, 3))
+    run(torch.randn(3), (1, 2, 3))
+    assert run.graphs == 1
+    run(torch.randn(3), (4, 2, 3))  # the item t[1] did not read changes what the whole use saw
+    assert run.graphs == 2
+
+
 def use_global(x):
     return x * SCALE
 

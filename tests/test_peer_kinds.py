@@ -786,3 +786,35 @@ class _Attention(torch.nn.Module):
 def test_signature_parameters_of_a_method_are_read_in_the_graph():
     model = _Attention()
     check(lambda x: model(x, scale=2.0, unused=1), torch.randn(3), fullgraph=True)
+
+
+def _doubled(v):
+    return v * 2  # the line both products of the helper are printed under
+
+
+def test_the_graph_a_backend_gets_prints_as_torch_compiles_does():
+    # torch.compile's placeholders are spelt after their source (``L['x']``: parameter L_x_, node
+    # l_x_) and each node carries the user's stack, which FX prints above each run of nodes made
+    # under one innermost line: tests written against its printed graphs read ours the same way
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+
+    def f(x, y):
+        z = _doubled(x) + _doubled(y)
+        return z.sum()
+
+    x, y = torch.randn(3), torch.randn(3)
+    assert same(bytegraph.compile(f, backend=backend, fullgraph=True)(x, y), f(x, y))
+    (gm,) = graphs
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    assert [(n.target, n.name) for n in placeholders] == [("L_x_", "l_x_"), ("L_y_", "l_y_")]
+    ops = [n for n in gm.graph.nodes if n.op == "call_function"]
+    helper_line = _doubled.__code__.co_firstlineno + 1
+    assert [n.stack_trace.strip().splitlines()[-2].strip() for n in ops[:2]] == [
+        f'File "{__file__}", line {helper_line}, in _doubled'] * 2
+    printed = gm.print_readable(print_output=False)
+    assert printed.count(f"{__file__}:{helper_line} in _doubled") == 1  # one heading for the helper's run
+    assert "l_x_ = L_x_" in printed

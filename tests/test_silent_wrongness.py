@@ -488,7 +488,8 @@ def test_lru_cache_runs_the_wrapped_function_only_on_misses():
         results = [f(ones(), n, [n]) for n in (1, 1, 2, 3)]
         return results, calls
 
-    check_scenario(run, graphs=2, breaks=1, gb_types=["lru_cache call"])
+    # (a list argument raises eager's TypeError in the trace; n is specialised: one graph per value)
+    check_scenario(run, graphs=3, breaks=0)
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "eager"])

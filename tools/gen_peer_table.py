@@ -32,18 +32,16 @@ from pathlib import Path
 #: message patterns of failures no other frontend can fix: reason shown in the table
 OUT_OF_REACH = {
     r"Dynamo detected a call": "expects TorchDynamo's own warning text",
-    r"'clas\[": "compares the graph's printed code with TorchDynamo's naming (L_x_ placeholders)",
     r"^bytegraph\.breaks\.Unsupported": "the harness translates bytegraph's Unsupported only for functions, "
                                         "not for compiled nn.Modules",
-    r"function disabled for compilers\]: call to TestCase": "calls the test case's assertEqual (torch marks it "
-                                                             "not to be compiled) inside the compiled function",
     r"Tensor.__float__": "reads TorchDynamo's capture_scalar_outputs config and its TorchRuntimeError",
 }
 
 #: message patterns of graph breaks bytegraph keeps on purpose (eager's answer is not certain otherwise)
 DELIBERATE = {
-    r"lru_cache call": "an lru_cache call with tensor arguments runs natively: traced, a cache hit in eager "
-                       "(same input object) would recompute and repeat side effects",
+    r"lru_cache call": "an lru_cache call whose wrapped function changes objects that existed before it, or "
+                       "whose cache has no room, runs natively: eager makes those changes (and evictions) only "
+                       "on a miss",
     r"max\(TensorVariable|max\(MapVariable": "min/max over tensors returns the winning operand (a tensor or an "
                                              "int): which one depends on data",
 }

@@ -171,6 +171,8 @@ class OutputGraph(BackendCompile):
         #: (call, n) -> (result,): the n-th call in the trace of a function with hidden state (an lru_cache
         #: wrapper and its arguments) made for real, shared by the attempts of one conversion: see made_call
         self.cache_calls = {} if cache_calls is None else cache_calls
+        #: (cache key, result VT) of the lru_cache calls this trace traced: a repeat is eager's hit
+        self.traced_cache_calls: list[tuple[tuple, Any]] = []
         self._call_counts: collections.Counter = collections.Counter()
         self._looking_ahead = False
         self.inputs: list[GraphInput] = []
@@ -275,11 +277,12 @@ class OutputGraph(BackendCompile):
             first = next(iter(self.graph.nodes), None)
             ctx = self.graph.inserting_before(first)
         with ctx:
-            node = self.graph.placeholder(name)
-        # FX names the generated forward's parameter after the target: use the node's
-        # unique, sanitised name, so inputs whose paths differ only in symbols
-        # (d['a"b'], d['']) never become the same parameter
-        node.target = node.name
+            node = self.graph.placeholder(name.lower())
+        # FX names the generated forward's parameter after the target: the node's unique,
+        # sanitised name, so inputs whose paths differ only in symbols (d['a"b'], d[''])
+        # never become the same parameter; spelt as the source starts (``L_x_``, node ``l_x_``)
+        # as torch.compile prints its graphs
+        node.target = name[0] + node.name[1:]
         node.meta["example_value"] = example
         node.meta["source"] = source
         self._last_placeholder = node
@@ -374,6 +377,8 @@ class OutputGraph(BackendCompile):
         node.meta["example_value"] = example
         if self.current_tx is not None:
             node.meta["user_stack"] = tuple(self.current_tx.user_stack())
+            # as a traceback lists it: FX prints the innermost line above each run of nodes it made
+            node.meta["stack_trace"] = "".join(f"  {frame}\n" for frame in node.meta["user_stack"])
         if self.shape_env is not None and self.shape_env.pending_fresh_unbacked_symbols:
             # where the data-dependent symbols this node made live in its output (AOTAutograd needs it)
             node.meta["unbacked_bindings"] = compute_unbacked_bindings(self.shape_env, example)
@@ -473,7 +478,7 @@ class OutputGraph(BackendCompile):
 
 #: what :meth:`OutputGraph.trace_state` copies: the inputs, the operation count and the per-node caches
 _TAKEN_BACK = ("inputs", "dropped_inputs", "operations", "_sym_sizes", "_input_index", "_last_placeholder",
-               "identity_key_sources")
+               "identity_key_sources", "traced_cache_calls")
 
 
 def _symbolic_context(value: torch.Tensor, dynamic: dict[int, Any]) -> StatelessSymbolicContext:
@@ -540,5 +545,5 @@ def _check_fx_renderable(kind: str, target: Any, args: tuple, kwargs: dict) -> N
 def _placeholder_name(source: Source) -> str:
     """A readable placeholder name from the source's path, letters, digits and ``_``
     only (user text such as dict keys never reaches FX code as anything else)."""
-    text = re.sub(r"[^0-9a-zA-Z_]+", "_", source.name()).strip("_").lower()
-    return text if text[:1].isalpha() else f"input_{text}".rstrip("_")
+    text = re.sub(r"[^0-9a-zA-Z]+", "_", source.name())
+    return text if text[:1].isalpha() else f"input_{text}"

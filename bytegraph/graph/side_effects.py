@@ -42,6 +42,8 @@ class SideEffects:
         self._raw: set[tuple[int, str]] = set()
         self._calls: list[tuple[Any, tuple, dict]] = []
         self._actions: list[Any] = []  # VTs whose ``replay(codegen)`` performs a call
+        #: bumped by every recorded effect: equal before and after a traced call when it made none
+        self.version = 0
 
     # ---- identity of real objects --------------------------------------------------
     def tracked(self, value: Any) -> Any:
@@ -86,6 +88,7 @@ class SideEffects:
         """``vt`` (a list/dict/set VT) is about to change in place."""
         if vt.source is not None:
             self._mutated[id(vt)] = vt
+            self.version += 1
 
     def store_attr(self, obj: Any, name: str, value: Any, raw: bool = False) -> None:
         """``obj.name = value`` on a pre-existing object. ``raw``: the store came
@@ -99,6 +102,7 @@ class SideEffects:
                 hints=("Create the object outside the compiled function.",),
             )
         self._attrs[(id(obj), name)] = (obj, name, value)
+        self.version += 1
         if raw:
             self._raw.add((id(obj), name))
         else:
@@ -110,6 +114,7 @@ class SideEffects:
             self.store_attr(obj, name, DELETED)
         else:
             self._attrs.pop((id(obj), name), None)
+            self.version += 1
 
     def pending_attr(self, obj: Any, name: str) -> Any:
         """The value stored to ``obj.name`` earlier in the trace, :data:`DELETED`
@@ -123,6 +128,7 @@ class SideEffects:
 
     def store_global(self, f_globals: dict, name: str, value: Any) -> None:
         self._globals[(id(f_globals), name)] = (f_globals, name, value)
+        self.version += 1
 
     def pending_global(self, f_globals: dict, name: str) -> Any:
         entry = self._globals.get((id(f_globals), name))
@@ -132,11 +138,13 @@ class SideEffects:
         """A call with constant arguments whose only effect is outside the
         program's values (a warning, a log line): made after the graph runs."""
         self._calls.append((fn, args, kwargs))
+        self.version += 1
 
     def record_action(self, vt: Any) -> None:
         """A call on pre-existing objects that must happen after the graph (e.g.
         registering a hook on an input tensor): ``vt.replay(codegen)`` emits it."""
         self._actions.append(vt)
+        self.version += 1
 
     def is_empty(self) -> bool:
         return not (self._mutated or self._attrs or self._globals or self._calls or self._actions)

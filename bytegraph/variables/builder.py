@@ -52,13 +52,13 @@ from bytegraph.variables import tx as protocol
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.callables import func_transforms
 from bytegraph.variables.callables.builtins import BuiltinVariable, computes_from_arguments
+from bytegraph.variables.callables.cached_functions import WrappedFunctionVariable
 from bytegraph.variables.callables.copying import CopyFunctionVariable
 from bytegraph.variables.callables.deferred_calls import DeferredCallVariable
 from bytegraph.variables.callables.functions import (
     PartialVariable,
     UserFunctionVariable,
     UserMethodVariable,
-    WrappedFunctionVariable,
 )
 from bytegraph.variables.callables.polyfills import EVALUATED_ON_CONSTANTS, EvaluatedCallVariable, polyfill_for
 from bytegraph.variables.callables.torch_functions import (
@@ -73,7 +73,7 @@ from bytegraph.variables.containers.dict_views import DictViewVariable
 from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable
 from bytegraph.variables.containers.iterator_tools import ItertoolsFunctionVariable, is_itertools_callable
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
-from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
+from bytegraph.variables.containers.sequences import ConstantTupleInput, ListVariable, SizeVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.exceptions import ClearFramesVariable
 from bytegraph.variables.objects import construction  # noqa: F401  (provides construct_object)
@@ -181,8 +181,7 @@ def wrap(tx: Tx, value: Any, source: Source) -> VT:
         return SizeVariable([ConstantVariable(int(s)) for s in value], source)
 
     if type(value) is tuple and is_constant_value(value) and not any(type(v) is float for v in value):
-        guards.add(ConstantMatch(source, value))  # one check for a tuple of constants (conv strides...)
-        return TupleVariable([ConstantVariable(v) for v in value], source)
+        return ConstantTupleInput(value, source, guards)  # guarded as read: one check when all of it is
 
     if isinstance(value, (tuple, list)):
         if type(value) not in (tuple, list) and not _is_namedtuple(value):

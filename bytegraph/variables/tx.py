@@ -73,6 +73,8 @@ class Output(Protocol):
     inputs: list[GraphInput]
     #: sources of inputs used as dict keys (hashed by identity), in order
     identity_key_sources: dict[Any, None]
+    #: (cache key, result VT) of the lru_cache calls traced so far: a repeat is eager's cache hit
+    traced_cache_calls: list[tuple[tuple, Any]]
     #: tensor attributes whose read is a graph break (inside a torch.func transform's function)
     forbidden_tensor_attrs: frozenset[str]
     #: depth of ``DisableTorchFunctionSubclass`` blocks entered in the trace
@@ -108,6 +110,9 @@ class Output(Protocol):
 
     def remove_node(self, node: torch.fx.Node) -> None:
         """Remove an operation node nothing uses."""
+
+    def written_inputs(self) -> tuple[int, ...] | None:
+        """Positions of the graph inputs an operation so far may write (None: a write of unknown target)."""
 
     def made_call(self, call: Any, make: Callable[[], Any] | None) -> tuple[Any] | None:
         """``(result,)`` of this trace's next real call ``call``, made by ``make`` once per conversion."""

@@ -15,16 +15,10 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph import compat
 from bytegraph.breaks import unimplemented, user_error
-from bytegraph.guards.guards import DictContains, GlobalStateMatch, IdMatch
+from bytegraph.guards.guards import DictContains
 from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource, Source
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
-from bytegraph.variables.constant import (
-    ConstantVariable,
-    getattr_or_raise,
-    is_constant_value,
-    raise_traced,
-    raise_traced_from,
-)
+from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.tx import wrap, wrap_const
@@ -462,118 +456,3 @@ class PartialVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"PartialVariable({self.func})"
-
-
-class WrappedFunctionVariable(ConstantCallableVariable):
-    """A ``functools.lru_cache`` wrapper around a Python function.
-
-    A call with constant (hashable) arguments is made now, through the real
-    cache, as eager's first call makes it (later eager calls are cache hits:
-    no side effects, the same result object); the result is a constant,
-    guarded by the cache still holding at least as many entries and not
-    having evicted any (so ``cache_clear()`` recompiles). Symbolic ints are
-    specialised for this. Other calls (tensors or objects made in the trace
-    as arguments) are graph breaks: traced, the wrapped function's side
-    effects would repeat and the cache would not fill as in eager.
-
-    Later runs of the compiled code make the call again (:class:`CacheHitReplay`),
-    so the cache's statistics count every call; a conversion that traces the
-    frame more than once makes each real call once (``OutputGraph.made_call``)."""
-
-    def __init__(self, wrapper: Any, inner: VT, source=None):
-        super().__init__(wrapper, source)
-        self.inner = inner
-
-    def attr_dunder_wrapped(self, tx: Tx) -> VT:
-        return self.inner
-
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        """``__wrapped__`` is the inner function; the metadata ``functools.update_wrapper``
-        copied onto the wrapper (``__name__``, ``__doc__``, ``__dict__``...) is read from it."""
-        found = self.attr_from_handler(tx, name)
-        if found is not None:
-            return found
-        if name in (*functools.WRAPPER_ASSIGNMENTS, "__dict__"):
-            value = getattr_or_raise(self.fn, name)
-            return wrap(tx, value, AttrSource(self.source, name)) if self.source is not None else wrap_const(tx, value)
-        return super().var_getattr(tx, name)
-
-    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        keys = [_cache_key(tx, a) for a in (*args, *kwargs.values())]
-        info = self.fn.cache_info()
-        room = info.maxsize is None or info.currsize + 1 < info.maxsize  # the entry will not be evicted
-        if all(k is not _NOT_CONSTANT for k in keys):
-            values = keys[:len(args)]
-            keywords = dict(zip(kwargs, keys[len(args):]))
-            try:
-                hash((*values, *keywords.values()))
-            except TypeError as e:
-                raise_traced_from(e)  # eager's "unhashable type" from the cache
-            def make() -> Any:
-                try:
-                    return self.fn(*values, **keywords)
-                except Exception as e:  # noqa: BLE001 - the user function's own error, raised in the trace
-                    raise_traced_from(e)
-
-            made = tx.output.made_call((self.fn, tuple(values), tuple(keywords.items())), make if room else None)
-            if made is not None:
-                result, = made
-                tx.output.side_effects.record_call(CacheHitReplay(self.fn), tuple(values), keywords)
-                size = self.fn.cache_info().currsize
-                tx.output.guards.add(GlobalStateMatch(None, _cache_holds(self.fn, size), True,
-                                                      f"cache of {self.fn.__qualname__}"))
-                if is_constant_value(result):
-                    return ConstantVariable(result)
-                return wrap(tx, result, ConstSource(result, f"{self.fn.__qualname__}(...)"))
-        unimplemented(
-            gb_type="lru_cache call",
-            context=f"{self.fn.__qualname__} called with arguments known only when the graph runs"
-            if room else f"{self.fn.__qualname__}, whose cache is full",
-            explanation="The call runs natively through the real cache, so the wrapped function runs (and its side "
-            "effects happen) only on a cache miss, as in eager.",
-            hints=("Pass constants (ints, strings, objects read from outside) to cached functions.",),
-        )
-
-
-class CacheHitReplay:
-    """An lru_cache call that a trace made (eager's first call, a miss), made
-    again by every later run of the compiled code, after its graph: a cache
-    hit, as each later eager call is, so ``cache_info()`` counts as in eager.
-    The run right after the trace skips it (the trace's call was that run's)."""
-
-    __slots__ = ("wrapper", "traced")
-
-    def __init__(self, wrapper: Any):
-        self.wrapper = wrapper
-        self.traced = True
-
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
-        if self.traced:
-            self.traced = False
-            return
-        self.wrapper(*args, **kwargs)
-
-
-def _cache_key(tx: Tx, arg: VT) -> Any:
-    """The real value ``arg`` is for an lru_cache key, or _NOT_CONSTANT: a
-    constant, or an object read from a source that the cache hashes by
-    identity (guarded to stay that object)."""
-    if arg.is_python_constant():
-        return arg.as_python_constant()
-    if arg.specializable:
-        return arg.as_python_constant()  # specialised (a guard), as the cache needs the value
-    value = None if isinstance(arg, UserMethodVariable) else getattr(arg, "value", None)  # (its value: the function)
-    if arg.source is None or value is None or type(value).__hash__ is not object.__hash__:
-        return _NOT_CONSTANT
-    tx.output.guards.add(IdMatch.of(arg.source, value))
-    return value
-
-
-def _cache_holds(wrapper: Any, size: int) -> Callable[[], bool]:
-    """A guard getter: ``wrapper``'s lru cache holds at least ``size`` entries
-    and is not full (so no entry was evicted or cleared since)."""
-    def holds() -> bool:
-        info = wrapper.cache_info()
-        return info.currsize >= size and (info.maxsize is None or info.currsize < info.maxsize)
-
-    return holds
