@@ -3,6 +3,7 @@ run natively (eager's side effects and state up to the exception, then eager's
 exception): see :func:`rerun_natively_on_error`."""
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 import torch
@@ -32,7 +33,8 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
     the exception and raises it.
 
     A graph that writes inputs and has operations that may raise on the data
-    copies the inputs it writes (positions ``saved``) before the call; if it
+    copies the inputs it writes (positions ``saved``) before the call (into
+    buffers kept from call to call: see :class:`Snapshots`); if it
     raises after writing one, the copies are written back first (the version
     counters then differ from eager's, the values do not; an inference tensor,
     which has no version counter, is restored the same way). Otherwise, if an
@@ -72,15 +74,15 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
 
         return run_pure_graph
 
+    snapshots = Snapshots(saved) if saved else None
+
     def run_graph(*args: Any) -> Any:
         mode = torch.is_grad_enabled()
         autocast_state = _autocast_state(autocast) if autocast else None
         state = torch.default_generator.get_state() if rng else None
         np_state = numpy_random.saved_state() if numpy_rng else None
         versions = _versions(args, watched)
-        if saved:
-            with torch.no_grad():
-                copies = [args[i].clone() for i in saved]
+        copies = snapshots.take(args) if snapshots is not None else None
         try:
             if check.pending:
                 return check.first_call(compiled, args)
@@ -109,8 +111,50 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
             if scoped_grad:
                 torch._C._set_grad_enabled(mode)
             raise
+        finally:
+            if copies is not None:
+                snapshots.give_back(copies)
 
     return run_graph
+
+
+class Snapshots:
+    """Copies of the inputs at positions ``saved``, taken before each call of a
+    graph that may raise after writing them.
+
+    Allocating a copy of each tensor on every call costs more than the rest of
+    a small training step's frontend: the copies are made once and, while the
+    inputs keep the shapes and dtypes they were made for, written again with one
+    ``torch._foreach_copy_`` (a mismatch, as under dynamic shapes, allocates new
+    ones). A set of copies in use is taken out of the pool, so a graph running
+    in two threads at once (or within its own call) gets two sets.
+    """
+
+    def __init__(self, saved: tuple[int, ...]):
+        self.pick = operator.itemgetter(*saved) if len(saved) > 1 else lambda args: (args[saved[0]],)
+        self.pool: list[list[torch.Tensor]] = []
+
+    def take(self, args: tuple) -> list[torch.Tensor]:
+        """Copies of the saved inputs of this call (``give_back`` them after it)."""
+        tensors = self.pick(args)
+        copies = self.pool.pop() if self.pool else None
+        mode = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(False)
+        try:
+            if copies is not None and list(map(_LAYOUT, copies)) == list(map(_LAYOUT, tensors)):
+                torch._foreach_copy_(copies, tensors)
+                return copies
+            return [t.clone() for t in tensors]
+        finally:
+            torch._C._set_grad_enabled(mode)
+
+    def give_back(self, copies: list[torch.Tensor]) -> None:
+        self.pool.append(copies)
+
+
+#: what a copy must share with its tensor for ``copy_`` to copy every value exactly
+#: (``copy_`` broadcasts a smaller source and converts another dtype)
+_LAYOUT = operator.attrgetter("shape", "dtype")
 
 
 def _versions(args: tuple, watched: tuple[int, ...]) -> list[int] | None:
