@@ -137,13 +137,19 @@ class Snapshots:
     def take(self, args: tuple) -> list[torch.Tensor]:
         """Copies of the saved inputs of this call (``give_back`` them after it)."""
         tensors = self.pick(args)
-        copies = self.pool.pop() if self.pool else None
+        try:
+            copies = self.pool.pop()  # (one step: another thread may take the last set between a test and a pop)
+        except IndexError:
+            copies = None
         mode = torch.is_grad_enabled()
         torch._C._set_grad_enabled(False)
         try:
             if copies is not None and list(map(_LAYOUT, copies)) == list(map(_LAYOUT, tensors)):
-                torch._foreach_copy_(copies, tensors)
-                return copies
+                try:
+                    torch._foreach_copy_(copies, tensors)
+                    return copies
+                except RuntimeError:  # a layout copy_ cannot write into (sparse...): copies of their own
+                    pass
             return [t.clone() for t in tensors]
         finally:
             torch._C._set_grad_enabled(mode)
