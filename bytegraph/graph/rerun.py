@@ -82,7 +82,7 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
         state = torch.default_generator.get_state() if rng else None
         np_state = numpy_random.saved_state() if numpy_rng else None
         versions = _versions(args, watched)
-        copies = snapshots.take(args) if snapshots is not None else None
+        taken = snapshots.take(args) if snapshots is not None else None
         try:
             if check.pending:
                 return check.first_call(compiled, args)
@@ -91,7 +91,7 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
             if autocast_state is not None:
                 _restore_autocast(autocast_state)
             if saved and versions is not None:
-                for i, copy in zip(saved, copies):
+                for i, copy in zip(saved, taken[0]):
                     with torch.inference_mode() if args[i].is_inference() else torch.no_grad():
                         args[i].copy_(copy)  # an inference tensor is written only in inference mode
                 versions = _versions(args, watched)
@@ -112,8 +112,8 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
                 torch._C._set_grad_enabled(mode)
             raise
         finally:
-            if copies is not None:
-                snapshots.give_back(copies)
+            if taken is not None:
+                snapshots.give_back(taken)
 
     return run_graph
 
@@ -132,30 +132,32 @@ class Snapshots:
 
     def __init__(self, saved: tuple[int, ...]):
         self.pick = operator.itemgetter(*saved) if len(saved) > 1 else lambda args: (args[saved[0]],)
-        self.pool: list[list[torch.Tensor]] = []
+        #: sets of copies not in use, each with the (shape, dtype) of the tensors it was written from
+        self.pool: list[tuple[list[torch.Tensor], list]] = []
 
-    def take(self, args: tuple) -> list[torch.Tensor]:
-        """Copies of the saved inputs of this call (``give_back`` them after it)."""
+    def take(self, args: tuple) -> tuple[list[torch.Tensor], list]:
+        """Copies of the saved inputs of this call, with their layouts (``give_back`` them after it)."""
         tensors = self.pick(args)
+        layouts = list(map(_LAYOUT, tensors))
         try:
-            copies = self.pool.pop()  # (one step: another thread may take the last set between a test and a pop)
+            copies, made_for = self.pool.pop()  # (one step: another thread may take the last set)
         except IndexError:
-            copies = None
+            copies = made_for = None
         mode = torch.is_grad_enabled()
         torch._C._set_grad_enabled(False)
         try:
-            if copies is not None and list(map(_LAYOUT, copies)) == list(map(_LAYOUT, tensors)):
+            if made_for == layouts:
                 try:
                     torch._foreach_copy_(copies, tensors)
-                    return copies
+                    return copies, layouts
                 except RuntimeError:  # a layout copy_ cannot write into (sparse...): copies of their own
                     pass
-            return [t.clone() for t in tensors]
+            return [t.clone() for t in tensors], layouts
         finally:
             torch._C._set_grad_enabled(mode)
 
-    def give_back(self, copies: list[torch.Tensor]) -> None:
-        self.pool.append(copies)
+    def give_back(self, taken: tuple[list[torch.Tensor], list]) -> None:
+        self.pool.append(taken)
 
 
 #: what a copy must share with its tensor for ``copy_`` to copy every value exactly
