@@ -150,8 +150,8 @@ def table(rows: list[dict[str, Any]], method: str, frontends: list[str]) -> list
             ratio = f"{pair[0]:.2f}x | {pair[1]:.2f}x"
         lines.append(f"| {row['model']} | {' | '.join(cells)} | {ratio} |")
     if ratios:
-        lines.append(f"| geomean ({len(ratios)} models) | {' | ' * (len(frontends) - 1)}"
-                     f"| {statistics.geometric_mean(r[0] for r in ratios):.2f}x "
+        lines.append(f"| geomean ({len(ratios)} models) |{' |' * len(frontends)} "
+                     f"{statistics.geometric_mean(r[0] for r in ratios):.2f}x "
                      f"| {statistics.geometric_mean(r[1] for r in ratios):.2f}x |")
     return lines
 
@@ -173,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         with open(ns.json, "w") as f:
             json.dump(rows, f)
     for method in METHODS:
-        print(f"\nfrontend CPU µs per call, {method} (1 thread; {ns.repeat} samples x 50 calls, frontends alternated)\n")
+        print(f"\nfrontend CPU µs per call, {method} "
+              f"(1 thread; {ns.repeat} samples x 50 calls, frontends alternated)\n")
         print("\n".join(table(rows, method, frontends)))
     return 0
 
