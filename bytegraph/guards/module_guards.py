@@ -88,5 +88,7 @@ class NoModuleHooks(Guard):
         return f"({class_check}) and not ({hooks})"
 
     def explain(self, actual: Any) -> str:
-        return f"{describe_source(self.source)} now has hooks, or its class changed how they are read"
+        if self.module_type is not None and not any(getattr(actual, name, None) for name in MODULE_HOOK_DICTS):
+            return f"the class of {describe_source(self.source)} now changes how its hook dicts are read"
+        return f"{describe_source(self.source)} now has hooks"
 
