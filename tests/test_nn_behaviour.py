@@ -96,6 +96,71 @@ def test_forward_hook_added_and_removed_after_compiling_recompiles():
     assert same(compiled(x), model(x)) and cnt.frame_count == 2  # the first entry applies again
 
 
+@pytest.mark.parametrize("register", [
+    lambda m: m.register_forward_hook(lambda mod, i, o: o + 100),
+    lambda m: m.register_forward_pre_hook(lambda mod, i: (i[0] * 3,)),
+    lambda m: m.register_full_backward_hook(lambda mod, gi, go: None),
+    lambda m: m.register_full_backward_pre_hook(lambda mod, go: None),
+], ids=["forward", "forward_pre", "backward", "backward_pre"])
+def test_each_kind_of_hook_added_after_compiling_is_seen(register):
+    # the hook dicts are read from the module's __dict__: each of the four must be looked at
+    model, cnt, compiled, x = compiled_hooked()
+    register(model.inner)
+    assert same(compiled(x), model(x)) and cnt.frame_count >= 2
+
+
+def hooked_of_own_class():
+    """A ``Hooked`` whose inner module is of a class of its own (patched by the test), compiled."""
+    class Inner(nn.Linear):
+        pass
+
+    model = Hooked()
+    model.inner = Inner(8, 8)
+    cnt = CompileCounter()
+    compiled = bytegraph.compile(model, backend=cnt)
+    x = torch.randn(2, 8)
+    assert same(compiled(x), model(x))
+    return model, type(model.inner), cnt, compiled, x
+
+
+def scaling_hooks(self):
+    return collections.OrderedDict(h=lambda mod, i, o: o * 5)
+
+
+def test_hook_dict_shadowed_by_a_class_property_after_compiling_is_seen():
+    # a data descriptor on the class wins over the instance __dict__ entry the guard reads
+    model, inner, cnt, compiled, x = hooked_of_own_class()
+    inner._forward_hooks = property(scaling_hooks)
+    assert same(compiled(x), model(x)) and cnt.frame_count == 2
+
+
+def hooks_getattribute(self, name):
+    return scaling_hooks(self) if name == "_forward_hooks" else nn.Module.__getattribute__(self, name)
+
+
+def test_getattribute_defined_on_the_class_after_compiling_recompiles():
+    # the hook dicts read from __dict__ are what an attribute read gives no longer
+    model, inner, cnt, compiled, x = hooked_of_own_class()
+    inner.__getattribute__ = hooks_getattribute
+    compiled(x)
+    assert cnt.frame_count == 2
+
+
+@pytest.mark.xfail(strict=True, reason="the trace of a module call reads its hook dicts past a __getattribute__ "
+                                       "its class defines (so does the compile after the recompile)")
+def test_getattribute_defined_on_the_class_after_compiling_is_seen():
+    model, inner, cnt, compiled, x = hooked_of_own_class()
+    inner.__getattribute__ = hooks_getattribute
+    assert same(compiled(x), model(x))
+
+
+def test_class_given_a_base_defining_a_hook_property_after_compiling_is_seen():
+    model, inner, cnt, compiled, x = hooked_of_own_class()
+    shadowing = type("Shadowing", (nn.Linear,), {"_forward_hooks": property(scaling_hooks)})
+    inner.__bases__ = (shadowing,)
+    assert same(compiled(x), model(x)) and cnt.frame_count == 2
+
+
 def test_global_module_hook_added_after_compiling_is_seen():
     model = Hooked()
     compiled = bytegraph.compile(model, backend="eager")

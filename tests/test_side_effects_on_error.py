@@ -232,3 +232,66 @@ def test_eval_dropout_is_not_kept_as_a_graph_output():
     check_module(model, torch.randn(2, 4), backend=backend)
     outputs = [n for n in graphs[0].graph.nodes if n.op == "output"][0].args[0]
     assert len(outputs) == 1
+
+
+def normalize_then(op):
+    """Batch norm in training (its running statistics are written with no version
+    counter moving), then ``op`` on integer data, which may raise."""
+    def fn(x, mean, var, a, b):
+        y = torch.nn.functional.batch_norm(x, mean, var, training=True)
+        return y.relu().sum() + op(a, b)
+    return fn
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("op", [
+    lambda a, b: (a // b).sum(),
+    lambda a, b: (a % b).sum(),
+    lambda a, b: torch.fmod(a, b).sum(),
+    lambda a, b: a.float().index_select(0, b).sum(),
+    lambda a, b: torch.nn.functional.cross_entropy(a.float().reshape(1, -1).expand(2, -1), b[:2]),
+], ids=["floordiv", "mod", "fmod", "index_select", "cross_entropy"])
+def test_written_statistics_are_eagers_when_a_later_integer_op_raises(backend, op):
+    # three calls that pass (the copies of the statistics are made once and written again),
+    # then one whose integer data makes the last operation raise: the statistics must have been
+    # updated once by it, as in eager, not twice (graph, then native rerun) or not at all
+    fn = normalize_then(op)
+
+    def run(compile):
+        compiled, mean, var, seen = compile(fn), torch.zeros(3), torch.ones(3), []
+        for b in ([1, 2, 1], [1, 2, 1], [2, 1, 1], [0, 9, 0]):
+            x = torch.arange(12.0).reshape(4, 3) * len(seen)
+            seen.append((outcome(compiled, x, mean, var, torch.arange(3), torch.tensor(b)), mean.clone(), var.clone()))
+        return seen
+
+    check_scenario(run, backend=backend)
+
+
+def test_written_statistics_are_eagers_when_the_batch_size_changes_before_a_raise():
+    # the copies of one size do not fit another: a call of a new size makes new ones
+    fn = normalize_then(lambda a, b: (a // b).sum())
+
+    def run(compile):
+        compiled, mean, var, seen = compile(fn), torch.zeros(3), torch.ones(3), []
+        for n, b in ((4, 1), (4, 1), (6, 1), (6, 1), (8, 0)):
+            x = torch.arange(3.0 * n).reshape(n, 3)
+            seen.append((outcome(compiled, x, mean, var, torch.arange(3), torch.tensor([b])), mean.clone()))
+        return seen
+
+    check_scenario(run, graphs=2)
+
+
+def test_training_step_raising_in_its_loss_leaves_eagers_running_statistics():
+    # BatchNorm layers write their running statistics, then the loss raises on a target out of range
+    def run(compile):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.ReLU(),
+                                    torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)).train()
+        step = compile(lambda x, target: torch.nn.functional.cross_entropy(model(x), target))
+        seen = []
+        for target in ([0, 1, 2, 3], [3, 2, 1, 0], [1, 1, 1, 1], [0, 1, 7, 3]):
+            out = outcome(step, torch.randn(4, 3), torch.tensor(target))
+            seen.append((out, {k: v.clone() for k, v in model.state_dict().items()}))
+        return seen
+
+    check_scenario(run)

@@ -224,11 +224,13 @@ class BackendCompile:
             seconds, import_seconds = time.perf_counter() - start, imports.total() - imports_before
             subgraphs = getattr(compiled, "subgraph_count", 1)
             mutates = self.mutates_inputs()
-            watched = tuple(
-                i for i, inp in enumerate(self.inputs)
-                if isinstance(inp.value, torch.Tensor) and not inp.value.is_inference()
-            ) if mutates else ()
             written = self.written_inputs() if mutates else ()
+            # the version counters that tell whether the graph wrote an input before it raised: those of
+            # the inputs it may write when they are known (no other input can move), else of every one
+            watched = tuple(
+                i for i, inp in enumerate(self.inputs) if (written is None or i in written)
+                and isinstance(inp.value, torch.Tensor) and not inp.value.is_inference()
+            ) if mutates else ()
             if written is None and self.raises_into_handler:
                 written = watched  # targets unknown: copy every tensor input, so the rerun reaches the except
             may_raise = self.raises_into_handler or any(
@@ -278,16 +280,31 @@ class BackendTracingContext(torch._guards.TracingContext):
         self._make_fake_mode = None
 
 
-_RAISING_NAME = re.compile(r"linalg|cholesky|inverse|solve|lu|assert|multinomial|nonzero")
+#: names of operations that may raise on values of any dtype (factorisations, solves, assertions...),
+#: matched as whole words of the name (``lu`` and ``lu_solve``, not ``relu`` or ``gelu``)
+_RAISING_NAME = re.compile(r"(?:^|_)(?:linalg|cholesky|inverse|solve|lu|assert|multinomial|nonzero)(?:_|$)")
+
+#: operations that cannot raise on the values of integer or bool tensors (no index, divisor or
+#: count among their arguments): arithmetic that wraps around, comparisons, bitwise logic, copies,
+#: as methods, functions and operators, in place too (``add_``, ``operator.iadd``, ``__iadd__``)
+_SAFE_ON_INTEGERS = frozenset(
+    name for op in ("add", "sub", "mul", "neg", "abs", "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and",
+                    "bitwise_or", "bitwise_xor", "bitwise_not", "logical_and", "logical_or", "logical_not",
+                    "clone", "copy", "fill", "zero", "detach")
+    for name in (op, f"{op}_", f"__{op}__", f"__i{op}__", f"__r{op}__", f"i{op}")
+) | {"and_", "or_", "xor", "iand", "ior", "ixor", "__and__", "__or__", "__xor__", "__iand__", "__ior__", "__ixor__"}
 
 
 def may_raise_on_data(node: torch.fx.Node) -> bool:
     """Whether an operation may raise because of tensor values: it takes an
     integer or bool tensor (indices: ``index_select``, ``gather``, ``embedding``,
-    indexing with a tensor), or is a factorisation, solve or assertion."""
+    indexing with a tensor; divisors: ``//``, ``%``) and is not one of
+    :data:`_SAFE_ON_INTEGERS`, or is a factorisation, solve or assertion."""
     name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
     if _RAISING_NAME.search(str(name)):
         return True
+    if name in _SAFE_ON_INTEGERS:
+        return False
     found = False
 
     def visit(value: Any) -> None:

@@ -3,6 +3,7 @@ run natively (eager's side effects and state up to the exception, then eager's
 exception): see :func:`rerun_natively_on_error`."""
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 import torch
@@ -32,7 +33,8 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
     the exception and raises it.
 
     A graph that writes inputs and has operations that may raise on the data
-    copies the inputs it writes (positions ``saved``) before the call; if it
+    copies the inputs it writes (positions ``saved``) before the call (into
+    buffers kept from call to call: see :class:`Snapshots`); if it
     raises after writing one, the copies are written back first (the version
     counters then differ from eager's, the values do not; an inference tensor,
     which has no version counter, is restored the same way). Otherwise, if an
@@ -72,15 +74,15 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
 
         return run_pure_graph
 
+    snapshots = Snapshots(saved) if saved else None
+
     def run_graph(*args: Any) -> Any:
         mode = torch.is_grad_enabled()
         autocast_state = _autocast_state(autocast) if autocast else None
         state = torch.default_generator.get_state() if rng else None
         np_state = numpy_random.saved_state() if numpy_rng else None
         versions = _versions(args, watched)
-        if saved:
-            with torch.no_grad():
-                copies = [args[i].clone() for i in saved]
+        taken = snapshots.take(args) if snapshots is not None else None
         try:
             if check.pending:
                 return check.first_call(compiled, args)
@@ -89,7 +91,7 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
             if autocast_state is not None:
                 _restore_autocast(autocast_state)
             if saved and versions is not None:
-                for i, copy in zip(saved, copies):
+                for i, copy in zip(saved, taken[0]):
                     with torch.inference_mode() if args[i].is_inference() else torch.no_grad():
                         args[i].copy_(copy)  # an inference tensor is written only in inference mode
                 versions = _versions(args, watched)
@@ -109,8 +111,58 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
             if scoped_grad:
                 torch._C._set_grad_enabled(mode)
             raise
+        finally:
+            if taken is not None:
+                snapshots.give_back(taken)
 
     return run_graph
+
+
+class Snapshots:
+    """Copies of the inputs at positions ``saved``, taken before each call of a
+    graph that may raise after writing them.
+
+    Allocating a copy of each tensor on every call costs more than the rest of
+    a small training step's frontend: the copies are made once and, while the
+    inputs keep the shapes and dtypes they were made for, written again with one
+    ``torch._foreach_copy_`` (a mismatch, as under dynamic shapes, allocates new
+    ones). A set of copies in use is taken out of the pool, so a graph running
+    in two threads at once (or within its own call) gets two sets.
+    """
+
+    def __init__(self, saved: tuple[int, ...]):
+        self.pick = operator.itemgetter(*saved) if len(saved) > 1 else lambda args: (args[saved[0]],)
+        #: sets of copies not in use, each with the (shape, dtype) of the tensors it was written from
+        self.pool: list[tuple[list[torch.Tensor], list]] = []
+
+    def take(self, args: tuple) -> tuple[list[torch.Tensor], list]:
+        """Copies of the saved inputs of this call, with their layouts (``give_back`` them after it)."""
+        tensors = self.pick(args)
+        layouts = list(map(_LAYOUT, tensors))
+        try:
+            copies, made_for = self.pool.pop()  # (one step: another thread may take the last set)
+        except IndexError:
+            copies = made_for = None
+        mode = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(False)
+        try:
+            if made_for == layouts:
+                try:
+                    torch._foreach_copy_(copies, tensors)
+                    return copies, layouts
+                except RuntimeError:  # a layout copy_ cannot write into (sparse...): copies of their own
+                    pass
+            return [t.clone() for t in tensors], layouts
+        finally:
+            torch._C._set_grad_enabled(mode)
+
+    def give_back(self, taken: tuple[list[torch.Tensor], list]) -> None:
+        self.pool.append(taken)
+
+
+#: what a copy must share with its tensor for ``copy_`` to copy every value exactly
+#: (``copy_`` broadcasts a smaller source and converts another dtype)
+_LAYOUT = operator.attrgetter("shape", "dtype")
 
 
 def _versions(args: tuple, watched: tuple[int, ...]) -> list[int] | None:

@@ -46,6 +46,7 @@ from bytegraph.guards.guards import (
     TypeMatch,
     describe_source,
 )
+from bytegraph.guards.module_guards import NoModuleHooks
 from bytegraph.guards.shape_guards import ShapeGuard
 from bytegraph.guards.source import (
     AttrSource,
@@ -130,6 +131,8 @@ class _Builder:
         #: (attribute, expected id) -> the expression of the first class whose
         #: attribute an identity guard checked (see :meth:`class_attr_check`)
         self.class_attrs: dict[tuple[str, int], str] = {}
+        #: module class -> the expression of the first module of it whose hooks a guard checked
+        self.hook_classes: dict[type, str] = {}
 
     # names protocol used by sources and guards
     def const(self, value: Any) -> str:
@@ -209,8 +212,21 @@ class _Builder:
             shared = self.class_attr_check(guard, out)
             if shared is not None:
                 return shared
+        if isinstance(guard, NoModuleHooks) and guard.module_type is not None:
+            return self.module_hooks_check(guard, out)
         value = self.materialize(guard.source, out)
         return guard.check(self, value), value
+
+    def module_hooks_check(self, guard: NoModuleHooks, out: list[str]) -> tuple[str, str]:
+        """:meth:`NoModuleHooks.render` over the module's ``__dict__`` and ``type()``
+        (each into a temporary), the class checked once per distinct class."""
+        module = self.materialize(guard.source, out)
+        own_dict = self.materialize(AttrSource(guard.source, "__dict__"), out)
+        cls = f"{self.prefix}t{len(self.temps)}"
+        out.append(f"{cls} = type({module})")
+        self.temps[_ModuleClass(guard.source)] = cls
+        first = self.hook_classes.setdefault(guard.module_type, cls)
+        return guard.render(self, own_dict, cls, None if first == cls else first), module
 
     def class_attr_check(self, guard: IdMatch, out: list[str]) -> tuple[str, str] | None:
         """The identity check of a method read from an object's class
@@ -233,6 +249,13 @@ class _Builder:
         check = guard.check(self, value)
         first = self.class_attrs.setdefault((source.attr, guard.expected_id), cls)
         return (check if first == cls else f"{cls} is {first} or {check}"), value
+
+
+@dataclasses.dataclass(frozen=True)
+class _ModuleClass(Source):
+    """``type(module)`` of a module whose hooks a guard checks (a temporary's key, never rendered)."""
+
+    module: Source
 
 
 def _sources_of(guard: Guard) -> tuple:

@@ -349,30 +349,6 @@ class LenMatch(Guard):
         return f"{describe_source(self.source)} length mismatch: expected {self.length}, got {len(actual)}"
 
 
-#: a module's own hook dicts that change how calling it behaves
-MODULE_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class NoModuleHooks(Guard):
-    """The module has no forward/backward (pre-)hooks of its own (registering
-    one later recompiles; global hooks are a GlobalStateMatch)."""
-
-    order: ClassVar[int] = 3
-
-    def describe(self, words: Words) -> tuple[str, str]:
-        return words.name(self.source), "has no forward/backward hooks of its own"
-
-    def module_source(self) -> Source | None:
-        return self.source
-
-    def check(self, names: Names, value: str) -> str:
-        return "not (" + " or ".join(f"{value}.{name}" for name in MODULE_HOOK_DICTS) + ")"
-
-    def explain(self, actual: Any) -> str:
-        return f"{describe_source(self.source)} now has hooks"
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class DictKeysMatch(Guard):
     """``type(value) is expected_type and list(value.keys()) == keys`` (keys in order)."""

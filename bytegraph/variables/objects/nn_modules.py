@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 import torch
 
 from bytegraph.breaks import unimplemented, user_error
-from bytegraph.guards.guards import DictKeysMatch, GlobalStateMatch, MODULE_HOOK_DICTS, NoModuleHooks
+from bytegraph.guards.guards import DictKeysMatch, GlobalStateMatch
+from bytegraph.guards.module_guards import MODULE_HOOK_DICTS, NoModuleHooks, reads_instance_dict
 from bytegraph.guards.source import AttrSource, GetItemSource
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.callables.functions import UserMethodVariable
@@ -167,7 +168,7 @@ class NNModuleVariable(VariableTracker):
             return tx.inline_call(UserMethodVariable(torch.nn.Module._call_impl, self), [self, *args], kwargs)
         tx.output.guards.add(GlobalStateMatch(None, global_module_hooks, False, "global module hooks"))
         if self.source is not None:
-            tx.output.guards.add(NoModuleHooks(self.source))
+            tx.output.guards.add(NoModuleHooks(self.source, type(module) if reads_instance_dict(module) else None))
         call = class_attribute(type(module), "__call__")
         if isinstance(call, types.FunctionType) and call is not torch.nn.Module.__call__:
             return tx.inline_call(UserMethodVariable(call, self), [self, *args], kwargs)
