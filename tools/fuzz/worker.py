@@ -2,11 +2,12 @@
 stdin (one JSON object a line: a program's seed, the backends it runs on, the
 output folder), runs each program eagerly twice (its record, and whether eager
 is deterministic) and then compiled on each backend in turn, compared with
-that eager record; minimises a failure into the output folder, and answers one
-JSON line per backend on file descriptor FD as soon as that backend is done
-(stdout and stderr, where programs, torch and bytegraph print, go to the
-worker's log). A worker runs task after task: the campaign replaces one that
-dies or hangs, and gives the backends of its task left unanswered to the next."""
+that eager record; minimises a wrong result or a crash into the output
+folder, and answers one JSON line per backend on file descriptor FD as soon
+as that backend is done (stdout and stderr, where programs, torch and
+bytegraph print, go to the worker's log). A worker runs task after task: the
+campaign replaces one that dies or hangs, and gives the backends of its task
+left unanswered to the next."""
 from __future__ import annotations
 
 import json
@@ -42,7 +43,7 @@ def main(answers_fd: int) -> None:
                 with silence():
                     diff = compare(source, backend, eager)
                 answer.update(status=verdict(diff), diff=diff)
-                if diff is not None:
+                if answer["status"] in ("wrong", "crash"):  # (a refusal is torch.compile's answer too)
                     with silence():
                         small = minimize(parts, backend, diff, budget_s=task["minimize_s"][backend])
                     out.mkdir(parents=True, exist_ok=True)
