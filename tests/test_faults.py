@@ -550,12 +550,15 @@ def test_a_corrupt_inductor_cache_does_not_break_the_run(tmp_path):
 
 
 @pytest.mark.slow
-def test_an_unusable_inductor_cache_folder_does_not_break_the_run(tmp_path):
+@pytest.mark.parametrize("where", ["under a file", "a file"])
+def test_an_unusable_inductor_cache_folder_does_not_break_the_run(tmp_path, where):
     # torch makes the cache folder as the first trace's FakeTensorMode loads its compiler
-    # packages, and cannot: the program still runs, eager's results, with one warning that names
-    # the folder's setting (the frame runs natively from then on: no second warning)
-    not_a_folder = tmp_path / "file"
-    not_a_folder.write_text("a file where the cache folder should be")
-    result = _run_inductor(not_a_folder / "cache")
+    # packages, and cannot (NotADirectoryError, FileExistsError): the program still runs, eager's
+    # results, with one warning that names the folder's setting (the frame runs natively from
+    # then on: no second warning)
+    a_file = tmp_path / "file"
+    a_file.write_text("a file where the cache folder should be")
+    folder = a_file / "cache" if where == "under a file" else a_file
+    result = _run_inductor(folder)
     assert result.returncode == 0 and result.stdout.startswith("OK 1\n"), result.stderr[-2000:]
-    assert "TORCHINDUCTOR_CACHE_DIR" in result.stdout and str(not_a_folder / "cache") in result.stdout
+    assert "TORCHINDUCTOR_CACHE_DIR" in result.stdout and str(folder) in result.stdout
