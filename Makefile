@@ -82,8 +82,9 @@ bench-quick: $(BENCH_STAMP)
 # Differential fuzzing against eager: N generated programs of every family (tools/fuzz/families),
 # each on eager and aot_eager, every tenth also on inductor, on 2 worker processes; resumable (the
 # campaign log is fuzz-failures/campaign.jsonl: run it again to continue), each failure minimised
-# into fuzz-failures/, a table by program kind at the end (about 1 s a program and backend on 2 cores,
-# an inductor run 10-60 s).
+# into fuzz-failures/, a table by program kind at the end. Measured: about 0.25 s of CPU a program and
+# backend (eager, aot_eager: nearly all of it bytegraph's trace and the backend), an inductor run 45-110 s
+# of wall time on a loaded machine; see docs/fuzzing.md.
 N ?= 2000
 WORKERS ?= 2
 fuzz: $(STAMP)

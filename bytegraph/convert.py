@@ -203,12 +203,12 @@ def _trace(
     capture settings apply (off after a backend failed on a captured value). ``cache_calls``: see
     ``OutputGraph.cache_calls``."""
     grad_mode = torch.is_grad_enabled()
-    # fullgraph captures data-dependent values whatever the settings (as torch.compile): a break would fail
-    output = OutputGraph(config.max_trace_instructions, policy,
-                         capture and config.capture_scalar_outputs or options.fullgraph,
-                         capture and config.capture_dynamic_output_shape_ops or options.fullgraph, cache_calls)
-    tracer = None
+    output = tracer = None
     try:
+        # fullgraph captures data-dependent values whatever the settings (as torch.compile): a break would fail
+        output = OutputGraph(config.max_trace_instructions, policy,
+                             capture and config.capture_scalar_outputs or options.fullgraph,
+                             capture and config.capture_dynamic_output_shape_ops or options.fullgraph, cache_calls)
         tracer = InstructionTranslator(
             code, f_globals, f_locals, closure, output, ddp_aware(options.backend), break_points, runtime
         )
@@ -233,7 +233,8 @@ def _trace(
     except Exception as exc:
         return _internal_error(code, exc, "tracing")
     finally:
-        output.close_open_states()
+        if output is not None:
+            output.close_open_states()
         torch._C._set_grad_enabled(grad_mode)
 
 

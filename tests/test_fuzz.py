@@ -80,6 +80,38 @@ def test_campaign_table_and_resume(tmp_path):
     assert rows["tensor"] == rows["all"] == ["2", "2", "1", "1", "0", "0", "0", "0"]
 
 
+#: a stand-in worker: answers "ok" for each backend of a task, except that it dies on backend
+#: "dies" and never answers on backend "hangs"
+_FAKE_WORKER = """
+import json, os, sys, time
+answers = os.fdopen(int(sys.argv[1]), "w")
+for line in sys.stdin:
+    task = json.loads(line)
+    for backend in task["backends"]:
+        if backend == "dies":
+            os._exit(3)
+        if backend == "hangs":
+            time.sleep(60)
+        answers.write(json.dumps({"seed": task["seed"], "backend": backend, "kind": task["kind"],
+                                  "status": "ok", "eager_runs": True}) + "\\n")
+        answers.flush()
+"""
+
+
+def test_campaign_isolates_a_dying_or_hanging_run(tmp_path, monkeypatch):
+    # a worker runs task after task; one that dies or hangs on a backend is replaced, that run
+    # counted as a crash or a hang, and the program's other backends run on the next worker
+    monkeypatch.setattr(campaign.Worker, "COMMAND", (campaign.sys.executable, "-c", _FAKE_WORKER))
+    backends = ["eager", "dies", "aot_eager", "hangs", "inductor"]
+    tasks = [{"seed": s, "backends": backends if s == 1 else ["eager"], "kind": "tensor", "out": str(tmp_path),
+              "timeout": {b: 2.0 for b in backends}} for s in range(3)]
+    state = tmp_path / "campaign.jsonl"
+    campaign.run_campaign(tasks, 1, tmp_path, state)
+    status = {key: r["status"] for key, r in campaign._done(state).items()}
+    assert status == {(0, "eager"): "ok", (1, "eager"): "ok", (1, "dies"): "crash", (1, "aot_eager"): "ok",
+                      (1, "hangs"): "hang", (1, "inductor"): "ok", (2, "eager"): "ok"}
+
+
 #: minimised failures of the first campaigns (tensor family): (inputs seed, program body)
 REGRESSIONS = {
     # a method of a class made in a factory appends to the factory's list (lost: NOTES stayed [])
@@ -147,5 +179,18 @@ CASES = sorted(pathlib.Path(__file__).with_name("fuzz_cases").glob("*.py"))
 @pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
 def test_minimised_program_files(case, backend):
     """A minimised failure of a campaign, kept as the program file it was written to."""
+    with silence():
+        assert compare(case.read_text(), backend) is None
+
+
+OPEN_CASES = sorted(pathlib.Path(__file__).with_name("fuzz_cases_open").glob("*.py"))
+
+
+@pytest.mark.xfail(strict=True, reason="open campaign failures (each file's header names its kind)")
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", OPEN_CASES, ids=[c.stem for c in OPEN_CASES])
+def test_open_minimised_program_files(case, backend):
+    """A minimised campaign failure not fixed yet: it still differs from eager (strict: a fix
+    makes it pass, and the file moves to fuzz_cases/)."""
     with silence():
         assert compare(case.read_text(), backend) is None

@@ -54,3 +54,11 @@ def test_fork_after_compiling():
     figures = soak.fork_after_compiling()
     assert figures["loader_items"] == 8 and figures["loader_ok"]
     assert figures["fork_child_exit"] == 0 and figures["parent_still_ok"]
+
+
+def test_make_soak_prints_every_scenarios_memory_growth(capsys, monkeypatch):
+    monkeypatch.setitem(soak.SCENARIOS, "small", (lambda: {"made": len([object() for _ in range(10)])}, lambda s: {}))
+    assert soak.main(["small", "fork_after_compiling"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" ")[0] for line in lines] == ["small", "fork_after_compiling"]
+    assert all("rss_before_mb=" in line and "rss_after_mb=" in line and "rss_growth_mb=" in line for line in lines)

@@ -4,7 +4,9 @@ flat, threads, fork. ``python -m tools.soak [scenario ...] [--scale F]``
 (slow tier) runs them smaller and asserts the mechanism each one is about.
 
 Each scenario returns a dict of figures; memory is the process's resident set
-(``/proc/self/statm``), read after ``gc.collect()``.
+(``/proc/self/statm``), read after ``gc.collect()``. :func:`main` adds to
+every scenario's figures the resident set before it and after it (and
+``bytegraph.reset()``), and the growth between.
 """
 from __future__ import annotations
 
@@ -266,11 +268,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for name in args.scenario or SCENARIOS:
         fn, size = SCENARIOS[name]
-        t0 = time.perf_counter()
+        t0, before = time.perf_counter(), rss_mb()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             figures = fn(**size(args.scale))
         bytegraph.reset()
+        after = rss_mb()
+        figures.update(rss_before_mb=round(before, 1), rss_after_mb=round(after, 1),
+                       rss_growth_mb=round(after - before, 1))
         print(f"{name} ({time.perf_counter() - t0:.0f} s): " + ", ".join(f"{k}={v}" for k, v in figures.items()),
               flush=True)
     return 0

@@ -13,6 +13,7 @@ import copy
 import dataclasses
 import itertools
 import re
+import warnings
 from typing import Any, Callable, NoReturn
 
 import torch
@@ -161,10 +162,7 @@ class OutputGraph(BackendCompile):
                      allow_dynamic_output_shape_ops=capture_dynamic_output_shape_ops)
             if policy.needs_shape_env() else None
         )
-        # export=True: no backed item() symbol for 0-d inputs (its guard names L['t'].item(), which
-        # produce_guards cannot attribute to an input); item() is unbacked, branching on it breaks
-        with imports.first_use("FakeTensorMode's config modules"):  # the first one imports them
-            self.fake_mode = FakeTensorMode(shape_env=self.shape_env, export=True)
+        self.fake_mode = _fake_mode(self.shape_env)
         self._sym_sizes: dict[tuple[torch.fx.Node, int], Any] = {}
         self.guards = GuardSet()
         self.side_effects = SideEffects()
@@ -547,3 +545,29 @@ def _placeholder_name(source: Source) -> str:
     only (user text such as dict keys never reaches FX code as anything else)."""
     text = re.sub(r"[^0-9a-zA-Z]+", "_", source.name())
     return text if text[:1].isalpha() else f"input_{text}"
+
+
+def _fake_mode(shape_env: ShapeEnv | None) -> FakeTensorMode:
+    """The trace's FakeTensorMode (export=True: no backed item() symbol for 0-d
+    inputs, whose guard names ``L['t'].item()``, which produce_guards cannot
+    attribute to an input; item() is unbacked, branching on it breaks).
+
+    Raises:
+        Unsupported: when the configuration packages the first one imports fail
+            to load for a reason of the machine's (torch makes its compilers'
+            cache folder as it imports them): the frame runs natively, reported.
+    """
+    try:
+        with imports.first_use("FakeTensorMode's config modules"):  # the first one imports them
+            return FakeTensorMode(shape_env=shape_env, export=True)
+    except OSError as exc:
+        warnings.warn(f"bytegraph: torch's compiler packages could not be loaded ({type(exc).__name__}: {exc}); "
+                      "compiled functions run natively. Is TORCHINDUCTOR_CACHE_DIR a folder that can be made "
+                      "and written?", stacklevel=2)
+        unimplemented(
+            gb_type="torch's compiler packages failed to load",
+            context=f"{type(exc).__name__}: {exc}",
+            explanation="Tracing needs torch's FakeTensorMode, whose configuration packages make the compilers' "
+            "cache folder as they load; that failed on this machine, so the frame runs natively.",
+            hints=("Set TORCHINDUCTOR_CACHE_DIR to a folder that can be created and written.",),
+        )

@@ -6,8 +6,11 @@ Usage: ``python -m tools.fuzz [--n 2000] [--seed 0] [--backend eager --backend a
 
 Program ``seed`` (its family drawn from the seed, see ``tools/fuzz/families``)
 runs on every ``--backend``, and on inductor too when ``seed % K == 0``.
-Tasks go to ``--workers`` worker processes (a worker that dies or runs past
-``--timeout`` seconds is replaced, the task counted as a crash or a hang);
+A task is one program and the backends it still needs (its eager runs are
+made once for all of them); tasks go to ``--workers`` long-lived worker
+processes (one that dies, or runs past ``--timeout`` seconds on one backend,
+is replaced: that backend's run counts as a crash or a hang, and the
+program's other backends go to the next worker);
 each answer is appended to ``DIR/campaign.jsonl`` at once, so an interrupted
 campaign resumes where it stopped. Each failure is minimised into
 ``DIR/seed<k>-<backend>.py``. The table printed at the end counts, per
@@ -35,20 +38,34 @@ COLUMNS = ("count", "eager-runs", "ok", "wrong", "crash", "hang", "refused", "fl
 class Worker:
     """One worker process and the task it is running."""
 
+    #: the worker's command line, less the answers' file descriptor
+    COMMAND = (sys.executable, "-m", "tools.fuzz.worker")
+
     def __init__(self, log: pathlib.Path):
         read, write = os.pipe()
         self.log = open(log, "a")
-        self.proc = subprocess.Popen([sys.executable, "-m", "tools.fuzz.worker", str(write)], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([*self.COMMAND, str(write)], stdin=subprocess.PIPE,
                                      stdout=self.log, stderr=subprocess.STDOUT, text=True, pass_fds=(write,))
         os.close(write)
         self.answers = os.fdopen(read)
         self.task: dict | None = None
+        #: the task's backends not answered yet, the first one running since ``started``
+        self.remaining: list[str] = []
         self.started = 0.0
 
     def send(self, task: dict) -> None:
-        self.task, self.started = task, time.monotonic()
+        self.task, self.remaining, self.started = task, list(task["backends"]), time.monotonic()
         self.proc.stdin.write(json.dumps(task) + "\n")
         self.proc.stdin.flush()
+
+    def answered(self, backend: str) -> None:
+        self.remaining.remove(backend)
+        self.started = time.monotonic()
+        if not self.remaining:
+            self.task = None
+
+    def overdue(self) -> bool:
+        return self.task is not None and time.monotonic() - self.started > self.task["timeout"][self.remaining[0]]
 
     def stop(self) -> None:
         self.proc.kill()
@@ -67,7 +84,7 @@ def _done(state: pathlib.Path) -> dict[tuple[int, str], dict]:
     return results
 
 
-def run_campaign(tasks: list[dict], workers: int, timeout: float, out: pathlib.Path, state: pathlib.Path) -> None:
+def run_campaign(tasks: list[dict], workers: int, out: pathlib.Path, state: pathlib.Path) -> None:
     """Run ``tasks`` on ``workers`` processes, appending each answer to ``state``."""
     pending = collections.deque(tasks)
     pool = [Worker(out / f"worker-{i}.log") for i in range(min(workers, len(tasks)))]
@@ -81,14 +98,16 @@ def run_campaign(tasks: list[dict], workers: int, timeout: float, out: pathlib.P
             if answer["status"] != "ok":
                 print(f"seed {answer['seed']} [{answer['backend']}] {answer['kind']}: {answer['status']}: "
                       f"{answer.get('diff')} {answer.get('file', '')}", flush=True)
-            worker.task = None
+            worker.answered(answer["backend"])
 
         def replace(worker: Worker, status: str) -> Worker:
-            task = worker.task
+            task, (backend, *rest) = worker.task, worker.remaining
             selector.unregister(worker.answers)
             worker.stop()
-            finish(worker, {**task, "kind": task["kind"], "status": status, "diff": f"worker {status}",
-                            "eager_runs": None})
+            finish(worker, {"seed": task["seed"], "backend": backend, "kind": task["kind"], "status": status,
+                            "diff": f"worker {status}", "eager_runs": None})
+            if rest:  # the program's other backends, on the next worker
+                pending.appendleft({**task, "backends": rest})
             new = Worker(out / f"worker-{pool.index(worker)}.log")
             pool[pool.index(worker)] = new
             selector.register(new.answers, selectors.EVENT_READ, new)
@@ -107,7 +126,7 @@ def run_campaign(tasks: list[dict], workers: int, timeout: float, out: pathlib.P
                     elif w.task is not None:
                         replace(w, "crash")
                 for w in list(pool):
-                    if w.task is not None and time.monotonic() - w.started > w.task["timeout"]:
+                    if w.overdue():
                         replace(w, "hang")
         finally:
             for w in pool:
@@ -135,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", action="append", help="backends every program runs on (default: eager, aot_eager)")
     parser.add_argument("--inductor-every", type=int, default=0, help="also run every K-th program on inductor")
     parser.add_argument("--workers", type=int, default=2, help="worker processes")
-    parser.add_argument("--timeout", type=float, default=600, help="seconds one task may take (minimising included)")
+    parser.add_argument("--timeout", type=float, default=600,
+                        help="seconds one program may take on one backend (minimising included; inductor twice that)")
     parser.add_argument("--out", default="fuzz-failures", help="where minimised failures and the campaign log go")
     parser.add_argument("--replay", help="compare one program file (a minimised failure) and print what differs")
     args = parser.parse_args(argv)
@@ -158,14 +178,19 @@ def main(argv: list[str] | None = None) -> int:
     wanted = [(s, b) for s in seeds
               for b in backends + (["inductor"] if args.inductor_every and s % args.inductor_every == 0 else [])]
     done = _done(state)
-    tasks = [{"seed": s, "backend": b, "kind": generate(s)[0], "out": str(out),
-              "timeout": args.timeout * (2 if b == "inductor" else 1),
-              "minimize_s": 120 if b == "inductor" else 300}
-             for s, b in wanted if (s, b) not in done]
+    todo: dict[int, list[str]] = {}
+    for s, b in wanted:
+        if (s, b) not in done:
+            todo.setdefault(s, []).append(b)
+    tasks = [{"seed": s, "backends": bs, "kind": generate(s)[0], "out": str(out),
+              "timeout": {b: args.timeout * (2 if b == "inductor" else 1) for b in bs},
+              "minimize_s": {b: 120 if b == "inductor" else 300 for b in bs}}
+             for s, bs in todo.items()]
     start = time.monotonic()
-    print(f"{len(wanted)} runs wanted, {len(wanted) - len(tasks)} already in {state}; running {len(tasks)} "
-          f"on {args.workers} workers", flush=True)
-    run_campaign(tasks, args.workers, args.timeout, out, state)
+    runs = sum(len(bs) for bs in todo.values())
+    print(f"{len(wanted)} runs wanted, {len(wanted) - runs} already in {state}; running {runs} "
+          f"({len(tasks)} programs) on {args.workers} workers", flush=True)
+    run_campaign(tasks, args.workers, out, state)
     done = _done(state)
     results = [done[k] for k in wanted if k in done]
     print(f"\n{len(results)} runs ({len(set(s for s, _ in wanted))} programs) in {time.monotonic() - start:.0f} s")

@@ -188,10 +188,12 @@ def difference(expected: Outcome, actual: Outcome, tol: float = 1e-4) -> str | N
     return None
 
 
-def compare(source: str, backend: str) -> str | None:
-    """None when the compiled run of ``source`` left what eager left; else
+def compare(source: str, backend: str, expected: Outcome | None = None) -> str | None:
+    """None when the compiled run of ``source`` left what eager left
+    (``expected``: an eager run's outcome, made here when not given); else
     what differs (see :func:`difference`)."""
-    expected = run_once(source, None)
+    if expected is None:
+        expected = run_once(source, None)
     try:
         with bytegraph.config.patch(**SETTINGS):
             actual = run_once(source, backend)
@@ -200,10 +202,11 @@ def compare(source: str, backend: str) -> str | None:
     return difference(expected, actual, TOLERANCE.get(backend, 1e-4))
 
 
-def eager_is_deterministic(source: str) -> bool:
-    """Whether two eager runs of ``source`` leave the same record (a program
-    that does not is the generator's fault, not bytegraph's)."""
-    return difference(run_once(source, None), run_once(source, None)) is None
+def eager_is_deterministic(source: str, first: Outcome | None = None) -> bool:
+    """Whether two eager runs of ``source`` (``first``: one made already)
+    leave the same record (a program that does not is the generator's fault,
+    not bytegraph's)."""
+    return difference(first or run_once(source, None), run_once(source, None)) is None
 
 
 def verdict(diff: str | None) -> str:

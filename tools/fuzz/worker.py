@@ -1,8 +1,13 @@
-"""A campaign worker (``python -m tools.fuzz.worker FD``): reads tasks (one
-JSON object a line: seed, backend, output folder) on stdin, runs each program
-eagerly and compiled, minimises a failure into the output folder, and answers
-one JSON line per task on file descriptor FD (stdout and stderr, where
-programs, torch and bytegraph print, go to the worker's log)."""
+"""A campaign worker (``python -m tools.fuzz.worker FD``): reads tasks on
+stdin (one JSON object a line: a program's seed, the backends it runs on, the
+output folder), runs each program eagerly twice (its record, and whether eager
+is deterministic) and then compiled on each backend in turn, compared with
+that eager record; minimises a wrong result or a crash into the output
+folder, and answers one JSON line per backend on file descriptor FD as soon
+as that backend is done (stdout and stderr, where programs, torch and
+bytegraph print, go to the worker's log). A worker runs task after task: the
+campaign replaces one that dies or hangs, and gives the backends of its task
+left unanswered to the next."""
 from __future__ import annotations
 
 import json
@@ -22,28 +27,33 @@ def main(answers_fd: int) -> None:
     answers = os.fdopen(answers_fd, "w")
     for line in sys.stdin:
         task = json.loads(line)
-        seed, backend, out = task["seed"], task["backend"], pathlib.Path(task["out"])
+        seed, out = task["seed"], pathlib.Path(task["out"])
         start = time.monotonic()
         kind, parts = generate(seed)
         source = render(parts)
-        answer = {"seed": seed, "backend": backend, "kind": kind}
         with silence():
             eager = run_once(source, None)
-            answer["eager_runs"] = eager.error is None and not _raised_anywhere(eager.record)
-            if not eager_is_deterministic(source):
+            eager_runs = eager.error is None and not _raised_anywhere(eager.record)
+            deterministic = eager_is_deterministic(source, eager)
+        for backend in task["backends"]:
+            answer = {"seed": seed, "backend": backend, "kind": kind, "eager_runs": eager_runs}
+            if not deterministic:
                 answer.update(status="flaky", diff="eager runs differ")
             else:
-                diff = compare(source, backend)
+                with silence():
+                    diff = compare(source, backend, eager)
                 answer.update(status=verdict(diff), diff=diff)
-                if diff is not None:
-                    small = minimize(parts, backend, diff, budget_s=task.get("minimize_s", 300))
+                if answer["status"] in ("wrong", "crash"):  # (a refusal is torch.compile's answer too)
+                    with silence():
+                        small = minimize(parts, backend, diff, budget_s=task["minimize_s"][backend])
                     out.mkdir(parents=True, exist_ok=True)
                     path = out / f"seed{seed}-{backend}.py"
                     path.write_text(f"# {kind} seed {seed}, backend {backend}: {diff}\n" + render(small))
                     answer["file"] = str(path)
-        answer["seconds"] = round(time.monotonic() - start, 2)
-        answers.write(json.dumps(answer) + "\n")
-        answers.flush()
+            answer["seconds"] = round(time.monotonic() - start, 2)  # (the first backend's include eager's runs)
+            answers.write(json.dumps(answer) + "\n")
+            answers.flush()
+            start = time.monotonic()
 
 
 def _raised_anywhere(record: object) -> bool:
