@@ -18,7 +18,7 @@ import torch.fx
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, ShapeEnv, free_unbacked_symbols
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException, FakeTensorMode
 
-from bytegraph import imports
+from bytegraph import collector, imports
 from bytegraph.backends.checks import BackendTimeout, OutputCheck, backend_name, deadline, result_problem
 from bytegraph.breaks import BackendCompilerFailed
 from bytegraph.config import config
@@ -173,7 +173,8 @@ class BackendCompile:
         trace, in the fresh one of :meth:`backend_fake_mode`."""
         def call(make_fake_mode: Callable[[], FakeTensorMode]) -> Callable:
             context = BackendTracingContext(make_fake_mode)
-            with torch._guards.tracing(context), deadline(config.backend_timeout, f"backend {backend_name(compiler)!r}"):
+            with torch._guards.tracing(context), collector.running(), \
+                    deadline(config.backend_timeout, f"backend {backend_name(compiler)!r}"):
                 try:
                     return compiler(gm, self.example_inputs())
                 finally:
