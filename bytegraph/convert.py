@@ -21,7 +21,7 @@ import torch
 from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
-from bytegraph import imports, logs
+from bytegraph import collector, imports, logs
 from bytegraph.backends.ddp import ddp_aware
 from bytegraph.breaks import BackendCompilerFailed, InternalError, Unsupported, UserFrame, unimplemented
 from bytegraph.bytecode.assemble import assemble
@@ -89,6 +89,7 @@ class RunNatively:
     reason: Unsupported
 
 
+@collector.paused()  # (see bytegraph/collector.py)
 def convert_frame(
     code: types.CodeType,
     f_globals: dict,

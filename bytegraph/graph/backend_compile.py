@@ -18,7 +18,7 @@ import torch.fx
 from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbols
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from bytegraph import imports
+from bytegraph import collector, imports
 from bytegraph.backends.checks import BackendTimeout, OutputCheck, backend_name, deadline, result_problem
 from bytegraph.breaks import BackendCompilerFailed
 from bytegraph.config import config
@@ -178,7 +178,8 @@ class BackendCompile:
             self.shape_env.settings = dataclasses.replace(
                 self.shape_env.settings, allow_dynamic_output_shape_ops=True, allow_scalar_outputs=True)
         context = BackendTracingContext(self.backend_fake_mode)
-        with torch._guards.tracing(context), deadline(config.backend_timeout, f"backend {backend_name(compiler)!r}"):
+        with torch._guards.tracing(context), collector.running(), \
+                deadline(config.backend_timeout, f"backend {backend_name(compiler)!r}"):
             try:
                 return compiler(gm, self.example_inputs())
             finally:

@@ -19,12 +19,15 @@ globals...) reach the code through the factory's closure, never through
 ``repr`` (invariant 3). Sub-paths used more than once are computed once into
 temporaries. A twin function, ``first_failure``, returns the index of the first
 failing guard, the value it saw (or the exception reading it raised) and whether
-it raised; it runs only on a cache miss, to explain the recompile in words.
+it raised; it runs only on a cache miss, to explain the recompile in words, and
+is compiled then (with ``observe``, which reads the guarded values for automatic
+dynamic shapes).
 """
 from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import inspect
 import math
 import re
@@ -67,26 +70,38 @@ class GuardFunction:
     Attributes:
         check: ``check(cells, *args, **kwargs) -> bool``.
         guards: the guards in check order.
-        text: the generated Python source (shown by the HTML report).
+        text: the generated Python source (shown by the HTML report): the
+            factory of ``check``, then those of its twins.
+        observed: the guards whose values :meth:`observe` reads.
+        make_twins: builds the ``first_failure`` and ``observe`` twins of
+            ``check``. They run only on a cache miss, so their source is compiled
+            on first use (compiling a large model's guard source is a tenth of its
+            trace).
     """
 
     check: Callable[..., bool]
-    first_failure_fn: Callable[..., tuple[int, Any]]
     guards: list[Guard]
     text: str
-    observed: list[Guard] = dataclasses.field(default_factory=list)
-    observe_fn: Callable[..., list] | None = None
+    observed: list[Guard]
+    make_twins: Callable[[], tuple[Callable[..., tuple[int, Any, bool]], Callable[..., list]]]
+    _twins: tuple | None = None
+
+    def twins(self) -> tuple[Callable[..., tuple[int, Any, bool]], Callable[..., list]]:
+        """(first_failure, observe): the generated functions, compiled now if not yet."""
+        if self._twins is None:
+            self._twins = self.make_twins()
+        return self._twins
 
     def observe(self, cells: Any, args: tuple, kwargs: dict) -> list[tuple[Guard, Any]]:
         """The current values of the sources of tensor and scalar guards (for
         automatic dynamic shapes); None where a source cannot be read."""
-        if self.observe_fn is None:
+        if not self.observed:
             return []
-        return list(zip(self.observed, self.observe_fn(cells, *args, **kwargs)))
+        return list(zip(self.observed, self.twins()[1](cells, *args, **kwargs)))
 
     def first_failure(self, cells: Any, args: tuple, kwargs: dict) -> str | None:
         """Words for the first guard that fails on these arguments, or None."""
-        index, value, raised = self.first_failure_fn(cells, *args, **kwargs)
+        index, value, raised = self.twins()[0](cells, *args, **kwargs)
         if index < 0:
             return None
         guard = self.guards[index]
@@ -274,7 +289,7 @@ def _parameters(code: types.CodeType, fn: Callable | None, builder: _Builder) ->
     must be a plain name; positional-only names (and all of a resume function's,
     ``fn`` None) are renamed when they are not. A parameter named like a global
     the guards read (``len``, ``math``) is written as a stand-in until
-    :func:`_compile_guard_source` has renamed those globals, then gets its name back.
+    :func:`_rename_shadowed` has renamed those globals, then gets its name back.
 
     Raises:
         InternalError: a parameter callers may pass by keyword has a name that is
@@ -372,7 +387,7 @@ def build_guard_function(
     body = "\n".join(f"            {line}" for line in check_lines) or "            pass"
     fail_body = "\n".join(f"            {line}" for line in fail_lines) or "            pass"
     p = prefix
-    text = (
+    check_text = (
         f"def {p}make({factory_params}):\n"
         f"    def {p}guard({sig}):\n"
         f"        try:\n{body}\n"
@@ -381,6 +396,10 @@ def build_guard_function(
         f"        except Exception:\n"
         f"            return False\n"
         f"        return True\n"
+        f"    return {p}guard\n"
+    )
+    twins_text = (
+        f"def {p}make({factory_params}):\n"
         f"    def {p}first_failure({sig}):\n"
         f"        {p}i = -1\n"
         f"        try:\n{fail_body}\n"
@@ -391,11 +410,18 @@ def build_guard_function(
         f"        {p}values = []\n"
         f"{observe_body}\n"
         f"        return {p}values\n"
-        f"    return {p}guard, {p}first_failure, {p}observe\n"
+        f"    return {p}first_failure, {p}observe\n"
     )
-    text, namespace = _compile_guard_source(text, code, prefix)
-    check, first_failure, observe = namespace[f"{p}make"](**builder.consts)
-    return GuardFunction(check, first_failure, ordered_guards, text, observed, observe)
+    filename = f"<bytegraph guards for {code.co_name}>"
+    shadowed = sorted(_GLOBALS.keys() & set(code.co_varnames))
+    check_text, twins_text = (_rename_shadowed(t, shadowed, prefix) for t in (check_text, twins_text))
+    check = _run_guard_source(check_text, filename, shadowed, prefix)(**builder.consts)
+    make_twins = functools.partial(_make_twins, twins_text, filename, shadowed, prefix, builder.consts)
+    return GuardFunction(check, ordered_guards, check_text + twins_text, observed, make_twins)
+
+
+def _make_twins(text: str, filename: str, shadowed: list[str], prefix: str, consts: dict[str, Any]) -> tuple:
+    return _run_guard_source(text, filename, shadowed, prefix)(**consts)
 
 
 def _internal_prefix(code: types.CodeType) -> str:
@@ -412,31 +438,39 @@ def _internal_prefix(code: types.CodeType) -> str:
 _GLOBALS: dict[str, Any] = {**vars(builtins), "math": math, "torch": torch}
 
 
-def _compile_guard_source(text: str, code: types.CodeType, prefix: str) -> tuple[str, dict[str, Any]]:
-    """Compile and run the generated guard source; (the source, the namespace it ran in).
+def _rename_shadowed(text: str, shadowed: list[str], prefix: str) -> str:
+    """``text`` with the globals named in ``shadowed`` called under private names.
+
+    A parameter of the frame named like one of :data:`_GLOBALS` (``len``,
+    ``torch``) would shadow it: the source then calls those globals under
+    private names (``<prefix>G_len``), and the stand-ins the parameters were
+    written as (``<prefix>P_len``) get their names back.
+    """
+    if not shadowed:
+        return text
+    names = "|".join(map(re.escape, shadowed))
+    # a global is a name not after "." or another identifier character (the text has no strings)
+    text = re.sub(rf"(?<![\w.])({names})\b", rf"{prefix}G_\1", text)
+    return re.sub(rf"\b{re.escape(prefix)}P_({names})\b", r"\1", text)
+
+
+def _run_guard_source(text: str, filename: str, shadowed: list[str], prefix: str) -> Callable[..., Any]:
+    """Compile and run generated guard source (renamed by :func:`_rename_shadowed`);
+    its factory ``<prefix>make``.
 
     The source reaches user values only through the factory's parameters
     (constants) and identifiers checked as it was built (:func:`attr_expr`,
     :meth:`_Builder.local`). The compiled code is checked for the rest: it holds
     no string constant (a user string written as a literal; the compiler's own
     are the names of keyword-only parameters) and reads no global
-    but :data:`_GLOBALS` (its builtins). A parameter of ``code`` named like one
-    of those (``len``, ``torch``) would shadow it: the source then calls those
-    globals under private names (``<prefix>G_len``), and the stand-ins the
-    parameters were written as (``<prefix>P_len``) get their names back.
+    but :data:`_GLOBALS` (its builtins) and the private names of ``shadowed``.
 
     Raises:
         InternalError: on a string constant or an unknown global (a bytegraph bug).
     """
     namespace: dict[str, Any] = {"__builtins__": _GLOBALS}
-    shadowed = sorted(_GLOBALS.keys() & set(code.co_varnames))
-    if shadowed:
-        names = "|".join(map(re.escape, shadowed))
-        # a global is a name not after "." or another identifier character (the text has no strings)
-        text = re.sub(rf"(?<![\w.])({names})\b", rf"{prefix}G_\1", text)
-        text = re.sub(rf"\b{re.escape(prefix)}P_({names})\b", r"\1", text)
-        namespace.update((f"{prefix}G_{name}", _GLOBALS[name]) for name in shadowed)
-    compiled = compile(text, f"<bytegraph guards for {code.co_name}>", "exec")
+    namespace.update((f"{prefix}G_{name}", _GLOBALS[name]) for name in shadowed)
+    compiled = compile(text, filename, "exec")
     # the one kind of string the compiler makes itself: the names of keyword-only parameters with defaults
     keyword_only = {name for c in code_objects(compiled)
                     for name in c.co_varnames[c.co_argcount:c.co_argcount + c.co_kwonlyargcount]}
@@ -447,7 +481,7 @@ def _compile_guard_source(text: str, code: types.CodeType, prefix: str) -> tuple
     if unknown:
         raise InternalError(f"guard source reads unknown global(s) {sorted(unknown)}")
     exec(compiled, namespace)
-    return text, namespace
+    return namespace[f"{prefix}make"]
 
 
 def _observable(guard: Guard) -> bool:

@@ -75,6 +75,29 @@ def attr_expr(names: GuardNames, base: str, attr: str) -> str:
     return f"{base}.{attr}" if is_plain_name(attr) else f"getattr({base}, {names.const(attr)})"
 
 
+def _hashed_once(cls: type) -> type:
+    """Make the hash of a Source kind computed once per object: a deep path
+    (``self.layers[3].attn.q.weight``) is hashed on every dict lookup of the
+    trace and guard building, and its generated ``__hash__`` would rehash the
+    whole path each time. A copy (or pickle) does not carry the cached value:
+    a hash made from ``id``\ s may differ there."""
+    compute = cls.__hash__
+
+    def __hash__(self: Any) -> int:
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            value = self.__dict__["_hash"] = compute(self)
+            return value
+
+    def __getstate__(self: Any) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
+    cls.__hash__ = __hash__
+    cls.__getstate__ = __getstate__
+    return cls
+
+
 @dataclasses.dataclass(frozen=True)
 class Source:
     """Base of all sources."""
@@ -105,6 +128,7 @@ class Source:
         return self.name()
 
 
+@_hashed_once
 @dataclasses.dataclass(frozen=True)
 class LocalSource(Source):
     """A local variable (argument) of the frame being compiled."""
@@ -121,6 +145,7 @@ class LocalSource(Source):
         codegen.load_local(self.local_name)
 
 
+@_hashed_once
 @dataclasses.dataclass(frozen=True)
 class ClosureSource(Source):
     """A free variable of the frame being compiled (contents of its closure cell)."""
@@ -137,6 +162,7 @@ class ClosureSource(Source):
         codegen.load_local(self.var_name)
 
 
+@_hashed_once
 @dataclasses.dataclass(frozen=True, eq=False)
 class GlobalSource(Source):
     """``f_globals[var_name]`` of some function's module (compared by dict identity)."""
@@ -165,6 +191,7 @@ class GlobalSource(Source):
         codegen.load_global(self.var_name, self.f_globals)
 
 
+@_hashed_once
 @dataclasses.dataclass(frozen=True)
 class AttrSource(Source):
     """``base.attr``."""
@@ -187,6 +214,7 @@ class AttrSource(Source):
         codegen.load_attr(self.attr)
 
 
+@_hashed_once
 @dataclasses.dataclass(frozen=True)
 class GetItemSource(Source):
     """``base[key]`` for a constant key (int, str, or another hashable constant)."""
@@ -212,6 +240,7 @@ class GetItemSource(Source):
         codegen.subscr()
 
 
+@_hashed_once
 @dataclasses.dataclass(frozen=True)
 class WeakRefCallSource(Source):
     """``base()`` for a weak reference ``base``: the object it refers to."""
@@ -233,6 +262,7 @@ class WeakRefCallSource(Source):
         codegen.call(0)
 
 
+@_hashed_once
 @dataclasses.dataclass(frozen=True)
 class CallMethodSource(Source):
     """``base.method()``: what a zero-argument method of an input returns, e.g.
@@ -258,6 +288,7 @@ class CallMethodSource(Source):
         codegen.call(0)
 
 
+@_hashed_once
 @dataclasses.dataclass(frozen=True)
 class ConstSource(Source):
     """A value the frame never reads from outside: reachable as a constant.
@@ -285,6 +316,7 @@ class ConstSource(Source):
         codegen.load_const(self.value)
 
 
+@_hashed_once
 @dataclasses.dataclass(frozen=True)
 class ConvertSource(Source):
     """``convert(base)``: an input in the form the graph takes it, when the value

@@ -285,6 +285,7 @@ def generator_birth(tx: InstructionTranslatorBase) -> BreakSite:
     return tx.break_site(resume=False)
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every call the trace meets; modules are few
 def is_skipped_module(module: str) -> bool:
     return any(module == p or module.startswith(p + ".") for p in SKIP_MODULE_PREFIXES)
 
