@@ -221,6 +221,17 @@ class VariableTracker:
         arguments, a user object's Python ``__str__``); None otherwise."""
         return None
 
+    def reversed_iter(self, tx: Tx) -> VariableTracker | None:
+        """``reversed(self)`` when this kind answers it (a user object's Python
+        ``__reversed__``); None otherwise (sequences and constants are reversed
+        by ``reversed``'s own handler)."""
+        return None
+
+    def repr_text(self, tx: Tx) -> VariableTracker | None:
+        """``repr(self)`` when this kind answers it (a user object's Python
+        ``__repr__``); None otherwise (constants fold)."""
+        return None
+
     def unpack_var_sequence(self, tx: Tx) -> list[VariableTracker]:
         """The items of iterating the value, as VTs (finite, known now)."""
         unimplemented(

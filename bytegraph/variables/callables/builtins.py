@@ -228,7 +228,7 @@ class BuiltinVariable(ConstantCallableVariable):
     def _call_reversed(self, tx: Tx, obj: VT) -> VT | None:
         if isinstance(obj, (BaseSequenceVariable, DictVariable, LazyDictVariable)) or obj.is_python_constant():
             return ListIteratorVariable(list(reversed(obj.unpack_var_sequence(tx))))
-        return None
+        return obj.reversed_iter(tx)
 
     def _call_sorted(self, tx: Tx, obj: VT, key: VT | None = None, reverse: VT | None = None) -> VT | None:
         items = obj.unpack_var_sequence(tx)
@@ -367,6 +367,9 @@ class BuiltinVariable(ConstantCallableVariable):
         if len(args) == 1 and isinstance(args[0], SymNodeVariable):
             return convert_scalar(tx, args[0], int if name == "int" else float)
         return None
+
+    def _call_repr(self, tx: Tx, obj: VT) -> VT | None:
+        return obj.repr_text(tx)  # None: folded on a constant, else a break
 
     def _call_str(self, tx: Tx, *args: VT) -> VT | None:
         text = args[0].str_text(tx) if len(args) == 1 else None

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import HINT_REWRITE, unimplemented
 from bytegraph.variables import tx as protocol
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
 from bytegraph.variables.constant import ConstantVariable, errors_are_the_programs, raise_traced, raise_traced_from
@@ -126,6 +126,10 @@ class BaseSequenceVariable(VariableTracker):
             return call_operator(tx, operator.contains, [self, args[0]])
         if name in ("index", "count") and args and not kwargs:
             kind = tuple if issubclass(self.python_type(), tuple) else list  # (the message names it)
+            if len(args) <= (3 if name == "index" else 1) and not all(
+                    v.is_python_constant() for v in (*self.items, *args)) and all(
+                    b.is_python_constant() and type(b.as_python_constant()) is int for b in args[1:]):
+                return self._compare_each(tx, kind, name, *args)
             consts = kind(i.as_python_constant() for i in self.items)
             with errors_are_the_programs():  # ``[1].index(2)``: eager's ValueError
                 return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
@@ -133,6 +137,32 @@ class BaseSequenceVariable(VariableTracker):
             owner = self if isinstance(self.items, list) and self.mutable else None
             return iterators.ListIteratorVariable(self.items, owner=owner)
         return bad_method(self, name)
+
+    def _compare_each(self, tx: Tx, kind: type, name: str, value: VT, *bounds: VT) -> VT:
+        """``index``/``count`` of a value that is not a constant (a user object with
+        its own ``__eq__``): each item compared as CPython does, identity first,
+        then ``item == value`` (``Objects/listobject.c``: ``list_index_impl``)."""
+        n = len(self.items)
+        start, stop = (list(b.as_python_constant() for b in bounds) + [0, n][len(bounds):])[:2]
+        start, stop = (max(0, i + n) if i < 0 else min(i, n) for i in (start, stop))
+        hits = []
+        for i in range(start, stop) if name == "index" else range(n):
+            item = self.items[i]
+            if item.same_object(tx, value) or call_operator(tx, operator.eq, [item, value]).truthy(tx):
+                if name == "index":
+                    return ConstantVariable(i)
+                hits.append(i)
+        if name == "count":
+            return ConstantVariable(len(hits))
+        if kind is tuple:
+            raise_traced(ValueError, "tuple.index(x): x not in tuple")
+        text = value.repr_text(tx) if not value.is_python_constant() else ConstantVariable(repr(
+            value.as_python_constant()))
+        if text is None or not text.is_python_constant():
+            unimplemented(gb_type="unsupported container method", context=f"list.index of {value}, not found",
+                          explanation="The ValueError's message holds the value's repr, not known at trace time.",
+                          hints=(HINT_REWRITE,))
+        raise_traced(ValueError, f"{text.as_python_constant()} is not in list")
 
     def reconstruct_items(self, codegen: PyCodegen) -> None:
         for item in self.items:
