@@ -114,3 +114,27 @@ def test_good_calls_after_a_caught_bad_one_stay_in_the_graph():
         return out
 
     full(f, torch.ones(2))
+
+
+SORT_CALLS = {
+    "positional": lambda: [2, 1].sort(42),
+    "two_positional": lambda: [2, 1].sort(42, 42),
+    "unknown_keyword": lambda: [2, 1].sort(x=1),
+    "too_many_keywords": lambda: [2, 1].sort(key=None, reverse=False, x=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SORT_CALLS))
+def test_list_sort_takes_keywords_only(name):
+    bad = SORT_CALLS[name]
+
+    def f(x):
+        items = [3, 1, 2]
+        try:
+            bad()
+        except TypeError as e:
+            items.sort(reverse=True)
+            return x + 1, str(e), items
+        return x, None, items
+
+    full(f, t(2))

@@ -315,6 +315,12 @@ class ListVariable(BaseSequenceVariable):
         return ListVariable(self.items)
 
     def method_sort(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
+        if args:  # ``list.sort`` takes its two arguments by keyword only; eager's TypeError
+            raise_traced(TypeError, "sort() takes no positional arguments")
+        if len(kwargs) > 2:
+            raise_traced(TypeError, f"sort() takes at most 2 keyword arguments ({len(kwargs)} given)")
+        for name in kwargs.keys() - {"key", "reverse"}:
+            raise_traced(TypeError, f"{name!r} is an invalid keyword argument for sort()")
         key = kwargs.get("key", ConstantVariable(None))
         reverse = kwargs.get("reverse", ConstantVariable(False)).as_python_constant()
         self.items[:] = sort_items(tx, self.items, key, reverse, self.items)
