@@ -3,6 +3,7 @@ raises CPython's own TypeError inside the trace: the user's ``except
 TypeError`` (or ``assertRaises``) catches it in the same graph, with eager's
 message; uncaught, the frame runs natively and raises eager's error. Each
 test compares with eager, with ``fullgraph=True`` where the error is caught."""
+import collections
 import functools
 import unittest
 
@@ -136,5 +137,20 @@ def test_list_sort_takes_keywords_only(name):
             items.sort(reverse=True)
             return x + 1, str(e), items
         return x, None, items
+
+    full(f, t(2))
+
+
+@pytest.mark.parametrize("kind", ["dict", "ordered", "default"])
+def test_dict_clear_with_an_argument_raises_and_keeps_the_items(kind):
+    def f(x):
+        d = {"dict": dict, "ordered": collections.OrderedDict,
+             "default": lambda: collections.defaultdict(int)}[kind]()
+        d["a"] = x
+        try:
+            d.clear(1)
+        except TypeError as e:
+            return len(d), str(e), d["a"] + 1
+        return len(d), None, x
 
     full(f, t(2))

@@ -100,11 +100,8 @@ class DictVariable(DictOperators):
             # made in the trace, where one VT stands for one object (as ``same_object`` answers)
             identity = ("made in the trace", id(key))
         if identity is None:
-            unimplemented(
-                gb_type="unsupported dict key",
-                context=f"dict keyed by {key}",
-                explanation="Dict keys must be constants or objects bytegraph can compare by identity.",
-            )
+            unimplemented(gb_type="unsupported dict key", context=f"dict keyed by {key}",
+                          explanation="Dict keys must be constants or objects bytegraph can compare by identity.")
         if key.source is not None:  # keys that are distinct objects now must stay distinct
             tx.output.identity_key_sources[key.source] = None
         return IdentityKey(identity)
@@ -299,6 +296,8 @@ class DictVariable(DictOperators):
         return ConstantVariable(None)
 
     def method_clear(self, tx: Tx, *args: VT) -> VT:
+        if args:
+            raise_traced(TypeError, f"{self.dict_cls.clear.__qualname__}() takes no arguments ({len(args)} given)")
         self.items.clear()
         return ConstantVariable(None)
 
