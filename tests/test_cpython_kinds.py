@@ -377,3 +377,40 @@ def test_operator_identity_functions_are_not_folded_on_copies():
         return x + 1, operator.is_(SHARED, SHARED), operator.is_not(mine, [1, 2]), operator.is_(mine, mine)
 
     full(f, t(2))
+
+
+# ---- builtin types' own __new__ called on themselves ------------------------------------
+
+NEW_CALLS = {
+    "bool_no_argument": lambda: bool.__new__(bool),
+    "bool_of_values": lambda: (bool.__new__(bool, 1), bool.__new__(bool, 0), bool.__new__(bool, "")),
+    "int_of_string": lambda: int.__new__(int, "12"),
+    "int_with_base": lambda: int.__new__(int, "ff", 16),
+    "float_of_string": lambda: float.__new__(float, "2.5"),
+    "complex": lambda: complex.__new__(complex, 1, 2),
+    "str_of_int": lambda: str.__new__(str, 7),
+    "bytes": lambda: bytes.__new__(bytes, 3),
+    "frozenset": lambda: frozenset.__new__(frozenset, (1, 2)),
+    "tuple": lambda: tuple.__new__(tuple, [1, 2]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_CALLS))
+def test_builtin_new_on_its_own_type(name):
+    call = NEW_CALLS[name]
+
+    def f(x):
+        return x + 1, call()
+
+    full(f, t(2))
+
+
+def test_builtin_new_bad_value_raises_eager_error():
+    def f(x):
+        try:
+            int.__new__(int, "not a number")
+        except ValueError as e:
+            return x + 1, str(e)
+        return x, None
+
+    full(f, t(2))

@@ -48,6 +48,7 @@ from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.objects.builtin_bases import IMMUTABLE_BASES, builtin_base, leaves_to_base
 from bytegraph.variables.objects.user_objects import SlotMethodVariable
 from bytegraph.variables.operators import (
+    IMMUTABLE_BUILTIN_TYPES,
     NOT_FOLDED,
     PURE_BUILTINS,
     TENSOR_OPERATORS,
@@ -76,7 +77,7 @@ class BuiltinVariable(ConstantCallableVariable):
     def var_getattr(self, tx: Tx, name: str) -> VT:
         """``object.__setattr__``, ``dict.__setitem__``...: methods of builtin types
         applied explicitly to an instance; other attributes are read as constants."""
-        if self.fn in (object, tuple, list) and name == "__new__":
+        if name == "__new__" and (self.fn in (object, list) or self.fn in IMMUTABLE_BUILTIN_TYPES):
             return SlotMethodVariable(self.fn, "__new__", None)
         if isinstance(self.fn, type):
             attr = self.fn.__dict__.get(name)

@@ -39,6 +39,7 @@ from bytegraph.variables.objects.class_lookup import (
     owner_value,
 )
 from bytegraph.variables.objects.special_methods import SpecialMethods
+from bytegraph.variables.operators import IMMUTABLE_BUILTIN_TYPES, fold
 from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -533,6 +534,10 @@ class SlotMethodVariable(VariableTracker):
             if (rest or kwargs) and (cls.__new__ is not object.__new__ or cls.__init__ is object.__init__):
                 raise_traced(TypeError, "object.__new__() takes exactly one argument (the type to instantiate)")
             return NewObjectVariable(cls)
+        if self.name == "__new__" and self.base in IMMUTABLE_BUILTIN_TYPES and builtin_bases.builtin_base(
+                self.base) is not self.base and obj is not None and obj.is_python_constant() and (
+                obj.as_python_constant() is self.base):  # ``bool.__new__(bool, 1)``: bool(1), folded
+            return fold(tx, self.base.__new__, [obj, *rest], kwargs) or unsupported_base(self.base, self.name)
         if self.name == "__new__" and obj is not None and builtin_bases.builtin_base(self.base) is self.base:
             return call_new(tx, self.base, [obj, *rest], kwargs)
         if isinstance(obj, UserDefinedObjectVariable):
