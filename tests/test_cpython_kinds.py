@@ -414,3 +414,37 @@ def test_builtin_new_bad_value_raises_eager_error():
         return x, None
 
     full(f, t(2))
+
+
+# ---- names of builtin types' methods; iterating a builtin function or type --------------
+
+def test_builtin_method_descriptor_names():
+    def f(x):
+        return x + 1, (set.issubset.__name__, set.issubset.__qualname__, list.append.__name__,
+                       dict.get.__qualname__, str.join.__name__, int.__add__.__name__, int.__add__.__qualname__,
+                       set.union.__doc__ == set.union.__doc__)
+
+    full(f, t(2))
+
+
+ITERATED_BUILTINS = {
+    "set_update_with_operator": lambda: set([1]).update(operator.add),
+    "list_of_len": lambda: list(len),
+    "tuple_of_a_type": lambda: tuple(int),
+    "for_loop_over_abs": lambda: [i for i in abs],
+    "set_union_with_max": lambda: {1}.union(max),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ITERATED_BUILTINS))
+def test_iterating_a_builtin_raises_eager_type_error(name):
+    call = ITERATED_BUILTINS[name]
+
+    def f(x):
+        try:
+            call()
+        except TypeError as e:
+            return x + 1, str(e)
+        return x, None
+
+    full(f, t(2))

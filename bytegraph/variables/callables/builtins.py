@@ -27,7 +27,7 @@ import torch
 from bytegraph.breaks import HINT_REWRITE, Unsupported, unimplemented, user_error
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.callables.super_calls import SuperVariable
-from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
+from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced, raise_traced_from
 from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable, dict_of
 from bytegraph.variables.containers.iterator_tools import (
     EnumerateVariable,
@@ -123,6 +123,14 @@ class BuiltinVariable(ConstantCallableVariable):
         if result is not None:
             return result
         unsupported_builtin(fn, args)
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        """Iterating a builtin function or type (``set().update(operator.add)``):
+        eager's TypeError, unless its type is iterable (a metaclass's ``__iter__``)."""
+        cls = type(self.fn)
+        if not any("__iter__" in vars(k) or "__getitem__" in vars(k) for k in cls.__mro__):
+            raise_traced(TypeError, f"{cls.__name__!r} object is not iterable")
+        return super().unpack_var_sequence(tx)
 
     # ---- handlers: each returns a VT, or None to fall through ----------------
     def _call_len(self, tx: Tx, obj: VT) -> VT | None:

@@ -26,7 +26,9 @@ from bytegraph.guards.guards import DictContains, DictKeysMatch
 from bytegraph.guards.source import AttrSource, ConstSource
 from bytegraph.variables.base import VariableTracker, bound_method_type
 from bytegraph.variables.callables.functions import PartialVariable, UserMethodVariable
-from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
+from bytegraph.variables.constant import (
+    ConstantVariable, getattr_or_raise, is_constant_value, raise_traced, raise_traced_from,
+)
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.objects import builtin_bases, user_classes
@@ -524,6 +526,16 @@ class SlotMethodVariable(VariableTracker):
         if self.obj is None:  # the descriptor itself
             return type(getattr(self.base, self.name))
         return bound_method_type(vars(self.base).get(self.name, getattr(self.base, self.name)))
+
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        """``set.issubset.__name__``, ``__qualname__``, ``__doc__``: the method's own
+        read-only constants (a bound one has the same); ``__self__`` of a bound one."""
+        if name == "__self__" and self.obj is not None:
+            return self.obj
+        value = getattr(getattr(self.base, self.name), name, None)
+        if name in ("__name__", "__qualname__", "__doc__", "__text_signature__") and is_constant_value(value):
+            return ConstantVariable(value)
+        return super().var_getattr(tx, name)
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         obj, rest = (self.obj, list(args)) if self.obj is not None else (args[0] if args else None, list(args[1:]))
