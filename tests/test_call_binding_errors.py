@@ -154,3 +154,45 @@ def test_dict_clear_with_an_argument_raises_and_keeps_the_items(kind):
         return len(d), None, x
 
     full(f, t(2))
+
+
+CONTAINER_BAD_CALLS = {
+    "list_append_no_argument": lambda: [].append(),
+    "list_append_two": lambda: [].append(1, 2),
+    "list_insert_one": lambda: [].insert(1),
+    "list_copy_with_argument": lambda: [].copy(1),
+    "list_getitem_no_argument": lambda: [1].__getitem__(),
+    "list_pop_by_keyword": lambda: [1].pop(index=0),
+    "list_append_by_keyword": lambda: [].append(item=1),
+    "tuple_index_no_argument": lambda: (1,).index(),
+    "dict_get_no_argument": lambda: {}.get(),
+    "dict_get_by_keyword": lambda: {1: 2}.get(key=1),
+    "dict_pop_by_keyword": lambda: {1: 2}.pop(key=1),
+    "set_add_no_argument": lambda: set().add(),
+    "deque_append_no_argument": lambda: collections.deque().append(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTAINER_BAD_CALLS))
+def test_bad_call_of_a_container_method_raises_eager_type_error(name):
+    bad = CONTAINER_BAD_CALLS[name]
+
+    def f(x):
+        try:
+            bad()
+        except TypeError as e:
+            return x + 1, str(e)
+        return x, None
+
+    full(f, t(2))
+
+
+def test_container_methods_taking_keywords_still_take_them():
+    def f(x):
+        d = {}
+        d.update(a=1)
+        items = [3, 1, 2]
+        items.sort(key=lambda v: -v, reverse=True)
+        return x + d["a"], items, sorted(items, reverse=True)
+
+    full(f, t(2))

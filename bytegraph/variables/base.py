@@ -13,6 +13,7 @@ Methods take the translator ``tx`` explicitly (there is no global translator).
 from __future__ import annotations
 
 import abc
+import collections
 import functools
 import inspect
 import types
@@ -548,11 +549,39 @@ def fits(fn: Callable, *args: Any, **kwargs: Any) -> bool:
     return True
 
 
+#: builtin containers whose kinds model their C methods with ``method_<name>`` handlers
+BUILTIN_CONTAINERS = frozenset({list, tuple, dict, set, frozenset, collections.deque, collections.OrderedDict})
+
+
+@functools.lru_cache(maxsize=None)
+def _takes_keywords(cls: type, name: str, keywords: tuple[str, ...]) -> bool:
+    """Whether the C method ``cls.name`` takes these keyword arguments (most
+    take none: ``[].pop(index=0)`` is eager's TypeError). Without a signature,
+    a call on an empty instance tells whether it refuses keywords at all."""
+    try:
+        params = inspect.signature(getattr(cls, name)).parameters
+    except (AttributeError, TypeError, ValueError):
+        try:
+            getattr(cls(), name)(**dict.fromkeys(keywords))
+        except TypeError as e:
+            return "takes no keyword arguments" not in str(e)
+        except Exception:
+            return True
+        return True
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return True
+    named = {n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return set(keywords) <= named
+
+
 def call_method_handler(vt: VariableTracker, tx: Tx, name: str, args: Sequence[VariableTracker],
                         kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
     """``vt.name(*args, **kwargs)`` by its ``method_<name>`` handler, the
     mutation recorded first for a name in ``vt.MUTATORS``; None when
-    :func:`method_handler` finds none that fits."""
+    :func:`method_handler` finds none that fits, or when the builtin
+    container's own method takes none of the keywords given."""
+    if kwargs and (cls := vt.python_type()) in BUILTIN_CONTAINERS and not _takes_keywords(cls, name, tuple(kwargs)):
+        return None
     handler = method_handler(vt, tx, name, args, kwargs)
     if handler is None:
         return None

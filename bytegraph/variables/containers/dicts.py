@@ -19,7 +19,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch, compared_by_value
 from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
-from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
+from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from, unmodelled_method
 from bytegraph.variables.containers.iterators import DictIteratorVariable, IteratorVariable
 from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable, for_each_item
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
@@ -184,7 +184,7 @@ class DictVariable(DictOperators):
                 raise_traced(TypeError, "'mappingproxy' object does not support item deletion")
             raise_traced(AttributeError, f"'mappingproxy' object has no attribute '{name}'")
         result = call_method_handler(self, tx, name, args, kwargs)
-        return result if result is not None else bad_method(self, name)
+        return result if result is not None else unmodelled_method(self, name, args, kwargs)
 
     def method_dunder_getitem(self, tx: Tx, key: VT, /) -> VT:
         return self.getitem(tx, key)

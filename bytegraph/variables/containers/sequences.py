@@ -21,7 +21,9 @@ import torch
 from bytegraph.breaks import HINT_REWRITE, unimplemented
 from bytegraph.variables import tx as protocol
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
-from bytegraph.variables.constant import ConstantVariable, errors_are_the_programs, raise_traced, raise_traced_from
+from bytegraph.variables.constant import (
+    ConstantVariable, errors_are_the_programs, raise_traced, raise_traced_from, unmodelled_method,
+)
 from bytegraph.variables.containers import iterators
 from bytegraph.variables.operators import call_operator
 if TYPE_CHECKING:
@@ -136,7 +138,7 @@ class BaseSequenceVariable(VariableTracker):
         if name == "__iter__" and not args:
             owner = self if isinstance(self.items, list) and self.mutable else None
             return iterators.ListIteratorVariable(self.items, owner=owner)
-        return bad_method(self, name)
+        return unmodelled_method(self, name, args, kwargs)
 
     def _compare_each(self, tx: Tx, kind: type, name: str, value: VT, *bounds: VT) -> VT:
         """``index``/``count`` of a value that is not a constant (a user object with

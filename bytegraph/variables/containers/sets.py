@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler, handler_name
-from bytegraph.variables.constant import ConstantVariable, raise_traced_from
+from bytegraph.variables.constant import ConstantVariable, raise_traced_from, unmodelled_method
 from bytegraph.variables.containers.dicts import DictVariable, DictViewVariable, IdentityKey, apply_by_clear_update
 from bytegraph.variables.containers.iterators import SetIteratorVariable
 from bytegraph.variables.tx import wrap_const
@@ -235,7 +235,7 @@ class SetVariable(VariableTracker):
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         result = call_method_handler(self, tx, name, args, kwargs)
-        return result if result is not None else bad_method(self, name)
+        return result if result is not None else unmodelled_method(self, name, args, kwargs)
 
     def method_dunder_iter(self, tx: Tx, /) -> VT:
         return SetIteratorVariable(self)
