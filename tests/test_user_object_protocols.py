@@ -9,7 +9,7 @@ import functools
 
 import pytest
 
-from helpers import check, t
+from helpers import beside_tensor, check, t
 
 full = functools.partial(check, fullgraph=True)
 
@@ -97,12 +97,7 @@ NE_CASES = {
 
 @pytest.mark.parametrize("name", sorted(NE_CASES))
 def test_not_equal_of_user_objects(name):
-    case = NE_CASES[name]
-
-    def f(x):
-        return x + 1, case()
-
-    full(f, t(2))
+    full(beside_tensor(NE_CASES[name]), t(2))
 
 
 REPR_CASES = {
@@ -116,12 +111,7 @@ REPR_CASES = {
 
 @pytest.mark.parametrize("name", sorted(REPR_CASES))
 def test_repr_of_user_objects(name):
-    case = REPR_CASES[name]
-
-    def f(x):
-        return x * 2, case()
-
-    full(f, t(2))
+    full(beside_tensor(REPR_CASES[name]), t(2))
 
 
 def test_repr_returning_non_string_raises_eager_type_error():
@@ -152,12 +142,7 @@ REVERSED_CASES = {
 
 @pytest.mark.parametrize("name", sorted(REVERSED_CASES))
 def test_reversed_of_user_objects(name):
-    case = REVERSED_CASES[name]
-
-    def f(x):
-        return x - 1, case()
-
-    full(f, t(2))
+    full(beside_tensor(REVERSED_CASES[name]), t(2))
 
 
 SEARCH_CASES = {
@@ -174,12 +159,7 @@ SEARCH_CASES = {
 
 @pytest.mark.parametrize("name", sorted(SEARCH_CASES))
 def test_index_and_count_compare_with_user_eq(name):
-    case = SEARCH_CASES[name]
-
-    def f(x):
-        return x + 3, case()
-
-    full(f, t(2))
+    full(beside_tensor(SEARCH_CASES[name]), t(2))
 
 
 @pytest.mark.parametrize("container", ["list", "tuple", "list_bounds"])
