@@ -56,6 +56,20 @@ def t(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     return torch.randn(*shape).to(dtype)
 
 
+def beside_tensor(call: Callable[[], Any], catch: type[BaseException] | tuple = ()) -> Callable:
+    """A function of a tensor ``x`` that runs the plain-Python ``call()`` beside a
+    graph op: ``(x + 1, result)``, or, for an exception of a type in ``catch``,
+    ``(x, its type name, its message)`` -- the shape of a test of one Python
+    operation compared with eager (``check(beside_tensor(call, TypeError), t(2))``)."""
+    def f(x):
+        try:
+            return x + 1, call()
+        except catch as e:
+            return x, type(e).__name__, str(e)
+
+    return f
+
+
 def fresh(args: Any) -> Any:
     """A deep copy of ``args`` that keeps sharing between its parts; tensors
     that are not graph leaves (which deepcopy refuses) become fresh non-leaf

@@ -18,7 +18,7 @@ import zlib
 import pytest
 import torch
 
-from helpers import check, t
+from helpers import beside_tensor, check, t
 
 full = functools.partial(check, fullgraph=True)
 
@@ -377,3 +377,60 @@ def test_operator_identity_functions_are_not_folded_on_copies():
         return x + 1, operator.is_(SHARED, SHARED), operator.is_not(mine, [1, 2]), operator.is_(mine, mine)
 
     full(f, t(2))
+
+
+# ---- builtin types' own __new__ called on themselves ------------------------------------
+
+NEW_CALLS = {
+    "bool_no_argument": lambda: bool.__new__(bool),
+    "bool_of_values": lambda: (bool.__new__(bool, 1), bool.__new__(bool, 0), bool.__new__(bool, "")),
+    "int_of_string": lambda: int.__new__(int, "12"),
+    "int_with_base": lambda: int.__new__(int, "ff", 16),
+    "float_of_string": lambda: float.__new__(float, "2.5"),
+    "complex": lambda: complex.__new__(complex, 1, 2),
+    "str_of_int": lambda: str.__new__(str, 7),
+    "bytes": lambda: bytes.__new__(bytes, 3),
+    "frozenset": lambda: frozenset.__new__(frozenset, (1, 2)),
+    "tuple": lambda: tuple.__new__(tuple, [1, 2]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_CALLS))
+def test_builtin_new_on_its_own_type(name):
+    full(beside_tensor(NEW_CALLS[name]), t(2))
+
+
+def test_builtin_new_bad_value_raises_eager_error():
+    def f(x):
+        try:
+            int.__new__(int, "not a number")
+        except ValueError as e:
+            return x + 1, str(e)
+        return x, None
+
+    full(f, t(2))
+
+
+# ---- names of builtin types' methods; iterating a builtin function or type --------------
+
+def test_builtin_method_descriptor_names():
+    def f(x):
+        return x + 1, (set.issubset.__name__, set.issubset.__qualname__, list.append.__name__,
+                       dict.get.__qualname__, str.join.__name__, int.__add__.__name__, int.__add__.__qualname__,
+                       set.union.__doc__ == set.union.__doc__)
+
+    full(f, t(2))
+
+
+ITERATED_BUILTINS = {
+    "set_update_with_operator": lambda: set([1]).update(operator.add),
+    "list_of_len": lambda: list(len),
+    "tuple_of_a_type": lambda: tuple(int),
+    "for_loop_over_abs": lambda: [i for i in abs],
+    "set_union_with_max": lambda: {1}.union(max),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ITERATED_BUILTINS))
+def test_iterating_a_builtin_raises_eager_type_error(name):
+    full(beside_tensor(ITERATED_BUILTINS[name], TypeError), t(2))

@@ -509,7 +509,7 @@ def test_bad_call_of_inlined_function_raises_eager_type_error(bad_call):
             return g(x, x, x)
         return g(x, c=x)
 
-    check(f, t(3), raises=TypeError, graphs=0, breaks=1, gb_types=["user error"])
+    check(f, t(3), raises=TypeError, graphs=0, breaks=1, gb_types=["uncaught exception"])
 
 
 def test_mutable_default_argument_is_mutated_like_eager():

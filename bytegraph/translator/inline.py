@@ -16,12 +16,13 @@ import unittest
 from typing import Any, Sequence
 
 from bytegraph import compat
-from bytegraph.breaks import BreakSite, unimplemented, user_error
+from bytegraph.breaks import BreakSite, unimplemented
 from bytegraph.bytecode.analysis import closing_runs_code
 from bytegraph.bytecode.versions import resumes_after_yield_from
 from bytegraph.guards.guards import IdMatch
 from bytegraph.guards.source import AttrSource
 from bytegraph.translator.base import InstructionTranslatorBase
+from bytegraph.translator.binding import bind_arguments
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables import polyfills
 from bytegraph.variables.callables.functions import (
@@ -29,9 +30,7 @@ from bytegraph.variables.callables.functions import (
 )
 from bytegraph.variables.callables.torch_functions import TORCH_FRONTEND, TORCH_MODELS
 from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.iterators import GeneratorVariable
-from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.objects.class_statements import CLASS_MODELS
 from bytegraph.variables.tensors.graph_calls import graph_call
@@ -76,8 +75,6 @@ TEST_RUNNER = frozenset({
     ("unittest.case", "_Outcome"), ("unittest.case", "_AssertWarnsContext"),
 })
 
-_CO_VARARGS = inspect.CO_VARARGS
-_CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
 _UNTRACEABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
 
@@ -397,63 +394,3 @@ def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
             hints=("Raise bytegraph.config.max_inline_depth (or sys.setrecursionlimit), or avoid recursion "
                    "this deep in the compiled region.",),
         )
-
-
-def bind_arguments(tx: InstructionTranslatorBase, fn: VT, args: Sequence[VT], kwargs: dict[str, VT]) -> dict[str, VT]:
-    """Bind call arguments to ``fn``'s parameters, as CPython does."""
-    code = fn.get_code()
-    nargs = code.co_argcount
-    nposonly = code.co_posonlyargcount
-    nkwonly = code.co_kwonlyargcount
-    names = code.co_varnames
-    positional = names[:nargs]
-    kwonly = names[nargs : nargs + nkwonly]
-    index = nargs + nkwonly
-    varargs = names[index] if code.co_flags & _CO_VARARGS else None
-    index += 1 if varargs else 0
-    varkw = names[index] if code.co_flags & _CO_VARKEYWORDS else None
-
-    bound: dict[str, VT] = {}
-    for name, value in zip(positional, args):
-        bound[name] = value
-    extra = list(args[nargs:])
-    if extra and varargs is None:
-        _type_error(fn, f"takes {nargs} positional arguments but {len(args)} were given")
-    if varargs is not None:
-        bound[varargs] = TupleVariable(extra)
-    extra_kw: dict[str, VT] = {}
-    for key, value in kwargs.items():
-        if key in positional[nposonly:] or key in kwonly:
-            if key in bound:
-                _type_error(fn, f"got multiple values for argument {key!r}")
-            bound[key] = value
-        elif varkw is not None:
-            extra_kw[key] = value
-        else:
-            _type_error(fn, f"got an unexpected keyword argument {key!r}")
-    if varkw is not None:
-        bound[varkw] = DictVariable({k: (ConstantVariable(k), v) for k, v in extra_kw.items()})
-
-    missing_pos = [n for n in positional if n not in bound]
-    missing_kw = [n for n in kwonly if n not in bound]
-    if missing_pos or missing_kw:
-        defaults, kwdefaults = fn.get_defaults(tx)
-        first_default = nargs - len(defaults)
-        for n, name in enumerate(positional):
-            if name not in bound:
-                if n < first_default:
-                    _type_error(fn, f"missing required positional argument {name!r}")
-                bound[name] = defaults[n - first_default]
-        for name in missing_kw:
-            if name not in kwdefaults:
-                _type_error(fn, f"missing required keyword-only argument {name!r}")
-            bound[name] = kwdefaults[name]
-    return bound
-
-
-def _type_error(fn: VT, message: str) -> None:
-    user_error(
-        "TypeError",
-        context=f"{fn.get_name()}() {message}",
-        hint="Fix the call's arguments.",
-    )

@@ -148,10 +148,12 @@ class StackOps:
         flags = inst.arg
         spec = self.pop().as_python_constant() if flags & 0x04 else ""
         value = self.pop()
-        if not value.is_python_constant() and not spec and flags & 0x03 in (0, 0x01) and isinstance(
-                value, UserDefinedObjectVariable) and (
-                flags & 0x03 or value.special_method(self, "__format__") is object.__format__):
-            value = call_builtin(self, str, [value])  # object.__format__(obj, "") is str(obj)
+        conversion = {0x01: str, 0x02: repr, 0x03: ascii}.get(flags & 0x03)
+        if not value.is_python_constant() and isinstance(value, UserDefinedObjectVariable):
+            if conversion in (str, repr):  # ``f"{obj!r}"``: the conversion first, then format()
+                value, conversion = call_builtin(self, conversion, [value]), None
+            elif conversion is None and not spec and value.special_method(self, "__format__") is object.__format__:
+                value = call_builtin(self, str, [value])  # object.__format__(obj, "") is str(obj)
         if not value.is_python_constant():
             unimplemented(
                 gb_type="str of traced value",
@@ -160,7 +162,6 @@ class StackOps:
                 hints=("Format only Python constants inside the compiled function.",),
             )
         raw = value.as_python_constant()
-        conversion = {0x01: str, 0x02: repr, 0x03: ascii}.get(flags & 0x03)
         if conversion is not None:
             raw = conversion(raw)
         self.push(ConstantVariable(format(raw, spec)))

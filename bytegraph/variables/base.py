@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 from bytegraph.breaks import Unsupported, unimplemented
 from bytegraph.guards.guards import GlobalStateMatch, IdMatch, NoAliasing
+from bytegraph.variables.handlers import call_method_handler, handler_name
 from bytegraph.variables.tx import list_iterator, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -57,9 +58,9 @@ class VariableTracker:
     #: True for tensors and ndarrays: one made by an operation is a new object
     #: unless the operation gave back its input's VT (see :meth:`same_object`)
     array_identity = False
-    #: True for kinds whose methods are all ``method_`` handlers (containers): a
-    #: call that none fits is a graph break, not an attribute read and called
-    handlers_only = False
+    #: for kinds whose methods are all ``method_`` handlers (containers): what a call
+    #: that none fits does (a graph break, or eager's TypeError), not an attribute read and called
+    unhandled_method: Callable[..., NoReturn] | None = None
     #: True for containers whose ``iter()`` is their own ``__iter__`` (lists,
     #: dicts, dict views, sets): its iterator sees mutations made during the loop
     live_iterator = False
@@ -180,8 +181,8 @@ class VariableTracker:
         result = call_method_handler(self, tx, name, args, kwargs)
         if result is not None:
             return result
-        if self.handlers_only:
-            bad_method(self, name)
+        if self.unhandled_method is not None:
+            self.unhandled_method(name, args, kwargs)
         attr = self.var_getattr(tx, name)
         if isinstance(attr, BoundMethodVariable) and attr.obj is self:
             unimplemented(
@@ -245,6 +246,17 @@ class VariableTracker:
     def str_text(self, tx: Tx) -> VariableTracker | None:
         """``str(self)`` when this kind answers it (an exception of constant
         arguments, a user object's Python ``__str__``); None otherwise."""
+        return None
+
+    def reversed_iter(self, tx: Tx) -> VariableTracker | None:
+        """``reversed(self)`` when this kind answers it (a user object's Python
+        ``__reversed__``); None otherwise (sequences and constants are reversed
+        by ``reversed``'s own handler)."""
+        return None
+
+    def repr_text(self, tx: Tx) -> VariableTracker | None:
+        """``repr(self)`` when this kind answers it (a user object's Python
+        ``__repr__``); None otherwise (constants fold)."""
         return None
 
     def unpack_var_sequence(self, tx: Tx) -> list[VariableTracker]:
@@ -539,55 +551,6 @@ def bound_method_type(descriptor: Any) -> type:
     if isinstance(descriptor, types.FunctionType):
         return types.MethodType
     return types.BuiltinMethodType
-
-
-def handler_name(prefix: str, name: str) -> str:
-    """The handler of a name inside a kind: ``method_append`` for ``append``,
-    ``method_dunder_getitem`` for ``__getitem__``, ``attr__version`` for ``_version``."""
-    if name.startswith("__") and name.endswith("__"):
-        return f"{prefix}dunder_{name[2:-2]}"
-    return prefix + name
-
-
-@functools.lru_cache(maxsize=None)
-def _signature(fn: Callable) -> inspect.Signature:
-    return inspect.signature(fn)
-
-
-def method_handler(vt: VariableTracker, tx: Tx, name: str, args: Sequence[VariableTracker],
-                   kwargs: dict[str, VariableTracker], prefix: str = "method_") -> Callable[[], Any] | None:
-    """``vt``'s ``method_<name>`` handler (the one way a kind looks up a method
-    by name; ``prefix`` another family, as ``object_<name>`` for ``object.<name>(vt, ...)``)
-    bound to ``tx`` and the arguments, ready to call; None when the
-    kind has none, or the arguments do not fit its signature (eager raises,
-    or another rule applies)."""
-    fn = getattr(type(vt), handler_name(prefix, name), None)
-    if fn is None or not fits(fn, vt, tx, *args, **kwargs):
-        return None
-    return lambda: fn(vt, tx, *args, **kwargs)
-
-
-def fits(fn: Callable, *args: Any, **kwargs: Any) -> bool:
-    """Whether a handler's signature takes these arguments (a call it does
-    not fit is left to the other rules: eager raises, or another kind answers)."""
-    try:
-        _signature(fn).bind(*args, **kwargs)
-    except TypeError:
-        return False
-    return True
-
-
-def call_method_handler(vt: VariableTracker, tx: Tx, name: str, args: Sequence[VariableTracker],
-                        kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
-    """``vt.name(*args, **kwargs)`` by its ``method_<name>`` handler, the
-    mutation recorded first for a name in ``vt.MUTATORS``; None when
-    :func:`method_handler` finds none that fits."""
-    handler = method_handler(vt, tx, name, args, kwargs)
-    if handler is None:
-        return None
-    if name in vt.MUTATORS:
-        tx.output.side_effects.mutate(vt)
-    return handler()
 
 
 def bad_method(container: VariableTracker, name: str) -> NoReturn:

@@ -73,7 +73,8 @@ from bytegraph.variables.containers.dict_views import DictViewVariable
 from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable
 from bytegraph.variables.containers.iterator_tools import ItertoolsFunctionVariable, is_itertools_callable
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
-from bytegraph.variables.containers.sequences import ConstantTupleInput, ListVariable, SizeVariable, TupleVariable
+from bytegraph.variables.containers.constant_tuples import ConstantTupleInput
+from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.exceptions import ClearFramesVariable
 from bytegraph.variables.objects import construction  # noqa: F401  (provides construct_object)

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Iterator, NoReturn, Sequence
 
 import torch
 
-from bytegraph.variables.base import BoundMethodVariable, KnownObjectVariable, VariableTracker, call_method_handler
+from bytegraph.variables.base import BoundMethodVariable, KnownObjectVariable, VariableTracker, bad_method
+from bytegraph.variables.handlers import BUILTIN_CONTAINERS, call_method_handler
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.tx import range_iterator, wrap_const
 if TYPE_CHECKING:
@@ -184,3 +185,26 @@ def raise_traced_from(error: BaseException) -> NoReturn:
     """Make the traced program raise what evaluating a folded operation raised
     at trace time (same type and constant arguments)."""
     raise TracedException(ExceptionVariable(type(error), [ConstantVariable(a) for a in error.args]))
+
+
+def unmodelled_method(container: VariableTracker, name: str, args: Sequence[VariableTracker],
+                      kwargs: dict[str, VariableTracker]) -> NoReturn:
+    """A method call of a builtin container that no handler takes: eager's
+    TypeError when the arguments' count or keywords do not fit the C method
+    (``[].append()``, ``{}.get()``), else a graph break. The error is found by
+    calling the real method on an empty instance with placeholders of two kinds
+    for the arguments: the same TypeError for both does not depend on the values."""
+    cls = container.python_type()
+    if cls in BUILTIN_CONTAINERS and name not in ("__init__", "__new__") and callable(getattr(cls, name, None)):
+        messages = set()
+        for placeholder in (None, 0):
+            try:
+                getattr(cls(), name)(*[placeholder] * len(args), **dict.fromkeys(kwargs, placeholder))
+                messages.add(None)
+            except TypeError as e:
+                messages.add(str(e))
+            except Exception:
+                messages.add(None)
+        if len(messages) == 1 and None not in messages:
+            raise_traced(TypeError, messages.pop())
+    bad_method(container, name)

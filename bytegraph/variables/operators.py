@@ -190,7 +190,7 @@ def binary_operation(tx: Tx, op: Any, a: VT, b: VT) -> VT | None:
         return a.call_method(tx, "__getitem__", [b], {})
     if result is NotImplemented and op in (operator.eq, operator.ne):
         same = a.same_object(tx, b)
-        if same is not None and (same or _identity_eq(a) and _identity_eq(b)):
+        if same is not None and (same or _declines_eq(a, b) and _declines_eq(b, a)):
             return ConstantVariable(same if op is operator.eq else not same)
     return None if result is NotImplemented else result
 
@@ -306,10 +306,21 @@ def _runs_user_code(value: Any) -> bool:
     return callable(value) and not isinstance(value, (type, types.BuiltinFunctionType, types.BuiltinMethodType))
 
 
-def _identity_eq(vt: VT) -> bool:
-    """Whether ``==`` on this kind of value defaults to identity."""
-    from_type = vt.python_type()
-    return from_type.__eq__ is object.__eq__ or from_type is type(None)  # (3.12 gave None an __eq__ of its own)
+def _declines_eq(vt: VT, other: VT) -> bool:
+    """Whether ``vt``'s ``__eq__``/``__ne__`` answering NotImplemented against
+    ``other`` is what eager's does, so that ``==`` falls back to identity: object's
+    own ``__eq__``; a Python ``__eq__`` the kind inlined (and which declined); a
+    builtin scalar against a value of an unrelated type."""
+    cls = vt.python_type()
+    if cls.__eq__ is object.__eq__ or cls is type(None):  # (3.12 gave None an __eq__ of its own)
+        return True
+    if isinstance(vt, PythonDunderOperators) and isinstance(cls.__eq__, types.FunctionType):
+        return True
+    return vt.is_python_constant() and cls in _SCALARS and not issubclass(other.python_type(), cls)
+
+
+#: builtin scalars whose ``__eq__`` declines a value of any other type
+_SCALARS = frozenset({int, float, complex, str, bytes, bool})
 
 
 def call_operator(tx: Tx, op: Any, args: Sequence[VT]) -> VT:

@@ -27,7 +27,7 @@ import torch
 from bytegraph.breaks import HINT_REWRITE, Unsupported, unimplemented, user_error
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.callables.super_calls import SuperVariable
-from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced_from
+from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced, raise_traced_from
 from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable, dict_of
 from bytegraph.variables.containers.iterator_tools import (
     EnumerateVariable,
@@ -49,6 +49,7 @@ from bytegraph.variables.objects.builtin_bases import IMMUTABLE_BASES, builtin_b
 from bytegraph.variables.objects.class_statements import ClassMemberVariable
 from bytegraph.variables.objects.user_objects import SlotMethodVariable
 from bytegraph.variables.operators import (
+    IMMUTABLE_BUILTIN_TYPES,
     NOT_FOLDED,
     PURE_BUILTINS,
     TENSOR_OPERATORS,
@@ -77,7 +78,7 @@ class BuiltinVariable(ConstantCallableVariable):
     def var_getattr(self, tx: Tx, name: str) -> VT:
         """``object.__setattr__``, ``dict.__setitem__``...: methods of builtin types
         applied explicitly to an instance; other attributes are read as constants."""
-        if self.fn in (object, tuple, list) and name == "__new__":
+        if name == "__new__" and (self.fn in (object, list) or self.fn in IMMUTABLE_BUILTIN_TYPES):
             return SlotMethodVariable(self.fn, "__new__", None)
         if isinstance(self.fn, type):
             attr = self.fn.__dict__.get(name)
@@ -123,6 +124,14 @@ class BuiltinVariable(ConstantCallableVariable):
         if result is not None:
             return result
         unsupported_builtin(fn, args)
+
+    def unpack_var_sequence(self, tx: Tx) -> list[VT]:
+        """Iterating a builtin function or type (``set().update(operator.add)``):
+        eager's TypeError, unless its type is iterable (a metaclass's ``__iter__``)."""
+        cls = type(self.fn)
+        if not any("__iter__" in vars(k) or "__getitem__" in vars(k) for k in cls.__mro__):
+            raise_traced(TypeError, f"{cls.__name__!r} object is not iterable")
+        return super().unpack_var_sequence(tx)
 
     # ---- handlers: each returns a VT, or None to fall through ----------------
     def _member(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
@@ -237,7 +246,7 @@ class BuiltinVariable(ConstantCallableVariable):
     def _call_reversed(self, tx: Tx, obj: VT) -> VT | None:
         if isinstance(obj, (BaseSequenceVariable, DictVariable, LazyDictVariable)) or obj.is_python_constant():
             return ListIteratorVariable(list(reversed(obj.unpack_var_sequence(tx))))
-        return None
+        return obj.reversed_iter(tx)
 
     def _call_sorted(self, tx: Tx, obj: VT, key: VT | None = None, reverse: VT | None = None) -> VT | None:
         items = obj.unpack_var_sequence(tx)
@@ -376,6 +385,9 @@ class BuiltinVariable(ConstantCallableVariable):
         if len(args) == 1 and isinstance(args[0], SymNodeVariable):
             return convert_scalar(tx, args[0], int if name == "int" else float)
         return None
+
+    def _call_repr(self, tx: Tx, obj: VT) -> VT | None:
+        return obj.repr_text(tx)  # None: folded on a constant, else a break
 
     def _call_str(self, tx: Tx, *args: VT) -> VT | None:
         text = args[0].str_text(tx) if len(args) == 1 else None

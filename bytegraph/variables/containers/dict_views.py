@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bytegraph.variables.base import VariableTracker, bad_method
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.constant import ConstantVariable, unmodelled_method
 from bytegraph.variables.containers.iterators import DictIteratorVariable
 from bytegraph.variables.containers.sequences import TupleVariable
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ class DictViewVariable(VariableTracker):
     """``d.keys()``, ``d.values()`` or ``d.items()`` of a DictVariable."""
 
     live_iterator = True
-    handlers_only = True
+    unhandled_method = unmodelled_method
 
     def __init__(self, dict_vt: DictVariable, kind: str):
         super().__init__()

@@ -18,8 +18,9 @@ import torch
 from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch, compared_by_value
 from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
-from bytegraph.variables.base import VariableTracker, bad_method, call_method_handler
-from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
+from bytegraph.variables.base import VariableTracker, bad_method
+from bytegraph.variables.handlers import call_method_handler
+from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from, unmodelled_method
 from bytegraph.variables.containers.dict_views import DictViewVariable
 from bytegraph.variables.containers.iterators import DictIteratorVariable, IteratorVariable
 from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable, for_each_item
@@ -101,11 +102,8 @@ class DictVariable(DictOperators):
             # made in the trace, where one VT stands for one object (as ``same_object`` answers)
             identity = ("made in the trace", id(key))
         if identity is None:
-            unimplemented(
-                gb_type="unsupported dict key",
-                context=f"dict keyed by {key}",
-                explanation="Dict keys must be constants or objects bytegraph can compare by identity.",
-            )
+            unimplemented(gb_type="unsupported dict key", context=f"dict keyed by {key}",
+                          explanation="Dict keys must be constants or objects bytegraph can compare by identity.")
         if key.source is not None:  # keys that are distinct objects now must stay distinct
             tx.output.identity_key_sources[key.source] = None
         return IdentityKey(identity)
@@ -179,7 +177,7 @@ class DictVariable(DictOperators):
 
     MUTATORS = frozenset({"__setitem__", "update", "pop", "setdefault", "clear", "__delitem__", "popitem",
                           "move_to_end", "__init__"})
-    handlers_only = True
+    unhandled_method = unmodelled_method
 
     def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         if name in self.MUTATORS and self.dict_cls is types.MappingProxyType:  # a class's __dict__: read-only
@@ -300,6 +298,8 @@ class DictVariable(DictOperators):
         return ConstantVariable(None)
 
     def method_clear(self, tx: Tx, *args: VT) -> VT:
+        if args:
+            raise_traced(TypeError, f"{self.dict_cls.clear.__qualname__}() takes no arguments ({len(args)} given)")
         self.items.clear()
         return ConstantVariable(None)
 

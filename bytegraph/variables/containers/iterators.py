@@ -13,7 +13,7 @@ from bytegraph.breaks import Unsupported, unimplemented, user_error
 from bytegraph.guards.guards import ConstantMatch, TypeMatch
 from bytegraph.guards.source import ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.constant import ConstantVariable, raise_traced, unmodelled_method
 from bytegraph.variables.containers import sequences
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.tx import list_iterator, range_iterator
@@ -55,7 +55,7 @@ class IteratorVariable(VariableTracker):
     def get_iter(self, tx: Tx) -> VT:
         return self
 
-    handlers_only = True
+    unhandled_method = unmodelled_method
 
     def method_dunder_iter(self, tx: Tx, /) -> VT:
         return self

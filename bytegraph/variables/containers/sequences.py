@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented
-from bytegraph.guards.guards import ConstantMatch, LenMatch
-from bytegraph.guards.source import GetItemSource
+from bytegraph.breaks import HINT_REWRITE, unimplemented
 from bytegraph.variables import tx as protocol
 from bytegraph.variables.base import VariableTracker, bad_method
-from bytegraph.variables.constant import ConstantVariable, errors_are_the_programs, raise_traced, raise_traced_from
+from bytegraph.variables.constant import (
+    ConstantVariable, errors_are_the_programs, raise_traced, raise_traced_from, unmodelled_method,
+)
 from bytegraph.variables.containers import iterators
 from bytegraph.variables.operators import call_operator
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ class BaseSequenceVariable(VariableTracker):
         """A new sequence of the same kind holding ``items`` (no source)."""
         return type(self)(items)
 
-    handlers_only = True
+    unhandled_method = unmodelled_method
 
     def method_dunder_getitem(self, tx: Tx, index: VT, /) -> VT:
         return self.getitem(tx, index)
@@ -130,23 +130,54 @@ class BaseSequenceVariable(VariableTracker):
     def method_dunder_contains(self, tx: Tx, item: VT, /) -> VT:
         return call_operator(tx, operator.contains, [self, item])
 
-    def _search(self, name: str, args: Sequence[VT]) -> VT:
-        """``index``/``count`` folded over the constant items (``[1].index(2)``:
-        eager's ValueError)."""
+    def _search(self, tx: Tx, name: str, value: VT, bounds: Sequence[VT]) -> VT:
+        """``index``/``count``: folded over constant items (``[1].index(2)``: eager's
+        ValueError), or each item compared as CPython does when the value or an item
+        is not a constant (a user object with its own ``__eq__``)."""
         kind = tuple if issubclass(self.python_type(), tuple) else list  # (the message names it)
+        if len(bounds) <= (2 if name == "index" else 0) and not all(
+                v.is_python_constant() for v in (*self.items, value, *bounds)) and all(
+                b.is_python_constant() and type(b.as_python_constant()) is int for b in bounds):
+            return self._compare_each(tx, kind, name, value, *bounds)
         consts = kind(i.as_python_constant() for i in self.items)
         with errors_are_the_programs():
-            return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in args]))
+            return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in (value, *bounds)]))
 
     def method_index(self, tx: Tx, value: VT, /, *bounds: VT) -> VT:
-        return self._search("index", [value, *bounds])
+        return self._search(tx, "index", value, bounds)
 
     def method_count(self, tx: Tx, value: VT, /, *rest: VT) -> VT:
-        return self._search("count", [value, *rest])
+        return self._search(tx, "count", value, rest)
 
     def method_dunder_iter(self, tx: Tx, /) -> VT:
         owner = self if isinstance(self.items, list) and self.mutable else None
         return iterators.ListIteratorVariable(self.items, owner=owner)
+
+    def _compare_each(self, tx: Tx, kind: type, name: str, value: VT, *bounds: VT) -> VT:
+        """``index``/``count`` of a value that is not a constant (a user object with
+        its own ``__eq__``): each item compared as CPython does, identity first,
+        then ``item == value`` (``Objects/listobject.c``: ``list_index_impl``)."""
+        n = len(self.items)
+        start, stop = (list(b.as_python_constant() for b in bounds) + [0, n][len(bounds):])[:2]
+        start, stop = (max(0, i + n) if i < 0 else min(i, n) for i in (start, stop))
+        hits = []
+        for i in range(start, stop) if name == "index" else range(n):
+            item = self.items[i]
+            if item.same_object(tx, value) or call_operator(tx, operator.eq, [item, value]).truthy(tx):
+                if name == "index":
+                    return ConstantVariable(i)
+                hits.append(i)
+        if name == "count":
+            return ConstantVariable(len(hits))
+        if kind is tuple:
+            raise_traced(ValueError, "tuple.index(x): x not in tuple")
+        text = value.repr_text(tx) if not value.is_python_constant() else ConstantVariable(repr(
+            value.as_python_constant()))
+        if text is None or not text.is_python_constant():
+            unimplemented(gb_type="unsupported container method", context=f"list.index of {value}, not found",
+                          explanation="The ValueError's message holds the value's repr, not known at trace time.",
+                          hints=(HINT_REWRITE,))
+        raise_traced(ValueError, f"{text.as_python_constant()} is not in list")
 
     def reconstruct_items(self, codegen: PyCodegen) -> None:
         for item in self.items:
@@ -169,52 +200,6 @@ class TupleVariable(BaseSequenceVariable):
 
 
 protocol.make_tuple.provide(TupleVariable)
-
-
-class ConstantTupleInput(TupleVariable):
-    """A tuple of constants that existed before the call, guarded as it is read:
-    an item read by a constant index guards the length and that item (a change
-    to an item the trace never read does not recompile); anything else that
-    reads the items guards the whole tuple, in one comparison."""
-
-    def __init__(self, value: tuple, source: Any, guards: Any):
-        self.value = value
-        self._guards = guards
-        self._pinned = False
-        super().__init__([ConstantVariable(v) for v in value], source)
-
-    @property
-    def items(self) -> list[VT]:
-        if not self._pinned:
-            self._pinned = True
-            self._guards.add(ConstantMatch(self.source, self.value))
-        return self._items
-
-    @items.setter
-    def items(self, items: list[VT]) -> None:
-        self._items = items
-
-    override_rank = 1  # ``t[i]`` comes here before operands all known now are computed (that reads every item)
-
-    def operator_override(self, tx: Tx, op: Any, args: Sequence[VT]) -> Any:
-        if op is operator.getitem and len(args) == 2 and args[0] is self:
-            return self.getitem(tx, args[1])
-        return NotImplemented
-
-    def getitem(self, tx: Tx, index: VT) -> VT:
-        idx = index.as_python_constant() if index.is_python_constant() else None
-        if self._pinned or type(idx) is not int or not -len(self.value) <= idx < len(self.value):
-            return super().getitem(tx, index)
-        idx %= len(self.value)
-        self._guards.add(LenMatch(self.source, tuple, len(self.value)))
-        self._guards.add(ConstantMatch(GetItemSource(self.source, idx), self.value[idx]))
-        return self._items[idx]
-
-    def with_items(self, items: Sequence[VT]) -> VT:
-        return TupleVariable(items)
-
-    def __repr__(self) -> str:
-        return f"ConstantTupleInput({self.value!r})"
 
 
 class SizeVariable(TupleVariable):
@@ -339,6 +324,12 @@ class ListVariable(BaseSequenceVariable):
         return ListVariable(self.items)
 
     def method_sort(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
+        if args:  # ``list.sort`` takes its two arguments by keyword only; eager's TypeError
+            raise_traced(TypeError, "sort() takes no positional arguments")
+        if len(kwargs) > 2:
+            raise_traced(TypeError, f"sort() takes at most 2 keyword arguments ({len(kwargs)} given)")
+        for name in kwargs.keys() - {"key", "reverse"}:
+            raise_traced(TypeError, f"{name!r} is an invalid keyword argument for sort()")
         key = kwargs.get("key", ConstantVariable(None))
         reverse = kwargs.get("reverse", ConstantVariable(False)).as_python_constant()
         self.items[:] = sort_items(tx, self.items, key, reverse, self.items)

@@ -22,8 +22,9 @@ import operator
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from bytegraph.breaks import unimplemented, user_error
-from bytegraph.variables.base import VariableTracker, bad_method, handler_name
-from bytegraph.variables.constant import ConstantVariable, raise_traced_from
+from bytegraph.variables.base import VariableTracker, bad_method
+from bytegraph.variables.handlers import handler_name
+from bytegraph.variables.constant import ConstantVariable, raise_traced_from, unmodelled_method
 from bytegraph.variables.containers.dict_views import DictViewVariable
 from bytegraph.variables.containers.dicts import DictVariable, IdentityKey, apply_by_clear_update
 from bytegraph.variables.containers.iterators import SetIteratorVariable
@@ -234,7 +235,7 @@ class SetVariable(VariableTracker):
     MUTATORS = frozenset({"add", "discard", "remove", "update", "clear", "pop", "difference_update",
                           "intersection_update", "symmetric_difference_update"})
 
-    handlers_only = True
+    unhandled_method = unmodelled_method
 
     def method_dunder_iter(self, tx: Tx, /) -> VT:
         return SetIteratorVariable(self)

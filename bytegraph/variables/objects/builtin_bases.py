@@ -347,11 +347,24 @@ class BaseTypeOperators(PythonDunderOperators):
 
     def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
         result = super().binary_op(tx, op, other)
-        return binary_op(tx, op, self, other, False) if result is NotImplemented else result
+        if result is NotImplemented:
+            result = binary_op(tx, op, self, other, False)
+        return self._ne_from_eq(tx, op, other) if result is NotImplemented else result
 
     def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
         result = super().reflected_binary_op(tx, op, other)
-        return binary_op(tx, op, self, other, True) if result is NotImplemented else result
+        if result is NotImplemented:
+            result = binary_op(tx, op, self, other, True)
+        return self._ne_from_eq(tx, op, other) if result is NotImplemented else result
+
+    def _ne_from_eq(self, tx: Tx, op: Any, other: VT) -> Any:
+        """``self != other`` with object's own ``__ne__``: ``self.__eq__(other)``
+        inverted, NotImplemented when that is (``Objects/typeobject.c``:
+        ``object_richcompare``); NotImplemented for other operators."""
+        if op is not operator.ne or self.special_method(tx, "__ne__") is not object.__ne__:
+            return NotImplemented
+        equal = self.binary_op(tx, operator.eq, other)
+        return NotImplemented if equal is NotImplemented else ConstantVariable(not equal.truthy(tx))
 
     def inplace_op(self, tx: Tx, op: Any, other: VT) -> Any:
         """``self op= other``: the class's Python ``__iadd__``...; the base's

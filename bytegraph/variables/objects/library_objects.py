@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, GlobalStateMatch
 from bytegraph.guards.source import AttrSource, ConvertSource, WeakRefCallSource
-from bytegraph.variables.base import KnownObjectVariable, VariableTracker, call_method_handler
+from bytegraph.variables.base import KnownObjectVariable, VariableTracker
+from bytegraph.variables.handlers import call_method_handler
 from bytegraph.variables.callables.deferred_calls import logger_method
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
 from bytegraph.variables.tx import wrap, wrap_attr, wrap_const

@@ -1,8 +1,9 @@
-"""The special methods of user objects: calls, ``with``, truth, iteration and
-``str()`` answered by the class's Python ``__call__``, ``__enter__``/``__exit__``,
-``__bool__``/``__len__``, ``__iter__``/``__next__`` and ``__str__``/``__repr__``
-(inlined; looked up on the class, as Python's implicit lookup does), or by the
-builtin base's storage when the class leaves them to it.
+"""The special methods of user objects: calls, ``with``, truth, iteration,
+``str()`` and ``repr()`` answered by the class's Python ``__call__``,
+``__enter__``/``__exit__``, ``__bool__``/``__len__``, ``__iter__``/``__next__``
+and ``__str__``/``__repr__`` (inlined; looked up on the class, as Python's
+implicit lookup does), or by the builtin base's storage when the class leaves
+them to it.
 
 :class:`SpecialMethods` is mixed into
 :class:`~bytegraph.variables.objects.user_objects.UserDefinedObjectVariable`.
@@ -122,19 +123,26 @@ class SpecialMethods:
 
     def str_text(self, tx: Tx) -> VT | None:
         """``str(self)`` when the class answers it in Python: its ``__str__``, or, with
-        object's ``__str__``, its ``__repr__`` (``Objects/object.c``: ``PyObject_Str``);
-        object's repr (it holds the address) is made after the graph; None when other C code would answer."""
+        object's ``__str__``, its repr (``Objects/object.c``: ``PyObject_Str``); None
+        when other C code would answer."""
         method = self.python_method(tx, "__str__")
-        if method is None and self.special_method(tx, "__str__") is object.__str__:
-            method = self.python_method(tx, "__repr__")
-            if self.special_method(tx, "__repr__") is object.__repr__:
-                return RuntimeStrVariable(self)
         if method is None:
-            return None
-        result = method.call_function(tx, [], {})
-        if not (result.is_python_constant() and isinstance(result.as_python_constant(), str)):
-            raise_traced(TypeError, f"__str__ returned non-string (type {result.python_type().__name__})")
-        return result
+            return self.repr_text(tx) if self.special_method(tx, "__str__") is object.__str__ else None
+        return _checked_text(method.call_function(tx, [], {}), "__str__")
+
+    def repr_text(self, tx: Tx) -> VT | None:
+        """``repr(self)``: the class's Python ``__repr__``; object's repr (it holds
+        the address) is made after the graph; None when other C code would answer."""
+        method = self.python_method(tx, "__repr__")
+        if method is not None:
+            return _checked_text(method.call_function(tx, [], {}), "__repr__")
+        return RuntimeStrVariable(self, repr) if self.special_method(tx, "__repr__") is object.__repr__ else None
+
+    def reversed_iter(self, tx: Tx) -> VT | None:
+        """``reversed(self)`` through the class's Python ``__reversed__`` (a
+        ``Sequence``'s is a generator, stepped lazily)."""
+        method = self.python_method(tx, "__reversed__")
+        return None if method is None else method.call_function(tx, [], {})
 
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
         iterator = self.lazy_iterator(tx)
@@ -143,6 +151,13 @@ class SpecialMethods:
         if builtin_bases.leaves_to_base(self, tx, "__iter__"):
             return builtin_bases.storage(tx, self).unpack_var_sequence(tx)
         return super().unpack_var_sequence(tx)
+
+
+def _checked_text(result: VT, name: str) -> VT:
+    """What ``str()``/``repr()`` make of ``__str__``/``__repr__``'s result: a string, else eager's TypeError."""
+    if not (result.is_python_constant() and isinstance(result.as_python_constant(), str)):
+        raise_traced(TypeError, f"{name} returned non-string (type {result.python_type().__name__})")
+    return result
 
 
 def checked_bool(result: Any) -> bool:
@@ -169,22 +184,23 @@ _TRUTH_METHODS = (("__bool__", checked_bool), ("__len__", checked_len))
 
 
 class RuntimeStrVariable(VariableTracker):
-    """``str(obj)`` of an object whose string is object's default repr
-    (``<module.Class object at 0x...>``: its address, known only once the
-    object exists): made after the graph by ``str`` of the rebuilt object.
+    """``str(obj)`` or ``repr(obj)`` (``fn``) of an object whose string is object's
+    default repr (``<module.Class object at 0x...>``: its address, known only once
+    the object exists): made after the graph by ``fn`` of the rebuilt object.
     The trace cannot read it (reading it is a graph break)."""
 
-    def __init__(self, obj: VT):
+    def __init__(self, obj: VT, fn: Any = str):
         super().__init__()
         self.obj = obj
+        self.fn = fn
 
     def python_type(self) -> type:
         return str
 
     def reconstruct(self, codegen: PyCodegen) -> None:
-        codegen.load_callable(str)
+        codegen.load_callable(self.fn)
         codegen.reconstruct(self.obj)
         codegen.call(1)
 
     def __repr__(self) -> str:
-        return f"RuntimeStrVariable({self.obj})"
+        return f"RuntimeStrVariable({self.fn.__name__}, {self.obj})"

@@ -24,9 +24,12 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, DictKeysMatch
 from bytegraph.guards.source import AttrSource, ConstSource
-from bytegraph.variables.base import VariableTracker, bound_method_type, method_handler
+from bytegraph.variables.base import VariableTracker, bound_method_type
+from bytegraph.variables.handlers import method_handler
 from bytegraph.variables.callables.functions import PartialVariable, UserMethodVariable
-from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from
+from bytegraph.variables.constant import (
+    ConstantVariable, getattr_or_raise, is_constant_value, raise_traced, raise_traced_from,
+)
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.objects import builtin_bases, user_classes
@@ -39,6 +42,7 @@ from bytegraph.variables.objects.class_lookup import (
     owner_value,
 )
 from bytegraph.variables.objects.special_methods import SpecialMethods
+from bytegraph.variables.operators import IMMUTABLE_BUILTIN_TYPES, fold
 from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -537,6 +541,16 @@ class SlotMethodVariable(VariableTracker):
             return type(getattr(self.base, self.name))
         return bound_method_type(vars(self.base).get(self.name, getattr(self.base, self.name)))
 
+    def var_getattr(self, tx: Tx, name: str) -> VT:
+        """``set.issubset.__name__``, ``__qualname__``, ``__doc__``: the method's own
+        read-only constants (a bound one has the same); ``__self__`` of a bound one."""
+        if name == "__self__" and self.obj is not None:
+            return self.obj
+        value = getattr(getattr(self.base, self.name), name, None)
+        if name in ("__name__", "__qualname__", "__doc__", "__text_signature__") and is_constant_value(value):
+            return ConstantVariable(value)
+        return super().var_getattr(tx, name)
+
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         obj, rest = (self.obj, list(args)) if self.obj is not None else (args[0] if args else None, list(args[1:]))
         if self.base is object and self.name == "__init__" and not rest and not kwargs:
@@ -546,6 +560,10 @@ class SlotMethodVariable(VariableTracker):
             if (rest or kwargs) and (cls.__new__ is not object.__new__ or cls.__init__ is object.__init__):
                 raise_traced(TypeError, "object.__new__() takes exactly one argument (the type to instantiate)")
             return NewObjectVariable(cls)
+        if self.name == "__new__" and self.base in IMMUTABLE_BUILTIN_TYPES and builtin_bases.builtin_base(
+                self.base) is not self.base and obj is not None and obj.is_python_constant() and (
+                obj.as_python_constant() is self.base):  # ``bool.__new__(bool, 1)``: bool(1), folded
+            return fold(tx, self.base.__new__, [obj, *rest], kwargs) or unsupported_base(self.base, self.name)
         if self.name == "__new__" and obj is not None and builtin_bases.builtin_base(self.base) is self.base:
             return call_new(tx, self.base, [obj, *rest], kwargs)
         if isinstance(obj, UserDefinedObjectVariable):

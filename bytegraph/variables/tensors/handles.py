@@ -20,7 +20,8 @@ from bytegraph.graph.output_graph import storage_id
 from bytegraph.guards.guards import ConstantMatch
 from bytegraph.guards.source import CallMethodSource
 from bytegraph.guards.tensor_guards import SameStorage
-from bytegraph.variables.base import VariableTracker, call_method_handler
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.handlers import call_method_handler
 from bytegraph.variables.callables import functions
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.tensors import graph_calls, symbolic

@@ -23,7 +23,8 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.config import config
 from bytegraph.graph import numpy_random
 from bytegraph.variables import tx as protocol
-from bytegraph.variables.base import BoundMethodVariable, ConstantCallableVariable, VariableTracker, call_method_handler
+from bytegraph.variables.base import BoundMethodVariable, ConstantCallableVariable, VariableTracker
+from bytegraph.variables.handlers import call_method_handler
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.containers.sequences import TupleVariable
 from bytegraph.variables.operators import INPLACE_TO_BINARY, TENSOR_OPERATORS

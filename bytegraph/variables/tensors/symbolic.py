@@ -20,7 +20,8 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, f
 from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_CONTROL_FLOW, unimplemented
 from bytegraph.guards.guards import RecomputedMatch
 from bytegraph.guards.source import user_name
-from bytegraph.variables.base import VariableTracker, call_method_handler
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.handlers import call_method_handler
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.operators import TENSOR_OPERATORS, fold
 from bytegraph.variables.tensors import graph_calls

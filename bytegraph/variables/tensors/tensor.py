@@ -38,7 +38,8 @@ from bytegraph.breaks import HINT_DATA_DEPENDENT, unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains
 from bytegraph.guards.source import AttrSource, CallMethodSource
-from bytegraph.variables.base import VariableTracker, handler_name, method_handler
+from bytegraph.variables.base import VariableTracker
+from bytegraph.variables.handlers import handler_name, method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.sequences import BaseSequenceVariable, SizeVariable
 from bytegraph.variables.operators import TENSOR_OPERATORS
