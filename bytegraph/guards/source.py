@@ -80,7 +80,7 @@ def _hashed_once(cls: type) -> type:
     (``self.layers[3].attn.q.weight``) is hashed on every dict lookup of the
     trace and guard building, and its generated ``__hash__`` would rehash the
     whole path each time. A copy (or pickle) does not carry the cached value:
-    a hash made from ``id``\ s may differ there."""
+    a hash made from ids may differ there."""
     compute = cls.__hash__
 
     def __hash__(self: Any) -> int:
