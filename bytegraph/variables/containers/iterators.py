@@ -110,9 +110,13 @@ class GeneratorVariable(IteratorVariable):
             raise_traced(TypeError, "can't send non-None value to a just-started generator")
         return self._resumed(tx, self.frame.resume_generator(tx, sent=value))
 
-    def method_throw(self, tx: Tx, exc: VT, /) -> VT:
-        """``gen.throw(exc)``: ``exc`` (a class is instantiated) is raised where the
-        frame is suspended; an unstarted or finished frame just raises it."""
+    def method_throw(self, tx: Tx, exc: VT, value: VT | None = None, traceback: VT | None = None, /) -> VT:
+        """``gen.throw(exc)``, or ``gen.throw(type, value, traceback)`` as 3.11's
+        ``contextlib`` calls it (the value, when an exception, is what is thrown):
+        ``exc`` (a class is instantiated) is raised where the frame is suspended;
+        an unstarted or finished frame just raises it."""
+        if value is not None and not (value.is_python_constant() and value.as_python_constant() is None):
+            exc = value
         if not isinstance(exc, ExceptionVariable):
             exc = exc.call_function(tx, [], {}) if exc.is_python_constant() and isinstance(
                 exc.as_python_constant(), type) else exc
