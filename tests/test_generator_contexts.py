@@ -1,13 +1,16 @@
 """An exception raised inside the ``with`` block of a ``contextlib.contextmanager``
-made in Python: the context's ``__exit__`` throws it into the generator (on 3.11
+made in Python (and, uncaught, reported at the line that raised it): the context's ``__exit__`` throws it into the generator (on 3.11
 as ``gen.throw(type, value, traceback)``, from 3.12 as ``gen.throw(value)``),
 where the generator may let it through, catch it, or raise another; the
 compiled function does what eager does, in one graph where eager catches it."""
 import contextlib
+import inspect
 
 import pytest
 import torch
 
+import bytegraph
+import bytegraph.breaks
 from tests.helpers import check
 
 
@@ -99,3 +102,26 @@ def test_a_binding_error_in_a_generator_context_propagates_as_eagers():
     # tried before it, cannot be rebuilt)
     check(f, torch.ones(2), raises=TypeError, graphs=0, breaks=3,
           gb_types=["uncaught exception", "cannot reconstruct", "cannot reconstruct"])
+
+
+@pytest.mark.parametrize("through", ["with", "finally"])
+def test_an_uncaught_exception_is_reported_where_it_was_raised(through):
+    # the break's user frame is the raising line, not the with statement or finally the exception leaves by
+    def f(x, log):
+        y = x + 1
+        if through == "with":
+            with passing():
+                raise KeyError("raised in a with block")
+        try:
+            raise KeyError("raised in a try block")
+        finally:
+            log.append("finally")
+        return y
+
+    with pytest.raises(bytegraph.breaks.Unsupported) as caught:
+        bytegraph.compile(f, backend="eager", fullgraph=True)(torch.ones(2), [])
+    assert caught.value.gb_type == "uncaught exception"
+    lines, start = inspect.getsourcelines(f)
+    marker = "raised in a with block" if through == "with" else "raised in a try block"
+    raising = start + next(i for i, line in enumerate(lines) if marker in line)
+    assert caught.value.user_stack[-1].lineno == raising

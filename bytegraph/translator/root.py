@@ -106,9 +106,10 @@ class InstructionTranslator(InstructionTranslatorBase):
                         "runs natively so the exception is the eager one.",
                         hints=("If this is an error path, it is expected.",),
                     )
-                except Unsupported as brk:
-                    brk.user_stack = e.user_stack or tuple(self.user_stack())
-                    brk.root_index = e.exc.raise_site.root_index  # raise it natively where it was raised
+                except Unsupported as brk:  # reported where it was raised, not where it left the frame
+                    site = e.exc.raise_site
+                    brk.user_stack = site.user_stack if site.user_stack else e.user_stack or tuple(self.user_stack())
+                    brk.root_index = site.root_index  # raise it natively where it was raised
                     raise brk from None
             return
         inst = self.instructions[self.ip]
