@@ -1,8 +1,9 @@
 """An exception raised inside the ``with`` block of a ``contextlib.contextmanager``
-made in Python (and, uncaught, reported at the line that raised it): the context's ``__exit__`` throws it into the generator (on 3.11
+made in Python: the context's ``__exit__`` throws it into the generator (on 3.11
 as ``gen.throw(type, value, traceback)``, from 3.12 as ``gen.throw(value)``),
 where the generator may let it through, catch it, or raise another; the
-compiled function does what eager does, in one graph where eager catches it."""
+compiled function does what eager does, in one graph where eager catches it,
+and an uncaught one is reported at the line that raised it."""
 import contextlib
 import inspect
 
