@@ -115,7 +115,7 @@ def reset() -> None:
 def mark_dynamic(t: torch.Tensor, index: int | list[int], *, min: int | None = None, max: int | None = None) -> None:
     """Trace dimension(s) ``index`` of ``t`` symbolically from the first compile
     (mirrors TorchDynamo's ``mark_dynamic``, and sets the same marks on ``t``,
-    so ``torch._dynamo.mark_dynamic`` is honoured as well).
+    so the frontend's own ``mark_dynamic`` is honoured as well).
 
     With ``min``/``max`` the dimension's range is constrained: a call outside it
     fails the guard and recompiles. If tracing specialises the dimension to one

@@ -13,7 +13,7 @@ Within :func:`serving_torch_compile`:
 
 Everything else of torch.compile's user surface is honoured where bytegraph
 reads it (:mod:`bytegraph.compat`): tensor marks, the stance, settings changed
-in ``torch._dynamo.config``, ``allow_in_graph`` and friends.
+in the frontend's ``config``, ``allow_in_graph`` and friends.
 """
 from __future__ import annotations
 
@@ -35,13 +35,13 @@ def torch_compile(model: Callable | None = None, **kwargs: Any) -> Any:
 
 
 def explain(fn: Callable, *args: Any, **kwargs: Any) -> Any:
-    """``torch._dynamo.explain(fn)(*args)``, and its older form ``explain(fn, *args)``."""
+    """The frontend's ``explain(fn)(*args)``, and its older form ``explain(fn, *args)``."""
     run = bytegraph_explain(fn)
     return run(*args, **kwargs) if args or kwargs else run
 
 
 class optimize:
-    """``torch._dynamo.optimize(backend, nopython=False, dynamic=None, disable=False)``:
+    """The frontend's ``optimize(backend, nopython=False, dynamic=None, disable=False)``:
     applied to a function or module, it compiles it with bytegraph. Its use as a
     context manager (compile every frame run in the block) needs a frame hook,
     which bytegraph does not install: the block runs eagerly, with a warning."""
@@ -54,7 +54,7 @@ class optimize:
         return bytegraph_compile(fn, **self.kwargs)
 
     def __enter__(self) -> None:
-        compat.unsupported("with torch._dynamo.optimize(...):", "bytegraph compiles the functions it is given, "
+        compat.unsupported(f"with {compat.FRONTEND}.optimize(...):", "bytegraph compiles the functions it is given, "
                            "not every frame run in a block; the block runs eagerly")
 
     def __exit__(self, *exc: Any) -> None:

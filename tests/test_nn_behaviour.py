@@ -146,12 +146,11 @@ def test_getattribute_defined_on_the_class_after_compiling_recompiles():
     assert cnt.frame_count == 2
 
 
-@pytest.mark.xfail(strict=True, reason="the trace of a module call reads its hook dicts past a __getattribute__ "
-                                       "its class defines (so does the compile after the recompile)")
 def test_getattribute_defined_on_the_class_after_compiling_is_seen():
+    # the guard fails (the class changed); the new trace breaks at the inner module's call, run natively
     model, inner, cnt, compiled, x = hooked_of_own_class()
     inner.__getattribute__ = hooks_getattribute
-    assert same(compiled(x), model(x))
+    assert same(compiled(x), model(x)) and cnt.frame_count == 2
 
 
 def test_class_given_a_base_defining_a_hook_property_after_compiling_is_seen():

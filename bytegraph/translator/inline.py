@@ -28,7 +28,7 @@ from bytegraph.variables.callables import polyfills
 from bytegraph.variables.callables.functions import (
     CellVariable, NestedUserFunctionVariable, UserFunctionVariable, UserMethodVariable,
 )
-from bytegraph.variables.callables.torch_functions import TORCH_FRONTEND, TORCH_MODELS
+from bytegraph.variables.callables.torch_functions import TORCH_MODELS
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.iterators import GeneratorVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
@@ -45,7 +45,7 @@ SKIP_MODULE_PREFIXES = (
     "unittest.mock", "unittest.main", "unittest.runner", "unittest.loader", "unittest.suite", "unittest.result",
     "unittest.signals", "unittest.async_case", "unittest._log",
     "inspect", "importlib", "asyncio", "socket", "subprocess", "tempfile", "pickle",
-    "bytegraph", TORCH_FRONTEND, "torch._compile", "torch._inductor", "torch.fx", "torch._subclasses",
+    "bytegraph", compat.FRONTEND, "torch._compile", "torch._inductor", "torch.fx", "torch._subclasses",
     "torch.distributed", "torch.utils._python_dispatch", "torch.jit",
     "torch.autograd.profiler", "torch.profiler", "torch._functorch", "torch.func",
     "torch._higher_order_ops", "torch.onnx", "torch.export", "tqdm", "pytest", "_pytest",
@@ -60,7 +60,7 @@ INLINED_ANYWAY = frozenset({
     ("torch.jit", "annotate"),
     ("torch.distributed.fsdp._flat_param", "_same_storage_size"),
     ("torch.fx.immutable_collections", "_no_mutation"),  # immutable_list.append...: raises TypeError
-    (f"{TORCH_FRONTEND}.external_utils", "wrap_numpy.<locals>.wrap"),  # torch.compiler.wrap_numpy's wrapper
+    (f"{compat.FRONTEND}.external_utils", "wrap_numpy.<locals>.wrap"),  # torch.compiler.wrap_numpy's wrapper
 })
 
 #: the parts of ``unittest.case`` that run tests or do I/O, not traced as test code:
@@ -310,7 +310,7 @@ def _not_traced(module: str, qualname: str, f_globals: dict) -> str | None:
         return "skipped"
     if _listed(module, qualname, INLINED_ANYWAY) or is_test_code(module, qualname, f_globals):
         return None
-    if module.startswith(TORCH_FRONTEND) or module == "torch._compile":
+    if module.startswith(compat.FRONTEND) or module == "torch._compile":
         return "disabled"
     if is_skipped_module(module) and module != polyfills.__name__:
         return "skipped"
@@ -352,10 +352,10 @@ def check_inlinable(tx: InstructionTranslatorBase, fn: VT) -> None:
         )
     module = fn.get_globals().get("__name__", "") or ""
     why = None if is_test_method(fn) else _not_traced(module, getattr(code, "co_qualname", name), fn.get_globals())
-    if why == "disabled" and (module, name) == (f"{TORCH_FRONTEND}.decorators", "graph_break"):
+    if why == "disabled" and (module, name) == (f"{compat.FRONTEND}.decorators", "graph_break"):
         unimplemented(
-            gb_type="torch._dynamo.graph_break()",
-            context="call to torch._dynamo.graph_break()",
+            gb_type="explicit graph break",
+            context=f"call to {compat.FRONTEND}.graph_break()",
             explanation="The program asks for a graph break here.",
             hints=("Remove the call to keep the code before and after it in one graph.",),
         )

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 
 from bytegraph.breaks import unimplemented
+from bytegraph.compat import FRONTEND
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.callables import func_transforms, functions
@@ -130,14 +131,13 @@ PACKED_RNN_OPS = frozenset({torch._VF.gru, torch._VF.lstm, torch._VF.rnn_tanh, t
 #: or calls it; it only recognises torch functions by this module name: calls into it
 #: are never traced (functions it wraps run natively), and its "is compiling" checks
 #: answer True. tests/test_no_dynamo.py enforces that the name is never imported.
-TORCH_FRONTEND = "torch._dynamo"  # a module name to recognise, never imported
 
 #: callables that mean "we are being compiled"; answered True, as under torch.compile.
 IS_COMPILING_NAMES = frozenset(
     {
         ("torch.compiler", "is_compiling"), ("torch.compiler", "is_dynamo_compiling"),
-        ("torch._utils", "is_compiling"), (f"{TORCH_FRONTEND}.external_utils", "is_compiling"),
-        (f"{TORCH_FRONTEND}.eval_frame", "is_compiling"),
+        ("torch._utils", "is_compiling"), (f"{FRONTEND}.external_utils", "is_compiling"),
+        (f"{FRONTEND}.eval_frame", "is_compiling"),
     }
 )
 

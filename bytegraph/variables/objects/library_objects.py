@@ -7,13 +7,12 @@ import functools
 import logging
 import os
 import types
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, GlobalStateMatch
 from bytegraph.guards.source import AttrSource, ConvertSource, WeakRefCallSource
 from bytegraph.variables.base import KnownObjectVariable, VariableTracker
-from bytegraph.variables.handlers import call_method_handler
 from bytegraph.variables.callables.deferred_calls import logger_method
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
 from bytegraph.variables.tx import wrap, wrap_attr, wrap_const
@@ -76,10 +75,7 @@ class EnvironVariable(VariableTracker):
     def contains_op(self, tx: Tx, item: VT) -> VT:
         return self.call_method(tx, "__contains__", [item], {})
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        result = call_method_handler(self, tx, name, args, kwargs)
-        if result is not None:
-            return result
+    def unhandled_method(self, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> NoReturn:
         unimplemented(
             gb_type="unsupported environment access",
             context=f"os.environ.{name} with {len(args)} arguments",

@@ -155,6 +155,14 @@ class NNModuleVariable(VariableTracker):
     # ---- calls ---------------------------------------------------------------
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         module = self.value
+        if any("__getattribute__" in vars(k) for k in type(module).__mro__[:-1]):
+            unimplemented(
+                gb_type="module with __getattribute__",
+                context=f"call of {type(module).__name__}, whose class defines __getattribute__",
+                explanation="Every attribute read of such a module (its hooks, forward, parameters) runs the "
+                "class's own code, which the trace of a module call does not follow; the call runs natively.",
+                hints=("Define __getattr__ (asked only for missing attributes) instead, or accept the graph break.",),
+            )
         if has_hooks(module):
             if _has_backward_hooks(module):
                 unimplemented(

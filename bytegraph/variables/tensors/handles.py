@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 import types
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 import torch
 import torch.utils.hooks
@@ -21,7 +21,6 @@ from bytegraph.guards.guards import ConstantMatch
 from bytegraph.guards.source import CallMethodSource
 from bytegraph.guards.tensor_guards import SameStorage
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.handlers import call_method_handler
 from bytegraph.variables.callables import functions
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.tensors import graph_calls, symbolic
@@ -71,10 +70,7 @@ class UntypedStorageVariable(VariableTracker):
         graph_calls.graph_call(tx, "call_function", resize, [self.tensor, size], {})
         return self
 
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        result = call_method_handler(self, tx, name, args, kwargs)
-        if result is not None:
-            return result
+    def unhandled_method(self, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> NoReturn:
         unimplemented(
             gb_type="unsupported storage method",
             context=f"UntypedStorage.{name}()",
