@@ -125,6 +125,21 @@ def test_graph_writing_an_input_before_the_raising_op(backend, index):
     check_scenario(run, backend=backend, reruns=int(index >= 3))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_graph_raising_after_writing_an_input_it_wrote_on_earlier_calls(backend, dynamic):
+    # the passing calls leave copies for the next call to write into (dynamic: of another size, made anew);
+    # the raising one restores the input from them before the native rerun, which writes it once
+    def run(compile):
+        compiled, seen = compile(in_place_before_raise), []
+        for size, index in [(3, 1), (3, 2), (5, 4), (5, 9), (3, 7)]:
+            x = torch.arange(float(size)) * index  # other values each call: a stale copy would show
+            seen.append((outcome(compiled, x, torch.tensor([index])), x))
+        return seen
+
+    check_scenario(run, backend=backend, graphs=1 if dynamic else 2, reruns=2, dynamic=dynamic)
+
+
 def grad_mode_with_block(x, idx):
     with torch.no_grad():
         y = x * 2

@@ -237,10 +237,12 @@ class BackendCompile:
             may_raise = self.raises_into_handler or any(
                 n.op in ("call_function", "call_method") and may_raise_on_data(n) for n in gm.graph.nodes)
             saved = written if written and may_raise else ()  # inference tensors too: they have no version counter
+            # each graph input has a TensorMatch guard: with no symbolic size, it fixes shape and dtype
+            saved_static = not any(isinstance(n, torch.SymInt) for i in saved for n in self.inputs[i].example.shape)
             check = OutputCheck(len(outputs), f"backend {backend_name(compiler)!r}")
             compiled = rerun_natively_on_error(compiled, check, uses_rng(gm), watched,
                                                self.unscoped_grad_mode_changes == 0, saved, numpy_random.draws(gm),
-                                               autocast_devices(gm))
+                                               autocast_devices(gm), saved_static)
             self.compiled_graphs.append(
                 CompiledGraph(name, gm, self.op_count(), seconds, compiled, import_seconds, subgraphs))
             codegen.load_callable(compiled)
