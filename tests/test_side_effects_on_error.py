@@ -140,6 +140,29 @@ def test_graph_raising_after_writing_an_input_it_wrote_on_earlier_calls(backend,
     check_scenario(run, backend=backend, graphs=1 if dynamic else 2, reruns=2, dynamic=dynamic)
 
 
+def write_several_then_raise(a, b, flags, count, idx):
+    a.mul_(2)
+    b.add_(1)
+    flags.logical_not_()
+    count.add_(1)
+    return a.index_select(0, idx)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_written_inputs_of_several_dtypes_and_ranks_are_restored(backend):
+    # the copies are kept in one buffer per dtype and trailing sizes: 2-d floats of two lengths share one,
+    # the bool vector and the 0-d counter have their own; each raising call must restore every input
+    def run(compile):
+        compiled, seen = compile(write_several_then_raise), []
+        for k, index in [(1, 0), (2, 1), (3, 5), (4, 1), (5, 6)]:
+            inputs = (torch.arange(6.0).reshape(2, 3) * k, torch.ones(4, 3) * k, torch.arange(3) % k == 0,
+                      torch.tensor(k), torch.tensor([index]))
+            seen.append((outcome(compiled, *inputs), inputs))
+        return seen
+
+    check_scenario(run, backend=backend, reruns=2)
+
+
 def grad_mode_with_block(x, idx):
     with torch.no_grad():
         y = x * 2
