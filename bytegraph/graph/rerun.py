@@ -82,7 +82,9 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
         autocast_state = _autocast_state(autocast) if autocast else None
         state = torch.default_generator.get_state() if rng else None
         np_state = numpy_random.saved_state() if numpy_rng else None
-        versions = _versions(args, watched)
+        # with copies to put back, only whether each watched input has a version counter matters (an
+        # inference tensor has none; a call cannot change that): asked after an exception, not before each call
+        versions = _versions(args, watched) if snapshots is None else None
         taken = snapshots.take(args) if snapshots is not None else None
         try:
             if check.pending:
@@ -91,12 +93,15 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
         except Exception as e:
             if autocast_state is not None:
                 _restore_autocast(autocast_state)
-            if saved and versions is not None:
-                for i, copy in zip(saved, taken.copies):
-                    with torch.inference_mode() if args[i].is_inference() else torch.no_grad():
-                        args[i].copy_(copy)  # an inference tensor is written only in inference mode
-                versions = _versions(args, watched)
-            if versions is None or _versions(args, watched) != versions:
+            if taken is not None:
+                written = _versions(args, watched) is None  # (the writes cannot be told: none is undone)
+                if not written:
+                    for i, copy in zip(saved, taken.copies):
+                        with torch.inference_mode() if args[i].is_inference() else torch.no_grad():
+                            args[i].copy_(copy)  # an inference tensor is written only in inference mode
+            else:
+                written = versions is None or _versions(args, watched) != versions
+            if written:
                 if scoped_grad:
                     torch._C._set_grad_enabled(mode)
                 raise
