@@ -5,6 +5,7 @@ autocast, inference mode, the random generator), on every backend."""
 import pytest
 import torch
 
+from bytegraph.graph import rerun
 from tests.helpers import check, check_module, check_scenario
 
 BACKENDS = ["eager", "aot_eager"]
@@ -333,3 +334,28 @@ def test_training_step_raising_in_its_loss_leaves_eagers_running_statistics():
         return seen
 
     check_scenario(run, reruns=1)  # the last step's graph raises in its loss
+
+
+class NoCatTensor(torch.Tensor):
+    """A tensor subclass whose ``torch.cat`` and ``torch.stack`` mean something else (as a DTensor's)."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.cat, torch.stack):
+            raise NotImplementedError("no cat for this subclass")
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def test_copies_of_written_inputs_follow_each_write():
+    # what graph wrappers copy written inputs into (graph/rerun.py): plain tensors share buffers, a
+    # subclass instance (a DTensor in a graph) gets its own copy; every write copies the new values
+    plain = [torch.arange(4.0), torch.ones(2, 3), torch.zeros(5, 3), torch.tensor(7), torch.tensor(True)]
+    tensors = (*plain, torch.arange(3.0).as_subclass(NoCatTensor))
+    copies = rerun.Copies(tensors)
+    assert type(copies.copies[-1]) is NoCatTensor
+    for step in range(2):
+        for t in tensors:
+            t.add_(1) if t.dtype is not torch.bool else t.logical_not_()
+        copies.write(tensors)
+        for t, copy in zip(tensors, copies.copies):
+            assert copy.dtype == t.dtype and torch.equal(copy.as_subclass(torch.Tensor), t.as_subclass(torch.Tensor))

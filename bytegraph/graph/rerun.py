@@ -179,14 +179,21 @@ class Copies:
     written by one kernel (about half the time). The tensors are graph inputs:
     strided (the builder refuses other layouts as inputs) and never quantized
     (FakeTensor refuses them), which ``torch.cat`` would requantize to one scale.
+    A tensor subclass's instance (a DTensor: other subclasses reach graphs as
+    plain aliases), whose ``cat`` has its own meaning, gets a copy of its own,
+    written by ``_foreach_copy_``.
     """
 
     def __init__(self, tensors: tuple[torch.Tensor, ...]):
         #: the (shape, dtype) of each tensor the copies were made from
         self.layouts = list(map(_LAYOUT, tensors))
         groups: dict[tuple, list[int]] = {}
+        own = []
         for i, t in enumerate(tensors):
-            groups.setdefault((t.dtype, t.device, tuple(t.shape[1:]) if t.dim() else None), []).append(i)
+            if type(t) in _PLAIN:
+                groups.setdefault((t.dtype, t.device, tuple(t.shape[1:]) if t.dim() else None), []).append(i)
+            else:
+                own.append(i)
         self.copies: list[Any] = [None] * len(tensors)
         #: (pick the group's tensors, its buffer, whether its tensors are 0-d)
         self.groups: list[tuple[Callable, torch.Tensor, bool]] = []
@@ -197,17 +204,26 @@ class Copies:
             for i, view in zip(members, views):
                 self.copies[i] = view
             self.groups.append((_picker(members), buffer, rest is None))
+        for i in own:
+            self.copies[i] = tensors[i].clone()
+        #: (pick the tensors with copies of their own, those copies)
+        self.own = (_picker(own), [self.copies[i] for i in own]) if own else None
 
     def write(self, tensors: tuple[torch.Tensor, ...]) -> None:
         """Write the copies again from ``tensors`` (of the same shapes and dtypes)."""
         for pick, buffer, scalars in self.groups:
             (torch.stack if scalars else torch.cat)(pick(tensors), out=buffer)
+        if self.own is not None:
+            torch._foreach_copy_(self.own[1], self.own[0](tensors))
 
 
 def _picker(indices: list[int]) -> Callable[[tuple], tuple]:
     """``itemgetter(*indices)`` that gives a tuple for one index too."""
     return operator.itemgetter(*indices) if len(indices) > 1 else lambda items: (items[indices[0]],)
 
+
+#: the tensor types whose copies share buffers (:class:`Copies`)
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 #: what a copy must share with its tensor for a write to copy every value exactly
 #: (``copy_`` broadcasts a smaller source and converts another dtype; ``torch.cat`` resizes its output)
