@@ -298,7 +298,18 @@ def test_state_query_follows_a_flipped_state(state):
     check_scenario(scenario(fn), graphs=graphs)
 
 
-def test_deterministic_warn_only_set_in_the_trace_is_not_stale():
+def test_inference_mode_query_follows_the_callers_mode():
+    def run(compile):
+        fn = compile(lambda x: (x + 1, torch.is_inference_mode_enabled(), torch.is_grad_enabled()))
+        first = fn(t(2))
+        with torch.inference_mode():
+            inside = fn(t(2))
+        return first, inside[1:], fn(t(2))
+
+    check_scenario(run, graphs=2)
+
+
+def test_backend_flag_flipped_between_calls_is_not_stale():
     # a flag torch.backends computes (a ContextProp) read from a module object: guarded, not a stored constant
     def run(compile):
         fn = compile(lambda x: x * 2 if torch.backends.mkldnn.deterministic else x)
