@@ -3,7 +3,7 @@ with exact graph/break counts: grad-mode setters and managers however they are u
 ``with``, a decorator, with ``orig_func``, nested), autocast however it is made, state queries flipped
 between calls (a changed state recompiles, never a stale folded value), the ``torch.backends`` flags,
 saved-tensor hooks (graph breaks, as under torch.compile), and pybind11 enums as constants."""
-import functools
+import contextlib
 import warnings
 
 import pytest
@@ -243,14 +243,17 @@ def test_autocast_of_an_unknown_device_raises_eagers_error():
 # ---- state queries: folded, guarded, flipped between calls ---------------------------------------------
 
 def _flip(setter, values):
-    """A scenario calling a compiled query function once per value of a state ``setter`` sets."""
+    """A scenario calling a compiled query function once per value of a state ``setter`` sets, or
+    inside the context ``setter(value)`` returns (``torch.backends`` flags are set by ``flags()``
+    once a test has called ``torch.backends.disable_global_flags()``)."""
     def scenario(fn):
         def run(compile):
             compiled, seen = compile(fn), []
             try:
                 for value in values:
-                    setter(value)
-                    seen.append(compiled(t(2)))
+                    within = setter(value)
+                    with within if hasattr(within, "__enter__") else contextlib.nullcontext():
+                        seen.append(compiled(t(2)))
             finally:
                 setter(values[0])
             return seen
@@ -279,11 +282,11 @@ QUERIES = {
     "thread count": (lambda x: (x + 1, torch.get_num_threads()), _flip(torch.set_num_threads, [_THREADS, 1]), 2),
     "mkldnn flag": (
         lambda x: (x + 1, torch.backends.mkldnn.enabled, torch.backends.mkldnn.is_available()),
-        _flip(lambda v: setattr(torch.backends.mkldnn, "enabled", v), [True, False]), 2),
+        _flip(lambda v: torch.backends.mkldnn.flags(enabled=v), [True, False]), 2),
     "cudnn and cuBLAS flags": (
         lambda x: (x + 1, torch.backends.cudnn.enabled, torch.backends.cuda.matmul.allow_tf32,
                    torch.backends.cudnn.allow_tf32),
-        _flip(lambda v: setattr(torch.backends.cudnn, "enabled", v), [True, False]), 2),
+        _flip(lambda v: torch.backends.cudnn.flags(enabled=v), [True, False]), 2),
     "grad mode": (lambda x: (x + 1, torch.is_grad_enabled()), _flip(torch.set_grad_enabled, [True, False]), 2),
     "a module property": (  # torch.utils.deterministic's class computes it: its getter is traced
         lambda x: (x + 1, torch.utils.deterministic.fill_uninitialized_memory),
@@ -314,11 +317,8 @@ def test_backend_flag_flipped_between_calls_is_not_stale():
     def run(compile):
         fn = compile(lambda x: x * 2 if torch.backends.mkldnn.deterministic else x)
         first = fn(t(2))
-        torch.backends.mkldnn.deterministic = True
-        try:
+        with torch.backends.mkldnn.flags(enabled=torch.backends.mkldnn.enabled, deterministic=True):
             return first, fn(t(2))
-        finally:
-            torch.backends.mkldnn.deterministic = False
 
     check_scenario(run, graphs=2)
 
