@@ -2,7 +2,8 @@
 with exact graph/break counts: grad-mode setters and managers however they are used (a plain call,
 ``with``, a decorator, with ``orig_func``, nested), autocast however it is made, state queries flipped
 between calls (a changed state recompiles, never a stale folded value), the ``torch.backends`` flags,
-saved-tensor hooks (graph breaks, as under torch.compile), and pybind11 enums as constants."""
+saved-tensor hooks (graph breaks, as under torch.compile), pybind11 enums as constants, and
+``sdpa_kernel`` around attention."""
 import contextlib
 import warnings
 
@@ -385,15 +386,69 @@ def test_memory_format_and_layout_as_keys():
     check(f, t(2), fullgraph=True)
 
 
-@pytest.mark.parametrize("backends", [[SDPBackend.MATH], SDPBackend.MATH])
-def test_sdpa_kernel_runs_natively_with_eagers_result(backends):
-    # sdpa_kernel's generator reads and sets the SDP flags with C functions that are no graph ops
+def _sdp_state():
+    return (torch.backends.cuda.flash_sdp_enabled(), torch.backends.cuda.math_sdp_enabled(),
+            torch.backends.cuda.mem_efficient_sdp_enabled(), torch._C._get_sdp_priority_order())
+
+
+SDPA_KERNELS = {
+    "a list": ([SDPBackend.MATH], False),
+    "one member": (SDPBackend.MATH, False),
+    "with priority": ([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH, SDPBackend.MATH], True),
+}
+
+
+@pytest.mark.parametrize("kernels", list(SDPA_KERNELS))
+def test_sdpa_kernel_around_attention_is_one_graph(kernels):
+    backends, set_priority = SDPA_KERNELS[kernels]
+
     def f(q):
-        with sdpa_kernel(backends):
+        with sdpa_kernel(backends, set_priority=set_priority) as ctx:
+            y = F.scaled_dot_product_attention(q, q, q)
+            inside = _sdp_state()
+        return y, ctx, inside, _sdp_state()
+
+    check(f, calls=[(t(1, 2, 4, 8),), (t(1, 2, 4, 8),)], fullgraph=True)
+
+
+def test_sdpa_kernel_reentered_after_a_graph_break():
+    def f(q):
+        with sdpa_kernel([SDPBackend.MATH]):
+            y = F.scaled_dot_product_attention(q, q, q)
+            print("a graph break")
+            z = F.scaled_dot_product_attention(y, q, q)
+            inside = _sdp_state()
+        return z, inside, _sdp_state()
+
+    # the generated code enters a real sdpa_kernel again at the break; its exit (contextlib's next() on the
+    # native generator) runs natively
+    check(f, t(1, 2, 4, 8), graphs=2, breaks=2, gb_types=["print", "unsupported builtin call"])
+
+
+def test_sdpa_kernel_flags_put_back_when_the_graph_raises():
+    # index_select's bound check runs on the data: the graph raises inside the block and the frame reruns
+    def f(q, index):
+        with sdpa_kernel([SDPBackend.MATH]):
+            return F.scaled_dot_product_attention(q, q, q).index_select(0, index)
+
+    def run(compile):
+        fn = compile(f)
+        try:
+            fn(t(1, 2, 4, 8), torch.tensor([3]))
+        except (RuntimeError, IndexError) as e:
+            return type(e).__name__, _sdp_state()
+        return "no error", _sdp_state()
+
+    check_scenario(run, graphs=1, reruns=1)
+
+
+def test_sdpa_kernel_with_other_arguments_breaks_and_raises_eagers_error():
+    def f(q):
+        with sdpa_kernel("math"):
             return F.scaled_dot_product_attention(q, q, q)
 
-    check(f, t(1, 2, 4, 8), graphs=0, breaks=3,
-          gb_types=["unsupported torch function", "cannot reconstruct", "cannot reconstruct"])
+    check(f, t(1, 2, 4, 8), raises=AssertionError, graphs=0, breaks=2,
+          gb_types=["unsupported context manager", "unsupported builtin call"])
 
 
 # ---- autograd.Function reached through a module-level alias inside a module (Mamba's pscan) ------------

@@ -61,6 +61,10 @@ STATE_QUERIES: dict[Callable, str] = {
     torch._C._get_cublas_allow_bf16_reduced_precision_reduction: "cuBLAS flags",
     torch._C._get_cublas_allow_fp16_accumulation: "cuBLAS flags",
     torch._C._get_float32_matmul_precision: "matmul precision",
+    **{getattr(torch._C, f"_get_{name}_sdp_enabled"): "SDP backend flags" for name in (
+        "flash", "mem_efficient", "math", "cudnn", "overrideable", "fa3")},
+    torch._C._get_sdp_priority_order: "SDP backend flags",
+    torch._C._get_math_sdp_allow_fp16_bf16_reduction: "SDP backend flags",
     torch._C._get_fp32_precision_getter: "matmul precision",
     torch.backends.mha.get_fastpath_enabled: "MHA fast path",
     torch._C._get_tracing_state: "jit tracing state",
