@@ -12,8 +12,6 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-import bytegraph
-
 from tests.helpers import check, check_module, check_scenario, t
 
 

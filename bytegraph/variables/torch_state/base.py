@@ -1,12 +1,12 @@
 """The bases of torch's global-state context managers: :class:`StateContextVariable`,
 and :class:`SwitchedStateVariable`, the template of a context whose entry and
 exit are a pair of torch functions run now and as graph nodes (autocast,
-inference mode)."""
+inference mode, sdpa_kernel); :class:`EnteredState` (a state entered for real) and
+:func:`at_trace_entry`; :class:`ContextWrappedFunction` (a function decorated by one)."""
 from __future__ import annotations
 
 import inspect
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
-
 
 import torch
 
@@ -140,7 +140,7 @@ class SwitchedStateVariable(StateContextVariable):
         """Undo the innermost entry made in this trace, now and in the graph."""
         if not self.entered:
             not_entered_here(self)
-        state, node = self.entered.pop()
+        node = self.entered.pop()[1]
         tx.output.open_states.pop()()
         tx.output.create_node("call_function", type(self).exit_fn, (node,), {}, None)
         return ConstantVariable(None)

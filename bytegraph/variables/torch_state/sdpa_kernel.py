@@ -8,6 +8,7 @@ entering returned; a graph that raises inside the block has the flags put back (
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -36,6 +37,9 @@ class SdpaKernelVariable(SwitchedStateVariable):
         super().__init__()
         self.backends = backends
         self.set_priority = set_priority
+
+    def python_type(self) -> type:
+        return contextlib._GeneratorContextManager  # what calling the contextmanager function returns
 
     def enter_args(self) -> tuple:
         return self.backends, self.set_priority
