@@ -454,3 +454,45 @@ def test_class_statements_that_break(case):
 
 
 NAMED = Named()
+
+
+# ---- mutable class attributes written through instances and methods (issue 25) ----------------------
+
+def test_counter_class_attribute_incremented_from_methods():
+    def f(x):
+        class Counted:
+            n = 0
+
+            def __init__(self):
+                type(self).n += 1
+
+            @classmethod
+            def bump(cls):
+                cls.n += 10
+                return cls.n
+
+        a, b = Counted(), Counted()
+        return x + Counted.bump() + a.n + b.n
+
+    check(f, t(3), fullgraph=True)
+
+
+@pytest.mark.parametrize("kind", ["list appended by a method", "dict written by a method"])
+def test_mutable_class_attribute_written_by_methods_breaks(kind):
+    # the container is made in the trace and held by the class: not realized, so it runs natively
+    def f(x):
+        class Registry:
+            items = [] if kind.startswith("list") else {}
+
+            def add(self, v):
+                if isinstance(self.items, list):
+                    self.items.append(v)
+                else:
+                    self.items[v] = v
+                return len(self.items)
+
+        r = Registry()
+        return x + r.add(1) + r.add(2), len(Registry.items)
+
+    gb_type = "class statement" if kind.startswith("list") else "class made in the trace escapes"
+    check(f, t(3), graphs=1, breaks=1, gb_types=[gb_type])

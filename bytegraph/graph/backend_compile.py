@@ -26,6 +26,7 @@ from bytegraph.graph import numpy_random, writes
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.fx_source import release_source_when_freed
 from bytegraph.graph.rerun import autocast_devices, rerun_natively_on_error
+from bytegraph.graph.sdp_flags import enters_sdpa_kernel
 from bytegraph.graph.targets import bind_targets
 from bytegraph.logs import enabled, get
 
@@ -242,7 +243,7 @@ class BackendCompile:
             check = OutputCheck(len(outputs), f"backend {backend_name(compiler)!r}")
             compiled = rerun_natively_on_error(compiled, check, uses_rng(gm), watched,
                                                self.unscoped_grad_mode_changes == 0, saved, numpy_random.draws(gm),
-                                               autocast_devices(gm), saved_static)
+                                               autocast_devices(gm), saved_static, enters_sdpa_kernel(gm))
             self.compiled_graphs.append(
                 CompiledGraph(name, gm, self.op_count(), seconds, compiled, import_seconds, subgraphs))
             codegen.load_callable(compiled)

@@ -11,11 +11,13 @@ import torch
 from bytegraph.backends.checks import OutputCheck
 from bytegraph.breaks import GraphRaised
 from bytegraph.graph import numpy_random
+from bytegraph.graph.sdp_flags import restore_sdp_flags, sdp_flags
 
 
 def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, watched: tuple[int, ...],
                             scoped_grad: bool, saved: tuple[int, ...] = (), numpy_rng: bool = False,
-                            autocast: tuple[str, ...] = (), saved_static: bool = False) -> Callable:
+                            autocast: tuple[str, ...] = (), saved_static: bool = False,
+                            sdp: bool = False) -> Callable:
     """``compiled`` that, when it raises an Exception, leaves the frame to run natively.
 
     Its result is checked by ``check`` until the check passes (a backend
@@ -48,7 +50,8 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
     A graph that enters ``torch.autocast`` for the device types ``autocast``
     (see :func:`autocast_devices`) and raises inside the block never runs its
     exit: the autocast state it found (enabled, dtype, cache, nesting) is put
-    back in either case, as eager's ``__exit__`` would.
+    back in either case, as eager's ``__exit__`` would; so are the SDP backend
+    flags of a graph that enters ``sdpa_kernel`` (``sdp``).
 
     An interrupt (a ``BaseException`` such as ``KeyboardInterrupt``) propagates
     as is, after grad mode (when ``scoped_grad``) and the autocast state are put
@@ -58,7 +61,7 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
     and enters no autocast block (the common case) gets a wrapper that only
     saves grad mode: this runs on every call.
     """
-    if not (rng or numpy_rng or watched or saved or autocast):
+    if not (rng or numpy_rng or watched or saved or autocast or sdp):
         def run_pure_graph(*args: Any) -> Any:
             mode = torch.is_grad_enabled()
             try:
@@ -80,6 +83,7 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
     def run_graph(*args: Any) -> Any:
         mode = torch.is_grad_enabled()
         autocast_state = _autocast_state(autocast) if autocast else None
+        flags = sdp_flags() if sdp else None
         state = torch.default_generator.get_state() if rng else None
         np_state = numpy_random.saved_state() if numpy_rng else None
         # with copies to put back, only whether each watched input has a version counter matters (an
@@ -93,6 +97,8 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
         except Exception as e:
             if autocast_state is not None:
                 _restore_autocast(autocast_state)
+            if flags is not None:
+                restore_sdp_flags(flags)
             if taken is not None:
                 written = _versions(args, watched) is None  # (the writes cannot be told: none is undone)
                 if not written:
@@ -114,6 +120,8 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
         except BaseException:  # KeyboardInterrupt: the ``with`` blocks the graph was in exit, as in eager
             if autocast_state is not None:
                 _restore_autocast(autocast_state)
+            if flags is not None:
+                restore_sdp_flags(flags)
             if scoped_grad:
                 torch._C._set_grad_enabled(mode)
             raise

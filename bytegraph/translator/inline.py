@@ -47,7 +47,7 @@ SKIP_MODULE_PREFIXES = (
     "inspect", "importlib", "asyncio", "socket", "subprocess", "tempfile", "pickle",
     "bytegraph", compat.FRONTEND, "torch._compile", "torch._inductor", "torch.fx", "torch._subclasses",
     "torch.distributed", "torch.utils._python_dispatch", "torch.jit",
-    "torch.autograd.profiler", "torch.profiler", "torch._functorch", "torch.func",
+    "torch.autograd.profiler", "torch.autograd.graph", "torch.profiler", "torch._functorch", "torch.func",
     "torch._higher_order_ops", "torch.onnx", "torch.export", "tqdm", "pytest", "_pytest",
 )
 

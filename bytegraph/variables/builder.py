@@ -578,6 +578,9 @@ def wrap_const(tx: Tx, value: Any) -> VT:
         )
     if isinstance(value, enum.Enum):
         return ConstantVariable(value)
+    if isinstance(value, types.MethodType) and isinstance(value.__self__, types.ModuleType) and isinstance(
+            value.__func__, types.FunctionType):  # a method of a module object (torch.backends.mkldnn.is_available)
+        return UserMethodVariable(value.__func__, wrap_const(tx, value.__self__))
     if isinstance(value, functools._lru_cache_wrapper) and isinstance(value.__wrapped__, types.FunctionType):
         return WrappedFunctionVariable(value, UserFunctionVariable(value.__wrapped__))
     return _wrap_by_kind(tx, value, None)

@@ -50,11 +50,20 @@ CONSTANT_TYPES: tuple[type, ...] = (
 
 def is_constant_value(value: Any) -> bool:
     """Whether ``value`` can be a ConstantVariable (tuples of constants included)."""
-    if isinstance(value, enum.Enum):
+    if isinstance(value, enum.Enum) or is_pybind_enum_member(value):
         return True
     if type(value) is tuple:
         return all(is_constant_value(v) for v in value)
     return type(value) in CONSTANT_TYPES or is_numpy_constant(value)
+
+
+def is_pybind_enum_member(value: Any) -> bool:
+    """Whether ``value`` is a member of a pybind11 enum (``torch.nn.attention.SDPBackend.MATH``,
+    ``torch._C._autograd.DeviceType.CPU``, or a copy of one): immutable, hashed and compared in C by
+    its value."""
+    cls = type(value)
+    return any(base.__module__ == "pybind11_builtins" for base in cls.__mro__[1:-1]) and isinstance(
+        getattr(cls, "__members__", None), dict) and any(value == m for m in cls.__members__.values())
 
 
 def is_numpy_constant(value: Any) -> bool:

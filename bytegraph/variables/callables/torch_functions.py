@@ -46,7 +46,6 @@ import torch
 
 from bytegraph.breaks import unimplemented
 from bytegraph.compat import FRONTEND
-from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.callables import func_transforms, functions
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced_from
@@ -60,6 +59,8 @@ from bytegraph.variables.tensors.symbolic import SHAPE_PREDICATES, runtime_check
 from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.torch_state.contexts import STATE_CONTEXTS, create_state_context
 from bytegraph.variables.torch_state.dispatch_disabled import SubclassDispatchDisabledVariable
+from bytegraph.variables.torch_state.sdpa_kernel import call_sdpa_kernel
+from bytegraph.variables.torch_state.queries import STATE_SETTERS, fold_query, state_query
 from bytegraph.variables.tx import as_subclass, dispatch_torch_function, make_tensor_subclass, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -71,42 +72,6 @@ VT = VariableTracker
 #: constants; a ``range`` as data reads as the list of its ints
 DATA_CONSTRUCTORS = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
 
-#: queries of process-wide state (called with constant arguments, or none): folded and guarded.
-STATE_QUERIES: dict[Callable, str] = {
-    torch.is_grad_enabled: "grad mode",
-    torch.get_default_dtype: "default dtype",
-    torch.is_inference_mode_enabled: "inference mode",
-    torch.are_deterministic_algorithms_enabled: "deterministic algorithms",
-    torch.is_autocast_enabled: "autocast",
-    torch.backends.mha.get_fastpath_enabled: "MHA fast path",
-    torch._C._get_tracing_state: "jit tracing state",
-    torch.jit.is_scripting: "jit scripting",
-    torch.jit.is_tracing: "jit tracing",
-    torch._C._is_torch_function_enabled: "torch function mode",
-    torch._C._are_functorch_transforms_active: "functorch transforms",
-    torch._C._is_any_autocast_enabled: "autocast",
-    torch.get_autocast_gpu_dtype: "autocast dtype",
-    torch.get_autocast_dtype: "autocast dtype",
-    torch._C._get_privateuse1_backend_name: "privateuse1 backend name",
-    torch.autograd._is_checkpoint_valid: "checkpoint validity",
-    torch.fx._symbolic_trace.is_fx_tracing: "fx tracing",
-    torch.distributed.is_available: "distributed build",
-    **({torch.distributed.is_initialized: "distributed process group"} if torch.distributed.is_available() else {}),
-}
-
-#: state queries in packages torch imports on first use (``torch.onnx``: 0.15 s), keyed by
-#: ``(__module__, __name__)`` so that importing bytegraph does not import them.
-LAZY_STATE_QUERIES: dict[tuple[str, str], str] = {("torch.onnx", "is_in_onnx_export"): "ONNX export"}
-
-
-def state_query(fn: Any) -> str | None:
-    """What process-wide state ``fn`` reads (``"grad mode"``), or None when it is no state query."""
-    label = STATE_QUERIES.get(fn)
-    if label is None and isinstance(fn, types.FunctionType):
-        label = LAZY_STATE_QUERIES.get((fn.__module__, fn.__name__))
-    return label
-
-
 #: calls with no effect on the traced program (usage logging): answered None, not recorded.
 NO_OP_CALLS = frozenset({torch._C._log_api_usage_once})
 
@@ -117,7 +82,7 @@ PURE_HELPERS = frozenset(
         torch.is_tensor, torch.is_storage, torch.typename, torch.get_default_device,
         torch.is_floating_point, torch.is_complex, torch.result_type,
         torch.nn.modules.utils._pair, torch.nn.modules.utils._single, torch.nn.modules.utils._triple,
-        torch.nn.modules.utils._ntuple, torch._C._get_cudnn_enabled,
+        torch.nn.modules.utils._ntuple,
     }
 )
 
@@ -265,13 +230,14 @@ class TorchFunctionVariable(ConstantCallableVariable):
         state = state_query(fn)
         if state is not None and not kwargs and all(a.is_python_constant() for a in args):
             getter = functools.partial(fn, *(a.as_python_constant() for a in args)) if args else fn
-            value = getter()
-            tx.output.guards.add(GlobalStateMatch(None, getter, value, state))
+            value = fold_query(tx, getter, state)
             if fn is torch._C._is_torch_function_enabled and tx.output.subclass_dispatch_disabled:
                 return ConstantVariable(False)  # inside DisableTorchFunctionSubclass in the trace
-            return wrap_const(tx, value)
+            return value
         if is_compiling_query(fn):
             return ConstantVariable(True)
+        if fn in STATE_SETTERS:
+            return STATE_SETTERS[fn](tx, args, kwargs)
         if fn in HAS_TORCH_FUNCTION:
             values = args[0].unpack_var_sequence(tx) if fn is torch._C._has_torch_function else list(args)
             return ConstantVariable(any(dispatches(tx, v) for v in values))
@@ -431,7 +397,8 @@ def call_function_apply(tx: Tx, args: list[VT], kwargs: dict[str, VT]) -> VT:
 
 
 #: Python functions of torch modelled here rather than inlined (``inline_call`` consults them)
-TORCH_MODELS: dict[Any, Callable[[Tx, list, dict], VT]] = {FUNCTION_APPLY: call_function_apply}
+TORCH_MODELS: dict[Any, Callable[[Tx, list, dict], VT]] = {FUNCTION_APPLY: call_function_apply,
+                                                          torch.nn.attention.sdpa_kernel: call_sdpa_kernel}
 
 
 _APPLY_TARGETS: "weakref.WeakKeyDictionary[type, Any]" = weakref.WeakKeyDictionary()

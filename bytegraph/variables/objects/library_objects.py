@@ -9,12 +9,17 @@ import os
 import types
 from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
+import torch
+import torch.backends
+
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import DictContains, GlobalStateMatch
 from bytegraph.guards.source import AttrSource, ConvertSource, WeakRefCallSource
 from bytegraph.variables.base import KnownObjectVariable, VariableTracker
 from bytegraph.variables.callables.deferred_calls import logger_method
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
+from bytegraph.variables.callables.functions import UserFunctionVariable
+from bytegraph.variables.torch_state.queries import fold_query
 from bytegraph.variables.tx import wrap, wrap_attr, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -171,6 +176,9 @@ class PythonModuleVariable(KnownObjectVariable):
         return present or hasattr(self.module, name)
 
     def var_getattr(self, tx: Tx, name: str) -> VT:
+        computed = vars(type(self.module)).get(name) if type(self.module) is not types.ModuleType else None
+        if computed is not None and hasattr(type(computed), "__set__"):
+            return self._read_computed(tx, name, computed)
         try:
             value = getattr(self.module, name)
         except AttributeError:
@@ -182,6 +190,22 @@ class PythonModuleVariable(KnownObjectVariable):
         if is_library_module(self.module) or self.source is None:
             return wrap_const(tx, value)
         return wrap_attr(tx, self, value, name)
+
+    def _read_computed(self, tx: Tx, name: str, descriptor: Any) -> VT:
+        """An attribute the module object's class computes (``torch.backends.cudnn.enabled``, a
+        ``ContextProp``; a ``property``): never a stored constant. A flag is a state query (folded and
+        guarded); a property's getter is traced; any other descriptor is a graph break."""
+        if isinstance(descriptor, torch.backends.ContextProp):
+            return fold_query(tx, descriptor.getter, f"{self.module.__name__}.{name}")
+        if isinstance(descriptor, property) and isinstance(descriptor.fget, types.FunctionType):
+            return tx.inline_call(UserFunctionVariable(descriptor.fget), [self], {})
+        unimplemented(
+            gb_type="unsupported module attribute",
+            context=f"{self.module.__name__}.{name}, computed by a {type(descriptor).__qualname__}",
+            explanation="The module's class computes this attribute with code bytegraph does not model; "
+                        "folding its value without a guard could go stale, so the read runs natively.",
+            hints=("Read it outside the compiled function and pass it in.",),
+        )
 
     def __repr__(self) -> str:
         return f"PythonModuleVariable({self.module.__name__})"

@@ -9,7 +9,7 @@ import torch
 from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.torch_state.base import StateContextVariable
+from bytegraph.variables.torch_state.base import StateContextVariable, decorated_plainly
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -44,18 +44,14 @@ class GradModeVariable(StateContextVariable):
         if issubclass(cls, torch.set_grad_enabled):
             mode = bool((args[0] if args else kwargs["mode"]).as_python_constant())
             var = GradModeVariable(mode, cls, prev=torch.is_grad_enabled())
-            set_grad_mode(tx, mode)
             # unscoped until a ``with`` enters it (a plain call is never undone)
-            tx.output.unscoped_grad_mode_changes += 1
+            switch_grad_mode_unscoped(tx, mode)
             return var
-        if args or kwargs:
-            unimplemented(
-                gb_type="unsupported context manager",
-                context=f"{cls.__name__} with arguments",
-                explanation="This grad-mode context manager takes no arguments here.",
-            )
         # no_grad() starts with prev=False; enable_grad() has none until entered
-        return GradModeVariable(issubclass(cls, torch.enable_grad), cls, False if issubclass(cls, torch.no_grad) else None)
+        var = GradModeVariable(issubclass(cls, torch.enable_grad), cls, False if issubclass(cls, torch.no_grad) else None)
+        orig_func = _orig_func(cls, args, kwargs)
+        # ``cls(f)`` is ``cls()(f)`` (torch's ``_NoParamDecoratorContextManager.__new__``): ``f`` decorated
+        return var if orig_func is None else var.call_function(tx, [orig_func], {})
 
     @property
     def applied_on_create(self) -> bool:
@@ -100,6 +96,7 @@ class GradModeVariable(StateContextVariable):
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         # used as a decorator: @torch.no_grad()
         if len(args) == 1 and not kwargs:
+            decorated_plainly(args[0], self)
             if self.applied_on_create:  # set_grad_enabled.__call__ undoes what making it did
                 self._scope(tx)
                 set_grad_mode(tx, self.prev)
@@ -127,6 +124,34 @@ class GradModeWrappedFunction(VariableTracker):
             return self.fn.call_function(tx, args, kwargs)
         finally:
             set_grad_mode(tx, prev)
+
+
+def _orig_func(cls: type, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
+    """The function ``no_grad(f)``/``enable_grad(f)`` decorates, None for ``cls()`` and ``cls(None)``
+    (a break where eager raises: ``no_grad.__init__`` takes no argument, or an unknown keyword)."""
+    if not args and not kwargs:
+        return None
+    given = (args[0] if len(args) == 1 and not kwargs else kwargs.get("orig_func") if len(kwargs) == 1 and not args
+             else None)
+    passes_init = cls.__init__ is object.__init__  # no_grad's own __init__ refuses orig_func=None
+    if given is None or (given.is_python_constant() and given.as_python_constant() is None and not passes_init):
+        unimplemented(
+            gb_type="unsupported context manager",
+            context=f"{cls.__name__} with arguments {len(args)} positional, {sorted(kwargs)} keyword",
+            explanation="A grad-mode context manager takes one argument, orig_func (the function it decorates); "
+                        "eager raises TypeError for these, so the call runs natively.",
+            hints=("Call it with no argument, or with the function to decorate.",),
+        )
+    if given.is_python_constant() and given.as_python_constant() is None:
+        return None
+    return given
+
+
+def switch_grad_mode_unscoped(tx: Tx, mode: bool) -> None:
+    """A grad-mode switch no ``with`` undoes (``torch.set_grad_enabled(m)`` or
+    ``torch._C._set_grad_enabled(m)`` called plainly): now and in the graph."""
+    set_grad_mode(tx, mode)
+    tx.output.unscoped_grad_mode_changes += 1
 
 
 def set_grad_mode(tx: Tx, mode: bool) -> None:
