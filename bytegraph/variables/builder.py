@@ -345,7 +345,7 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         return TorchFunctionVariable(value, source)
     if value is torch.vmap:
         return VmapVariable(value, source)
-    if value is torch.func.grad or value is torch.func.grad_and_value:
+    if any(value is t for t in (*func_transforms.FUNCTION_TRANSFORMS, *func_transforms.CALL_TRANSFORMS)):
         return func_transforms.FuncTransformVariable(value, source)
     if _probing_runs_user_code(value):  # a user object: classifying it would run its Python dunders
         return _wrap_object(tx, value, source) if source is not None else OpaqueConstantVariable(value)

@@ -48,7 +48,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.compat import FRONTEND
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
-from bytegraph.variables.callables import func_transforms, functions
+from bytegraph.variables.callables import func_purity, func_transforms, functions
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced_from
 from bytegraph.variables.objects import class_statements
 from bytegraph.variables.containers.sequences import SizeVariable
@@ -464,7 +464,7 @@ class VmapVariable(ConstantCallableVariable):
     break."""
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if args and isinstance(args[0], (functions.UserFunctionVariable, functions.NestedUserFunctionVariable)):
+        if args and isinstance(args[0], (*func_purity.USER_FUNCTIONS, func_transforms.TransformedFunctionVariable)):
             return func_transforms.FuncTransformVariable(self.fn).call_function(tx, args, kwargs)
         values = [*args, *kwargs.values()]
         fn = args[0].as_python_constant() if args and args[0].is_python_constant() else None
