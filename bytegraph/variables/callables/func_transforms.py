@@ -43,6 +43,7 @@ import torch
 from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.callables import functions
+from bytegraph.variables.callables.func_fake_runs import call_isolated
 from bytegraph.variables.callables.func_purity import USER_FUNCTIONS, check_pure, transform_break
 from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 from bytegraph.variables.tensors.graph_calls import graph_call
@@ -265,9 +266,11 @@ def rebuilder(tx: Tx, name: str, fn: VT) -> tuple[list[VT], Callable[[Sequence[A
 
 def _target(name: str, build: Callable, n_values: int, call: Callable) -> Callable:
     """The graph node's target: ``target(*values, *args, **kwargs)`` is
-    ``call(build(values), *args, **kwargs)``."""
+    ``call(build(values), *args, **kwargs)`` (on FakeTensors: on a thread of
+    its own, :mod:`.func_fake_runs`)."""
     def target(*args: Any, **kwargs: Any) -> Any:
-        return call(build(args[:n_values]), *args[n_values:], **kwargs)
+        return call_isolated(lambda *given, **named: call(build(given[:n_values]), *given[n_values:], **named),
+                             *args, **kwargs)
 
     target.__name__ = target.__qualname__ = re.sub(r"\W", "_", name)
     return target
