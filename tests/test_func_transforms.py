@@ -7,7 +7,7 @@ import torch
 import bytegraph
 from bytegraph.breaks import Unsupported
 from bytegraph.testing import CompileCounter
-from tests.helpers import assert_same, check
+from tests.helpers import assert_same, check, check_scenario
 
 BACKENDS = [None, "aot_eager", "inductor"]
 
@@ -102,15 +102,58 @@ def test_a_side_effect_in_the_function_breaks_and_happens_once_per_call():
     assert len(calls) == 2  # eager once, compiled once
 
 
-def test_reading_a_global_tensor_breaks():
-    def f(x):
-        return torch.func.grad(lambda y: (y * GLOBAL_W).sum())(x)
-
-    # nothing but the call, which runs natively
-    check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
-
-
 GLOBAL_W = torch.randn(3)
+
+
+def _scaled_by_global(y):
+    return y.sin() * GLOBAL_W
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_global_tensor_read_in_the_function_is_a_node_argument(backend):
+    def f(x):
+        return (torch.func.grad(lambda y: (y * GLOBAL_W).sum())(x), torch.func.jacrev(_scaled_by_global)(x),
+                torch.vmap(lambda a: _scaled_by_global(a) * 2)(x.expand(2, 3)))
+
+    def run(compile):
+        global GLOBAL_W
+        torch.manual_seed(0)
+        GLOBAL_W, x, compiled, seen = torch.randn(3), torch.randn(3), compile(f), []
+        seen.append(compiled(x))
+        GLOBAL_W.mul_(3)  # new values in place
+        seen.append(compiled(x))
+        GLOBAL_W = torch.randn(3)  # a new tensor: the graph reads it, not a constant traced into it
+        seen.append(compiled(x))
+        return seen
+
+    check_scenario(run, backend=backend, fullgraph=True, graphs=1, breaks=0)
+
+
+def test_writing_a_global_tensor_in_place_breaks():
+    def f(x):
+        return torch.vmap(lambda a: a * GLOBAL_W.add_(0).sum())(x)
+
+    check(f, torch.randn(2, 3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
+
+
+GLOBAL_MODEL = torch.nn.Linear(3, 2)
+
+
+def test_reading_a_module_parameter_breaks():
+    model = torch.nn.Linear(3, 2)
+
+    def through_a_closure(x):
+        return torch.func.grad(lambda y: model(y).sum())(x)
+
+    def already_a_graph_input(x):
+        w = GLOBAL_MODEL.weight * 2  # the parameters are graph inputs before the transform reads them
+        return w, torch.func.grad(lambda y: GLOBAL_MODEL(y).sum())(x)
+
+    # a parameter is read through its module, which the rebuilt function cannot be given: a tracing backend
+    # would see the real parameter, a constant. The multiply before it is a graph.
+    check(through_a_closure, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
+    check(already_a_graph_input, torch.randn(3), backend="aot_eager", graphs=1, breaks=1,
+          gb_types=["unsupported torch.func transform"], backward=True)
 
 
 def test_random_draw_breaks():

@@ -16,7 +16,9 @@ what the transform passes, and breaks the graph unless that trace:
   writes in place to no tensor it did not create, but for ``vmap``'s batched
   arguments (written by the node as eager's vmap writes them; the node then
   counts as writing its arguments, for the aliasing guard);
-- reads no tensor other than its arguments and closure cells.
+- reads no tensor other than its arguments, closure cells and globals (a
+  global tensor, read from a module's globals, is returned to the caller, who
+  makes it a node argument, and must not be written in place).
 
 What the function itself reads is checked on its bytecode: names of autograd
 and transform state (``requires_grad``, ``grad_fn``, ``is_grad_enabled``...),
@@ -32,15 +34,18 @@ from __future__ import annotations
 import dis
 import inspect
 import types
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 
 from bytegraph.breaks import unimplemented
 from bytegraph.graph import backend_compile, output_graph, writes
 from bytegraph.graph.side_effects import SideEffects
+from bytegraph.guards.source import GlobalSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables import functions
+from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
+from bytegraph.variables.tensors.symbolic import SymNodeVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx
@@ -73,12 +78,15 @@ def _check_code(name: str, code: types.CodeType) -> None:
 
 
 def check_pure(tx: Tx, name: str, fn: VT, args: Sequence[VT], kwargs: dict[str, VT],
-               stand_ins: Callable[[Tx, Sequence[VT]], list[VT]]) -> bool:
+               stand_ins: Callable[[Tx, Sequence[VT]], list[VT]], closure: Sequence[VT] = ()
+               ) -> tuple[bool, list[tuple[GlobalSource, Any]]]:
     """Trace ``fn(*stand_ins(tx, args), **kwargs)`` once speculatively; a graph
     break unless it is pure (see the module docstring). Its guards are kept.
     Returns whether ``fn`` writes its batched arguments in place (the
     arguments ``stand_ins`` replaced; allowed under ``vmap`` only: the node
-    then counts as writing its arguments)."""
+    then counts as writing its arguments), and the global tensors it reads
+    (source and value), which the caller makes node arguments. ``closure``:
+    the values ``fn`` closes over that the node is given."""
     output = tx.output
     if not output.side_effects.is_empty():
         transform_break(name, "Writes to Python objects are pending in the trace; the transformed function would "
@@ -93,7 +101,7 @@ def check_pure(tx: Tx, name: str, fn: VT, args: Sequence[VT], kwargs: dict[str, 
     queried: list[str] = []
     add_guard, patched = output.guards.add, vars(output.guards).get("add")  # patched: by an outer transform
     output.guards.add = lambda guard: (queried.append(getattr(guard, "label", "")), add_guard(guard))[1]
-    reason, writes_args = None, False
+    reason, writes_args, global_tensors = None, False, []
     forbidden, output.forbidden_tensor_attrs = output.forbidden_tensor_attrs, TRANSFORM_DEPENDENT
     try:
         given_stand_ins = stand_ins(tx, args)
@@ -107,19 +115,25 @@ def check_pure(tx: Tx, name: str, fn: VT, args: Sequence[VT], kwargs: dict[str, 
             fn.call_function(tx, given_stand_ins, dict(kwargs))
         added = [n for n in graph.nodes if n not in existing]
         writes_args = any(_writes_given(n, batched) for n in added)
+        used = {node for n in added for node in n.all_input_nodes} | set(added)
+        passed = {v.as_proxy() for v in _graph_values_in([*args, *closure])}
+        read = [i for i in output.inputs if i.node in used and i.node not in passed]  # by fn, not given to it
+        global_tensors = [(i.source, i.value) for i in read]
+        given |= {output_graph.storage_id(i.example) for i in read if isinstance(i.example, torch.Tensor)}
         if TRANSFORM_STATE.intersection(queried):
             reason = "It reads state the transform changes (grad mode, functorch transforms)."
         elif not scratch.is_empty():
             reason = "It has side effects (writes to objects, globals or cells, print or logging)."
-        elif len(output.inputs) != len(saved["inputs"]):
-            reason = "It reads tensors other than its arguments and the tensors it closes over."
+        elif not all(isinstance(s, GlobalSource) and isinstance(v, torch.Tensor) for s, v in global_tensors):
+            reason = "It reads tensors other than its arguments, the tensors it closes over and global tensors " \
+                     "(a module's parameters or an object's attributes)."
         elif len(pending) != unbacked:
             reason = "It reads a tensor's value (item(), a data-dependent size)."
         elif any(backend_compile.draws_random(n) or n.target is torch._C._set_grad_enabled for n in added):
             reason = "It draws random numbers or sets the grad mode."
         elif any(_writes_given(n, given - batched) for n in added):
-            reason = "It writes in place to a tensor it did not create (a closure tensor, or an argument of " \
-                     "grad or one vmap does not batch)."
+            reason = "It writes in place to a tensor it did not create (a closure or global tensor, or an " \
+                     "argument of grad or one vmap does not batch)."
     except Exception as e:  # noqa: BLE001 - any failure of the speculative trace: run natively
         reason = f"Tracing its body failed: {e}"
     finally:  # the speculative nodes, inputs and data-dependent symbols go; its guards stay
@@ -135,7 +149,7 @@ def check_pure(tx: Tx, name: str, fn: VT, args: Sequence[VT], kwargs: dict[str, 
         output.side_effects = effects
     if reason is not None:
         transform_break(name, reason)
-    return writes_args
+    return writes_args, global_tensors
 
 
 #: code flags of functions that do not simply run and return
@@ -172,3 +186,10 @@ def _writes_given(node: torch.fx.Node, given: set) -> bool:
     (storage ids of the tensors that exist before the function runs)."""
     targets = writes.written_args(node)
     return targets is None or any(output_graph.storage_id(t.meta["example_value"]) in given for t in targets)
+
+
+def _graph_values_in(values: Sequence[VT]) -> list[VT]:
+    """The tensors and symbolic numbers among ``values`` and inside their tuples and lists."""
+    return [t for v in values for t in ([v] if isinstance(v, (TensorVariable, SymNodeVariable)) else
+                                        _graph_values_in(v.items) if isinstance(v, (TupleVariable, ListVariable))
+                                        else [])]

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 
 from bytegraph.breaks import unimplemented
+from bytegraph.guards.source import GlobalSource
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.callables import functions
 from bytegraph.variables.callables.func_fake_runs import call_isolated
@@ -49,7 +50,7 @@ from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 from bytegraph.variables.tensors.graph_calls import graph_call
 from bytegraph.variables.tensors.symbolic import SymNodeVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
-from bytegraph.variables.tx import wrap_const
+from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
@@ -127,7 +128,8 @@ class TransformedFunctionVariable(VariableTracker):
                 _tensors([a]) or a.is_python_constant() for a in args):
             transform_break(name, "The transformed function is called with values that are neither tensors (or "
                             "tuples of them) nor constants.")
-        writes_args = check_pure(tx, name, self.wrapped, args, kwargs, self._stand_ins)
+        writes_args, global_tensors = check_pure(tx, name, self.wrapped, args, kwargs, self._stand_ins, values)
+        values, build = _reading_globals(tx, values, build, global_tensors)
         return graph_call(tx, "call_function", _target(name, build, len(values), _call), [*values, *args], kwargs,
                           mutates_args=writes_args)
 
@@ -171,7 +173,8 @@ def _call_transform(tx: Tx, transform: Callable, fn: VT, args: Sequence[VT], kw_
         primals = list(args)
     if not _tensors(args) or not all(isinstance(p, TensorVariable) for p in primals):
         transform_break(name, "The transform's inputs are not tensors.")
-    check_pure(tx, name, fn, primals, {}, lambda _, given: list(given))  # no stand-in writes: nothing batched
+    _, global_tensors = check_pure(tx, name, fn, primals, {}, lambda _, given: list(given), values)
+    values, build = _reading_globals(tx, values, build, global_tensors)
     if transform is torch.func.jvp:
         return graph_call(tx, "call_function", _target(name, build, len(values), functools.partial(
             transform, **kw_options)), [*values, *args], {})
@@ -262,6 +265,35 @@ def rebuilder(tx: Tx, name: str, fn: VT) -> tuple[list[VT], Callable[[Sequence[A
         return rebuilt
 
     return [cells[i] for i in slots], build
+
+
+def _reading_globals(tx: Tx, values: list[VT], build: Callable, global_tensors: list[tuple[GlobalSource, Any]]
+                     ) -> tuple[list[VT], Callable[[Sequence[Any]], Callable]]:
+    """``values`` and ``build`` extended with the global tensors the function
+    reads: node arguments (read, and guarded, as any global), which the
+    rebuilt function's globals hold while it runs (so a tracing backend
+    sees the graph's inputs there, not the real tensors as constants)."""
+    if not global_tensors:
+        return values, build
+    n_values, places = len(values), [(source.f_globals, source.var_name) for source, _ in global_tensors]
+
+    def with_globals(given: Sequence[Any]) -> Callable:
+        return functools.partial(_call_with_globals, build(given[:n_values]), places, given[n_values:])
+
+    return [*values, *(wrap(tx, value, source) for source, value in global_tensors)], with_globals
+
+
+def _call_with_globals(fn: Callable, places: list[tuple[dict, str]], tensors: Sequence[Any], *args: Any,
+                       **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` with ``tensors`` in the globals at ``places`` while it runs."""
+    saved = [namespace[key] for namespace, key in places]
+    for (namespace, key), tensor in zip(places, tensors):
+        namespace[key] = tensor
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        for (namespace, key), value in zip(places, saved):
+            namespace[key] = value
 
 
 def _target(name: str, build: Callable, n_values: int, call: Callable) -> Callable:
