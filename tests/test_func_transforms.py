@@ -139,21 +139,42 @@ def test_writing_a_global_tensor_in_place_breaks():
 GLOBAL_MODEL = torch.nn.Linear(3, 2)
 
 
-def test_reading_a_module_parameter_breaks():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_global_modules_parameters_read_in_the_function_are_node_arguments(backend):
+    def f(x):
+        return (torch.func.grad(lambda y: GLOBAL_MODEL(y).sin().sum())(x),
+                torch.func.vmap(lambda a: GLOBAL_MODEL(a) * 2)(x.expand(2, 3)), GLOBAL_MODEL.bias * 1)
+
+    def run(compile):
+        global GLOBAL_MODEL
+        torch.manual_seed(0)
+        saved, compiled, seen = GLOBAL_MODEL, compile(f), []
+        GLOBAL_MODEL = torch.nn.Linear(3, 2)  # each run its own
+        try:
+            for step in range(3):
+                if step == 1:
+                    with torch.no_grad():
+                        GLOBAL_MODEL.weight.mul_(2)  # new values in place
+                if step == 2:
+                    GLOBAL_MODEL = torch.nn.Linear(3, 2)  # another instance: its parameters, not the first's
+                outputs = compiled(torch.randn(3))
+                sum(o.sum() for o in outputs).backward()  # gradients reach the parameters
+                seen.append((outputs, GLOBAL_MODEL.weight.grad, GLOBAL_MODEL.bias.grad))
+            return seen
+        finally:
+            GLOBAL_MODEL = saved
+
+    check_scenario(run, backend=backend, fullgraph=True, graphs=1, breaks=0)
+
+
+def test_reading_a_module_parameter_through_a_closure_breaks():
     model = torch.nn.Linear(3, 2)
 
-    def through_a_closure(x):
+    def f(x):
         return torch.func.grad(lambda y: model(y).sum())(x)
 
-    def already_a_graph_input(x):
-        w = GLOBAL_MODEL.weight * 2  # the parameters are graph inputs before the transform reads them
-        return w, torch.func.grad(lambda y: GLOBAL_MODEL(y).sum())(x)
-
-    # a parameter is read through its module, which the rebuilt function cannot be given: a tracing backend
-    # would see the real parameter, a constant. The multiply before it is a graph.
-    check(through_a_closure, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
-    check(already_a_graph_input, torch.randn(3), backend="aot_eager", graphs=1, breaks=1,
-          gb_types=["unsupported torch.func transform"], backward=True)
+    # the module is a closure cell, which the rebuilt function cannot be given (only tensors and constants)
+    check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
 
 
 def test_random_draw_breaks():

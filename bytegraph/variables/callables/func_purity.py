@@ -16,9 +16,10 @@ what the transform passes, and breaks the graph unless that trace:
   writes in place to no tensor it did not create, but for ``vmap``'s batched
   arguments (written by the node as eager's vmap writes them; the node then
   counts as writing its arguments, for the aliasing guard);
-- reads no tensor other than its arguments, closure cells and globals (a
-  global tensor, read from a module's globals, is returned to the caller, who
-  makes it a node argument, and must not be written in place).
+- reads no tensor other than its arguments, closure cells and tensors
+  reached from a module's globals (a global tensor, a parameter or buffer of
+  a global ``nn.Module``: returned to the caller, who makes them node
+  arguments; they must not be written in place).
 
 What the function itself reads is checked on its bytecode: names of autograd
 and transform state (``requires_grad``, ``grad_fn``, ``is_grad_enabled``...),
@@ -41,7 +42,7 @@ import torch
 from bytegraph.breaks import unimplemented
 from bytegraph.graph import backend_compile, output_graph, writes
 from bytegraph.graph.side_effects import SideEffects
-from bytegraph.guards.source import GlobalSource
+from bytegraph.guards.source import AttrSource, GetItemSource, GlobalSource, Source
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables import functions
 from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
@@ -79,13 +80,13 @@ def _check_code(name: str, code: types.CodeType) -> None:
 
 def check_pure(tx: Tx, name: str, fn: VT, args: Sequence[VT], kwargs: dict[str, VT],
                stand_ins: Callable[[Tx, Sequence[VT]], list[VT]], closure: Sequence[VT] = ()
-               ) -> tuple[bool, list[tuple[GlobalSource, Any]]]:
+               ) -> tuple[bool, list[tuple[Source, Any]]]:
     """Trace ``fn(*stand_ins(tx, args), **kwargs)`` once speculatively; a graph
     break unless it is pure (see the module docstring). Its guards are kept.
     Returns whether ``fn`` writes its batched arguments in place (the
     arguments ``stand_ins`` replaced; allowed under ``vmap`` only: the node
-    then counts as writing its arguments), and the global tensors it reads
-    (source and value), which the caller makes node arguments. ``closure``:
+    then counts as writing its arguments), and the tensors it reads from
+    globals (source and value), which the caller makes node arguments. ``closure``:
     the values ``fn`` closes over that the node is given."""
     output = tx.output
     if not output.side_effects.is_empty():
@@ -124,9 +125,9 @@ def check_pure(tx: Tx, name: str, fn: VT, args: Sequence[VT], kwargs: dict[str, 
             reason = "It reads state the transform changes (grad mode, functorch transforms)."
         elif not scratch.is_empty():
             reason = "It has side effects (writes to objects, globals or cells, print or logging)."
-        elif not all(isinstance(s, GlobalSource) and isinstance(v, torch.Tensor) for s, v in global_tensors):
-            reason = "It reads tensors other than its arguments, the tensors it closes over and global tensors " \
-                     "(a module's parameters or an object's attributes)."
+        elif not all(from_globals(s) and isinstance(v, torch.Tensor) for s, v in global_tensors):
+            reason = "It reads tensors other than its arguments, the tensors it closes over and tensors reached " \
+                     "from globals (through a local object or a module it closes over)."
         elif len(pending) != unbacked:
             reason = "It reads a tensor's value (item(), a data-dependent size)."
         elif any(backend_compile.draws_random(n) or n.target is torch._C._set_grad_enabled for n in added):
@@ -193,3 +194,10 @@ def _graph_values_in(values: Sequence[VT]) -> list[VT]:
     return [t for v in values for t in ([v] if isinstance(v, (TensorVariable, SymNodeVariable)) else
                                         _graph_values_in(v.items) if isinstance(v, (TupleVariable, ListVariable))
                                         else [])]
+
+
+def from_globals(source: Source) -> bool:
+    """Whether ``source`` is a module's global, or attributes and items from one."""
+    while isinstance(source, (AttrSource, GetItemSource)):
+        source = source.base
+    return isinstance(source, GlobalSource)

@@ -34,6 +34,7 @@ transformed function rebuilt for it by calling the transform again).
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 
 from bytegraph.breaks import unimplemented
-from bytegraph.guards.source import GlobalSource
+from bytegraph.guards.source import AttrSource, GlobalSource, Source
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.callables import functions
 from bytegraph.variables.callables.func_fake_runs import call_isolated
@@ -267,33 +268,52 @@ def rebuilder(tx: Tx, name: str, fn: VT) -> tuple[list[VT], Callable[[Sequence[A
     return [cells[i] for i in slots], build
 
 
-def _reading_globals(tx: Tx, values: list[VT], build: Callable, global_tensors: list[tuple[GlobalSource, Any]]
+def _reading_globals(tx: Tx, values: list[VT], build: Callable, global_tensors: list[tuple[Source, Any]]
                      ) -> tuple[list[VT], Callable[[Sequence[Any]], Callable]]:
-    """``values`` and ``build`` extended with the global tensors the function
-    reads: node arguments (read, and guarded, as any global), which the
-    rebuilt function's globals hold while it runs (so a tracing backend
-    sees the graph's inputs there, not the real tensors as constants)."""
+    """``values`` and ``build`` extended with the tensors the function reads
+    from globals (a global tensor, a global module's parameter): node
+    arguments (read, and guarded, as any global), which their places hold while
+    the rebuilt function runs (so a tracing backend sees the graph's inputs
+    there, not the real tensors as constants). The places are found from the
+    globals on each call (a module is guarded by its type, not its identity)."""
     if not global_tensors:
         return values, build
-    n_values, places = len(values), [(source.f_globals, source.var_name) for source, _ in global_tensors]
+    n_values, sources = len(values), [source for source, _ in global_tensors]
 
     def with_globals(given: Sequence[Any]) -> Callable:
-        return functools.partial(_call_with_globals, build(given[:n_values]), places, given[n_values:])
+        return functools.partial(_call_with_globals, build(given[:n_values]), sources, given[n_values:])
 
     return [*values, *(wrap(tx, value, source) for source, value in global_tensors)], with_globals
 
 
-def _call_with_globals(fn: Callable, places: list[tuple[dict, str]], tensors: Sequence[Any], *args: Any,
+def _call_with_globals(fn: Callable, sources: list[Source], tensors: Sequence[Any], *args: Any,
                        **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)`` with ``tensors`` in the globals at ``places`` while it runs."""
-    saved = [namespace[key] for namespace, key in places]
-    for (namespace, key), tensor in zip(places, tensors):
-        namespace[key] = tensor
+    """``fn(*args, **kwargs)`` with ``tensors`` at the places ``sources`` name while it runs."""
+    places = [_place(source) for source in sources]
+    saved = [get(holder, key) for holder, key, get, _ in places]
+    for (holder, key, _, put), tensor in zip(places, tensors):
+        put(holder, key, tensor)
     try:
         return fn(*args, **kwargs)
     finally:
-        for (namespace, key), value in zip(places, saved):
-            namespace[key] = value
+        for (holder, key, _, put), value in zip(reversed(places), reversed(saved)):
+            put(holder, key, value)
+
+
+def _place(source: Source) -> tuple[Any, Any, Callable, Callable]:
+    """Where ``source`` (a global, or attributes and items from one) is now:
+    (holder, key, get, put)."""
+    if isinstance(source, GlobalSource):
+        return source.f_globals, source.var_name, operator.getitem, operator.setitem
+    if isinstance(source, AttrSource):
+        return _value(source.base), source.attr, getattr, setattr
+    return _value(source.base), source.key, operator.getitem, operator.setitem
+
+
+def _value(source: Source) -> Any:
+    """The current value at ``source`` (a global, or attributes and items from one)."""
+    holder, key, get, _ = _place(source)
+    return get(holder, key)
 
 
 def _target(name: str, build: Callable, n_values: int, call: Callable) -> Callable:
