@@ -185,6 +185,24 @@ def test_random_draw_breaks():
     check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
 
 
+@pytest.mark.parametrize("randomness", ["same", "different"])
+def test_a_random_draw_breaks_whatever_vmaps_randomness(randomness):
+    def f(x):
+        return torch.vmap(lambda y: y * torch.rand(()), randomness=randomness)(x)
+
+    # the draws are eager's own: check seeds both sides
+    check(f, torch.randn(3, 2), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
+
+
+@pytest.mark.parametrize("backend", [None, "aot_eager"])
+def test_vmap_out_dims_and_chunk_size(backend):
+    def f(x, y):
+        return (torch.vmap(lambda a, b: (a * b, a.sum()), in_dims=(1, None), out_dims=(1, 0), chunk_size=2)(x, y),
+                torch.func.vmap(lambda a: a.cos(), 0, 1)(x))
+
+    check(f, torch.randn(3, 4), torch.randn(3), backend=backend, fullgraph=True, graphs=1, breaks=0)
+
+
 def test_print_breaks():
     def f(x):
         def body(y):

@@ -21,9 +21,12 @@ read from a source) or itself a transformed function (``vmap(grad(f))``,
 ``jacrev(jacfwd(f))``). The node's target rebuilds ``f`` (closure tensors and
 symbolic numbers as node arguments, so the graph reads their current value;
 constants guarded, as the speculative trace reads them, and baked in;
-defaults must be constants) and calls the real transform on it, so the values
+defaults must be constants; tensors ``f`` reaches from globals, a global
+``nn.Module``'s parameters among them, node arguments put at their places
+while it runs) and calls the real transform on it, so the values
 are eager's own (the transform runs ``f`` natively when the graph runs); the
-node's output comes from running the same target on FakeTensors. That is
+node's output comes from running the same target on FakeTensors (on a
+thread of its own, :mod:`.func_fake_runs`). That is
 sound only when ``f`` computes from its arguments alone, which
 :mod:`.func_purity` proves by tracing ``f`` once speculatively on stand-ins for
 what the transform passes it (``vmap``: each argument selected at its

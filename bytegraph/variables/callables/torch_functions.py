@@ -475,8 +475,9 @@ class VmapVariable(ConstantCallableVariable):
                 gb_type="unsupported vmap",
                 context=f"torch.vmap of {args[0] if args else 'nothing'}",
                 explanation="Only the vmap of a torch C function (torch.sin, torch.Tensor.add_, an operator) with "
-                "constant in_dims/out_dims is traced; vmap of Python code is not (its body would run under the "
-                "transform at trace time), so the call runs natively.",
+                "constant in_dims/out_dims, or of a Python function (a def or lambda, or one a torch.func transform "
+                "returned), is traced; the vmap of another callable (a module, a bound method, functools.partial) "
+                "runs natively.",
                 hints=("Call torch.vmap outside the compiled function, or vmap a torch function directly.",),
             )
         try:
