@@ -104,3 +104,24 @@ def test_a_random_draw_in_the_innermost_function_breaks():
 
     # same draws: check seeds both
     check(f, t(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
+
+
+def _squared_error(p, x, target):
+    return ((x @ p["w"] + p["b"] - target) ** 2).sum()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_per_sample_gradients_of_a_parameter_dict(backend):
+    def f(p, xs, targets):
+        grads = vmap(grad(_squared_error), in_dims=(None, 0, 0))(p, xs, targets)
+        return grads["w"] * 2, grads, grad(_squared_error)(p, xs[0], targets[0])
+
+    check(f, {"w": t(3, 2), "b": t(2)}, t(4, 3), t(4, 2), backend=backend, fullgraph=True, graphs=1, breaks=0)
+
+
+def test_vmap_over_a_dict_argument_breaks():
+    def f(p, x):
+        return vmap(lambda q, y: q["w"] * y)(p, x)
+
+    # in_dims 0 for a dict: its stand-in would need selecting leaf by leaf, which the trace does not do
+    check(f, {"w": t(2, 3)}, t(2, 3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])

@@ -45,6 +45,7 @@ from bytegraph.graph.side_effects import SideEffects
 from bytegraph.guards.source import AttrSource, GetItemSource, GlobalSource, Source
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables import functions
+from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 from bytegraph.variables.tensors.symbolic import SymNodeVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
@@ -190,10 +191,11 @@ def _writes_given(node: torch.fx.Node, given: set) -> bool:
 
 
 def _graph_values_in(values: Sequence[VT]) -> list[VT]:
-    """The tensors and symbolic numbers among ``values`` and inside their tuples and lists."""
+    """The tensors and symbolic numbers among ``values`` and inside their tuples, lists and dicts."""
     return [t for v in values for t in ([v] if isinstance(v, (TensorVariable, SymNodeVariable)) else
                                         _graph_values_in(v.items) if isinstance(v, (TupleVariable, ListVariable))
-                                        else [])]
+                                        else _graph_values_in([i for _, i in v.items.values()])
+                                        if isinstance(v, DictVariable) else [])]
 
 
 def from_globals(source: Source) -> bool:

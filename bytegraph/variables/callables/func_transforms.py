@@ -50,6 +50,7 @@ from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.callables import functions
 from bytegraph.variables.callables.func_fake_runs import call_isolated
 from bytegraph.variables.callables.func_purity import USER_FUNCTIONS, check_pure, transform_break
+from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable
 from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 from bytegraph.variables.tensors.graph_calls import graph_call
 from bytegraph.variables.tensors.symbolic import SymNodeVariable
@@ -83,8 +84,13 @@ def _constant_value(value: Any) -> bool:
 
 
 def _tensors(values: Sequence[VT]) -> bool:
-    """Whether every value is a tensor, or a tuple or list of tensors (a pytree torch.func walks)."""
-    return all(isinstance(v, TensorVariable) or isinstance(v, (TupleVariable, ListVariable)) and _tensors(v.items)
+    """Whether every value is a tensor, or a tuple, list or dict (with
+    constant keys) of them: a pytree torch.func walks."""
+    return all(isinstance(v, TensorVariable)
+               or isinstance(v, (TupleVariable, ListVariable)) and _tensors(v.items)
+               or isinstance(v, DictVariable) and v.python_type() is dict and all(
+                   k.is_python_constant() for k, _ in v.items.values()) and _tensors(
+                   [item for _, item in v.items.values()])
                for v in values)
 
 
@@ -128,10 +134,11 @@ class TransformedFunctionVariable(VariableTracker):
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         name = self.get_name()
         values, build = rebuilder(tx, name, self)
+        args = [a.materialize(tx) if isinstance(a, LazyDictVariable) else a for a in args]  # all its leaves
         if not all(isinstance(a, TensorVariable) or a.is_python_constant() for a in kwargs.values()) or not all(
                 _tensors([a]) or a.is_python_constant() for a in args):
             transform_break(name, "The transformed function is called with values that are neither tensors (or "
-                            "tuples of them) nor constants.")
+                            "tuples, lists or dicts of them) nor constants.")
         writes_args, global_tensors = check_pure(tx, name, self.wrapped, args, kwargs, self._stand_ins, values)
         values, build = _reading_globals(tx, values, build, global_tensors)
         return graph_call(tx, "call_function", _target(name, build, len(values), _call), [*values, *args], kwargs,
@@ -327,7 +334,8 @@ def _target(name: str, build: Callable, n_values: int, call: Callable) -> Callab
         return call_isolated(lambda *given, **named: call(build(given[:n_values]), *given[n_values:], **named),
                              *args, **kwargs)
 
-    target.__name__ = target.__qualname__ = re.sub(r"\W", "_", name)
+    # no trailing "_": a name like grad__f_ would read as an in-place operation writing its first argument
+    target.__name__ = target.__qualname__ = re.sub(r"\W+", "_", name).strip("_")
     return target
 
 
