@@ -21,6 +21,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import FakeTensor
+from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
 #: the devices whose autocast state a transform's FakeTensor run carries
 _AUTOCAST_DEVICES = ("cpu", "cuda")
@@ -28,9 +29,11 @@ _AUTOCAST_DEVICES = ("cpu", "cuda")
 
 def call_isolated(call: Callable, *args: Any, **kwargs: Any) -> Any:
     """``call(*args, **kwargs)``; on a thread of its own when the arguments
-    are FakeTensors (see the module docstring)."""
+    are FakeTensors and their FakeTensorMode is the only mode active (the
+    trace's FakeTensor run, see the module docstring)."""
     fakes = [a for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, FakeTensor)]
-    if not fakes:
+    if not fakes or _get_current_dispatch_mode_stack() != [fakes[0].fake_mode] or (
+            torch._C._len_torch_function_stack()):  # a tracing backend's modes (make_fx) record the call here
         return call(*args, **kwargs)
     mode, grad, inference = fakes[0].fake_mode, torch.is_grad_enabled(), torch.is_inference_mode_enabled()
     python_dispatcher = torch._C._dispatch_tls_is_dispatch_key_included(torch._C.DispatchKey.PythonDispatcher)
