@@ -196,10 +196,11 @@ def _call_transform(tx: Tx, transform: Callable, fn: VT, args: Sequence[VT], kw_
 
 
 class PullbackVariable(VariableTracker):
-    """The function ``vjp`` returned (``vjp_fn``) for a pure function: a call is one graph node running the transform again on
-    the same inputs (the closure values and primals it was made with) and
-    calling the function it returns. Refused once one of those inputs was
-    written in place since (their FakeTensors' versions moved)."""
+    """The function ``vjp`` returned (``vjp_fn``) for a pure function: a call
+    is one graph node running ``vjp`` again on the same inputs (the closure
+    and global values and primals it was made with) and calling the function
+    it returns. Refused once one of those inputs was written in place since
+    (their FakeTensors' versions moved)."""
 
     def __init__(self, transform: Callable, kw_options: dict, build: Callable, values: list[VT],
                  primals: list[VT], name: str):
