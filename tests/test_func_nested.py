@@ -119,9 +119,10 @@ def test_per_sample_gradients_of_a_parameter_dict(backend):
     check(f, {"w": t(3, 2), "b": t(2)}, t(4, 3), t(4, 2), backend=backend, fullgraph=True, graphs=1, breaks=0)
 
 
-def test_vmap_over_a_dict_argument_breaks():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_vmap_over_dict_and_tuple_arguments(backend):
     def f(p, x):
-        return vmap(lambda q, y: q["w"] * y)(p, x)
+        return vmap(lambda q, y: (q["w"] * y[0], {"s": y[1].sum()}))(p, (x, x.cos()))
 
-    # in_dims 0 for a dict: its stand-in would need selecting leaf by leaf, which the trace does not do
-    check(f, {"w": t(2, 3)}, t(2, 3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
+    # the stand-in of a dict or tuple: each leaf selected at its in_dim
+    check(f, {"w": t(2, 3)}, t(2, 3), backend=backend, fullgraph=True, graphs=1, breaks=0)

@@ -80,15 +80,17 @@ def _check_code(name: str, code: types.CodeType) -> None:
 
 
 def check_pure(tx: Tx, name: str, fn: VT, args: Sequence[VT], kwargs: dict[str, VT],
-               stand_ins: Callable[[Tx, Sequence[VT]], list[VT]], closure: Sequence[VT] = ()
-               ) -> tuple[bool, list[tuple[Source, Any]]]:
+               stand_ins: Callable[[Tx, Sequence[VT]], list[VT]], closure: Sequence[VT] = (),
+               replaced: frozenset[int] = frozenset()) -> tuple[bool, list[tuple[Source, Any]]]:
     """Trace ``fn(*stand_ins(tx, args), **kwargs)`` once speculatively; a graph
     break unless it is pure (see the module docstring). Its guards are kept.
     Returns whether ``fn`` writes its batched arguments in place (the
     arguments ``stand_ins`` replaced; allowed under ``vmap`` only: the node
     then counts as writing its arguments), and the tensors it reads from
     globals (source and value), which the caller makes node arguments. ``closure``:
-    the values ``fn`` closes over that the node is given."""
+    the values ``fn`` closes over that the node is given; ``replaced``: ids
+    of the tensors the node puts others in place of (functional_call's), read
+    freely."""
     output = tx.output
     if not output.side_effects.is_empty():
         transform_break(name, "Writes to Python objects are pending in the trace; the transformed function would "
@@ -119,7 +121,8 @@ def check_pure(tx: Tx, name: str, fn: VT, args: Sequence[VT], kwargs: dict[str, 
         writes_args = any(_writes_given(n, batched) for n in added)
         used = {node for n in added for node in n.all_input_nodes} | set(added)
         passed = {v.as_proxy() for v in _graph_values_in([*args, *closure])}
-        read = [i for i in output.inputs if i.node in used and i.node not in passed]  # by fn, not given to it
+        read = [i for i in output.inputs if i.node in used and i.node not in passed  # by fn, not given to it
+                and id(i.value) not in replaced]
         global_tensors = [(i.source, i.value) for i in read]
         given |= {output_graph.storage_id(i.example) for i in read if isinstance(i.example, torch.Tensor)}
         if TRANSFORM_STATE.intersection(queried):

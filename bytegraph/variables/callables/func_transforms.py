@@ -21,10 +21,12 @@ read from a source) or itself a transformed function (``vmap(grad(f))``,
 ``jacrev(jacfwd(f))``). The node's target rebuilds ``f`` (closure tensors and
 symbolic numbers as node arguments, so the graph reads their current value;
 constants guarded, as the speculative trace reads them, and baked in;
-defaults must be constants; tensors ``f`` reaches from globals, a global
-``nn.Module``'s parameters among them, node arguments put at their places
-while it runs) and calls the real transform on it, so the values
-are eager's own (the transform runs ``f`` natively when the graph runs); the
+defaults must be constants; a module it closes over is held, its identity
+guarded, :func:`.func_functional_call.held_module`; tensors ``f`` reaches
+from globals, a global ``nn.Module``'s parameters among them, node arguments
+put at their places while it runs; arguments are tensors, constants, or
+tuples, lists and dicts of tensors) and calls the real transform on it, so
+the values are eager's own (the transform runs ``f`` natively when the graph runs); the
 node's output comes from running the same target on FakeTensors (on a
 thread of its own, :mod:`.func_fake_runs`). That is
 sound only when ``f`` computes from its arguments alone, which
@@ -49,9 +51,11 @@ from bytegraph.guards.source import AttrSource, GlobalSource, Source
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.callables import functions
 from bytegraph.variables.callables.func_fake_runs import call_isolated
+from bytegraph.variables.callables.func_functional_call import held_module
 from bytegraph.variables.callables.func_purity import USER_FUNCTIONS, check_pure, transform_break
 from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable
 from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
+from bytegraph.variables.objects.nn_modules import NNModuleVariable
 from bytegraph.variables.tensors.graph_calls import graph_call
 from bytegraph.variables.tensors.symbolic import SymNodeVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
@@ -152,12 +156,10 @@ class TransformedFunctionVariable(VariableTracker):
         in_dims = self.kw_options.get("in_dims", self.options[0] if self.options else 0)
         dims = in_dims if isinstance(in_dims, tuple) else (in_dims,) * len(args)
         if len(dims) != len(args) or not all(d is None or isinstance(d, int) and (
-                isinstance(a, TensorVariable) or a.is_python_constant()) for a, d in zip(args, dims)):
-            transform_break("vmap", "Only in_dims of ints and None, one per argument, an int only for a tensor, "
-                            "are traced.")
-        return [a if d is None or not isinstance(a, TensorVariable)
-                else a.call_method(tx, "select", [wrap_const(tx, d), wrap_const(tx, 0)], {})
-                for a, d in zip(args, dims)]
+                _tensors([a]) or a.is_python_constant()) for a, d in zip(args, dims)):
+            transform_break("vmap", "Only in_dims of ints and None, one per argument, an int only for a tensor "
+                            "or a tuple, list or dict of them, are traced.")
+        return [a if d is None or a.is_python_constant() else _select(tx, a, d) for a, d in zip(args, dims)]
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_callable(_transformed)
@@ -169,6 +171,16 @@ class TransformedFunctionVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"TransformedFunctionVariable({self.transform.__name__}, {self.wrapped})"
+
+
+def _select(tx: Tx, value: VT, dim: int) -> VT:
+    """``value`` (a tensor, or a tuple, list or dict of them) with each tensor
+    selected at index 0 of ``dim``: one sample, as vmap passes it."""
+    if isinstance(value, TensorVariable):
+        return value.call_method(tx, "select", [wrap_const(tx, dim), wrap_const(tx, 0)], {})
+    if isinstance(value, DictVariable):
+        return DictVariable({k: (key, _select(tx, item, dim)) for k, (key, item) in value.items.items()})
+    return type(value)([_select(tx, item, dim) for item in value.items])
 
 
 def _call_transform(tx: Tx, transform: Callable, fn: VT, args: Sequence[VT], kw_options: dict) -> VT:
@@ -254,9 +266,9 @@ def rebuilder(tx: Tx, name: str, fn: VT) -> tuple[list[VT], Callable[[Sequence[A
     cells = [fn.get_closure_cell(tx, i) for i in range(len(fn.get_code().co_freevars))]
     for cell in cells:
         if not (isinstance(cell, _GRAPH_VALUES) or cell.is_python_constant() and _constant_value(
-                cell.as_python_constant())):
-            transform_break(name, f"The transformed function closes over {cell}, neither a tensor, a number nor a "
-                            "constant.")
+                cell.as_python_constant()) or held_module(tx, cell)):
+            transform_break(name, f"The transformed function closes over {cell}, neither a tensor, a number, a "
+                            "constant nor a module read from a source.")
     defaults, kwdefaults = fn.get_defaults(tx)
     if not all(v.is_python_constant() and _constant_value(v.as_python_constant())
                for v in (*defaults, *kwdefaults.values())):
@@ -265,7 +277,8 @@ def rebuilder(tx: Tx, name: str, fn: VT) -> tuple[list[VT], Callable[[Sequence[A
     default_values = tuple(d.as_python_constant() for d in defaults) or None
     kwdefault_values = {k: v.as_python_constant() for k, v in kwdefaults.items()} or None
     slots = [i for i, c in enumerate(cells) if isinstance(c, _GRAPH_VALUES)]
-    constants = [None if i in slots else c.as_python_constant() for i, c in enumerate(cells)]
+    constants = [None if i in slots else c.value if isinstance(c, NNModuleVariable) else c.as_python_constant()
+                 for i, c in enumerate(cells)]
 
     def build(given: Sequence[Any]) -> Callable:
         cell_values = list(constants)
