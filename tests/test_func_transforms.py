@@ -7,7 +7,7 @@ import torch
 import bytegraph
 from bytegraph.breaks import Unsupported
 from bytegraph.testing import CompileCounter
-from tests.helpers import assert_same, check
+from tests.helpers import assert_same, check, check_scenario
 
 BACKENDS = [None, "aot_eager", "inductor"]
 
@@ -102,15 +102,79 @@ def test_a_side_effect_in_the_function_breaks_and_happens_once_per_call():
     assert len(calls) == 2  # eager once, compiled once
 
 
-def test_reading_a_global_tensor_breaks():
-    def f(x):
-        return torch.func.grad(lambda y: (y * GLOBAL_W).sum())(x)
-
-    # nothing but the call, which runs natively
-    check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
-
-
 GLOBAL_W = torch.randn(3)
+
+
+def _scaled_by_global(y):
+    return y.sin() * GLOBAL_W
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_global_tensor_read_in_the_function_is_a_node_argument(backend):
+    def f(x):
+        return (torch.func.grad(lambda y: (y * GLOBAL_W).sum())(x), torch.func.jacrev(_scaled_by_global)(x),
+                torch.vmap(lambda a: _scaled_by_global(a) * 2)(x.expand(2, 3)))
+
+    def run(compile):
+        global GLOBAL_W
+        torch.manual_seed(0)
+        GLOBAL_W, x, compiled, seen = torch.randn(3), torch.randn(3), compile(f), []
+        seen.append(compiled(x))
+        GLOBAL_W.mul_(3)  # new values in place
+        seen.append(compiled(x))
+        GLOBAL_W = torch.randn(3)  # a new tensor: the graph reads it, not a constant traced into it
+        seen.append(compiled(x))
+        return seen
+
+    check_scenario(run, backend=backend, fullgraph=True, graphs=1, breaks=0)
+
+
+def test_writing_a_global_tensor_in_place_breaks():
+    def f(x):
+        return torch.vmap(lambda a: a * GLOBAL_W.add_(0).sum())(x)
+
+    check(f, torch.randn(2, 3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
+
+
+GLOBAL_MODEL = torch.nn.Linear(3, 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_global_modules_parameters_read_in_the_function_are_node_arguments(backend):
+    def f(x):
+        return (torch.func.grad(lambda y: GLOBAL_MODEL(y).sin().sum())(x),
+                torch.func.vmap(lambda a: GLOBAL_MODEL(a) * 2)(x.expand(2, 3)), GLOBAL_MODEL.bias * 1)
+
+    def run(compile):
+        global GLOBAL_MODEL
+        torch.manual_seed(0)
+        saved, compiled, seen = GLOBAL_MODEL, compile(f), []
+        GLOBAL_MODEL = torch.nn.Linear(3, 2)  # each run its own
+        try:
+            for step in range(3):
+                if step == 1:
+                    with torch.no_grad():
+                        GLOBAL_MODEL.weight.mul_(2)  # new values in place
+                if step == 2:
+                    GLOBAL_MODEL = torch.nn.Linear(3, 2)  # another instance: its parameters, not the first's
+                outputs = compiled(torch.randn(3))
+                sum(o.sum() for o in outputs).backward()  # gradients reach the parameters
+                seen.append((outputs, GLOBAL_MODEL.weight.grad, GLOBAL_MODEL.bias.grad))
+            return seen
+        finally:
+            GLOBAL_MODEL = saved
+
+    check_scenario(run, backend=backend, fullgraph=True, graphs=1, breaks=0)
+
+
+def test_reading_a_module_parameter_through_a_closure_breaks():
+    model = torch.nn.Linear(3, 2)
+
+    def f(x):
+        return torch.func.grad(lambda y: model(y).sum())(x)
+
+    # the module is a closure cell, which the rebuilt function cannot be given (only tensors and constants)
+    check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
 
 
 def test_random_draw_breaks():
@@ -119,6 +183,24 @@ def test_random_draw_breaks():
 
     # same draws: check seeds both
     check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
+
+
+@pytest.mark.parametrize("randomness", ["same", "different"])
+def test_a_random_draw_breaks_whatever_vmaps_randomness(randomness):
+    def f(x):
+        return torch.vmap(lambda y: y * torch.rand(()), randomness=randomness)(x)
+
+    # the draws are eager's own: check seeds both sides
+    check(f, torch.randn(3, 2), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
+
+
+@pytest.mark.parametrize("backend", [None, "aot_eager"])
+def test_vmap_out_dims_and_chunk_size(backend):
+    def f(x, y):
+        return (torch.vmap(lambda a, b: (a * b, a.sum()), in_dims=(1, None), out_dims=(1, 0), chunk_size=2)(x, y),
+                torch.func.vmap(lambda a: a.cos(), 0, 1)(x))
+
+    check(f, torch.randn(3, 4), torch.randn(3), backend=backend, fullgraph=True, graphs=1, breaks=0)
 
 
 def test_print_breaks():

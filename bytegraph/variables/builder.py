@@ -51,6 +51,7 @@ from bytegraph.guards.tensor_guards import TensorMatch
 from bytegraph.variables import tx as protocol
 from bytegraph.variables.base import BoundMethodVariable, VariableTracker
 from bytegraph.variables.callables import func_transforms
+from bytegraph.variables.callables.func_functional_call import FunctionalCallVariable
 from bytegraph.variables.callables.builtins import BuiltinVariable, computes_from_arguments
 from bytegraph.variables.callables.cached_functions import WrappedFunctionVariable
 from bytegraph.variables.callables.copying import CopyFunctionVariable
@@ -345,8 +346,10 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         return TorchFunctionVariable(value, source)
     if value is torch.vmap:
         return VmapVariable(value, source)
-    if value is torch.func.grad or value is torch.func.grad_and_value:
+    if any(value is t for t in (*func_transforms.FUNCTION_TRANSFORMS, *func_transforms.CALL_TRANSFORMS)):
         return func_transforms.FuncTransformVariable(value, source)
+    if value is torch.func.functional_call:
+        return FunctionalCallVariable(value, source)
     if _probing_runs_user_code(value):  # a user object: classifying it would run its Python dunders
         return _wrap_object(tx, value, source) if source is not None else OpaqueConstantVariable(value)
     if isinstance(value, STATE_CONTEXTS) and source is not None:

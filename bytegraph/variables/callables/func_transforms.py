@@ -1,44 +1,45 @@
-"""``torch.func.grad``/``grad_and_value``/``vmap`` of Python code called inside compiled code.
+"""``torch.func`` transforms of Python code called inside compiled code.
 
-``torch.func.grad(f)(x)`` with ``f`` a Python function (a ``def`` or a
-``lambda``, made in the trace or read from a source) becomes one graph node
-whose target rebuilds ``f`` and calls the real transform on it, so the values
-are eager's own (the transform runs ``f`` natively when the graph runs); the
-node's output comes from running the same target on FakeTensors. Running
-``f`` outside the trace is sound only when ``f`` does nothing but compute
-from its arguments, so before the node is made ``f``'s body is traced once
-speculatively (its nodes removed after), with stand-ins for what the transform passes
-(``x`` itself for ``grad``, ``x`` selected at its ``in_dims`` entry for
-``vmap``). The transformed call is a graph break unless that trace:
+Two families, told apart by what the transform returns:
 
-- takes no graph break and raises nothing;
-- records no side effect (no write to a global, an attribute or a container
-  that outlives the call; no print or log; ``f`` is no generator and assigns
-  none of its free variables, checked on its bytecode) and finds none pending
-  from before (``f`` would read the real objects, not their traced state);
-- draws nothing from the random number generator, sets no grad mode and
-  writes in place to no tensor it did not create, but for ``vmap``'s batched
-  arguments (written by the node as eager's vmap writes them; the node then
-  counts as writing its arguments, for the aliasing guard);
-- reads no tensor other than its arguments and closure cells.
+- **function transforms** -- ``grad``, ``grad_and_value``, ``vmap``
+  (``torch.vmap``), ``jacrev``, ``jacfwd``, ``hessian`` -- return a function:
+  ``transform(f, *options)`` with constant options is a
+  :class:`TransformedFunctionVariable`, and its call is one graph node;
+- **call transforms** -- ``jvp(f, primals, tangents)``, ``vjp(f, *primals)``
+  -- compute at once: the call is one graph node. ``vjp`` also returns a
+  function (``vjp_fn``): a :class:`PullbackVariable`, whose call is one more
+  node that runs ``vjp`` again on the same inputs and calls the function it
+  returns (the values are eager's, ``f`` being pure); it is refused (a graph
+  break, or "cannot reconstruct" where it outlives the graph) once one of
+  those inputs was written in place since, which eager's function would not
+  see. (``linearize`` stays a call to a skipped function: it runs ``make_fx``,
+  which a tracing backend cannot run inside its own trace.)
 
-What ``f`` itself reads is checked on its bytecode: names of autograd and
-transform state (``requires_grad``, ``grad_fn``, ``is_grad_enabled``...),
-which the transform answers otherwise than the speculative trace does, are a
-graph break; in functions it calls, a read of such process-wide state (a
-folded state query) or of such a tensor attribute is one too
-(``OutputGraph.forbidden_tensor_attrs`` while ``f`` is traced speculatively).
-
-``f``'s closure cells must hold tensors, symbolic numbers or constants: the
-first two become node arguments (so the graph reads their current value),
-constants are guarded (as the speculative trace reads them) and baked into the
-rebuilt function; its defaults must be constants. The guards the speculative
-trace installs (on ``f.__code__``, on the globals it reads) are kept.
+``f`` is a Python function (a ``def`` or a ``lambda``, made in the trace or
+read from a source) or itself a transformed function (``vmap(grad(f))``,
+``jacrev(jacfwd(f))``). The node's target rebuilds ``f`` (closure tensors and
+symbolic numbers as node arguments, so the graph reads their current value;
+constants guarded, as the speculative trace reads them, and baked in;
+defaults must be constants; a module it closes over is held, its identity
+guarded, :func:`.func_functional_call.held_module`; tensors ``f`` reaches
+from globals, a global ``nn.Module``'s parameters among them, node arguments
+put at their places while it runs; arguments are tensors, constants, or
+tuples, lists and dicts of tensors) and calls the real transform on it, so
+the values are eager's own (the transform runs ``f`` natively when the graph runs); the
+node's output comes from running the same target on FakeTensors (on a
+thread of its own, :mod:`.func_fake_runs`). That is
+sound only when ``f`` computes from its arguments alone, which
+:mod:`.func_purity` proves by tracing ``f`` once speculatively on stand-ins for
+what the transform passes it (``vmap``: each argument selected at its
+``in_dims`` entry; every other transform: the arguments, or primals,
+themselves); otherwise the call is a graph break and runs natively (the
+transformed function rebuilt for it by calling the transform again).
 """
 from __future__ import annotations
 
-import dis
-import inspect
+import functools
+import operator
 import re
 import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -46,14 +47,19 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 
 from bytegraph.breaks import unimplemented
-from bytegraph.graph import backend_compile, output_graph, writes
-from bytegraph.graph.side_effects import SideEffects
+from bytegraph.guards.source import AttrSource, GlobalSource, Source
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.callables import functions
+from bytegraph.variables.callables.func_fake_runs import call_isolated
+from bytegraph.variables.callables.func_functional_call import held_module
+from bytegraph.variables.callables.func_purity import USER_FUNCTIONS, check_pure, transform_break
+from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable
+from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
+from bytegraph.variables.objects.nn_modules import NNModuleVariable
 from bytegraph.variables.tensors.graph_calls import graph_call
 from bytegraph.variables.tensors.symbolic import SymNodeVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
-from bytegraph.variables.tx import wrap_const
+from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
@@ -67,16 +73,11 @@ _CONSTANT_TYPES = (int, float, bool, complex, str, bytes, type(None), torch.dtyp
 #: closure values passed to the node as arguments: tensors and symbolic numbers
 _GRAPH_VALUES = (TensorVariable, SymNodeVariable)
 
-
-def _break(context: str, explanation: str) -> None:
-    """A graph break at a transformed call: ``explanation`` (in the context)
-    says what in the function makes running it in the graph unsound."""
-    unimplemented(gb_type="unsupported torch.func transform", context=f"{context}: {explanation}",
-                  explanation="Only a Python function proven to compute from its arguments alone (no side effect, "
-                  "no random draw, no graph break) runs under a torch.func transform inside the graph; the "
-                  "transformed call runs natively.",
-                  hints=("Call the transform outside the compiled function, or make the transformed function "
-                         "compute only from its arguments and the tensors and constants it closes over.",))
+#: the transforms that return a function of the inputs
+FUNCTION_TRANSFORMS = (torch.func.grad, torch.func.grad_and_value, torch.func.vmap, torch.func.jacrev,
+                       torch.func.jacfwd, torch.func.hessian)
+#: the transforms called with the function and its inputs at once
+CALL_TRANSFORMS = (torch.func.jvp, torch.func.vjp)
 
 
 def _constant_value(value: Any) -> bool:
@@ -86,27 +87,43 @@ def _constant_value(value: Any) -> bool:
     return isinstance(value, _CONSTANT_TYPES)
 
 
+def _tensors(values: Sequence[VT]) -> bool:
+    """Whether every value is a tensor, or a tuple, list or dict (with
+    constant keys) of them: a pytree torch.func walks."""
+    return all(isinstance(v, TensorVariable)
+               or isinstance(v, (TupleVariable, ListVariable)) and _tensors(v.items)
+               or isinstance(v, DictVariable) and v.python_type() is dict and all(
+                   k.is_python_constant() for k, _ in v.items.values()) and _tensors(
+                   [item for _, item in v.items.values()])
+               for v in values)
+
+
 class FuncTransformVariable(ConstantCallableVariable):
-    """``torch.func.grad``/``grad_and_value``/``vmap`` (``torch.vmap``) given a
-    Python function and constant options: a :class:`TransformedFunctionVariable`.
-    A function that is not Python code, or options that are not constants, is
-    a graph break."""
+    """A ``torch.func`` transform (``FUNCTION_TRANSFORMS`` or
+    ``CALL_TRANSFORMS``) given a Python function or a transformed one. A
+    function of any other kind, or options that are not constants, is a graph
+    break."""
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         fn = args[0] if args else None
-        options = [*args[1:], *kwargs.values()]
-        if not isinstance(fn, (functions.UserFunctionVariable, functions.NestedUserFunctionVariable)) or isinstance(
-                fn, functions.UserMethodVariable) or not all(v.is_python_constant() for v in options):
-            _break(f"{self.fn.__name__} of {fn}", "Only a Python function (def or lambda) with constant options is "
-                   "traced under a torch.func transform.")
-        return TransformedFunctionVariable(self.fn, fn, [a.as_python_constant() for a in args[1:]],
-                                           {k: v.as_python_constant() for k, v in kwargs.items()})
+        if not isinstance(fn, (*USER_FUNCTIONS, TransformedFunctionVariable)) or isinstance(
+                fn, functions.UserMethodVariable):
+            transform_break(f"{self.fn.__name__} of {fn}", "Only a Python function (def or lambda), or a function "
+                            "a transform returned, is traced under a torch.func transform.")
+        if not all(v.is_python_constant() for v in kwargs.values()):
+            transform_break(f"{self.fn.__name__} of {fn}", "The transform's keyword options are not constants.")
+        kw_options = {k: v.as_python_constant() for k, v in kwargs.items()}
+        if self.fn in CALL_TRANSFORMS:
+            return _call_transform(tx, self.fn, fn, args[1:], kw_options)
+        if not all(v.is_python_constant() for v in args[1:]):
+            transform_break(f"{self.fn.__name__} of {fn}", "The transform's options are not constants.")
+        return TransformedFunctionVariable(self.fn, fn, [a.as_python_constant() for a in args[1:]], kw_options)
 
 
 class TransformedFunctionVariable(VariableTracker):
-    """What ``transform(f, *options)`` returned for a Python function ``f``: a
-    call is one graph node (see the module docstring). Rebuilt by calling the
-    transform again where a graph break needs it."""
+    """What ``transform(f, *options)`` returned for a Python or transformed
+    function ``f``: a call is one graph node (see the module docstring).
+    Rebuilt by calling the transform again where a graph break needs it."""
 
     def __init__(self, transform: Callable, fn: VT, options: list, kw_options: dict):
         super().__init__()
@@ -115,109 +132,34 @@ class TransformedFunctionVariable(VariableTracker):
     def python_type(self) -> type:
         return types.FunctionType
 
-    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        name = f"{self.transform.__name__}({self.wrapped.get_name()})"
-        cells = self._closure(tx, name)
-        defaults, kwdefaults = self.wrapped.get_defaults(tx)
-        if not all(v.is_python_constant() and _constant_value(v.as_python_constant())
-                   for v in (*defaults, *kwdefaults.values())):
-            _break(name, "The transformed function's defaults are not constants.")
-        if not all(isinstance(a, TensorVariable) or a.is_python_constant() for a in (*args, *kwargs.values())):
-            _break(name, "The transformed function is called with values that are neither tensors nor constants.")
-        writes_args = self._check_pure(tx, name, args, kwargs)
-        tensors = [c for c in cells if isinstance(c, _GRAPH_VALUES)]
-        target = _target(self.transform, self.options, self.kw_options, self.wrapped.get_code(),
-                         self.wrapped.get_globals(), tuple(d.as_python_constant() for d in defaults),
-                         {k: v.as_python_constant() for k, v in kwdefaults.items()},
-                         [c if isinstance(c, _GRAPH_VALUES) else c.as_python_constant() for c in cells], name)
-        return graph_call(tx, "call_function", target, [*tensors, *args], kwargs, mutates_args=writes_args)
+    def get_name(self) -> str:
+        return f"{self.transform.__name__}({self.wrapped.get_name()})"
 
-    def _closure(self, tx: Tx, name: str) -> list[VT]:
-        """The closure cells' current values (tensors, symbolic numbers or guarded constants)."""
-        cells = [self.wrapped.get_closure_cell(tx, i) for i in range(len(self.wrapped.get_code().co_freevars))]
-        for cell in cells:
-            if not (isinstance(cell, _GRAPH_VALUES) or cell.is_python_constant()
-                    and _constant_value(cell.as_python_constant())):
-                _break(name, f"The transformed function closes over {cell}, neither a tensor, a number nor a constant.")
-        return cells
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        name = self.get_name()
+        values, build = rebuilder(tx, name, self)
+        args = [a.materialize(tx) if isinstance(a, LazyDictVariable) else a for a in args]  # all its leaves
+        if not all(isinstance(a, TensorVariable) or a.is_python_constant() for a in kwargs.values()) or not all(
+                _tensors([a]) or a.is_python_constant() for a in args):
+            transform_break(name, "The transformed function is called with values that are neither tensors (or "
+                            "tuples, lists or dicts of them) nor constants.")
+        writes_args, global_tensors = check_pure(tx, name, self.wrapped, args, kwargs, self._stand_ins, values)
+        values, build = _reading_globals(tx, values, build, global_tensors)
+        return graph_call(tx, "call_function", _target(name, build, len(values), _call), [*values, *args], kwargs,
+                          mutates_args=writes_args)
 
     def _stand_ins(self, tx: Tx, args: Sequence[VT]) -> list[VT]:
         """What ``f`` receives under the transform, per argument (vmap: the
-        argument selected at its in_dims entry)."""
+        argument selected at its in_dims entry; the others: the argument)."""
         if self.transform is not torch.func.vmap:
             return list(args)
         in_dims = self.kw_options.get("in_dims", self.options[0] if self.options else 0)
         dims = in_dims if isinstance(in_dims, tuple) else (in_dims,) * len(args)
-        if len(dims) != len(args) or not all(d is None or isinstance(d, int) for d in dims):
-            _break("vmap", "Only in_dims of ints and None, one per argument, are traced.")
-        return [a if d is None or not isinstance(a, TensorVariable)
-                else a.call_method(tx, "select", [wrap_const(tx, d), wrap_const(tx, 0)], {})
-                for a, d in zip(args, dims)]
-
-    def _check_pure(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> bool:
-        """Trace ``f`` once speculatively; a graph break unless it is pure
-        (see the module docstring). Its guards are kept. Returns whether ``f``
-        writes its batched arguments in place (allowed under ``vmap`` only: the
-        node then counts as writing its arguments)."""
-        output = tx.output
-        if not output.side_effects.is_empty():
-            _break(name, "Writes to Python objects are pending in the trace; the transformed function would read "
-                   "the objects as they were before them.")
-        code = self.wrapped.get_code()
-        if code.co_flags & _NOT_PLAIN or _writes_freevars(code, frozenset(code.co_freevars)):
-            _break(name, "The transformed function is a generator or coroutine, or assigns a variable it closes "
-                   "over (nonlocal).")
-        if _names(code) & TRANSFORM_DEPENDENT:
-            _break(name, "The transformed function reads autograd or transform state (requires_grad, grad_fn, "
-                   "is_grad_enabled...), which the transform answers differently from the trace.")
-        graph, saved, effects = output.graph, output.trace_state(), output.side_effects
-        existing = set(graph.nodes)
-        pending = output.shape_env.pending_fresh_unbacked_symbols if output.shape_env is not None else []
-        unbacked = len(pending)
-        scratch = output.side_effects = SideEffects()
-        queried: list[str] = []
-        add_guard, patched = output.guards.add, vars(output.guards).get("add")  # patched: by an outer transform
-        output.guards.add = lambda guard: (queried.append(getattr(guard, "label", "")), add_guard(guard))[1]
-        reason, writes_args = None, False
-        forbidden, output.forbidden_tensor_attrs = output.forbidden_tensor_attrs, TRANSFORM_DEPENDENT
-        try:
-            stand_ins = self._stand_ins(tx, args)
-            outside = [n for n in graph.nodes if isinstance(n.meta.get("example_value"), torch.Tensor)]
-            given = {output_graph.storage_id(n.meta["example_value"]) for n in outside}
-            batched = {output_graph.storage_id(a.example) for a, b in zip(args, stand_ins)
-                       if a is not b and isinstance(a, TensorVariable)}  # vmap's arguments with an in_dim
-            tx.inline_call(self.wrapped, stand_ins, dict(kwargs))
-            added = [n for n in graph.nodes if n not in existing]
-            writes_args = any(_writes_given(n, batched) for n in added)
-            if TRANSFORM_STATE.intersection(queried):
-                reason = "It reads state the transform changes (grad mode, functorch transforms)."
-            elif not scratch.is_empty():
-                reason = "It has side effects (writes to objects, globals or cells, print or logging)."
-            elif len(output.inputs) != len(saved["inputs"]):
-                reason = "It reads tensors other than its arguments and the tensors it closes over."
-            elif len(pending) != unbacked:
-                reason = "It reads a tensor's value (item(), a data-dependent size)."
-            elif any(backend_compile.draws_random(n) or n.target is torch._C._set_grad_enabled for n in added):
-                reason = "It draws random numbers or sets the grad mode."
-            elif any(_writes_given(n, given - batched) for n in added):
-                reason = "It writes in place to a tensor it did not create (a closure tensor, or an argument of " \
-                         "grad or one vmap does not batch)."
-        except Exception as e:  # noqa: BLE001 - any failure of the speculative trace: run natively
-            reason = f"Tracing its body failed: {e}"
-        finally:  # the speculative nodes, inputs and data-dependent symbols go; its guards stay
-            output.forbidden_tensor_attrs = forbidden
-            if patched is None:
-                del output.guards.add
-            else:
-                output.guards.add = patched
-            for node in reversed([n for n in graph.nodes if n not in existing]):
-                graph.erase_node(node)
-            del pending[unbacked:]
-            output.restore_trace_state(saved)
-            output.side_effects = effects
-        if reason is not None:
-            _break(name, reason)
-        return writes_args
+        if len(dims) != len(args) or not all(d is None or isinstance(d, int) and (
+                _tensors([a]) or a.is_python_constant()) for a, d in zip(args, dims)):
+            transform_break("vmap", "Only in_dims of ints and None, one per argument, an int only for a tensor "
+                            "or a tuple, list or dict of them, are traced.")
+        return [a if d is None or a.is_python_constant() else _select(tx, a, d) for a, d in zip(args, dims)]
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_callable(_transformed)
@@ -231,64 +173,209 @@ class TransformedFunctionVariable(VariableTracker):
         return f"TransformedFunctionVariable({self.transform.__name__}, {self.wrapped})"
 
 
-#: code flags of functions that do not simply run and return
-_NOT_PLAIN = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+def _select(tx: Tx, value: VT, dim: int) -> VT:
+    """``value`` (a tensor, or a tuple, list or dict of them) with each tensor
+    selected at index 0 of ``dim``: one sample, as vmap passes it."""
+    if isinstance(value, TensorVariable):
+        return value.call_method(tx, "select", [wrap_const(tx, dim), wrap_const(tx, 0)], {})
+    if isinstance(value, DictVariable):
+        return DictVariable({k: (key, _select(tx, item, dim)) for k, (key, item) in value.items.items()})
+    return type(value)([_select(tx, item, dim) for item in value.items])
 
 
-def _writes_freevars(code: types.CodeType, names: frozenset[str]) -> bool:
-    """Whether ``code`` or a function defined in it assigns or deletes one of
-    ``names`` (the transformed function's free variables) through its cell."""
-    for inst in dis.get_instructions(code):
-        if inst.opname in ("STORE_DEREF", "DELETE_DEREF") and inst.argval in names:
-            return True
-    inner = (c for c in code.co_consts if isinstance(c, types.CodeType))
-    return any(_writes_freevars(c, names & frozenset(c.co_freevars)) for c in inner)
+def _call_transform(tx: Tx, transform: Callable, fn: VT, args: Sequence[VT], kw_options: dict) -> VT:
+    """``jvp(fn, primals, tangents)`` or ``vjp(fn, *primals)``: one graph node
+    (and a :class:`PullbackVariable` for the function vjp returns)."""
+    name = f"{transform.__name__}({fn.get_name()})"
+    values, build = rebuilder(tx, name, fn)
+    if transform is torch.func.jvp:
+        if len(args) != 2 or not all(isinstance(a, (TupleVariable, ListVariable)) for a in args):
+            transform_break(name, "jvp's primals and tangents are not tuples.")
+        primals = args[0].items
+    else:
+        primals = list(args)
+    if not _tensors(args) or not all(isinstance(p, TensorVariable) for p in primals):
+        transform_break(name, "The transform's inputs are not tensors.")
+    _, global_tensors = check_pure(tx, name, fn, primals, {}, lambda _, given: list(given), values)
+    values, build = _reading_globals(tx, values, build, global_tensors)
+    if transform is torch.func.jvp:
+        return graph_call(tx, "call_function", _target(name, build, len(values), functools.partial(
+            transform, **kw_options)), [*values, *args], {})
+    out = graph_call(tx, "call_function", _target(name, build, len(values), functools.partial(
+        _without_function, transform, kw_options)), [*values, *primals], {})
+    pullback = PullbackVariable(transform, kw_options, build, values, primals, name)
+    return TupleVariable([out.items[0], pullback, *out.items[1:]])
 
 
-#: names whose reads under a transform answer otherwise than in the speculative trace (a grad
-#: transform's inputs require grad, have no grad_fn, and grad mode is on inside it)
-TRANSFORM_DEPENDENT = frozenset({"requires_grad", "is_leaf", "grad_fn", "_version", "is_grad_enabled",
-                                 "_are_functorch_transforms_active", "is_inference_mode_enabled",
-                                 "is_inference", "_is_functorch_wrapped_tensor", "is_batchedtensor"})
-#: labels of the process-wide state queries (GlobalStateMatch) the transform changes
-TRANSFORM_STATE = frozenset({"grad mode", "functorch transforms", "inference mode"})
+class PullbackVariable(VariableTracker):
+    """The function ``vjp`` returned (``vjp_fn``) for a pure function: a call
+    is one graph node running ``vjp`` again on the same inputs (the closure
+    and global values and primals it was made with) and calling the function
+    it returns. Refused once one of those inputs was written in place since
+    (their FakeTensors' versions moved)."""
+
+    def __init__(self, transform: Callable, kw_options: dict, build: Callable, values: list[VT],
+                 primals: list[VT], name: str):
+        super().__init__()
+        self.transform, self.kw_options, self.build, self.name = transform, kw_options, build, f"{name}_fn"
+        self.values, self.primals = values, primals
+        self.inputs = [*values, *primals]
+        self.versions = [v.example._version for v in self.inputs if isinstance(v, TensorVariable)]
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def _written_since(self) -> bool:
+        return self.versions != [v.example._version for v in self.inputs if isinstance(v, TensorVariable)]
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if self._written_since():
+            transform_break(self.name, "A tensor the transform read was written in place since; the function it "
+                            "returned computes from the values it saw.")
+        if not _tensors([*args, *kwargs.values()]):
+            transform_break(self.name, "It is called with values that are not tensors (or tuples of them).")
+        call = functools.partial(_call_returned, self.transform, self.kw_options, len(self.primals))
+        return graph_call(tx, "call_function", _target(self.name, self.build, len(self.values), call),
+                          [*self.inputs, *args], kwargs)
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self._written_since():
+            unimplemented(gb_type="cannot reconstruct", context=f"{self.name} is live after the graph",
+                          explanation="A tensor the transform read was written in place since it returned this "
+                          "function, which computes from the values it saw: it cannot be made again.")
+        codegen.load_callable(_returned_function)
+        for value in (self.transform, tuple(self.kw_options.items()), self.build,
+                      len(self.values)):
+            codegen.load_const(value)
+        for value in self.inputs:
+            codegen.reconstruct(value)
+        codegen.call(4 + len(self.inputs))
+
+    def __repr__(self) -> str:
+        return f"PullbackVariable({self.name})"
 
 
-def _names(code: types.CodeType) -> frozenset[str]:
-    """The global and attribute names ``code`` and the functions defined in it read."""
-    inner = (_names(c) for c in code.co_consts if isinstance(c, types.CodeType))
-    return frozenset(code.co_names).union(*inner)
+def rebuilder(tx: Tx, name: str, fn: VT) -> tuple[list[VT], Callable[[Sequence[Any]], Callable]]:
+    """The values ``fn`` closes over that go to the node as arguments (tensors
+    and symbolic numbers, innermost function's first), and how the node's target
+    rebuilds ``fn`` from their run-time values: ``build(values)``."""
+    if isinstance(fn, TransformedFunctionVariable):
+        values, inner = rebuilder(tx, name, fn.wrapped)
+        transform, options, kw_options = fn.transform, fn.options, fn.kw_options
+        return values, lambda given: transform(inner(given), *options, **kw_options)
+    cells = [fn.get_closure_cell(tx, i) for i in range(len(fn.get_code().co_freevars))]
+    for cell in cells:
+        if not (isinstance(cell, _GRAPH_VALUES) or cell.is_python_constant() and _constant_value(
+                cell.as_python_constant()) or held_module(tx, cell)):
+            transform_break(name, f"The transformed function closes over {cell}, neither a tensor, a number, a "
+                            "constant nor a module read from a source.")
+    defaults, kwdefaults = fn.get_defaults(tx)
+    if not all(v.is_python_constant() and _constant_value(v.as_python_constant())
+               for v in (*defaults, *kwdefaults.values())):
+        transform_break(name, "The transformed function's defaults are not constants.")
+    code, f_globals = fn.get_code(), fn.get_globals()
+    default_values = tuple(d.as_python_constant() for d in defaults) or None
+    kwdefault_values = {k: v.as_python_constant() for k, v in kwdefaults.items()} or None
+    slots = [i for i, c in enumerate(cells) if isinstance(c, _GRAPH_VALUES)]
+    constants = [None if i in slots else c.value if isinstance(c, NNModuleVariable) else c.as_python_constant()
+                 for i, c in enumerate(cells)]
+
+    def build(given: Sequence[Any]) -> Callable:
+        cell_values = list(constants)
+        for slot, value in zip(slots, given):
+            cell_values[slot] = value
+        rebuilt = types.FunctionType(code, f_globals, code.co_name, default_values,
+                                     tuple(types.CellType(v) for v in cell_values) or None)
+        rebuilt.__kwdefaults__ = kwdefault_values
+        return rebuilt
+
+    return [cells[i] for i in slots], build
 
 
-def _writes_given(node: torch.fx.Node, given: set) -> bool:
-    """Whether ``node`` may write a tensor sharing storage with one in ``given``
-    (storage ids of the tensors that exist before the function runs)."""
-    targets = writes.written_args(node)
-    return targets is None or any(output_graph.storage_id(t.meta["example_value"]) in given for t in targets)
+def _reading_globals(tx: Tx, values: list[VT], build: Callable, global_tensors: list[tuple[Source, Any]]
+                     ) -> tuple[list[VT], Callable[[Sequence[Any]], Callable]]:
+    """``values`` and ``build`` extended with the tensors the function reads
+    from globals (a global tensor, a global module's parameter): node
+    arguments (read, and guarded, as any global), which their places hold while
+    the rebuilt function runs (so a tracing backend sees the graph's inputs
+    there, not the real tensors as constants). The places are found from the
+    globals on each call (a module is guarded by its type, not its identity)."""
+    if not global_tensors:
+        return values, build
+    n_values, sources = len(values), [source for source, _ in global_tensors]
+
+    def with_globals(given: Sequence[Any]) -> Callable:
+        return functools.partial(_call_with_globals, build(given[:n_values]), sources, given[n_values:])
+
+    return [*values, *(wrap(tx, value, source) for source, value in global_tensors)], with_globals
+
+
+def _call_with_globals(fn: Callable, sources: list[Source], tensors: Sequence[Any], *args: Any,
+                       **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` with ``tensors`` at the places ``sources`` name while it runs."""
+    places = [_place(source) for source in sources]
+    saved = [get(holder, key) for holder, key, get, _ in places]
+    for (holder, key, _, put), tensor in zip(places, tensors):
+        put(holder, key, tensor)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        for (holder, key, _, put), value in zip(reversed(places), reversed(saved)):
+            put(holder, key, value)
+
+
+def _place(source: Source) -> tuple[Any, Any, Callable, Callable]:
+    """Where ``source`` (a global, or attributes and items from one) is now:
+    (holder, key, get, put)."""
+    if isinstance(source, GlobalSource):
+        return source.f_globals, source.var_name, operator.getitem, operator.setitem
+    if isinstance(source, AttrSource):
+        return _value(source.base), source.attr, getattr, setattr
+    return _value(source.base), source.key, operator.getitem, operator.setitem
+
+
+def _value(source: Source) -> Any:
+    """The current value at ``source`` (a global, or attributes and items from one)."""
+    holder, key, get, _ = _place(source)
+    return get(holder, key)
+
+
+def _target(name: str, build: Callable, n_values: int, call: Callable) -> Callable:
+    """The graph node's target: ``target(*values, *args, **kwargs)`` is
+    ``call(build(values), *args, **kwargs)`` (on FakeTensors: on a thread of
+    its own, :mod:`.func_fake_runs`)."""
+    def target(*args: Any, **kwargs: Any) -> Any:
+        return call_isolated(lambda *given, **named: call(build(given[:n_values]), *given[n_values:], **named),
+                             *args, **kwargs)
+
+    # no trailing "_": a name like grad__f_ would read as an in-place operation writing its first argument
+    target.__name__ = target.__qualname__ = re.sub(r"\W+", "_", name).strip("_")
+    return target
+
+
+def _call(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``: the call of a rebuilt transformed function."""
+    return fn(*args, **kwargs)
+
+
+def _without_function(transform: Callable, kw_options: dict, fn: Callable, *primals: Any) -> tuple:
+    """``transform(fn, *primals)`` (vjp) without the function it returns at index 1."""
+    result = transform(fn, *primals, **kw_options)
+    return (result[0], *result[2:])
+
+
+def _call_returned(transform: Callable, kw_options: dict, n_primals: int, fn: Callable, *args: Any,
+                   **kwargs: Any) -> Any:
+    """``transform(fn, *primals)[1](*rest)`` for ``args`` the primals then the rest."""
+    return transform(fn, *args[:n_primals], **kw_options)[1](*args[n_primals:], **kwargs)
+
+
+def _returned_function(transform: Callable, kw_options: tuple, build: Callable, n_values: int,
+                       *inputs: Any) -> Callable:
+    """The function ``transform`` returns (index 1), made again where a graph break needs it."""
+    return transform(build(inputs[:n_values]), *inputs[n_values:], **dict(kw_options))[1]
 
 
 def _transformed(transform: Callable, fn: Callable, options: tuple, kw_options: tuple) -> Callable:
     """``transform(fn, *options, **dict(kw_options))``: what a graph break rebuilds."""
     return transform(fn, *options, **dict(kw_options))
-
-
-def _target(transform: Callable, options: list, kw_options: dict, code: types.CodeType, f_globals: dict,
-            defaults: tuple, kwdefaults: dict, cell_values: list, name: str) -> Callable:
-    """The graph node's target (``cell_values``: constants, and the closure
-    tensors' and numbers' VTs where they go): ``target(*closure_values, *args, **kwargs)``
-    rebuilds the function (closure tensors in their cells) and returns
-    ``transform(f, *options, **kw_options)(*args, **kwargs)``."""
-    slots = [i for i, v in enumerate(cell_values) if isinstance(v, _GRAPH_VALUES)]
-    cell_values = [None if i in slots else v for i, v in enumerate(cell_values)]
-
-    def target(*args: Any, **kwargs: Any) -> Any:
-        values = list(cell_values)
-        for slot, tensor in zip(slots, args):
-            values[slot] = tensor
-        fn = types.FunctionType(code, f_globals, code.co_name, defaults or None,
-                                tuple(types.CellType(v) for v in values) or None)
-        fn.__kwdefaults__ = kwdefaults or None
-        return transform(fn, *options, **kw_options)(*args[len(slots):], **kwargs)
-
-    target.__name__ = target.__qualname__ = re.sub(r"\W", "_", name)
-    return target

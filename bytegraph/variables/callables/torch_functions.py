@@ -47,7 +47,7 @@ import torch
 from bytegraph.breaks import unimplemented
 from bytegraph.compat import FRONTEND
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
-from bytegraph.variables.callables import func_transforms, functions
+from bytegraph.variables.callables import func_purity, func_transforms, functions
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced_from
 from bytegraph.variables.objects import class_statements
 from bytegraph.variables.containers.sequences import SizeVariable
@@ -431,7 +431,7 @@ class VmapVariable(ConstantCallableVariable):
     break."""
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if args and isinstance(args[0], (functions.UserFunctionVariable, functions.NestedUserFunctionVariable)):
+        if args and isinstance(args[0], (*func_purity.USER_FUNCTIONS, func_transforms.TransformedFunctionVariable)):
             return func_transforms.FuncTransformVariable(self.fn).call_function(tx, args, kwargs)
         values = [*args, *kwargs.values()]
         fn = args[0].as_python_constant() if args and args[0].is_python_constant() else None
@@ -442,8 +442,9 @@ class VmapVariable(ConstantCallableVariable):
                 gb_type="unsupported vmap",
                 context=f"torch.vmap of {args[0] if args else 'nothing'}",
                 explanation="Only the vmap of a torch C function (torch.sin, torch.Tensor.add_, an operator) with "
-                "constant in_dims/out_dims is traced; vmap of Python code is not (its body would run under the "
-                "transform at trace time), so the call runs natively.",
+                "constant in_dims/out_dims, or of a Python function (a def or lambda, or one a torch.func transform "
+                "returned), is traced; the vmap of another callable (a module, a bound method, functools.partial) "
+                "runs natively.",
                 hints=("Call torch.vmap outside the compiled function, or vmap a torch function directly.",),
             )
         try:

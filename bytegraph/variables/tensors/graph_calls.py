@@ -22,6 +22,7 @@ import torch.fx
 from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, as_torch_scalar
+from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable
 from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
 from bytegraph.variables.tensors import symbolic, tensor
@@ -133,20 +134,10 @@ def wrap_fx_value(tx: Tx, node: torch.fx.Node, example: Any) -> VT:
         return TENSOR_VARIABLE_KINDS.get(type(example), tensor.TensorVariable)(node, example)
     if isinstance(example, symbolic.SYMBOLIC_TYPES):
         return symbolic.SymNodeVariable.create(node, example)
+    if type(example) is dict and all(type(k) in (str, int) for k in example):  # torch.func's grad of a dict
+        return DictVariable({k: (ConstantVariable(k), _item(tx, node, example, k)) for k in example})
     if isinstance(example, (tuple, list)):
-        items = []
-        for i, item in enumerate(example):
-            if isinstance(item, (torch.Tensor, tuple, list, *symbolic.SYMBOLIC_TYPES)):
-                item_node = tx.output.create_node("call_function", operator.getitem, (node, i), {}, item)
-                items.append(wrap_fx_value(tx, item_node, item))
-            elif _is_plain_constant(item):
-                items.append(ConstantVariable(item))
-            else:
-                unimplemented(
-                    gb_type="unsupported operator output",
-                    context=f"{node.target} returned a {type(example).__name__} holding {type(item).__name__}",
-                    explanation="Only tensors and constants can be taken out of an operator's result.",
-                )
+        items = [_item(tx, node, example, i) for i in range(len(example))]
         if isinstance(example, torch.Size):
             return SizeVariable(items)
         if hasattr(type(example), "__match_args__") and type(example) not in (tuple, list):
@@ -160,6 +151,20 @@ def wrap_fx_value(tx: Tx, node: torch.fx.Node, example: Any) -> VT:
         gb_type="unsupported operator output",
         context=f"{node.target} returned {type(example).__name__}",
         explanation="The operation returned a value bytegraph cannot represent in the graph.",
+    )
+
+
+def _item(tx: Tx, node: torch.fx.Node, example: Any, key: Any) -> VT:
+    """``example[key]`` of a node's container result, wrapped (a getitem node for a graph value)."""
+    item = example[key]
+    if isinstance(item, (torch.Tensor, tuple, list, dict, *symbolic.SYMBOLIC_TYPES)):
+        return wrap_fx_value(tx, tx.output.create_node("call_function", operator.getitem, (node, key), {}, item), item)
+    if _is_plain_constant(item):
+        return ConstantVariable(item)
+    unimplemented(
+        gb_type="unsupported operator output",
+        context=f"{node.target} returned a {type(example).__name__} holding {type(item).__name__}",
+        explanation="Only tensors and constants can be taken out of an operator's result.",
     )
 
 
