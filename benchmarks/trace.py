@@ -14,10 +14,7 @@ frontend), ``--repeat`` rounds; the table holds medians. The figure is CPU time
 call of the compiled model, minus the CPU time of one eager call (the fastest of
 three), with one thread and after the frontend's one-time start-up is paid
 (a small function compiled and called so that every import a trace may need
-on first use is done, then the caches reset), and after a full garbage
-collection (the objects of the start-up's imports, made while the conversion
-paused the collector, would be scanned by the first young collection of the
-measured call). Printed: model,
+on first use is done, then the caches reset). Printed: model,
 reference seconds, current seconds, their ratio and the geometric mean of the
 ratios (the budget: the current tree must not drift above the reference), then
 current / torch.compile per model and its geomean (a torch.compile user's view).
@@ -39,7 +36,6 @@ from __future__ import annotations
 import argparse
 import compileall
 import contextlib
-import gc
 import json
 import math
 import os
@@ -106,7 +102,6 @@ def child(model: str, frontend: str, profile: str | None = None) -> dict[str, An
         start = time.process_time()
         run_step(case, case.model, case.inputs)
         eager.append(time.process_time() - start)
-    gc.collect()  # the collector's debt of what came before (the start-up's imports) is not the trace's
     compiled = compile_fn(case.model)
     shape_envs = _count_shape_envs()
     if profile:
