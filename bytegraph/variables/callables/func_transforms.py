@@ -172,8 +172,7 @@ class TransformedFunctionVariable(VariableTracker):
                    "is_grad_enabled...), which the transform answers differently from the trace.")
         graph, saved, effects = output.graph, output.trace_state(), output.side_effects
         existing = set(graph.nodes)
-        pending = output.shape_env.pending_fresh_unbacked_symbols if output.shape_env is not None else []
-        unbacked = len(pending)
+        unbacked = len(_pending_symbols(output))
         scratch = output.side_effects = SideEffects()
         queried: list[str] = []
         add_guard, patched = output.guards.add, vars(output.guards).get("add")  # patched: by an outer transform
@@ -195,7 +194,7 @@ class TransformedFunctionVariable(VariableTracker):
                 reason = "It has side effects (writes to objects, globals or cells, print or logging)."
             elif len(output.inputs) != len(saved["inputs"]):
                 reason = "It reads tensors other than its arguments and the tensors it closes over."
-            elif len(pending) != unbacked:
+            elif len(_pending_symbols(output)) != unbacked or any(n.meta.get("unbacked_bindings") for n in added):
                 reason = "It reads a tensor's value (item(), a data-dependent size)."
             elif any(backend_compile.draws_random(n) or n.target is torch._C._set_grad_enabled for n in added):
                 reason = "It draws random numbers or sets the grad mode."
@@ -212,7 +211,7 @@ class TransformedFunctionVariable(VariableTracker):
                 output.guards.add = patched
             for node in reversed([n for n in graph.nodes if n not in existing]):
                 graph.erase_node(node)
-            del pending[unbacked:]
+            del _pending_symbols(output)[unbacked:]
             output.restore_trace_state(saved)
             output.side_effects = effects
         if reason is not None:
@@ -258,6 +257,11 @@ def _names(code: types.CodeType) -> frozenset[str]:
     """The global and attribute names ``code`` and the functions defined in it read."""
     inner = (_names(c) for c in code.co_consts if isinstance(c, types.CodeType))
     return frozenset(code.co_names).union(*inner)
+
+
+def _pending_symbols(output: Any) -> list:
+    """The trace's data-dependent symbols not yet bound to an output (none without a ShapeEnv)."""
+    return output.shape_env.pending_fresh_unbacked_symbols if output.shape_env is not None else []
 
 
 def _writes_given(node: torch.fx.Node, given: set) -> bool:
