@@ -7,8 +7,12 @@ promoted the collector scans the whole heap: every object of torch, of the
 model's libraries and of the model (about 0.3 s a scan for an HF model, once or
 twice in its trace: a quarter of the trace). So a conversion runs with the
 collector paused (:func:`paused`); when it is switched back on, most of the
-trace's objects have been freed by their reference counts and the cycles among
-the rest are found by one young collection, so no whole-heap scan is owed.
+trace's objects have been freed by their reference counts and the two young
+generations are collected at once: the cycles among the rest are found, and the
+survivors (a cache entry, its graphs, the modules a first trace imported) join
+the old generation after one scan. Left to the next young collections, they were
+scanned twice, the second time inside whatever ran later (a generation-1 scan
+of a first trace's imports, 40 ms, fell inside the next frame's conversion).
 
 The backend's compile runs with the collector on (:func:`running`): a backend
 such as inductor makes as many objects again and may run for minutes, and its
@@ -45,6 +49,7 @@ def paused() -> Iterator[None]:
                 _paused -= 1
                 if not _paused:
                     gc.enable()
+                    gc.collect(1)
 
 
 @contextlib.contextmanager

@@ -46,6 +46,24 @@ def test_paused_while_converting_and_on_for_the_backend(seen):
     assert gc.isenabled()
 
 
+def test_young_generations_collected_as_the_conversion_ends(seen):
+    def callback(phase, info):
+        if phase == "start" and info["generation"] >= 1:
+            seen.append(("collect", info["generation"]))
+
+    gc.callbacks.append(callback)
+    try:
+        check(fn, t(3), graphs=2, breaks=1, backend=_recording_backend(seen))
+    finally:
+        gc.callbacks.remove(callback)
+    ends = [i for i, (where, _) in enumerate(seen) if where == "guards"]
+    assert len(ends) == 2
+    for i in ends:  # the conversion ends after its guards; before the next one's backend, a young collection
+        after = seen[i + 1:]
+        until = next((j for j, (where, _) in enumerate(after) if where == "backend"), len(after))
+        assert any(where == "collect" for where, _ in after[:until]), seen
+
+
 def test_a_program_that_switched_it_off_keeps_it_off(seen):
     gc.disable()
     try:

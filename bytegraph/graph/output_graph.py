@@ -19,7 +19,6 @@ from typing import Any, Callable, NoReturn
 import torch
 import torch._guards
 import torch.fx
-from torch._dispatch.python import enable_python_dispatcher
 from torch.fx.experimental.symbolic_shapes import (
     DimDynamic,
     GuardOnDataDependentSymNode,
@@ -38,6 +37,7 @@ from torch._subclasses.fake_tensor import (
 from bytegraph import imports
 from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_OUTPUT_SHAPE, unimplemented
 from bytegraph.graph import writes
+from bytegraph.graph.fake_calls import call_on_fakes, has_index_tensor, needs_python_dispatcher
 from bytegraph.graph.backend_compile import BackendCompile, CompiledGraph, may_raise_on_data, torch_kernel
 from bytegraph.graph.side_effects import SideEffects
 from bytegraph.guards.guards import GuardSet
@@ -99,18 +99,14 @@ class DynamicPolicy:
 
 class NeedsShapeEnv(Exception):
     """Raised when a static trace meets an input that must be symbolic
-    (marked dynamic) or a data-dependent value to capture; the frame is
-    traced again with a ShapeEnv."""
+    (marked dynamic); the frame is traced again with a ShapeEnv. (A
+    data-dependent value to capture starts one in place instead:
+    :meth:`OutputGraph.start_shape_env`.)"""
 
 
 def _data_dependent_operator(context: str, hint: str) -> NoReturn:
     unimplemented(gb_type="data-dependent operator", context=context, hints=(hint,),
                   explanation="The output of this operation (its value or its shape) depends on tensor data.")
-
-def _has_index_tensor(args: Any, kwargs: dict) -> bool:
-    """Whether an argument is an integer or bool tensor (whose data a kernel may read as indices or sizes)."""
-    leaves = torch.utils._pytree.tree_leaves((args, kwargs))
-    return any(isinstance(a, torch.Tensor) and not (a.is_floating_point() or a.is_complex()) for a in leaves)
 
 
 class OutputGraph(BackendCompile):
@@ -156,12 +152,8 @@ class OutputGraph(BackendCompile):
         self.capture_scalar_outputs = capture_scalar_outputs
         self.capture_dynamic_output_shape_ops = capture_dynamic_output_shape_ops
         # a capture needs a ShapeEnv, but most frames capture nothing: a static trace meeting a
-        # data-dependent value raises NeedsShapeEnv and the frame is traced again with one
-        self.shape_env = (
-            ShapeEnv(allow_scalar_outputs=capture_scalar_outputs,
-                     allow_dynamic_output_shape_ops=capture_dynamic_output_shape_ops)
-            if policy.needs_shape_env() else None
-        )
+        # data-dependent value starts one there (start_shape_env)
+        self.shape_env = self._new_shape_env() if policy.needs_shape_env() else None
         self.fake_mode = _fake_mode(self.shape_env)
         self._sym_sizes: dict[tuple[torch.fx.Node, int], Any] = {}
         self.guards = GuardSet()
@@ -319,18 +311,14 @@ class OutputGraph(BackendCompile):
                 hints=("Call .clone() (or .contiguous()) on the tensor before writing to it in place.",),
             )
         try:
-            # the Python dispatcher lets composite kernels (F.pad...) take symbolic sizes, as under torch.compile
-            with self.fake_mode, enable_python_dispatcher() if self.shape_env is not None else contextlib.nullcontext():
-                if kind == "call_method":
-                    result = getattr(args[0], target)(*args[1:], **kwargs)
-                else:
-                    result = target(*args, **kwargs)
+            result = self._fake_call(kind, target, args, kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException, GuardOnDataDependentSymNode) as e:
             if self.shape_env is None and (
                 self.capture_dynamic_output_shape_ops if isinstance(e, DynamicOutputShapeException)
                 else self.capture_scalar_outputs and isinstance(e, DataDependentOutputException)
             ):
-                raise NeedsShapeEnv(name) from e
+                self.start_shape_env()
+                return self.run_fake(kind, target, args, kwargs)
             _data_dependent_operator(f"{name}: {type(e).__name__}", HINT_DYNAMIC_OUTPUT_SHAPE
                                      if isinstance(e, DynamicOutputShapeException) else HINT_DATA_DEPENDENT)
         except UnsupportedOperatorException as e:
@@ -341,8 +329,9 @@ class OutputGraph(BackendCompile):
                 hints=("Call it outside the compiled function.",),
             )
         except Exception as e:  # eager would raise this too; let the native run raise it
-            if self.shape_env is None and _has_index_tensor(args, kwargs):  # a kernel reading an index
-                raise NeedsShapeEnv(name) from e  # tensor's data (tensor_split) needs one before eager is blamed
+            if self.shape_env is None and has_index_tensor(args, kwargs):  # a kernel reading an index tensor's
+                self.start_shape_env()  # data (tensor_split) needs one before eager is blamed
+                return self.run_fake(kind, target, args, kwargs)
             unimplemented(
                 gb_type="operator error at trace time",
                 context=f"{name} raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
@@ -352,6 +341,37 @@ class OutputGraph(BackendCompile):
             )
         self._check_unbacked_outputs(name, result)
         return result
+
+    def start_shape_env(self) -> None:
+        """Give this static trace a ShapeEnv from here on: it met a value to capture (``t.item()``,
+        ``nonzero``). What it traced so far stands: with nothing symbolic yet, every input static and
+        every size a number, a trace with a ShapeEnv from the start would have traced the same, so the
+        frame is not traced again. Its tensor inputs get the all-static context they would have had."""
+        self.shape_env = self._new_shape_env()
+        self.fake_mode.shape_env, self.fake_mode.static_shapes = self.shape_env, False
+        for inp in self.inputs:
+            if isinstance(inp.example, torch.Tensor):
+                inp.symbolic_context = _symbolic_context(inp.example, {})
+
+    def _new_shape_env(self) -> ShapeEnv:
+        """A ShapeEnv that allows the captures this trace was configured with."""
+        return ShapeEnv(allow_scalar_outputs=self.capture_scalar_outputs,
+                        allow_dynamic_output_shape_ops=self.capture_dynamic_output_shape_ops)
+
+    def _fake_call(self, kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
+        """``target(*args, **kwargs)`` on FakeTensors, under torch's Python dispatcher when
+        :func:`needs_python_dispatcher` says it may meet a symbol; should a run without it fail in a
+        trace with a ShapeEnv (a symbol made inside a kernel, unseen in the arguments), the run
+        is made again under it before the failure is believed."""
+        dispatcher = self.shape_env is not None and needs_python_dispatcher(args, kwargs)
+        before = len(self.shape_env.pending_fresh_unbacked_symbols) if self.shape_env is not None else 0
+        try:
+            return call_on_fakes(self.fake_mode, dispatcher, kind, target, args, kwargs)
+        except Exception:
+            if self.shape_env is None or dispatcher:
+                raise
+            del self.shape_env.pending_fresh_unbacked_symbols[before:]
+        return call_on_fakes(self.fake_mode, True, kind, target, args, kwargs)
 
     def _check_unbacked_outputs(self, name: str, result: Any) -> None:
         """A data-dependent symbol the operation made must live in its output

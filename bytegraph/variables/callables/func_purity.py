@@ -99,8 +99,7 @@ def check_pure(tx: Tx, name: str, fn: VT, args: Sequence[VT], kwargs: dict[str, 
         _check_code(name, fn.get_code())
     graph, saved, effects = output.graph, output.trace_state(), output.side_effects
     existing = set(graph.nodes)
-    pending = output.shape_env.pending_fresh_unbacked_symbols if output.shape_env is not None else []
-    unbacked = len(pending)
+    unbacked = len(_pending_symbols(output))
     scratch = output.side_effects = SideEffects()
     queried: list[str] = []
     add_guard, patched = output.guards.add, vars(output.guards).get("add")  # patched: by an outer transform
@@ -132,7 +131,7 @@ def check_pure(tx: Tx, name: str, fn: VT, args: Sequence[VT], kwargs: dict[str, 
         elif not all(from_globals(s) and isinstance(v, torch.Tensor) for s, v in global_tensors):
             reason = "It reads tensors other than its arguments, the tensors it closes over and tensors reached " \
                      "from globals (through a local object or a module it closes over)."
-        elif len(pending) != unbacked:
+        elif len(_pending_symbols(output)) != unbacked or any(n.meta.get("unbacked_bindings") for n in added):
             reason = "It reads a tensor's value (item(), a data-dependent size)."
         elif any(backend_compile.draws_random(n) or n.target is torch._C._set_grad_enabled for n in added):
             reason = "It draws random numbers or sets the grad mode."
@@ -149,12 +148,18 @@ def check_pure(tx: Tx, name: str, fn: VT, args: Sequence[VT], kwargs: dict[str, 
             output.guards.add = patched
         for node in reversed([n for n in graph.nodes if n not in existing]):
             graph.erase_node(node)
-        del pending[unbacked:]
+        del _pending_symbols(output)[unbacked:]
         output.restore_trace_state(saved)
         output.side_effects = effects
     if reason is not None:
         transform_break(name, reason)
     return writes_args, global_tensors
+
+
+def _pending_symbols(output: Any) -> list:
+    """The trace's data-dependent symbols not yet bound to an output (none
+    without a ShapeEnv; the body traced may start one: ``start_shape_env``)."""
+    return output.shape_env.pending_fresh_unbacked_symbols if output.shape_env is not None else []
 
 
 #: code flags of functions that do not simply run and return
