@@ -207,6 +207,16 @@ class PythonModuleVariable(KnownObjectVariable):
             hints=("Read it outside the compiled function and pass it in.",),
         )
 
+    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
+        """``module.name = v`` where the module object's class computes ``name`` by a ``property``
+        (``torch.utils.deterministic.fill_uninitialized_memory``): its setter is traced; any other
+        store is the base's (a graph break)."""
+        computed = vars(type(self.module)).get(name) if type(self.module) is not types.ModuleType else None
+        if isinstance(computed, property) and isinstance(computed.fset, types.FunctionType):
+            tx.inline_call(UserFunctionVariable(computed.fset), [self, value], {})
+            return
+        super().store_attr(tx, name, value)
+
     def __repr__(self) -> str:
         return f"PythonModuleVariable({self.module.__name__})"
 

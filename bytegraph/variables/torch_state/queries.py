@@ -24,8 +24,9 @@ import torch.backends
 from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import VariableTracker
 from bytegraph.guards.guards import GlobalStateMatch
-from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.torch_state.base import at_trace_entry
+from bytegraph.graph.state_setters import SETTABLE, SettableState, StateAtEntry, states_at_entry
+from bytegraph.variables.constant import ConstantVariable, raise_traced_from
+from bytegraph.variables.torch_state.base import EnteredState, at_trace_entry
 from bytegraph.variables.torch_state.grad_mode import switch_grad_mode_unscoped
 from bytegraph.variables.tx import wrap_const
 
@@ -135,7 +136,46 @@ def call_set_grad_enabled(tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> 
     return ConstantVariable(None)
 
 
+def call_plain_setter(state: SettableState, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """A plain setter of ``state`` (``torch.set_autocast_enabled("cpu", True)``): the state switched
+    now and by a graph node; the state the frame found is recorded below the open contexts (so
+    tracing ending puts it back and queries are guarded on it, ``graph/state_setters.py``)."""
+    parsed = _parsed_setter_call(state, tx, args, kwargs)
+    if parsed is None:
+        unimplemented(
+            gb_type="unsupported torch function",
+            context=f"setter of {state.label} with {len(args)} positional, {sorted(kwargs)} keyword arguments",
+            explanation="A plain setter of torch's state is traced with constant arguments of its signature, "
+                        "outside a traced context manager that restores the same state on exit (whose re-entry "
+                        "after a graph break would undo the switch); otherwise the call runs natively.",
+            hints=("Pass constants, or call the setter outside the with block.",),
+        )
+    *key, value = parsed
+    key = tuple(key)
+    if not any(s.state is state and s.key == key for s in states_at_entry(tx.output.open_states)):
+        tx.output.open_states.insert(0, StateAtEntry(state, key))
+    try:
+        state.write(*key, value)
+    except Exception as e:  # noqa: BLE001 - eager's own error (a bad device or dtype), in the trace
+        raise_traced_from(e)
+    tx.output.create_node("call_function", state.write, (*key, value), {}, None)
+    return ConstantVariable(None)
+
+
+def _parsed_setter_call(state: SettableState, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> tuple | None:
+    """``(*key, value)`` of a traceable call of a setter of ``state``, None for one that is not."""
+    if not all(v.is_python_constant() for v in (*args, *kwargs.values())) or state.scoped_by is not None and any(
+            isinstance(s, EnteredState) and s.enter_fn is state.scoped_by for s in tx.output.open_states):
+        return None
+    try:
+        return state.parse(*(a.as_python_constant() for a in args),
+                           **{k: v.as_python_constant() for k, v in kwargs.items()})
+    except TypeError:  # not the setter's signature
+        return None
+
+
 #: setters of process-wide state modelled in the trace (the state switched now and in the graph)
 STATE_SETTERS: dict[Callable, Callable[[Tx, Sequence[VT], dict[str, VT]], VT]] = {
     torch._C._set_grad_enabled: call_set_grad_enabled,
+    **{setter: functools.partial(call_plain_setter, state) for setter, state in SETTABLE.items()},
 }
