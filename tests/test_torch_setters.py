@@ -210,3 +210,76 @@ def test_setter_with_arguments_of_another_signature_breaks():
         return x + 1
 
     check(f, t(2), graphs=1, breaks=1, gb_types=["unsupported torch function"])  # nothing before the call
+
+
+# ---- disable_saved_tensors_hooks: a context switching the same kind of state ------------------------
+
+def _hooks_disabled():
+    return torch._C._autograd._saved_tensors_hooks_get_disabled_error_message()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_disable_saved_tensors_hooks_around_operations_is_one_graph(backend):
+    def f(x):
+        with torch.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+            y = x.sin() * x
+        return y
+
+    def run(compile):
+        x = t(3).requires_grad_(True)
+        y = compile(f)(x)
+        y.sum().backward()
+        return y, x.grad, _hooks_disabled()
+
+    check_scenario(run, graphs=1, fullgraph=True, backend=backend)
+
+
+def test_saved_tensors_hooks_inside_disable_saved_tensors_hooks_raises_eagers_error():
+    def f(x):
+        with torch.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+            y = x.sin()
+            with torch.autograd.graph.saved_tensors_hooks(lambda s: s, lambda s: s):
+                y = y * x
+        return y
+
+    def run(compile):
+        try:
+            result = compile(f)(t(3))
+        except RuntimeError as e:
+            result = str(e)
+        return result, _hooks_disabled()
+
+    # the saved_tensors_hooks class is skipped (its __init__, then its __enter__ in the resumed code, which
+    # raises natively inside the block re-entered there)
+    check_scenario(run, graphs=1, breaks=2, gb_types=["call to skipped function"] * 2)
+
+
+def test_disable_saved_tensors_hooks_put_back_when_the_graph_raises():
+    def f(x, index):
+        with torch.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+            return x.sin().index_select(0, index)
+
+    def run(compile):
+        try:
+            compile(f)(t(3), torch.tensor([5]))
+        except IndexError as e:
+            return type(e).__name__, _hooks_disabled()
+        return "no error", _hooks_disabled()
+
+    check_scenario(run, graphs=1, reruns=1)
+
+
+def test_graph_break_inside_disable_saved_tensors_hooks():
+    def f(x):
+        with torch.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+            y = x.sin()
+            print("a graph break")
+            z = y * x
+        return z, _hooks_disabled()
+
+    def run(compile):
+        return compile(f)(t(3)), _hooks_disabled()
+
+    # the resumed code enters a real disable_saved_tensors_hooks again; its exit (contextlib's next() on the
+    # native generator) runs natively, as sdpa_kernel's does
+    check_scenario(run, graphs=2, breaks=2, gb_types=["print", "unsupported builtin call"])

@@ -78,7 +78,31 @@ SETTABLE: dict[Callable, SettableState] = {
         torch._C._set_deterministic_fill_uninitialized_memory),
 }
 
+def saved_tensors_hooks_disabled() -> str | None:
+    """The message registering saved-tensor hooks raises now (None: they may be registered)."""
+    return torch._C._autograd._saved_tensors_hooks_get_disabled_error_message()
+
+
+def restore_saved_tensors_hooks(message: str | None) -> None:
+    """Make registering saved-tensor hooks raise ``message`` again (None: allow it)."""
+    if message is None:
+        torch._C._autograd._saved_tensors_hooks_enable()
+    else:
+        torch._C._autograd._saved_tensors_hooks_disable(message)
+
+
+def disable_saved_tensors_hooks(message: str) -> str | None:
+    """What entering ``torch.autograd.graph.disable_saved_tensors_hooks(message)`` does; returns the
+    message before, for :func:`restore_saved_tensors_hooks`."""
+    previous = saved_tensors_hooks_disabled()
+    torch._C._autograd._saved_tensors_hooks_disable(message)
+    return previous
+
+
 _WRITES = {state.write: state for state in SETTABLE.values()}
+#: the entry of a context (its graph node) -> the state it switches, put back when a graph raises inside it
+_ENTERS = {disable_saved_tensors_hooks: SettableState(
+    "saved tensors hooks disabled", _value, saved_tensors_hooks_disabled, restore_saved_tensors_hooks)}
 
 
 class StateAtEntry:
@@ -135,10 +159,11 @@ def left_for(open_states: list) -> Iterator[None]:
 
 
 def written_states(gm: torch.fx.GraphModule) -> tuple[tuple[SettableState, tuple], ...]:
-    """``(state, key)`` of each state a node of ``gm`` writes with a plain setter."""
+    """``(state, key)`` of each state a node of ``gm`` writes with a plain setter or a context
+    whose exit a raising graph would skip (``_ENTERS``)."""
     found = {}
     for n in gm.graph.nodes:
-        state = _WRITES.get(n.target) if n.op == "call_function" else None
+        state = (_WRITES.get(n.target) or _ENTERS.get(n.target)) if n.op == "call_function" else None
         if state is not None:
             found[(state.write, tuple(n.args[:-1]))] = (state, tuple(n.args[:-1]))
     return tuple(found.values())

@@ -75,6 +75,7 @@ STATE_QUERIES: dict[Callable, str] = {
     torch._C._are_functorch_transforms_active: "functorch transforms",
     torch._C._get_privateuse1_backend_name: "privateuse1 backend name",
     torch.autograd._is_checkpoint_valid: "checkpoint validity",
+    torch._C._autograd._saved_tensors_hooks_get_disabled_error_message: "saved tensors hooks disabled",
     torch.fx._symbolic_trace.is_fx_tracing: "fx tracing",
     torch.distributed.is_available: "distributed build",
     **({torch.distributed.is_initialized: "distributed process group"} if torch.distributed.is_available() else {}),
