@@ -1,11 +1,14 @@
 """Plain setters of torch's process state in traced code (docs/torch_policy.md, section 3):
 ``torch.set_autocast_enabled``/``set_autocast_dtype``/``set_autocast_cache_enabled``,
-``torch.set_default_dtype``, ``torch._C._set_deterministic_algorithms`` and
-``torch.utils.deterministic.fill_uninitialized_memory = ...``. Each against eager on both
+``torch.set_default_dtype``, ``torch._C._set_deterministic_algorithms``,
+``torch.use_deterministic_algorithms`` (which also stores an option of ``torch._inductor.config``)
+and ``torch.utils.deterministic.fill_uninitialized_memory = ...``; and the context
+``torch.autograd.graph.disable_saved_tensors_hooks``. Each against eager on both
 backends: the results, the state after the call, exact graph/break counts, a graph break inside
 the switched region, and a graph that raises there (the state put back before the native rerun)."""
 import pytest
 import torch
+import torch._inductor.config
 import torch.utils.deterministic
 
 from tests.helpers import check, check_scenario, t
@@ -15,7 +18,7 @@ def _states():
     return (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"), torch.is_autocast_cache_enabled(),
             torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled(),
             torch.is_deterministic_algorithms_warn_only_enabled(),
-            torch.utils.deterministic.fill_uninitialized_memory)
+            torch.utils.deterministic.fill_uninitialized_memory, torch._inductor.config.deterministic)
 
 
 def _reset():
@@ -76,6 +79,14 @@ def _nondeterministic():
     torch._C._set_deterministic_algorithms(False)
 
 
+def _use_deterministic():
+    torch.use_deterministic_algorithms(True)  # also sets torch._inductor.config.deterministic
+
+
+def _use_nondeterministic():
+    torch.use_deterministic_algorithms(False)
+
+
 def _no_fill():
     torch.utils.deterministic.fill_uninitialized_memory = False
 
@@ -92,6 +103,7 @@ SETTERS = {
     "set_default_dtype": (_double, _single),
     "_set_deterministic_algorithms": (_deterministic, _nondeterministic),
     "fill_uninitialized_memory": (_no_fill, _fill),
+    "use_deterministic_algorithms": (_use_deterministic, _use_nondeterministic),
 }
 
 
@@ -154,6 +166,8 @@ _FLIPS = {
     "set_default_dtype": lambda: torch.set_default_dtype(
         torch.float64 if torch.get_default_dtype() == torch.float32 else torch.float32),
     "_set_deterministic_algorithms": lambda: torch._C._set_deterministic_algorithms(
+        not torch.are_deterministic_algorithms_enabled()),
+    "use_deterministic_algorithms": lambda: torch.use_deterministic_algorithms(
         not torch.are_deterministic_algorithms_enabled()),
 }
 
@@ -283,3 +297,22 @@ def test_graph_break_inside_disable_saved_tensors_hooks():
     # the resumed code enters a real disable_saved_tensors_hooks again; its exit (contextlib's next() on the
     # native generator) runs natively, as sdpa_kernel's does
     check_scenario(run, graphs=2, breaks=2, gb_types=["print", "unsupported builtin call"])
+
+
+def test_configuration_option_read_after_its_store_sees_it():
+    def f(x):
+        torch._inductor.config.deterministic = True
+        seen = torch._inductor.config.deterministic
+        torch._inductor.config.deterministic = False
+        return x + 1, seen, torch._inductor.config.deterministic
+
+    check_scenario(_run(f, t(2)), graphs=1, fullgraph=True)
+
+
+def test_configuration_option_store_of_a_traced_value_breaks():
+    def f(x):
+        y = x + 1
+        torch._inductor.config.deterministic = y
+        return y * 2
+
+    check_scenario(_run(f, t(2)), graphs=2, breaks=1, gb_types=["unsupported attribute store"])

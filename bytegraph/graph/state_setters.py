@@ -27,7 +27,9 @@ class SettableState(NamedTuple):
     ``parse`` takes the setter's arguments and gives ``(*key, value)``: ``key`` names which
     state (a device type), ``value`` is what is set; ``read(*key)`` reads it back and
     ``write(*key, value)`` sets it (the graph node's target). ``scoped_by`` is the entry of
-    a context that saves and restores the same state (None: none does).
+    a context that saves and restores the same state (None: none does). ``in_graph``: whether
+    the graph's operations read it (else the switch is no node: only the code after the graph
+    makes it).
     """
 
     label: str
@@ -35,6 +37,7 @@ class SettableState(NamedTuple):
     read: Callable[..., Any]
     write: Callable[..., Any]
     scoped_by: Callable[..., Any] | None = None
+    in_graph: bool = True
 
 
 def deterministic_algorithms() -> tuple[bool, bool]:
@@ -99,6 +102,10 @@ def disable_saved_tensors_hooks(message: str) -> str | None:
     return previous
 
 
+#: an option of one of torch's configuration modules (``torch._inductor.config.deterministic``, which
+#: ``torch.use_deterministic_algorithms`` sets), keyed by ``(module, name)``: read by compilers, not by operations
+CONFIG_OPTION = SettableState("torch configuration option", _value, getattr, setattr, in_graph=False)
+
 _WRITES = {state.write: state for state in SETTABLE.values()}
 #: the entry of a context (its graph node) -> the state it switches, put back when a graph raises inside it
 _ENTERS = {disable_saved_tensors_hooks: SettableState(
@@ -140,7 +147,7 @@ def switched_states(open_states: list) -> list[StateAtEntry]:
     """The states the trace has switched from their entry values: a graph switches them back before
     it returns (AOTAutograd refuses a graph that leaves the autocast state changed), and the code after it
     writes the trace's values again."""
-    return [s for s in states_at_entry(open_states) if s.state.read(*s.key) != s.entry]
+    return [s for s in states_at_entry(open_states) if s.state.read(*s.key) != s.entry and s.state.in_graph]
 
 
 @contextlib.contextmanager

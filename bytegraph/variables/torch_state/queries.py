@@ -138,9 +138,8 @@ def call_set_grad_enabled(tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> 
 
 
 def call_plain_setter(state: SettableState, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-    """A plain setter of ``state`` (``torch.set_autocast_enabled("cpu", True)``): the state switched
-    now and by a graph node; the state the frame found is recorded below the open contexts (so
-    tracing ending puts it back and queries are guarded on it, ``graph/state_setters.py``)."""
+    """A plain setter of ``state`` (``torch.set_autocast_enabled("cpu", True)``) with constant
+    arguments: :func:`switch_state`."""
     parsed = _parsed_setter_call(state, tx, args, kwargs)
     if parsed is None:
         unimplemented(
@@ -152,15 +151,22 @@ def call_plain_setter(state: SettableState, tx: Tx, args: Sequence[VT], kwargs: 
             hints=("Pass constants, or call the setter outside the with block.",),
         )
     *key, value = parsed
-    key = tuple(key)
+    switch_state(tx, state, tuple(key), value)
+    return ConstantVariable(None)
+
+
+def switch_state(tx: Tx, state: SettableState, key: tuple, value: Any) -> None:
+    """Set ``state`` at ``key`` to ``value`` now and (when the graph's operations read it) by a graph
+    node, recording the value the frame found first (``graph/state_setters.py``: tracing ending puts it
+    back, queries are guarded on it, the code after the graph writes the trace's value)."""
     if not any(s.state is state and s.key == key for s in states_at_entry(tx.output.open_states)):
         tx.output.open_states.insert(0, StateAtEntry(state, key))
     try:
         state.write(*key, value)
     except Exception as e:  # noqa: BLE001 - eager's own error (a bad device or dtype), in the trace
         raise_traced_from(e)
-    tx.output.create_node("call_function", state.write, (*key, value), {}, None)
-    return ConstantVariable(None)
+    if state.in_graph:
+        tx.output.create_node("call_function", state.write, (*key, value), {}, None)
 
 
 def _parsed_setter_call(state: SettableState, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> tuple | None:
