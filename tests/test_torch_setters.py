@@ -1,7 +1,7 @@
 """Plain setters of torch's process state in traced code (docs/torch_policy.md, section 3):
 ``torch.set_autocast_enabled``/``set_autocast_dtype``/``set_autocast_cache_enabled``,
 ``torch.set_default_dtype``, ``torch._C._set_deterministic_algorithms``,
-``torch.use_deterministic_algorithms`` (which also stores an option of ``torch._inductor.config``)
+``torch.set_float32_matmul_precision``, ``torch.use_deterministic_algorithms`` (which also stores an option of ``torch._inductor.config``)
 and ``torch.utils.deterministic.fill_uninitialized_memory = ...``; and the context
 ``torch.autograd.graph.disable_saved_tensors_hooks``. Each against eager on both
 backends: the results, the state after the call, exact graph/break counts, a graph break inside
@@ -18,7 +18,8 @@ def _states():
     return (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"), torch.is_autocast_cache_enabled(),
             torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled(),
             torch.is_deterministic_algorithms_warn_only_enabled(),
-            torch.utils.deterministic.fill_uninitialized_memory, torch._inductor.config.deterministic)
+            torch.utils.deterministic.fill_uninitialized_memory, torch._inductor.config.deterministic,
+            torch.get_float32_matmul_precision())
 
 
 def _reset():
@@ -28,6 +29,7 @@ def _reset():
     torch.set_default_dtype(torch.float32)
     torch.use_deterministic_algorithms(False)
     torch.utils.deterministic.fill_uninitialized_memory = True
+    torch.set_float32_matmul_precision("highest")
 
 
 @pytest.fixture(autouse=True)
@@ -87,6 +89,14 @@ def _use_nondeterministic():
     torch.use_deterministic_algorithms(False)
 
 
+def _medium_matmul():
+    torch.set_float32_matmul_precision("medium")
+
+
+def _highest_matmul():
+    torch.set_float32_matmul_precision("highest")
+
+
 def _no_fill():
     torch.utils.deterministic.fill_uninitialized_memory = False
 
@@ -104,6 +114,7 @@ SETTERS = {
     "_set_deterministic_algorithms": (_deterministic, _nondeterministic),
     "fill_uninitialized_memory": (_no_fill, _fill),
     "use_deterministic_algorithms": (_use_deterministic, _use_nondeterministic),
+    "set_float32_matmul_precision": (_medium_matmul, _highest_matmul),
 }
 
 
@@ -316,3 +327,12 @@ def test_configuration_option_store_of_a_traced_value_breaks():
         return y * 2
 
     check_scenario(_run(f, t(2)), graphs=2, breaks=1, gb_types=["unsupported attribute store"])
+
+
+def test_matmul_precision_of_an_unknown_name_warns_natively():
+    def f(x):
+        torch.set_float32_matmul_precision("fastest")  # eager warns and changes nothing
+        return x @ x, torch.get_float32_matmul_precision()
+
+    with pytest.warns(UserWarning, match="fastest"):
+        check(f, t(2, 2), graphs=1, breaks=1, gb_types=["unsupported torch function"])

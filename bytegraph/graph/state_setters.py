@@ -76,6 +76,8 @@ SETTABLE: dict[Callable, SettableState] = {
         "default dtype", _value, torch.get_default_dtype, torch._C._set_default_dtype),
     torch._C._set_deterministic_algorithms: SettableState(
         "deterministic algorithms", _deterministic, deterministic_algorithms, _write_deterministic),
+    torch._C._set_float32_matmul_precision: SettableState(
+        "matmul precision", _value, torch._C._get_float32_matmul_precision, torch._C._set_float32_matmul_precision),
     torch._C._set_deterministic_fill_uninitialized_memory: SettableState(
         "deterministic fill", _value, torch._C._get_deterministic_fill_uninitialized_memory,
         torch._C._set_deterministic_fill_uninitialized_memory),

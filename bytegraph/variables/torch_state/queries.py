@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import sys
 import types
+import warnings
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
@@ -161,10 +162,20 @@ def switch_state(tx: Tx, state: SettableState, key: tuple, value: Any) -> None:
     back, queries are guarded on it, the code after the graph writes the trace's value)."""
     if not any(s.state is state and s.key == key for s in states_at_entry(tx.output.open_states)):
         tx.output.open_states.insert(0, StateAtEntry(state, key))
-    try:
-        state.write(*key, value)
-    except Exception as e:  # noqa: BLE001 - eager's own error (a bad device or dtype), in the trace
-        raise_traced_from(e)
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        try:
+            state.write(*key, value)
+        except Exception as e:  # noqa: BLE001 - eager's own error (a bad device or dtype), in the trace
+            raise_traced_from(e)
+    if warned:  # a value it ignores with a warning (an unknown matmul precision): eager's warning, natively
+        unimplemented(
+            gb_type="unsupported torch function",
+            context=f"setter of {state.label} warning {str(warned[0].message)!r}",
+            explanation="The setter warned instead of switching the state; the call runs natively so that "
+                        "it warns on every call, as in eager.",
+            hints=("Pass a value the setter accepts.",),
+        )
     if state.in_graph:
         tx.output.create_node("call_function", state.write, (*key, value), {}, None)
 
