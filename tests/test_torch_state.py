@@ -331,15 +331,12 @@ def test_other_computed_module_attribute_breaks():
 # ---- saved-tensor hooks: torch.autograd.graph runs natively, the block's body is a graph ---------------
 
 #: each context and its breaks: its construction, entry and exit are calls into torch.autograd.graph (skipped:
-#: they change what autograd saves, which no graph holds); disable_saved_tensors_hooks is a generator whose
-#: steps contextlib's wrapper takes with next() on the native object (each recorded once per frame meeting it:
-#: the function and contextlib's wrapper)
+#: they change what autograd saves, which no graph holds); disable_saved_tensors_hooks is modelled
+#: (tests/test_torch_setters.py)
 SKIPPED = "call to skipped function"
 SAVED_TENSOR_CONTEXTS = {
     "saved_tensors_hooks": (lambda: torch.autograd.graph.saved_tensors_hooks(lambda s: s * 2, lambda s: s / 2),
                             [SKIPPED] * 3),
-    "disable_saved_tensors_hooks": (lambda: torch.autograd.graph.disable_saved_tensors_hooks("off"),
-                                    [SKIPPED] * 3 + ["unsupported builtin call"] * 2),
     "save_on_cpu": (torch.autograd.graph.save_on_cpu, [SKIPPED] * 3),
 }
 

@@ -27,6 +27,7 @@ from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.fx_source import release_source_when_freed
 from bytegraph.graph.rerun import autocast_devices, rerun_natively_on_error
 from bytegraph.graph.sdp_flags import enters_sdpa_kernel
+from bytegraph.graph.state_setters import left_for, switched_states, written_states
 from bytegraph.graph.targets import bind_targets
 from bytegraph.logs import enabled, get
 
@@ -179,7 +180,8 @@ class BackendCompile:
             self.shape_env.settings = dataclasses.replace(
                 self.shape_env.settings, allow_dynamic_output_shape_ops=True, allow_scalar_outputs=True)
         context = BackendTracingContext(self.backend_fake_mode)
-        with torch._guards.tracing(context), collector.running(), \
+        # a backend that retraces the graph (aot_eager) runs it from the state the frame is called in
+        with left_for(self.open_states), torch._guards.tracing(context), collector.running(), \
                 deadline(config.backend_timeout, f"backend {backend_name(compiler)!r}"):
             try:
                 return compiler(gm, self.example_inputs())
@@ -201,6 +203,8 @@ class BackendCompile:
         Raises:
             BackendCompilerFailed: when the backend raises while compiling.
         """
+        for state in switched_states(self.open_states):  # the code after the graph switches them (``tail``)
+            self.create_node("call_function", state.state.write, (*state.key, state.entry), {}, None)
         dry = PyCodegen(code, f_globals)
         dry.collecting = True
         tail(dry)
@@ -243,7 +247,8 @@ class BackendCompile:
             check = OutputCheck(len(outputs), f"backend {backend_name(compiler)!r}")
             compiled = rerun_natively_on_error(compiled, check, uses_rng(gm), watched,
                                                self.unscoped_grad_mode_changes == 0, saved, numpy_random.draws(gm),
-                                               autocast_devices(gm), saved_static, enters_sdpa_kernel(gm))
+                                               autocast_devices(gm), saved_static, enters_sdpa_kernel(gm),
+                                               written_states(gm))
             self.compiled_graphs.append(
                 CompiledGraph(name, gm, self.op_count(), seconds, compiled, import_seconds, subgraphs))
             codegen.load_callable(compiled)

@@ -12,12 +12,13 @@ from bytegraph.backends.checks import OutputCheck
 from bytegraph.breaks import GraphRaised
 from bytegraph.graph import numpy_random
 from bytegraph.graph.sdp_flags import restore_sdp_flags, sdp_flags
+from bytegraph.graph.state_setters import read_states, restore_states
 
 
 def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, watched: tuple[int, ...],
                             scoped_grad: bool, saved: tuple[int, ...] = (), numpy_rng: bool = False,
                             autocast: tuple[str, ...] = (), saved_static: bool = False,
-                            sdp: bool = False) -> Callable:
+                            sdp: bool = False, states: tuple = ()) -> Callable:
     """``compiled`` that, when it raises an Exception, leaves the frame to run natively.
 
     Its result is checked by ``check`` until the check passes (a backend
@@ -51,7 +52,9 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
     (see :func:`autocast_devices`) and raises inside the block never runs its
     exit: the autocast state it found (enabled, dtype, cache, nesting) is put
     back in either case, as eager's ``__exit__`` would; so are the SDP backend
-    flags of a graph that enters ``sdpa_kernel`` (``sdp``).
+    flags of a graph that enters ``sdpa_kernel`` (``sdp``). The states a graph switches by plain
+    setters (``states``: see ``graph/state_setters.py``) are put back before the rerun only: a plain
+    setter is undone by nothing in eager.
 
     An interrupt (a ``BaseException`` such as ``KeyboardInterrupt``) propagates
     as is, after grad mode (when ``scoped_grad``) and the autocast state are put
@@ -61,7 +64,7 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
     and enters no autocast block (the common case) gets a wrapper that only
     saves grad mode: this runs on every call.
     """
-    if not (rng or numpy_rng or watched or saved or autocast or sdp):
+    if not (rng or numpy_rng or watched or saved or autocast or sdp or states):
         def run_pure_graph(*args: Any) -> Any:
             mode = torch.is_grad_enabled()
             try:
@@ -84,6 +87,7 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
         mode = torch.is_grad_enabled()
         autocast_state = _autocast_state(autocast) if autocast else None
         flags = sdp_flags() if sdp else None
+        set_states = read_states(states) if states else None
         state = torch.default_generator.get_state() if rng else None
         np_state = numpy_random.saved_state() if numpy_rng else None
         # with copies to put back, only whether each watched input has a version counter matters (an
@@ -112,6 +116,8 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
                     torch._C._set_grad_enabled(mode)
                 raise
             torch._C._set_grad_enabled(mode)
+            if set_states is not None:
+                restore_states(states, set_states)
             if state is not None:
                 torch.default_generator.set_state(state)
             if np_state is not None:

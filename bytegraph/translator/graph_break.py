@@ -48,6 +48,7 @@ from bytegraph.bytecode.resume import (
     stack_name,
 )
 from bytegraph.graph.codegen import PyCodegen
+from bytegraph.graph.state_setters import states_at_entry
 from bytegraph.guards.source import LocalSource
 from bytegraph.translator.native_stretch import find_stretch
 from bytegraph.variables.containers.iterator_tools import EnumerateVariable
@@ -147,6 +148,8 @@ def codegen_graph_break(
         locals, and replay the side effects."""
         if graph_sets_grad:
             cg.set_grad_enabled(tx.initial_grad_mode)
+        for state in states_at_entry(tx.output.open_states):  # the graph's plain setters, again
+            state.codegen_now(cg)
         temps.clear()
         for i, vt in enumerate(stack):
             if isinstance(vt, NullVariable):

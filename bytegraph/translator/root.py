@@ -20,6 +20,7 @@ from bytegraph.graph.backend_compile import Backend
 from bytegraph.graph.codegen import PyCodegen
 from bytegraph.graph.output_graph import OutputGraph
 from bytegraph.graph.side_effects import SideEffects
+from bytegraph.graph.state_setters import states_at_entry
 from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.guards.source import ClosureSource, LocalSource
 from bytegraph.translator.base import InstructionTranslatorBase
@@ -213,6 +214,8 @@ class InstructionTranslator(InstructionTranslatorBase):
             self.codegen_side_effects(codegen)
             if graph_sets_grad or final_grad_mode != self.initial_grad_mode:
                 codegen.set_grad_enabled(final_grad_mode)
+            for state in states_at_entry(self.output.open_states):
+                state.codegen_now(codegen)
             codegen.load_local(ret)
             codegen.emit("RETURN_VALUE")
 

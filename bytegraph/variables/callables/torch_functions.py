@@ -59,6 +59,7 @@ from bytegraph.variables.tensors.symbolic import SHAPE_PREDICATES, runtime_check
 from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.torch_state.contexts import STATE_CONTEXTS, create_state_context
 from bytegraph.variables.torch_state.dispatch_disabled import SubclassDispatchDisabledVariable
+from bytegraph.variables.torch_state.saved_hooks import call_disable_saved_tensors_hooks
 from bytegraph.variables.torch_state.sdpa_kernel import call_sdpa_kernel
 from bytegraph.variables.torch_state.queries import STATE_SETTERS, fold_query, state_query
 from bytegraph.variables.tx import as_subclass, dispatch_torch_function, make_tensor_subclass, wrap_const
@@ -397,8 +398,9 @@ def call_function_apply(tx: Tx, args: list[VT], kwargs: dict[str, VT]) -> VT:
 
 
 #: Python functions of torch modelled here rather than inlined (``inline_call`` consults them)
-TORCH_MODELS: dict[Any, Callable[[Tx, list, dict], VT]] = {FUNCTION_APPLY: call_function_apply,
-                                                          torch.nn.attention.sdpa_kernel: call_sdpa_kernel}
+TORCH_MODELS: dict[Any, Callable[[Tx, list, dict], VT]] = {
+    FUNCTION_APPLY: call_function_apply, torch.nn.attention.sdpa_kernel: call_sdpa_kernel,
+    torch.autograd.graph.disable_saved_tensors_hooks: call_disable_saved_tensors_hooks}
 
 
 _APPLY_TARGETS: "weakref.WeakKeyDictionary[type, Any]" = weakref.WeakKeyDictionary()

@@ -11,15 +11,17 @@ from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 
 import torch
 import torch.backends
+from torch.utils._config_module import ConfigModule
 
 from bytegraph.breaks import unimplemented, user_error
+from bytegraph.graph.state_setters import CONFIG_OPTION
 from bytegraph.guards.guards import DictContains, GlobalStateMatch
 from bytegraph.guards.source import AttrSource, ConvertSource, WeakRefCallSource
 from bytegraph.variables.base import KnownObjectVariable, VariableTracker
 from bytegraph.variables.callables.deferred_calls import logger_method
 from bytegraph.variables.constant import ConstantVariable, getattr_or_raise, raise_traced
 from bytegraph.variables.callables.functions import UserFunctionVariable
-from bytegraph.variables.torch_state.queries import fold_query
+from bytegraph.variables.torch_state.queries import fold_query, switch_state
 from bytegraph.variables.tx import wrap, wrap_attr, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -206,6 +208,20 @@ class PythonModuleVariable(KnownObjectVariable):
                         "folding its value without a guard could go stale, so the read runs natively.",
             hints=("Read it outside the compiled function and pass it in.",),
         )
+
+    def store_attr(self, tx: Tx, name: str, value: VT) -> None:
+        """``module.name = v`` where the module object's class computes ``name`` by a ``property``
+        (``torch.utils.deterministic.fill_uninitialized_memory``): its setter is traced; a constant
+        stored in an option of one of torch's configuration modules (``torch._inductor.config``): a
+        switch of process state (``switch_state``); any other store is the base's (a graph break)."""
+        computed = vars(type(self.module)).get(name) if type(self.module) is not types.ModuleType else None
+        if isinstance(computed, property) and isinstance(computed.fset, types.FunctionType):
+            tx.inline_call(UserFunctionVariable(computed.fset), [self, value], {})
+            return
+        if isinstance(self.module, ConfigModule) and value.is_python_constant():
+            switch_state(tx, CONFIG_OPTION, (self.module, name), value.as_python_constant())
+            return
+        super().store_attr(tx, name, value)
 
     def __repr__(self) -> str:
         return f"PythonModuleVariable({self.module.__name__})"

@@ -26,6 +26,7 @@ from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable
 from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
 from bytegraph.variables.tensors import symbolic, tensor
+from bytegraph.variables.tensors.default_dtype import pin_default_dtype
 
 if TYPE_CHECKING:
     from bytegraph.variables.tensors.subclass import TensorSubclassVariable
@@ -124,6 +125,7 @@ def graph_node(tx: Tx, kind: str, target: Any, args: Sequence[VT], kwargs: dict[
     example = tx.output.run_fake(kind, target, example_args, example_kwargs)
     if check is not None:
         check(example)
+    proxy_kwargs = pin_default_dtype(tx, kind, target, example_args, example_kwargs, example, proxy_kwargs)
     return tx.output.create_node(kind, target, proxy_args, proxy_kwargs, example), example
 
 

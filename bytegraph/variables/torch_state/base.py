@@ -8,9 +8,8 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
-import torch
-
 from bytegraph.breaks import unimplemented
+from bytegraph.graph.state_setters import left_for
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 
@@ -91,15 +90,8 @@ def at_trace_entry(tx: Tx, getter: Callable[[], Any]) -> Any:
     """``getter()`` in the state the traced frame started in: the states the trace entered are left
     for the call and entered again (grad mode, which leaving inference mode restores, put back after),
     so that a query inside ``with torch.autocast(...)`` is guarded on what the frame is called with."""
-    states, grad_mode = tx.output.open_states, torch.is_grad_enabled()
-    for state in reversed(states):
-        state()
-    try:
+    with left_for(tx.output.open_states):
         return getter()
-    finally:
-        for state in states:
-            state.reenter()
-        torch._C._set_grad_enabled(grad_mode)
 
 
 class SwitchedStateVariable(StateContextVariable):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import sys
 import types
+import warnings
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
@@ -24,8 +25,9 @@ import torch.backends
 from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import VariableTracker
 from bytegraph.guards.guards import GlobalStateMatch
-from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.torch_state.base import at_trace_entry
+from bytegraph.graph.state_setters import SETTABLE, SettableState, StateAtEntry, states_at_entry
+from bytegraph.variables.constant import ConstantVariable, raise_traced_from
+from bytegraph.variables.torch_state.base import EnteredState, at_trace_entry
 from bytegraph.variables.torch_state.grad_mode import switch_grad_mode_unscoped
 from bytegraph.variables.tx import wrap_const
 
@@ -74,6 +76,7 @@ STATE_QUERIES: dict[Callable, str] = {
     torch._C._are_functorch_transforms_active: "functorch transforms",
     torch._C._get_privateuse1_backend_name: "privateuse1 backend name",
     torch.autograd._is_checkpoint_valid: "checkpoint validity",
+    torch._C._autograd._saved_tensors_hooks_get_disabled_error_message: "saved tensors hooks disabled",
     torch.fx._symbolic_trace.is_fx_tracing: "fx tracing",
     torch.distributed.is_available: "distributed build",
     **({torch.distributed.is_initialized: "distributed process group"} if torch.distributed.is_available() else {}),
@@ -135,7 +138,62 @@ def call_set_grad_enabled(tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> 
     return ConstantVariable(None)
 
 
+def call_plain_setter(state: SettableState, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """A plain setter of ``state`` (``torch.set_autocast_enabled("cpu", True)``) with constant
+    arguments: :func:`switch_state`."""
+    parsed = _parsed_setter_call(state, tx, args, kwargs)
+    if parsed is None:
+        unimplemented(
+            gb_type="unsupported torch function",
+            context=f"setter of {state.label} with {len(args)} positional, {sorted(kwargs)} keyword arguments",
+            explanation="A plain setter of torch's state is traced with constant arguments of its signature, "
+                        "outside a traced context manager that restores the same state on exit (whose re-entry "
+                        "after a graph break would undo the switch); otherwise the call runs natively.",
+            hints=("Pass constants, or call the setter outside the with block.",),
+        )
+    *key, value = parsed
+    switch_state(tx, state, tuple(key), value)
+    return ConstantVariable(None)
+
+
+def switch_state(tx: Tx, state: SettableState, key: tuple, value: Any) -> None:
+    """Set ``state`` at ``key`` to ``value`` now and (when the graph's operations read it) by a graph
+    node, recording the value the frame found first (``graph/state_setters.py``: tracing ending puts it
+    back, queries are guarded on it, the code after the graph writes the trace's value)."""
+    if not any(s.state is state and s.key == key for s in states_at_entry(tx.output.open_states)):
+        tx.output.open_states.insert(0, StateAtEntry(state, key))
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        try:
+            state.write(*key, value)
+        except Exception as e:  # noqa: BLE001 - eager's own error (a bad device or dtype), in the trace
+            raise_traced_from(e)
+    if warned:  # a value it ignores with a warning (an unknown matmul precision): eager's warning, natively
+        unimplemented(
+            gb_type="unsupported torch function",
+            context=f"setter of {state.label} warning {str(warned[0].message)!r}",
+            explanation="The setter warned instead of switching the state; the call runs natively so that "
+                        "it warns on every call, as in eager.",
+            hints=("Pass a value the setter accepts.",),
+        )
+    if state.in_graph:
+        tx.output.create_node("call_function", state.write, (*key, value), {}, None)
+
+
+def _parsed_setter_call(state: SettableState, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> tuple | None:
+    """``(*key, value)`` of a traceable call of a setter of ``state``, None for one that is not."""
+    if not all(v.is_python_constant() for v in (*args, *kwargs.values())) or state.scoped_by is not None and any(
+            isinstance(s, EnteredState) and s.enter_fn is state.scoped_by for s in tx.output.open_states):
+        return None
+    try:
+        return state.parse(*(a.as_python_constant() for a in args),
+                           **{k: v.as_python_constant() for k, v in kwargs.items()})
+    except TypeError:  # not the setter's signature
+        return None
+
+
 #: setters of process-wide state modelled in the trace (the state switched now and in the graph)
 STATE_SETTERS: dict[Callable, Callable[[Tx, Sequence[VT], dict[str, VT]], VT]] = {
     torch._C._set_grad_enabled: call_set_grad_enabled,
+    **{setter: functools.partial(call_plain_setter, state) for setter, state in SETTABLE.items()},
 }
