@@ -434,3 +434,38 @@ ITERATED_BUILTINS = {
 @pytest.mark.parametrize("name", sorted(ITERATED_BUILTINS))
 def test_iterating_a_builtin_raises_eager_type_error(name):
     full(beside_tensor(ITERATED_BUILTINS[name], TypeError), t(2))
+
+
+# ---- slicing with a step of 0, by every way a sequence is sliced -----------------------------
+
+Pair = collections.namedtuple("Pair", "a b")
+SLICED = {
+    "list": lambda: [1, 2, 3], "tuple": lambda: (1, 2, 3), "range": lambda: range(3), "str": lambda: "abc",
+    "bytes": lambda: b"abc", "size": lambda: torch.Size([1, 2]), "namedtuple": lambda: Pair(1, 2),
+    "list_subclass": lambda: ListSub([1, 2]),
+}
+SLICE_WAYS = {
+    "subscript": lambda s, sl: s[sl],
+    "dunder_getitem": lambda s, sl: s.__getitem__(sl),
+    "operator_getitem": lambda s, sl: operator.getitem(s, sl),
+}
+
+
+class ListSub(list):
+    pass
+
+
+@pytest.mark.parametrize("way", sorted(SLICE_WAYS))
+@pytest.mark.parametrize("kind", sorted(SLICED))
+def test_slice_step_zero_raises_eager_value_error(kind, way):
+    full(beside_tensor(lambda: SLICE_WAYS[way](SLICED[kind](), slice(0, 2, 0)), ValueError), t(2))
+
+
+@pytest.mark.parametrize("args", [(0, 5, 0), (1, None, 2), (None, None, -1), (-3, 10, 3)])
+@pytest.mark.parametrize("length", [0, 4, 10])
+def test_slice_indices_folded(args, length):
+    full(beside_tensor(lambda: slice(*args).indices(length), ValueError), t(2))
+
+
+def test_slice_indices_negative_length_raises_eager_value_error():
+    full(beside_tensor(lambda: slice(1, 2).indices(-1), ValueError), t(2))

@@ -100,7 +100,8 @@ class BaseSequenceVariable(VariableTracker):
     def getitem(self, tx: Tx, index: VT) -> VT:
         idx = index.as_python_constant()
         if isinstance(idx, slice):
-            return self.with_items(self.items[idx])
+            with errors_are_the_programs():  # a step of 0: eager's ValueError
+                return self.with_items(self.items[idx])
         if not isinstance(idx, int):
             if hasattr(idx, "__index__"):
                 idx = operator.index(idx)
@@ -552,6 +553,14 @@ class SliceVariable(VariableTracker):
 
     def attr_step(self, tx: Tx) -> VT:
         return self.parts[2]
+
+    def method_indices(self, tx: Tx, length: VT, /) -> VT | None:
+        """``s.indices(n)`` folded when the slice and ``n`` are constants (a step
+        of 0, a negative length: eager's ValueError); else None (a graph break)."""
+        if not (self.is_python_constant() and length.is_python_constant()):
+            return None
+        with errors_are_the_programs():
+            return protocol.wrap_const(tx, self.as_python_constant().indices(length.as_python_constant()))
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         for part in self.parts:
