@@ -6,17 +6,21 @@ compares with eager."""
 import binascii
 import cmath
 import collections
+import contextlib
 import functools
 import inspect
 import math
 import operator
 import re
 import struct
+import sys
 import types
 import zlib
 
 import pytest
 import torch
+
+import bytegraph
 
 from helpers import beside_tensor, check, t
 
@@ -469,3 +473,63 @@ def test_slice_indices_folded(args, length):
 
 def test_slice_indices_negative_length_raises_eager_value_error():
     full(beside_tensor(lambda: slice(1, 2).indices(-1), ValueError), t(2))
+
+
+# ---- sys.exception() / sys.exc_info(): the exception the trace handles -------------------------
+
+def test_exception_state_when_nothing_is_handled():
+    full(lambda x: (x + 1, sys.exc_info(), sys.exception()), t(2))
+
+
+def test_exception_state_inside_except():
+    def f(x):
+        try:
+            raise KeyError("k")
+        except KeyError:
+            kind, value, tb = sys.exc_info()
+            return x + 1, kind, value.args, tb is not None, sys.exception() is value
+
+    full(f, t(2))
+
+
+def test_exception_state_after_the_handler_and_in_a_callee():
+    def callee():
+        return sys.exc_info()[0], sys.exception()
+
+    def f(x):
+        try:
+            {}["missing"]
+        except KeyError:
+            inside = callee()
+        return x + 1, inside[0], type(inside[1]), sys.exc_info()
+
+    full(f, t(2))
+
+
+def test_exit_stack_suppressing_an_exception():
+    def f(x):
+        with contextlib.ExitStack() as stack:
+            stack.push(lambda *details: True)
+            1 / 0
+        return x + 1
+
+    full(f, t(2))
+
+
+def test_exception_state_of_a_caller_handling_one():
+    # compiled where nothing is handled (guarded), then called inside an except block: eager's answer
+    def f(x):
+        return x + 1, sys.exc_info()[0]
+
+    compiled = bytegraph.compile(f, backend="eager")
+    assert compiled(t(2))[1] is None
+    try:
+        raise ValueError("outer")
+    except ValueError:
+        got, want = compiled(t(2)), f(t(2))
+    assert got[1] is want[1] is ValueError
+    assert compiled(t(2))[1] is None
+
+
+def test_exception_state_with_arguments_raises_eager_type_error():
+    full(beside_tensor(lambda: sys.exc_info(1), TypeError), t(2))

@@ -20,6 +20,7 @@ import functools
 import math
 import operator
 import os
+import sys
 import traceback
 import types
 import warnings
@@ -76,7 +77,7 @@ from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_m
 from bytegraph.variables.containers.constant_tuples import ConstantTupleInput
 from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
-from bytegraph.variables.exceptions import ClearFramesVariable
+from bytegraph.variables.exceptions import ClearFramesVariable, ExceptionStateVariable
 from bytegraph.variables.objects import construction  # noqa: F401  (provides construct_object)
 from bytegraph.variables.objects.library_objects import (
     EnvironVariable,
@@ -340,6 +341,8 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         return DeferredCallVariable(value)
     if value is traceback.clear_frames:
         return ClearFramesVariable(value, source)
+    if value is sys.exception or value is sys.exc_info:
+        return ExceptionStateVariable(value, source)
     if value is os.environ:
         return EnvironVariable(source)
     if isinstance(value, types.UnionType) or type(value).__module__ == "typing":  # annotations: read, never traced

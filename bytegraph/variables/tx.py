@@ -169,6 +169,9 @@ class Tx(Protocol):
     def inline_class_body(self, body: VT) -> tuple[dict[str, VT], VT]:
         """Run a class statement's body in a child frame: its namespace and what it returned."""
 
+    def handled_exception(self) -> VT | None:
+        """The exception being handled here (``sys.exception()``), None when the trace handles none."""
+
     def break_site(self, resume: bool = True) -> BreakSite:
         """Where the compiled frame would break to redo natively what this frame is doing now."""
 
