@@ -533,3 +533,38 @@ def test_exception_state_of_a_caller_handling_one():
 
 def test_exception_state_with_arguments_raises_eager_type_error():
     full(beside_tensor(lambda: sys.exc_info(1), TypeError), t(2))
+
+
+# ---- dict views: repr, reversed, and keys/items views as sets ------------------------------------
+
+def _views():
+    d = {1: "a", 3: "b"}
+    d[2] = "c"
+    return d, {1: "a", 5: "e"}
+
+
+VIEW_CASES = {
+    "repr_items": lambda d, e: repr(d.items()),
+    "repr_values": lambda d, e: repr(d.values()),
+    "reversed_items": lambda d, e: list(reversed(d.items())),
+    "reversed_values": lambda d, e: list(reversed(d.values())),
+    "keys_lt_keys": lambda d, e: ({1: 0}.keys() < d.keys(), d.keys() < e.keys()),
+    "items_gt_items": lambda d, e: (d.items() > {1: "a"}.items(), d.items() >= d.items()),
+    "items_eq_set": lambda d, e: (d.items() == {(1, "a"), (3, "b"), (2, "c")}, d.items() != set()),
+    "set_eq_keys": lambda d, e: ({1, 2, 3} == d.keys(), frozenset({1}) < d.keys()),
+    "keys_eq_list_is_false": lambda d, e: (d.keys() == [1, 3, 2], d.items() != [(1, "a")]),
+    "keys_or_set": lambda d, e: d.keys() | {7},
+    "keys_and_list": lambda d, e: d.keys() & [3, 5, 1],
+    "items_sub_set": lambda d, e: d.items() - {(1, "a")},
+    "keys_xor_keys": lambda d, e: d.keys() ^ e.keys(),
+    "set_sub_keys": lambda d, e: {1, 2, 9} - d.keys(),
+    "list_or_keys": lambda d, e: [7] | d.keys(),
+    "tuple_and_items": lambda d, e: ((1, "a"), (8, "h")) & d.items(),
+    "isdisjoint": lambda d, e: (d.keys().isdisjoint([8, 9]), d.items().isdisjoint(e.items())),
+    "items_with_unhashable_value_or": lambda d, e: {1: []}.items() | set(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VIEW_CASES))
+def test_dict_view_kinds(name):
+    full(beside_tensor(lambda: VIEW_CASES[name](*_views()), TypeError), t(2))
