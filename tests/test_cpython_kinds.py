@@ -9,6 +9,7 @@ import collections
 import contextlib
 import functools
 import inspect
+import itertools
 import math
 import operator
 import re
@@ -568,3 +569,48 @@ VIEW_CASES = {
 @pytest.mark.parametrize("name", sorted(VIEW_CASES))
 def test_dict_view_kinds(name):
     full(beside_tensor(lambda: VIEW_CASES[name](*_views()), TypeError), t(2))
+
+
+# ---- iterators the trace makes have eager's type; len() of an iterator is eager's TypeError --------
+
+ITERATOR_CASES = {
+    "reversed_list": lambda: reversed([1, 2]),
+    "reversed_tuple": lambda: reversed((1, 2)),
+    "reversed_range": lambda: reversed(range(3)),
+    "reversed_str": lambda: reversed("ab"),
+    "reversed_dict": lambda: reversed({1: 2}),
+    "reversed_items": lambda: reversed({1: 2}.items()),
+    "reversed_values": lambda: reversed({1: 2}.values()),
+    "iter_tuple": lambda: iter((1, 2)),
+    "iter_ascii_str": lambda: iter("ab"),
+    "iter_str": lambda: iter("\u00e9t\u00e9"),
+    "iter_bytes": lambda: iter(b"ab"),
+    "iter_list_of_tensors": lambda: iter([torch.ones(1)]),
+    "iter_tuple_of_tensors": lambda: iter((torch.ones(1),)),
+    "chain_from_iterable": lambda: itertools.chain.from_iterable([[1], [2]]),
+    "repeat": lambda: itertools.repeat(1, 2),
+    "accumulate": lambda: itertools.accumulate([1, 2]),
+    "islice": lambda: itertools.islice([1, 2, 3], 2),
+    "zip": lambda: zip([1], [2]),
+    "enumerate": lambda: enumerate([1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ITERATOR_CASES))
+def test_iterator_has_eager_type(name):
+    def f(x):
+        made = type(ITERATOR_CASES[name]())
+        return x + 1, [made is cls for cls in ITERATOR_TYPES]
+
+    full(f, t(2))
+
+
+ITERATOR_TYPES = (type(iter([])), type(reversed([])), type(iter(())), reversed, type(iter(range(0))),
+                  type(reversed(range(0))), type(iter("")), type(iter("\u00e9")), type(iter(b"")),
+                  type(reversed({})), type(reversed({}.items())), type(reversed({}.values())), itertools.chain,
+                  itertools.repeat, itertools.accumulate, itertools.islice, zip, enumerate)
+
+
+@pytest.mark.parametrize("name", ["reversed_list", "iter_tuple", "reversed_range", "repeat", "zip"])
+def test_len_of_an_iterator_raises_eager_type_error(name):
+    full(beside_tensor(lambda: len(ITERATOR_CASES[name]()), TypeError), t(2))

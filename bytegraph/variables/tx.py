@@ -245,8 +245,8 @@ def make_tuple(items: Sequence[VT]) -> VT:
 
 
 @Provided
-def list_iterator(items: list[VT]) -> VT:
-    """An iterator over ``items``, known now (:mod:`.containers.iterators`)."""
+def list_iterator(items: list[VT], of: VT | None = None) -> VT:
+    """An iterator over ``items``, known now, of the type iterating ``of`` gives (:mod:`.containers.iterators`)."""
 
 
 @Provided

@@ -78,7 +78,8 @@ class DictViewVariable(VariableTracker):
         return DictIteratorVariable(self.dict_vt, self.kind)
 
     def reversed_iter(self, tx: Tx) -> VT | None:
-        return ListIteratorVariable(list(reversed(self.unpack_var_sequence(tx))))
+        return ListIteratorVariable(list(reversed(self.unpack_var_sequence(tx))),
+                                    cls=type(reversed(getattr({}, self.kind)())))
 
     def repr_text(self, tx: Tx) -> VT | None:
         """``dict_items([(1, 'a')])``: the view's name around the repr of a list of its items."""

@@ -152,7 +152,7 @@ class BaseSequenceVariable(VariableTracker):
 
     def method_dunder_iter(self, tx: Tx, /) -> VT:
         owner = self if isinstance(self.items, list) and self.mutable else None
-        return iterators.ListIteratorVariable(self.items, owner=owner)
+        return iterators.ListIteratorVariable(self.items, owner=owner, cls=iterators.iterator_type(self))
 
     def _compare_each(self, tx: Tx, kind: type, name: str, value: VT, *bounds: VT) -> VT:
         """``index``/``count`` of a value that is not a constant (a user object with
