@@ -614,3 +614,105 @@ ITERATOR_TYPES = (type(iter([])), type(reversed([])), type(iter(())), reversed, 
 @pytest.mark.parametrize("name", ["reversed_list", "iter_tuple", "reversed_range", "repeat", "zip"])
 def test_len_of_an_iterator_raises_eager_type_error(name):
     full(beside_tensor(lambda: len(ITERATOR_CASES[name]()), TypeError), t(2))
+
+
+# ---- an exception thrown into a generator is chained to what the generator handles; throw through yield from
+
+def _thrown_context(gen_fn):
+    def f(x):
+        gen = gen_fn()
+        gen.send(None)
+        try:
+            gen.throw(ValueError)
+        except ValueError as e:
+            context = e.__context__
+            return x + 1, type(context), None if context is None else context.args
+        return x, None, None
+
+    return f
+
+
+def _suspended_in_except():
+    try:
+        raise KeyError("a")
+    except Exception:
+        yield
+
+
+def _inner():
+    yield
+
+
+def _delegating_in_except():
+    try:
+        raise KeyError("a")
+    except Exception:
+        yield from _inner()
+
+
+def _plain():
+    yield
+
+
+@pytest.mark.parametrize("gen_fn", [_suspended_in_except, _delegating_in_except, _plain])
+def test_thrown_exception_context(gen_fn):
+    full(_thrown_context(gen_fn), t(2))
+
+
+def test_thrown_exception_seen_inside_the_generator():
+    def f(x):
+        def g():
+            try:
+                raise KeyError("a")
+            except Exception:
+                try:
+                    yield
+                except Exception as exc:
+                    yield type(exc), type(exc.__context__), exc.__context__.args
+
+        gen = g()
+        gen.send(None)
+        got = gen.throw(ValueError)
+        gen.close()
+        return x + 1, got
+
+    full(f, t(2))
+
+
+def test_throw_through_yield_from_caught_by_the_inner_generator():
+    def f(x):
+        def inner():
+            try:
+                yield 1
+            except ValueError as e:
+                yield ("inner caught", e.args)
+
+        def outer():
+            yield from inner()
+            yield "after"
+
+        gen = outer()
+        first = next(gen)
+        caught = gen.throw(ValueError("v"))
+        return x + 1, first, caught, list(gen)
+
+    full(f, t(2))
+
+
+def test_throw_through_yield_from_caught_by_the_outer_generator():
+    def f(x):
+        def inner():
+            yield 1
+
+        def outer():
+            try:
+                yield from inner()
+            except ValueError as e:
+                yield ("outer caught", e.args, type(e.__context__))
+
+        gen = outer()
+        next(gen)
+        caught = gen.throw(ValueError("v"))
+        return x + 1, caught, list(gen)
+
+    full(f, t(2))

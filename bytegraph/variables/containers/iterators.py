@@ -120,7 +120,11 @@ class GeneratorVariable(IteratorVariable):
         if not isinstance(exc, ExceptionVariable):
             exc = exc.call_function(tx, [], {}) if exc.is_python_constant() and isinstance(
                 exc.as_python_constant(), type) else exc
-        if not isinstance(exc, ExceptionVariable) or self.frame.yield_from_target() is not None:
+        target = self.frame.yield_from_target()
+        if isinstance(exc, ExceptionVariable) and isinstance(target, GeneratorVariable) and self.frame.started and (
+                not issubclass(exc.python_type(), GeneratorExit)):
+            return self._throw_through(tx, target, exc)
+        if not isinstance(exc, ExceptionVariable) or target is not None:
             unimplemented(
                 gb_type="generator throw",
                 context=f"{self}.throw({exc})",
@@ -132,6 +136,25 @@ class GeneratorVariable(IteratorVariable):
             self.frame.done = True
             raise TracedException(exc)
         return self._resumed(tx, self.frame.resume_generator(tx, throw=exc))
+
+    def _throw_through(self, tx: Tx, inner: GeneratorVariable, exc: VT) -> VT:
+        """``throw`` into a generator suspended in ``yield from inner`` (CPython's
+        ``_gen_throw``): thrown into ``inner``, run with this frame as its
+        caller; what ``inner`` yields is this generator's next item, an
+        exception it lets out is raised here, at the ``yield from``."""
+        self.frame.caller = tx
+        try:
+            return inner.method_throw(self.frame, exc)
+        except TracedException as e:
+            if issubclass(e.exc.python_type(), StopIteration):
+                unimplemented(
+                    gb_type="generator throw",
+                    context=f"{self}.throw({exc}) ending the generator it delegates to",
+                    explanation="bytegraph does not resume a yield from with the value of a generator that "
+                                "returns on a throw.",
+                    hints=("Throw outside the compiled function.",),
+                )
+            return self._resumed(tx, self.frame.resume_generator(tx, throw=e.exc))
 
     def _resumed(self, tx: Tx, item: VT | None) -> VT:
         """What ``send``/``throw`` return: the next yielded item; StopIteration
