@@ -716,3 +716,38 @@ def test_throw_through_yield_from_caught_by_the_outer_generator():
         return x + 1, caught, list(gen)
 
     full(f, t(2))
+
+
+# ---- itertools.starmap: fn called on each item's unpacked values, lazily ------------------------
+
+def test_starmap_of_constants_and_tensors():
+    def f(x):
+        products = list(itertools.starmap(operator.mul, [(1, 2), (3, 4)]))
+        return sum(itertools.starmap(torch.mul, [(x, x), (x, 2)])), products
+
+    full(f, t(2))
+
+
+def test_starmap_calls_only_for_items_consumed():
+    def f(x):
+        calls = []
+
+        def record(a, b):
+            calls.append(a)
+            return a - b
+
+        it = itertools.starmap(record, zip([5, 6, 7], [1, 2, 3]))
+        first = next(it)
+        return x + first, calls, type(it) is itertools.starmap
+
+    full(f, t(2))
+
+
+def test_starmap_left_partly_consumed_after_the_graph():
+    def f(x):
+        it = itertools.starmap(operator.add, [(1, 2), (3, 4), (5, 6)])
+        next(it)
+        return x + 1, it
+
+    out = check(f, t(2))
+    assert list(out[1]) == [7, 11]

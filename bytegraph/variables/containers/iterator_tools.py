@@ -122,6 +122,8 @@ class ItertoolsFunctionVariable(ConstantCallableVariable):
             if times is None:
                 return CountIteratorVariable(args[0], None)
             return ListIteratorVariable([args[0]] * times.as_python_constant(), cls=itertools.repeat)
+        if fn is itertools.starmap and len(args) == 2 and not kwargs:
+            return StarmapVariable(args[0], args[1].get_iter(tx))
         if fn is itertools.accumulate and len(args) == 1:
             return self._accumulate(tx, args[0], kwargs)
         positions = REARRANGING.get(fn)
@@ -268,6 +270,32 @@ class MapVariable(IteratorVariable):
         for iterator in self.iterators:
             codegen.reconstruct(iterator)
         codegen.call(1 + len(self.iterators))
+
+
+class StarmapVariable(IteratorVariable):
+    """``itertools.starmap(fn, iterator)``: calls ``fn`` (traced) on each item
+    unpacked as its arguments, one step at a time."""
+
+    def __init__(self, fn: VT, iterator: IteratorVariable):
+        super().__init__()
+        self.fn = fn
+        self.iterator = iterator
+
+    def python_type(self) -> type:
+        return itertools.starmap
+
+    def next_item(self, tx: Tx) -> VT | None:
+        item = self.iterator.next_item(tx)
+        return None if item is None else self.fn.call_function(tx, item.unpack_var_sequence(tx), {})
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        codegen.load_callable(itertools.starmap)
+        codegen.reconstruct(self.fn)
+        codegen.reconstruct(self.iterator)
+        codegen.call(2)
 
 
 class FilterVariable(IteratorVariable):
