@@ -7,6 +7,7 @@ import binascii
 import cmath
 import collections
 import contextlib
+import copy
 import functools
 import inspect
 import itertools
@@ -751,3 +752,29 @@ def test_starmap_left_partly_consumed_after_the_graph():
 
     out = check(f, t(2))
     assert list(out[1]) == [7, 11]
+
+
+# ---- copy.copy of an object whose class has a __copy__ written in Python -------------------------
+
+class _CopyHook:
+    def __init__(self):
+        self.v = [1]
+
+    def __copy__(self):
+        made = _CopyHook.__new__(_CopyHook)
+        made.v = self.v + [99]
+        return made
+
+
+@pytest.mark.parametrize("make", [lambda: collections.UserDict({1: 2}), lambda: collections.UserList([1, 2]),
+                                  _CopyHook], ids=["UserDict", "UserList", "own_hook"])
+def test_copy_calls_the_class_copy_hook(make):
+    def f(x):
+        original = make()
+        original.extra = 5
+        made = copy.copy(original)
+        contents = [list(o) if isinstance(o, collections.UserList) else dict(o) if isinstance(
+            o, collections.UserDict) else o.v for o in (made, original)]
+        return x + 1, type(made).__name__, made.extra if hasattr(made, "extra") else None, contents, made is original
+
+    full(f, t(2))
