@@ -778,3 +778,11 @@ def test_copy_calls_the_class_copy_hook(make):
         return x + 1, type(made).__name__, made.extra if hasattr(made, "extra") else None, contents, made is original
 
     full(f, t(2))
+
+
+# ---- a sequence indexed by something that is neither an int nor a slice: eager's TypeError ----------
+
+@pytest.mark.parametrize("kind", ["list", "tuple", "size", "namedtuple", "list_subclass"])
+@pytest.mark.parametrize("index", ["a", 1.5, None, (0,)], ids=["str", "float", "none", "tuple"])
+def test_sequence_bad_index_raises_eager_type_error(kind, index):
+    full(beside_tensor(lambda: SLICED[kind]()[index], TypeError), t(2))

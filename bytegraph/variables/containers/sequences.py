@@ -106,6 +106,8 @@ class BaseSequenceVariable(VariableTracker):
             if hasattr(idx, "__index__"):
                 idx = operator.index(idx)
             else:
+                with errors_are_the_programs():  # eager's TypeError, from an empty instance of the builtin
+                    next(c for c in self.python_type().__mro__ if c.__module__ == "builtins")()[idx]
                 unimplemented(
                     gb_type="unsupported index",
                     context=f"{self.python_type().__name__} indexed by {type(idx).__name__}",
