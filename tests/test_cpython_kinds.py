@@ -786,3 +786,56 @@ def test_copy_calls_the_class_copy_hook(make):
 @pytest.mark.parametrize("index", ["a", 1.5, None, (0,)], ids=["str", "float", "none", "tuple"])
 def test_sequence_bad_index_raises_eager_type_error(kind, index):
     full(beside_tensor(lambda: SLICED[kind]()[index], TypeError), t(2))
+
+
+# ---- a builtin subclass with an __init__ of its own takes keywords its base's __new__ refuses ------------
+
+class _ListWithInit(list):
+    def __init__(self, seq, newarg=None):
+        super().__init__(seq)
+        self.newarg = newarg
+
+
+class _ListIgnoringSeq(list):
+    def __init__(self, seq, newarg=None):
+        self.newarg = newarg
+
+
+class _TupleWithInit(tuple):
+    def __init__(self, seq, newarg=None):
+        self.newarg = newarg
+
+
+class _PlainTuple(tuple):
+    pass
+
+
+class _PlainList(list):
+    pass
+
+
+class _FloatWithInit(float):
+    def __init__(self, value, newarg=None):
+        self.newarg = newarg
+
+
+MADE = {
+    "list_init": lambda: _ListWithInit([1, 2], newarg=3),
+    "list_init_ignoring_seq": lambda: _ListIgnoringSeq([1, 2], newarg=3),
+    "tuple_init": lambda: _TupleWithInit([1, 2], newarg=3),
+    "float_init": lambda: _FloatWithInit(2.5, newarg=3),
+    "plain_tuple_keyword": lambda: _PlainTuple([1], newarg=3),
+    "plain_tuple_two_args": lambda: _PlainTuple([1], [2]),
+    "plain_list_two_args": lambda: _PlainList([1], [2]),
+    "plain_list_keyword": lambda: _PlainList([1], newarg=2),
+    "tuple_init_two_args": lambda: _TupleWithInit([1], [2]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MADE))
+def test_builtin_subclass_construction_arguments(name):
+    def made():
+        obj = MADE[name]()
+        return type(obj).__name__, obj.newarg, obj + obj if not isinstance(obj, float) else obj == 2.5
+
+    full(beside_tensor(made, TypeError), t(2))
