@@ -20,7 +20,7 @@ from bytegraph import backends as _backends  # noqa: E402,F401  (registers the b
 from bytegraph import testing  # noqa: F401  (bytegraph.testing.CompileCounter without a separate import)
 from bytegraph.api import compile, mark_dynamic, mark_static, maybe_mark_dynamic, reset
 from bytegraph.backends.registry import list_backends, register_backend
-from bytegraph.breaks import BackendCompilerFailed, Unsupported
+from bytegraph.breaks import BackendCompilerFailed, Unsupported, error_on_graph_break
 from bytegraph.config import config
 from bytegraph.explain import ExplainOutput, explain
 from bytegraph.logs import set_logs
@@ -35,5 +35,5 @@ _imports.record("bytegraph", _time.perf_counter() - _start - _torch_seconds, at_
 
 __all__ = [
     "compile", "reset", "explain", "ExplainOutput", "mark_dynamic", "maybe_mark_dynamic", "mark_static", "list_backends", "register_backend", "Unsupported",
-    "BackendCompilerFailed", "config", "set_logs", "OptimizedModule", "write_report",
+    "BackendCompilerFailed", "error_on_graph_break", "config", "set_logs", "OptimizedModule", "write_report",
 ]

@@ -138,6 +138,9 @@ class Unsupported(Exception):
         # the later untraceable instructions of the compiled frame run natively with this one
         # (one resume function after them all: translator/native_stretch.py)
         self.stretch: list[Unsupported] = []
+        # the flag of the innermost error_on_graph_break region the break happened in (None: in none);
+        # it decides, instead of fullgraph, whether the break raises (convert.py)
+        self.region_raises: bool | None = None
 
     @property
     def location(self) -> str:
@@ -252,3 +255,45 @@ class GraphRaised(BaseException):
     then runs the frame natively, which does what eager does before the
     exception (side effects, state changes) and raises eager's exception.
     A BaseException so that no ``except Exception`` on the way swallows it."""
+
+
+class GraphBreakRegion:
+    """What :func:`error_on_graph_break` returns: a ``with`` block of it in
+    compiled code decides for the code inside whether a graph break raises
+    :class:`Unsupported` (``True``) or splits the graph (``False``), in place
+    of ``fullgraph`` (torch.compile's ``error_on_graph_break``). Run natively,
+    entering and leaving it do nothing: the trace reads the region, and the
+    code generated after a graph break inside it hands this object to the
+    resume function, whose trace starts inside the region."""
+
+    __slots__ = ("raises",)
+
+    def __init__(self, raises: bool):
+        self.raises = raises
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return f"error_on_graph_break({self.raises})"
+
+
+def error_on_graph_break(error_on_graph_break: bool) -> GraphBreakRegion:
+    """A region of compiled code where graph breaks raise (``True``) or are
+    allowed (``False``) whatever ``fullgraph`` says: ``with
+    bytegraph.error_on_graph_break(False): ...`` inside a ``fullgraph=True``
+    function lets the code in the block break the graph (the frame splits
+    there), and ``True`` inside a function compiled without ``fullgraph``
+    makes a break in the block raise. The innermost region decides.
+    ``torch._dynamo.error_on_graph_break`` met in compiled code is traced as this.
+
+    Raises:
+        TypeError: when the flag is not a bool.
+    """
+    if not isinstance(error_on_graph_break, bool):
+        raise TypeError(f"error_on_graph_break() takes a bool, got {type(error_on_graph_break).__name__}")
+    return GraphBreakRegion(error_on_graph_break)
+

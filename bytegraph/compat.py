@@ -15,6 +15,9 @@ class; this module is that place, and it does only this:
   ``nonstrict_trace`` registered (:func:`registered_in_graph`). Nothing is
   imported for that: until the program (or torch itself, which FakeTensorMode's
   first use does) imports ``torch._dynamo``, nothing can have been set;
+- **recognise** ``torch._dynamo.error_on_graph_break`` and the region objects it makes
+  (:func:`is_break_region_factory`, :func:`break_region_flag`), traced as
+  ``bytegraph.error_on_graph_break``;
 - **hand out** torch's ``OptimizedModule`` class (:func:`torch_optimized_module`),
   which bytegraph's compiled modules subclass so that those isinstance checks pass,
   and torch's registry of backends by name (:func:`torch_backend`);
@@ -50,7 +53,7 @@ FRONTEND = "torch._dynamo"
 
 #: ``torch._dynamo.<part>`` by part (``torch._dynamo`` for ``""``), the modules this one reads
 _MODULE_NAMES = {part: f"{FRONTEND}.{part}" if part else FRONTEND
-                 for part in ("", "config", "eval_frame", "trace_rules", "backends.registry")}
+                 for part in ("", "config", "eval_frame", "trace_rules", "backends.registry", "decorators")}
 _MODULES = sys.modules
 
 
@@ -196,6 +199,24 @@ def registered_in_graph(fn: Any) -> str | None:
         return None
     nonstrict = rules._nonstrict_trace_callable_ids.function_ids
     return "nonstrict_trace" if nonstrict is not None and id(fn) in nonstrict else "allow_in_graph"
+
+
+# ---- regions that decide whether graph breaks raise (torch._dynamo.error_on_graph_break) --------
+
+def is_break_region_factory(fn: Any) -> bool:
+    """Whether ``fn`` is ``torch._dynamo.error_on_graph_break``: bytegraph traces
+    a call of it as one of ``bytegraph.error_on_graph_break``."""
+    decorators = _loaded("decorators")
+    return decorators is not None and fn is decorators.error_on_graph_break
+
+
+def break_region_flag(value: Any) -> tuple[bool, str] | None:
+    """For an object ``torch._dynamo.error_on_graph_break(flag)`` made: whether
+    graph breaks raise in its region, and the attribute holding that flag; else None."""
+    decorators = _loaded("decorators")
+    if decorators is None or type(value) is not decorators.ErrorOnGraphBreakDecoratorContextManager:
+        return None
+    return bool(value.error_on_graph_break), "error_on_graph_break"
 
 
 # ---- marks on tensors (torch._dynamo.mark_dynamic and friends) ---------------------------------

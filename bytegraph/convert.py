@@ -25,6 +25,7 @@ from bytegraph import collector, imports, logs
 from bytegraph.backends.ddp import ddp_aware
 from bytegraph.breaks import BackendCompilerFailed, InternalError, Unsupported, UserFrame, unimplemented
 from bytegraph.bytecode.assemble import assemble
+from bytegraph.bytecode.resume import RESUME_SPEC
 from bytegraph.config import config
 from bytegraph.graph.backend_compile import Backend, CompiledGraph
 from bytegraph.graph.output_graph import DynamicPolicy, NeedsShapeEnv, OutputGraph
@@ -163,8 +164,8 @@ def convert_frame(
         exc = attempt
         if logs.enabled("graph_breaks"):
             logs.get("graph_breaks").info("%s", exc)
-        if options.fullgraph:
-            raise exc
+        if options.fullgraph if exc.region_raises is None else exc.region_raises:
+            raise exc  # fullgraph, or an error_on_graph_break(True) region
         index = exc.root_index
         if index is None or index in break_points:
             return RunNatively(exc)
@@ -210,6 +211,8 @@ def _trace(
         output = OutputGraph(config.max_trace_instructions, policy,
                              capture and config.capture_scalar_outputs or options.fullgraph,
                              capture and config.capture_dynamic_output_shape_ops or options.fullgraph, cache_calls)
+        if code in RESUME_SPEC:  # a resume function starts inside the regions open at its break
+            output.break_regions = list(RESUME_SPEC[code].regions)
         tracer = InstructionTranslator(
             code, f_globals, f_locals, closure, output, ddp_aware(options.backend), break_points, runtime
         )
@@ -219,6 +222,10 @@ def _trace(
     except Unsupported as exc:
         if exc.root_index is None:  # else the break chose where the frame must break
             exc.root_index = tracer.break_index() if tracer is not None else None
+        if output is not None and exc.region_raises is None:  # the region it was raised in, else the one of
+            # the instruction it moved to (a class statement found escaping at the return)
+            exc.region_raises = output.break_regions[-1] if output.break_regions else output.region_at.get(
+                exc.root_index)
         return exc
     except NeedsShapeEnv:
         return None

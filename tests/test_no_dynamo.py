@@ -38,6 +38,7 @@ COMPAT_MAY_USE = {
     "eval_frame": {"_stance", "OptimizedModule"},  # the stance; the class compiled modules subclass
     "trace_rules": {"_allowed_callable_ids", "_nonstrict_trace_callable_ids"},  # allow_in_graph's ids
     "backends.registry": {"lookup_backend"},     # torch's backends by name
+    "decorators": {"error_on_graph_break", "ErrorOnGraphBreakDecoratorContextManager"},  # its break regions
     "": set(),                                     # the entry points replaced (ENTRY_POINTS, by setattr)
 }
 

@@ -130,6 +130,8 @@ class ResumeSpec:
             else can observe them, so the resume function may model them freely
             (see :data:`RESUME_FRESH`). A different set is a different resume
             function, so no call passes a user's object where one is expected.
+        regions: the flags of the ``error_on_graph_break`` regions open at the
+            break, outermost first: the resume function's trace starts inside them.
     """
 
     code: types.CodeType
@@ -138,6 +140,7 @@ class ResumeSpec:
     live: tuple[str, ...]
     super_cell: str | None = None
     fresh: tuple[int, ...] = ()
+    regions: tuple[bool, ...] = ()
 
     @property
     def params(self) -> list[str]:

@@ -179,6 +179,10 @@ class OutputGraph(BackendCompile):
         self.current_tx: Any = None
         self.unscoped_grad_mode_changes = 0
         self.open_states: list[Callable[[], Any]] = []
+        # flags of the error_on_graph_break regions the trace is inside, outermost first (a resume
+        # function's trace starts inside those open at its break): the innermost decides if a break raises
+        self.break_regions: list[bool] = []
+        self.region_at: dict[int, bool] = {}  # the innermost flag at each frame instruction run inside one
         self.identity_key_sources: dict[Any, None] = {}  # inputs used as dict keys (by identity), in order
         self.subclass_dispatch_disabled = 0
         self.operations = 0  # operation nodes in the graph (kept up to date, O(1) to read)
@@ -496,7 +500,7 @@ class OutputGraph(BackendCompile):
 
 #: what :meth:`OutputGraph.trace_state` copies: the inputs, the operation count and the per-node caches
 _TAKEN_BACK = ("inputs", "dropped_inputs", "operations", "_sym_sizes", "_input_index", "_last_placeholder",
-               "identity_key_sources", "traced_cache_calls")
+               "identity_key_sources", "traced_cache_calls", "break_regions")
 
 
 def _symbolic_context(value: torch.Tensor, dynamic: dict[int, Any]) -> StatelessSymbolicContext:

@@ -104,6 +104,8 @@ class InstructionTranslatorBase(LoadStoreOps, CallOps, StackOps, ControlOps, Mat
         self.ip += 1
         output = self.output
         output.tick()
+        if output.break_regions and not self.depth:  # a break moved back here is judged by this region
+            output.region_at[inst.index] = output.break_regions[-1]
         handler = getattr(self, inst.opname, None)
         caller, output.current_tx = output.current_tx, self  # graph nodes made now come from this line
         try:

@@ -241,7 +241,8 @@ def _continue_in_resume_functions(
     for label, (target, jump) in zip(labels, paths):
         outputs = stack_outputs(code, inst, jump)
         logical = below_nulls + (list(stripped[1]) if stripped is not None else [False] * outputs)
-        spec = dataclasses.replace(_resume_spec(*copied_from(code, target), tuple(logical), bound), fresh=fresh)
+        spec = dataclasses.replace(_resume_spec(*copied_from(code, target), tuple(logical), bound), fresh=fresh,
+                                   regions=tuple(tx.output.break_regions))
         data = {name for name in spec.live if isinstance(tx.symbolic_locals[name], FakeItemVariable)}
         data |= {stack_name(i) for i, vt in enumerate(below) if isinstance(vt, FakeItemVariable)}
         if data_output:

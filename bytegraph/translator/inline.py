@@ -191,7 +191,8 @@ class InliningTranslator(InstructionTranslatorBase):
         self.caller = caller
         self.yielded = None
         try:
-            if throw is not None:
+            if throw is not None:  # chained to what is handled from this frame on (_PyErr_ChainStackItem)
+                throw.chain_context(self.handled_exception())
                 self.handle_exception(self.instructions[self.ip - 1], TracedException(throw, fresh=False))
             elif self.started:
                 self.push(sent or ConstantVariable(None))  # the value of the yield expression

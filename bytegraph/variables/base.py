@@ -294,7 +294,7 @@ class VariableTracker:
         iterator = self.lazy_iterator(tx)
         if iterator is not None:
             return iterator.get_iter(tx)
-        return list_iterator(self.unpack_var_sequence(tx))
+        return list_iterator(self.unpack_var_sequence(tx), self)
 
     # ---- identity and types --------------------------------------------------
     def constant_identity(self) -> int | None:

@@ -20,6 +20,7 @@ import functools
 import math
 import operator
 import os
+import sys
 import traceback
 import types
 import warnings
@@ -77,7 +78,7 @@ from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_m
 from bytegraph.variables.containers.constant_tuples import ConstantTupleInput
 from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
-from bytegraph.variables.exceptions import ClearFramesVariable
+from bytegraph.variables.exceptions import ClearFramesVariable, ExceptionStateVariable
 from bytegraph.variables.objects import construction  # noqa: F401  (provides construct_object)
 from bytegraph.variables.objects.library_objects import (
     EnvironVariable,
@@ -102,6 +103,9 @@ from bytegraph.variables.tensors.symbolic import SymNodeVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.torch_state.base import StateContextVariable
 from bytegraph.variables.torch_state.contexts import STATE_CONTEXTS, existing_state_context
+from bytegraph.variables.torch_state.break_regions import (
+    BreakRegionFactoryVariable, GraphBreakRegionVariable, is_region_factory, region_flag,
+)
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx
 
@@ -338,6 +342,8 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         return DeferredCallVariable(value)
     if value is traceback.clear_frames:
         return ClearFramesVariable(value, source)
+    if value is sys.exception or value is sys.exc_info:
+        return ExceptionStateVariable(value, source)
     if value is os.environ:
         return EnvironVariable(source)
     if isinstance(value, types.UnionType) or type(value).__module__ == "typing":  # annotations: read, never traced
@@ -356,6 +362,13 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         existing = existing_state_context(tx, value, source)
         if existing is not None:
             return existing
+    if is_region_factory(value):
+        return BreakRegionFactoryVariable(value, source)
+    region = region_flag(value)
+    if region is not None and source is not None:  # a region made before the trace (a resume function's)
+        tx.output.guards.add(TypeMatch(source, type(value)))
+        tx.output.guards.add(ConstantMatch(AttrSource(source, region[1]), region[0]))
+        return GraphBreakRegionVariable(region[0], source)
     if is_collective(value):
         return CollectiveVariable(value, source)
     if is_dtensor_callable(value):

@@ -9,10 +9,12 @@ compiled frame, so the native run raises it exactly as eager does.
 """
 from __future__ import annotations
 
+import sys
 import types
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from bytegraph.breaks import BreakSite, Unsupported, unimplemented
+from bytegraph.guards.guards import GlobalStateMatch
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.tx import make_tuple, wrap_const
 if TYPE_CHECKING:
@@ -276,6 +278,38 @@ class ClearFramesVariable(ConstantCallableVariable):
             explanation="bytegraph clears only tracebacks of exceptions raised in the trace.",
             hints=("Call it outside the compiled function, or accept the graph break.",),
         )
+
+
+class ExceptionStateVariable(ConstantCallableVariable):
+    """``sys.exception()`` / ``sys.exc_info()``: the exception the trace is
+    handling (its type and traceback for ``exc_info``), as CPython's
+    exception-state chain finds it. When the trace handles none, the answer is
+    the caller's state: none is guarded (``sys.exception() is None`` on each
+    call); one being handled outside the trace is a graph break."""
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if args or kwargs:  # both take none: eager's TypeError, from the real call with placeholders
+            try:
+                self.value(*[None] * len(args), **dict.fromkeys(kwargs))
+            except TypeError as e:
+                raise TracedException(ExceptionVariable(TypeError, [wrap_const(tx, a) for a in e.args])) from None
+        handled = tx.handled_exception()
+        if handled is None:
+            if sys.exception() is not None:
+                unimplemented(
+                    gb_type="exception state",
+                    context=f"{self.value.__name__}() while the caller handles an exception",
+                    explanation="The exception being handled was raised outside the compiled code; the trace "
+                                "cannot stand for it.",
+                    hints=("Call the compiled function outside the except block, or pass the exception in.",),
+                )
+            tx.output.guards.add(GlobalStateMatch(None, sys.exception, None, "exception being handled"))
+        none = wrap_const(tx, None)
+        if self.value is sys.exception:
+            return handled or none
+        if handled is None:
+            return make_tuple([none, none, none])
+        return make_tuple([handled.var_getattr(tx, "__class__"), handled, handled.var_getattr(tx, "__traceback__")])
 
 
 def _store_attr(codegen: PyCodegen, name: str, emit_value: Callable[[], None]) -> None:

@@ -85,6 +85,8 @@ class Output(Protocol):
     open_states: list[Callable[[], Any]]
     #: grad-mode switches in the graph made outside a ``with`` block
     unscoped_grad_mode_changes: int
+    #: flags of the ``error_on_graph_break`` regions the trace is inside, outermost first
+    break_regions: list[bool]
 
     def add_graph_input(self, source: Source, value: torch.Tensor, dynamic: dict[int, Any] | None = None,
                         static: bool = False) -> tuple[torch.fx.Node, torch.Tensor]:
@@ -139,6 +141,9 @@ class Tx(Protocol):
     symbolic_locals: dict[str, VT]
     #: context managers entered in this frame and not yet exited (``with``)
     block_stack: list[VT]
+    #: the frame this one returns or yields to, whose exception state it continues (a generator
+    #: delegated to with ``yield from`` runs with the delegating generator's frame as its caller)
+    caller: Tx | None
     #: the real cells that functions realized from the trace close over (a class
     #: statement's methods), each standing for a cell of the trace: id -> (cell, CellVariable)
     stand_in_cells: dict[int, tuple[Any, VT]]
@@ -168,6 +173,9 @@ class Tx(Protocol):
 
     def inline_class_body(self, body: VT) -> tuple[dict[str, VT], VT]:
         """Run a class statement's body in a child frame: its namespace and what it returned."""
+
+    def handled_exception(self) -> VT | None:
+        """The exception being handled here (``sys.exception()``), None when the trace handles none."""
 
     def break_site(self, resume: bool = True) -> BreakSite:
         """Where the compiled frame would break to redo natively what this frame is doing now."""
@@ -242,8 +250,8 @@ def make_tuple(items: Sequence[VT]) -> VT:
 
 
 @Provided
-def list_iterator(items: list[VT]) -> VT:
-    """An iterator over ``items``, known now (:mod:`.containers.iterators`)."""
+def list_iterator(items: list[VT], of: VT | None = None) -> VT:
+    """An iterator over ``items``, known now, of the type iterating ``of`` gives (:mod:`.containers.iterators`)."""
 
 
 @Provided

@@ -35,7 +35,7 @@ from bytegraph.variables.containers.iterator_tools import (
     MapVariable,
     ZipVariable,
 )
-from bytegraph.variables.containers.iterators import IteratorVariable, ListIteratorVariable
+from bytegraph.variables.containers.iterators import IteratorVariable, ListIteratorVariable, iterator_type
 from bytegraph.variables.containers.sequences import (
     BaseSequenceVariable,
     ListVariable,
@@ -145,6 +145,8 @@ class BuiltinVariable(ConstantCallableVariable):
     def _call_len(self, tx: Tx, obj: VT) -> VT | None:
         if obj.is_python_constant() and not isinstance(obj, (BaseSequenceVariable, DictVariable)):
             return None  # folded
+        if not hasattr(obj.python_type(), "__len__"):  # (an iterator): eager's TypeError
+            raise_traced(TypeError, f"object of type '{tp_name(obj.python_type())}' has no len()")
         return obj.call_method(tx, "__len__", [], {})
 
     def _call_hash(self, tx: Tx, obj: VT) -> VT | None:
@@ -245,7 +247,7 @@ class BuiltinVariable(ConstantCallableVariable):
 
     def _call_reversed(self, tx: Tx, obj: VT) -> VT | None:
         if isinstance(obj, (BaseSequenceVariable, DictVariable, LazyDictVariable)) or obj.is_python_constant():
-            return ListIteratorVariable(list(reversed(obj.unpack_var_sequence(tx))))
+            return ListIteratorVariable(list(reversed(obj.unpack_var_sequence(tx))), cls=iterator_type(obj, reversed))
         return obj.reversed_iter(tx)
 
     def _call_sorted(self, tx: Tx, obj: VT, key: VT | None = None, reverse: VT | None = None) -> VT | None:
@@ -403,6 +405,16 @@ class BuiltinVariable(ConstantCallableVariable):
         return None
 
 
+def tp_name(cls: type) -> str:
+    """The name CPython's messages give a type (``tp_name``): a static type of
+    a module other than builtins is dotted (``itertools.repeat``)."""
+    static = not cls.__flags__ & _HEAPTYPE
+    return f"{cls.__module__}.{cls.__name__}" if static and cls.__module__ != "builtins" else cls.__name__
+
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type())
+
+
 def _instances_are_callable(cls: type) -> bool:
     """``callable(x)`` for any ``x`` of type ``cls``: whether the class (not its
     metaclass) defines ``__call__``."""
@@ -420,7 +432,7 @@ def _fold(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | No
     if result is NOT_FOLDED:
         return None
     if isinstance(result, _FOLDED_ITERATORS):
-        return ListIteratorVariable([wrap_const(tx, v) for v in result])
+        return ListIteratorVariable([wrap_const(tx, v) for v in result], cls=type(result))
     return wrap_const(tx, result)
 
 

@@ -101,6 +101,9 @@ def _copy(tx: Tx, vt: VT, memo: dict[int, VT] | None) -> VT:
             return new
     if isinstance(vt, SetVariable) and (memo is None or vt.is_python_constant()):
         return vt.copy_as(cls)
+    if memo is None and isinstance(vt, UserDefinedObjectVariable) and isinstance(
+            getattr(cls, "__copy__", None), types.FunctionType) and cls not in copy._copy_dispatch:
+        return vt.call_method(tx, "__copy__", [], {})  # the class's own copy hook, as copy.copy calls it
     if isinstance(vt, UserDefinedObjectVariable) and copied_by_dict(cls):
         new = NewObjectVariable(cls)
         _remember(memo, vt, new)

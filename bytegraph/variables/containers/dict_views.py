@@ -1,13 +1,21 @@
 """Dict views: ``d.keys()``, ``d.values()`` and ``d.items()`` of a dict made
-in the trace (or materialized from an input), live over its items."""
+in the trace (or materialized from an input), live over its items.
+
+Keys and items views are set-like, as CPython's: ``|``, ``&``, ``-``, ``^``
+with any iterable make a new set (CPython's ``dictviews_or``... on the view as
+a set), comparisons with a set or another set-like view compare sizes and
+containment (``dictview_richcompare``); ``isdisjoint`` tests containment."""
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Any
 
 from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.constant import ConstantVariable, unmodelled_method
-from bytegraph.variables.containers.iterators import DictIteratorVariable
-from bytegraph.variables.containers.sequences import TupleVariable
+from bytegraph.variables.containers.iterators import DictIteratorVariable, ListIteratorVariable
+from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
+from bytegraph.variables.operators import call_operator
+from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.containers.dicts import DictVariable
@@ -69,7 +77,79 @@ class DictViewVariable(VariableTracker):
     def method_dunder_iter(self, tx: Tx, /) -> VT:
         return DictIteratorVariable(self.dict_vt, self.kind)
 
+    def reversed_iter(self, tx: Tx) -> VT | None:
+        return ListIteratorVariable(list(reversed(self.unpack_var_sequence(tx))),
+                                    cls=type(reversed(getattr({}, self.kind)())))
+
+    def repr_text(self, tx: Tx) -> VT | None:
+        """``dict_items([(1, 'a')])``: the view's name around the repr of a list of its items."""
+        inner = wrap_const(tx, repr).call_function(tx, [ListVariable(self.unpack_var_sequence(tx))], {})
+        if not inner.is_python_constant():
+            return None
+        return ConstantVariable(f"{self.python_type().__name__}({inner.as_python_constant()})")
+
+    # ---- set-like views (keys, items) -----------------------------------------------------------
+    def _set_like(self) -> bool:
+        return self.kind != "values"
+
+    def _as_set(self, tx: Tx, iterable: VT) -> VT:
+        return wrap_const(tx, set).call_function(tx, [iterable], {})
+
+    def _contained(self, tx: Tx, items: VT, container: VT) -> bool:
+        return all(call_operator(tx, operator.contains, [container, item]).truthy(tx)
+                   for item in items.unpack_var_sequence(tx))
+
+    def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        return self._operator(tx, op, self, other)
+
+    def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        return self._operator(tx, op, other, self)
+
+    def _operator(self, tx: Tx, op: Any, left: VT, right: VT) -> Any:
+        """``left op right`` with this view one of them: a set operator builds
+        the set of the view (of ``left`` for ``-``) and updates it with the other
+        operand; a comparison needs both set-like."""
+        if not self._set_like():
+            return NotImplemented
+        if op in _SET_UPDATES:
+            first, second = (left, right) if op is operator.sub or left is self else (right, left)
+            result = self._as_set(tx, first)
+            result.call_method(tx, _SET_UPDATES[op], [second], {})
+            return result
+        other = right if left is self else left
+        if op in (operator.eq, operator.ne) and other.python_type() in _DECLINE_VIEWS:
+            return ConstantVariable(op is operator.ne)  # both decline: identity, of objects of two types
+        if op not in _COMPARISONS or not all(_is_set_like(v) for v in (left, right)):
+            return NotImplemented
+        sizes = [len(v.unpack_var_sequence(tx)) for v in (left, right)]
+        if op in (operator.eq, operator.ne):
+            equal = sizes[0] == sizes[1] and self._contained(tx, left, right)
+            return ConstantVariable(equal if op is operator.eq else not equal)
+        if op in (operator.lt, operator.le):
+            return ConstantVariable(op(*sizes) and self._contained(tx, left, right))
+        return ConstantVariable(op(*sizes) and self._contained(tx, right, left))
+
+    def method_isdisjoint(self, tx: Tx, other: VT, /) -> VT | None:
+        if not self._set_like():
+            return None
+        return ConstantVariable(not any(call_operator(tx, operator.contains, [self, item]).truthy(tx)
+                                        for item in other.unpack_var_sequence(tx)))
+
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.reconstruct(self.dict_vt)
         codegen.emit("LOAD_METHOD", self.kind)
         codegen.call(0)
+
+
+#: a set operator with a view -> the set method that applies the other operand
+_SET_UPDATES = {operator.or_: "update", operator.and_: "intersection_update", operator.sub: "difference_update",
+                operator.xor: "symmetric_difference_update"}
+_COMPARISONS = (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge)
+#: builtin types whose ``==`` declines a view (as a set-like view's declines them)
+_DECLINE_VIEWS = (list, tuple, dict, str, bytes, int, float, complex, bool, type(None), range)
+
+
+def _is_set_like(vt: VT) -> bool:
+    """A set, a frozenset or a keys/items view (what a view compares with)."""
+    return vt.python_type() in (set, frozenset, type({}.keys()), type({}.items()))
+

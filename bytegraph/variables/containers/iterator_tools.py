@@ -111,7 +111,8 @@ class ItertoolsFunctionVariable(ConstantCallableVariable):
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         fn = self.fn
         if fn == itertools.chain.from_iterable and len(args) == 1 and not kwargs:  # a new bound method each read
-            return ListIteratorVariable([item for part in args[0].unpack_var_sequence(tx) for item in part.unpack_var_sequence(tx)])
+            return ListIteratorVariable([item for part in args[0].unpack_var_sequence(tx)
+                                         for item in part.unpack_var_sequence(tx)], cls=itertools.chain)
         if fn is itertools.count:
             start = args[0] if args else kwargs.get("start", ConstantVariable(0))
             step = args[1] if len(args) > 1 else kwargs.get("step", ConstantVariable(1))
@@ -120,7 +121,9 @@ class ItertoolsFunctionVariable(ConstantCallableVariable):
             times = args[1] if len(args) > 1 else kwargs.get("times")
             if times is None:
                 return CountIteratorVariable(args[0], None)
-            return ListIteratorVariable([args[0]] * times.as_python_constant())
+            return ListIteratorVariable([args[0]] * times.as_python_constant(), cls=itertools.repeat)
+        if fn is itertools.starmap and len(args) == 2 and not kwargs:
+            return StarmapVariable(args[0], args[1].get_iter(tx))
         if fn is itertools.accumulate and len(args) == 1:
             return self._accumulate(tx, args[0], kwargs)
         positions = REARRANGING.get(fn)
@@ -143,7 +146,8 @@ class ItertoolsFunctionVariable(ConstantCallableVariable):
         real_kwargs = {k: (v if k == "fillvalue" else v.as_python_constant()) for k, v in kwargs.items()}
         if self.fn is itertools.zip_longest:
             real_kwargs.setdefault("fillvalue", ConstantVariable(None))
-        return ListIteratorVariable([_as_vt(v) for v in self.fn(*real_args, **real_kwargs)])
+        result = self.fn(*real_args, **real_kwargs)
+        return ListIteratorVariable([_as_vt(v) for v in result], cls=type(result))
 
     def _accumulate(self, tx: Tx, iterable: VT, kwargs: dict[str, VT]) -> VT:
         func = kwargs.get("func")
@@ -156,7 +160,7 @@ class ItertoolsFunctionVariable(ConstantCallableVariable):
                 out.append(call_operator(tx, operator.add, [out[-1], item]))
             else:
                 out.append(func.call_function(tx, [out[-1], item], {}))
-        return ListIteratorVariable(out)
+        return ListIteratorVariable(out, cls=itertools.accumulate)
 
     def __repr__(self) -> str:
         return f"ItertoolsFunctionVariable({getattr(self.fn, '__name__', self.fn)})"
@@ -266,6 +270,32 @@ class MapVariable(IteratorVariable):
         for iterator in self.iterators:
             codegen.reconstruct(iterator)
         codegen.call(1 + len(self.iterators))
+
+
+class StarmapVariable(IteratorVariable):
+    """``itertools.starmap(fn, iterator)``: calls ``fn`` (traced) on each item
+    unpacked as its arguments, one step at a time."""
+
+    def __init__(self, fn: VT, iterator: IteratorVariable):
+        super().__init__()
+        self.fn = fn
+        self.iterator = iterator
+
+    def python_type(self) -> type:
+        return itertools.starmap
+
+    def next_item(self, tx: Tx) -> VT | None:
+        item = self.iterator.next_item(tx)
+        return None if item is None else self.fn.call_function(tx, item.unpack_var_sequence(tx), {})
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.source is not None:
+            codegen.load_source(self.source)
+            return
+        codegen.load_callable(itertools.starmap)
+        codegen.reconstruct(self.fn)
+        codegen.reconstruct(self.iterator)
+        codegen.call(2)
 
 
 class FilterVariable(IteratorVariable):

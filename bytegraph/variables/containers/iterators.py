@@ -7,7 +7,7 @@ from __future__ import annotations
 import collections
 import sys
 import types
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph.breaks import Unsupported, unimplemented, user_error
 from bytegraph.guards.guards import ConstantMatch, TypeMatch
@@ -120,7 +120,11 @@ class GeneratorVariable(IteratorVariable):
         if not isinstance(exc, ExceptionVariable):
             exc = exc.call_function(tx, [], {}) if exc.is_python_constant() and isinstance(
                 exc.as_python_constant(), type) else exc
-        if not isinstance(exc, ExceptionVariable) or self.frame.yield_from_target() is not None:
+        target = self.frame.yield_from_target()
+        if isinstance(exc, ExceptionVariable) and isinstance(target, GeneratorVariable) and self.frame.started and (
+                not issubclass(exc.python_type(), GeneratorExit)):
+            return self._throw_through(tx, target, exc)
+        if not isinstance(exc, ExceptionVariable) or target is not None:
             unimplemented(
                 gb_type="generator throw",
                 context=f"{self}.throw({exc})",
@@ -132,6 +136,25 @@ class GeneratorVariable(IteratorVariable):
             self.frame.done = True
             raise TracedException(exc)
         return self._resumed(tx, self.frame.resume_generator(tx, throw=exc))
+
+    def _throw_through(self, tx: Tx, inner: GeneratorVariable, exc: VT) -> VT:
+        """``throw`` into a generator suspended in ``yield from inner`` (CPython's
+        ``_gen_throw``): thrown into ``inner``, run with this frame as its
+        caller; what ``inner`` yields is this generator's next item, an
+        exception it lets out is raised here, at the ``yield from``."""
+        self.frame.caller = tx
+        try:
+            return inner.method_throw(self.frame, exc)
+        except TracedException as e:
+            if issubclass(e.exc.python_type(), StopIteration):
+                unimplemented(
+                    gb_type="generator throw",
+                    context=f"{self}.throw({exc}) ending the generator it delegates to",
+                    explanation="bytegraph does not resume a yield from with the value of a generator that "
+                                "returns on a throw.",
+                    hints=("Throw outside the compiled function.",),
+                )
+            return self._resumed(tx, self.frame.resume_generator(tx, throw=e.exc))
 
     def _resumed(self, tx: Tx, item: VT | None) -> VT:
         """What ``send``/``throw`` return: the next yielded item; StopIteration
@@ -165,6 +188,26 @@ class GeneratorVariable(IteratorVariable):
         return f"GeneratorVariable({self.frame.code.co_qualname})"
 
 
+def iterator_type(obj: VT, make: Callable[[Any], Any] = iter) -> type:
+    """The type of ``make(value)`` (``iter`` or ``reversed``) for the value ``obj``
+    stands for: of the value itself when it is a constant (``iter("é")`` and
+    ``iter("e")`` differ), else of an empty instance of its nearest builtin class
+    (``reversed`` of a list is a ``list_reverseiterator``, of an ``OrderedDict``
+    an ``odict_iterator``)."""
+    try:
+        if obj.is_python_constant():
+            return type(make(obj.as_python_constant()))
+        base = next(c for c in obj.python_type().__mro__ if c.__module__ in ("builtins", "collections"))
+        return type(make(base()))
+    except TypeError:  # (not iterable as such: the iterator the trace lists stands for it)
+        return type(iter([]))
+
+
+def iterator_over(items: Sequence[VT], of: VT | None = None) -> ListIteratorVariable:
+    """An iterator over ``items`` that iterating ``of`` gives (of its eager type)."""
+    return ListIteratorVariable(items, cls=iterator_type(of) if of is not None else None)
+
+
 class ListIteratorVariable(IteratorVariable):
     """An iterator over items known at trace time (loops are unrolled).
 
@@ -181,15 +224,16 @@ class ListIteratorVariable(IteratorVariable):
     #: see :meth:`SideEffects.codegen_values`
     write_back_last = True
 
-    def __init__(self, items: Sequence[VT], index: int = 0, owner: VT | None = None):
+    def __init__(self, items: Sequence[VT], index: int = 0, owner: VT | None = None, cls: type | None = None):
         super().__init__()
         self.owner = owner
         self.items = owner.items if owner is not None else list(items)
         self.index = index
         self.exhausted = False
+        self.cls = cls or type(iter([]))  # the type of the iterator eager makes (iterator_type)
 
     def python_type(self) -> type:
-        return type(iter([]))
+        return self.cls
 
     def next_item(self, tx: Tx) -> VT | None:
         """The next item, or None when exhausted (then for good)."""
@@ -522,5 +566,5 @@ class DictIteratorVariable(IteratorVariable):
         return f"DictIteratorVariable({self.kind}, {self.index}/{len(self.keys)})"
 
 
-list_iterator.provide(ListIteratorVariable)
+list_iterator.provide(iterator_over)
 range_iterator.provide(RangeIteratorVariable)

@@ -100,11 +100,14 @@ class BaseSequenceVariable(VariableTracker):
     def getitem(self, tx: Tx, index: VT) -> VT:
         idx = index.as_python_constant()
         if isinstance(idx, slice):
-            return self.with_items(self.items[idx])
+            with errors_are_the_programs():  # a step of 0: eager's ValueError
+                return self.with_items(self.items[idx])
         if not isinstance(idx, int):
             if hasattr(idx, "__index__"):
                 idx = operator.index(idx)
             else:
+                with errors_are_the_programs():  # eager's TypeError, from an empty instance of the builtin
+                    next(c for c in self.python_type().__mro__ if c.__module__ == "builtins")()[idx]
                 unimplemented(
                     gb_type="unsupported index",
                     context=f"{self.python_type().__name__} indexed by {type(idx).__name__}",
@@ -151,7 +154,7 @@ class BaseSequenceVariable(VariableTracker):
 
     def method_dunder_iter(self, tx: Tx, /) -> VT:
         owner = self if isinstance(self.items, list) and self.mutable else None
-        return iterators.ListIteratorVariable(self.items, owner=owner)
+        return iterators.ListIteratorVariable(self.items, owner=owner, cls=iterators.iterator_type(self))
 
     def _compare_each(self, tx: Tx, kind: type, name: str, value: VT, *bounds: VT) -> VT:
         """``index``/``count`` of a value that is not a constant (a user object with
@@ -552,6 +555,14 @@ class SliceVariable(VariableTracker):
 
     def attr_step(self, tx: Tx) -> VT:
         return self.parts[2]
+
+    def method_indices(self, tx: Tx, length: VT, /) -> VT | None:
+        """``s.indices(n)`` folded when the slice and ``n`` are constants (a step
+        of 0, a negative length: eager's ValueError); else None (a graph break)."""
+        if not (self.is_python_constant() and length.is_python_constant()):
+            return None
+        with errors_are_the_programs():
+            return protocol.wrap_const(tx, self.as_python_constant().indices(length.as_python_constant()))
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         for part in self.parts:

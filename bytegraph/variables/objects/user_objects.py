@@ -514,14 +514,27 @@ def call_new(tx: Tx, base: type, args: Sequence[VT], kwargs: dict[str, VT]) -> V
     if not issubclass(cls, base):
         raise_traced(TypeError, f"{base.__name__}.__new__({cls.__name__}): {cls.__name__} is not a subtype of "
                                 f"{base.__name__}")
-    if base in (tuple, list) and (kwargs or len(args) > 2):
-        raise_traced(TypeError, f"{base.__name__} expected at most 1 argument, got {len(args) - 1 + len(kwargs)}")
+    if base in _NO_KEYWORD_NEW and kwargs:  # refused unless the class's own __init__ takes them (tuple_new)
+        if cls is base or cls.__init__ is base.__init__:
+            raise_traced(TypeError, f"{base.__name__}() takes no keyword arguments")
+        kwargs = {}
+    if base is tuple and len(args) > 2:
+        raise_traced(TypeError, f"tuple expected at most 1 argument, got {len(args) - 1}")
+    if base is list and cls.__init__ is list.__init__:  # list's __new__ takes anything: its __init__ checks
+        if kwargs:
+            raise_traced(TypeError, "list() takes no keyword arguments")
+        if len(args) > 2:
+            raise_traced(TypeError, f"list expected at most 1 argument, got {len(args) - 1}")
     storage = builtin_bases.call_new(tx, base, cls, args[1:], kwargs)
     if cls is base:
         return storage
     obj = NewObjectVariable(cls)
     obj.base_items = storage
     return obj
+
+
+#: builtins whose __new__ takes no keywords, and ignores them for a subclass with an __init__ of its own
+_NO_KEYWORD_NEW = (tuple, float, frozenset)
 
 
 class SlotMethodVariable(VariableTracker):
