@@ -336,3 +336,23 @@ def test_matmul_precision_of_an_unknown_name_warns_natively():
 
     with pytest.warns(UserWarning, match="fastest"):
         check(f, t(2, 2), graphs=1, breaks=1, gb_types=["unsupported torch function"])
+
+
+def test_disable_saved_tensors_hooks_put_back_when_a_graph_that_wrote_an_input_raises():
+    # the graph writes its input before an op not known to raise on data (histc of a NaN range), so no copy
+    # lets it rerun: the exception leaves the frame as eager's does, out of the with block, whose exit
+    # puts the hooks back
+    def f(x):
+        with torch.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+            x.mul_(2)
+            return torch.histc(x)
+
+    def run(compile):
+        x = torch.tensor([1.0, float("nan")])
+        try:
+            compile(f)(x)
+        except RuntimeError as e:
+            return type(e).__name__, x, _hooks_disabled()
+        return "no error", x, _hooks_disabled()
+
+    check_scenario(run, graphs=1)

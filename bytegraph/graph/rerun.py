@@ -12,7 +12,7 @@ from bytegraph.backends.checks import OutputCheck
 from bytegraph.breaks import GraphRaised
 from bytegraph.graph import numpy_random
 from bytegraph.graph.sdp_flags import restore_sdp_flags, sdp_flags
-from bytegraph.graph.state_setters import read_states, restore_states
+from bytegraph.graph.state_setters import context_states, read_states, restore_states
 
 
 def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, watched: tuple[int, ...],
@@ -52,9 +52,10 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
     (see :func:`autocast_devices`) and raises inside the block never runs its
     exit: the autocast state it found (enabled, dtype, cache, nesting) is put
     back in either case, as eager's ``__exit__`` would; so are the SDP backend
-    flags of a graph that enters ``sdpa_kernel`` (``sdp``). The states a graph switches by plain
-    setters (``states``: see ``graph/state_setters.py``) are put back before the rerun only: a plain
-    setter is undone by nothing in eager.
+    flags of a graph that enters ``sdpa_kernel`` (``sdp``), and the states a context's
+    entry among ``states`` switched (``disable_saved_tensors_hooks``). The states a graph
+    switches by plain setters (``states``: see ``graph/state_setters.py``) are put back
+    before the rerun only: a plain setter is undone by nothing in eager.
 
     An interrupt (a ``BaseException`` such as ``KeyboardInterrupt``) propagates
     as is, after grad mode (when ``scoped_grad``) and the autocast state are put
@@ -82,12 +83,14 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
         return run_pure_graph
 
     snapshots = Snapshots(saved, saved_static) if saved else None
+    scoped = context_states(states)  # put back on every way out, as the contexts' exits would
 
     def run_graph(*args: Any) -> Any:
         mode = torch.is_grad_enabled()
         autocast_state = _autocast_state(autocast) if autocast else None
         flags = sdp_flags() if sdp else None
         set_states = read_states(states) if states else None
+        scoped_states = read_states(scoped) if scoped else None
         state = torch.default_generator.get_state() if rng else None
         np_state = numpy_random.saved_state() if numpy_rng else None
         # with copies to put back, only whether each watched input has a version counter matters (an
@@ -114,6 +117,8 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
             if written:
                 if scoped_grad:
                     torch._C._set_grad_enabled(mode)
+                if scoped_states is not None:
+                    restore_states(scoped, scoped_states)
                 raise
             torch._C._set_grad_enabled(mode)
             if set_states is not None:
@@ -128,6 +133,8 @@ def rerun_natively_on_error(compiled: Callable, check: OutputCheck, rng: bool, w
                 _restore_autocast(autocast_state)
             if flags is not None:
                 restore_sdp_flags(flags)
+            if scoped_states is not None:
+                restore_states(scoped, scoped_states)
             if scoped_grad:
                 torch._C._set_grad_enabled(mode)
             raise

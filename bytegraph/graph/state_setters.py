@@ -182,6 +182,12 @@ def read_states(written: tuple[tuple[SettableState, tuple], ...]) -> list:
     return [state.read(*key) for state, key in written]
 
 
+def context_states(written: tuple[tuple[SettableState, tuple], ...]) -> tuple[tuple[SettableState, tuple], ...]:
+    """The entries of ``written`` that a context's entry switched: whatever way the graph's exception
+    leaves the frame (rerun or not), that context's exit would have put them back."""
+    return tuple(w for w in written if w[0] in _ENTERS.values())
+
+
 def restore_states(written: tuple[tuple[SettableState, tuple], ...], values: list) -> None:
     """Put back the states a graph that raised switched (before the frame reruns natively)."""
     for (state, key), value in zip(written, values):
