@@ -114,9 +114,6 @@ class Output(Protocol):
     def written_inputs(self) -> tuple[int, ...] | None:
         """Positions of the graph inputs an operation so far may write (None: a write of unknown target)."""
 
-    def made_call(self, call: Any, make: Callable[[], Any] | None) -> tuple[Any] | None:
-        """``(result,)`` of this trace's next real call ``call``, made by ``make`` once per conversion."""
-
     def trace_state(self) -> dict[str, Any]:
         """A copy of the bookkeeping of inputs and nodes, for a speculative trace to restore."""
 
