@@ -15,10 +15,12 @@ each answer is appended to ``DIR/campaign.jsonl`` at once, so an interrupted
 campaign resumes where it stopped. Each failure is minimised into
 ``DIR/seed<k>-<backend>.py``. The table printed at the end counts, per
 program kind, the runs in the requested seed range: how many, how many eager
-runs without raising, ok, wrong, crash, hang, and flaky (eager itself is not
-deterministic: the generator's fault, not compared) and refused (a
-``mark_dynamic`` dimension the program specialises: ConstraintViolationError,
-as torch.compile raises).
+runs without raising, ok, wrong, crash, hang, rerun (a hidden fallback: no
+difference, but a graph raised and its frame ran again natively in a program
+whose eager run raised nowhere; minimised and reported, not a failure),
+refused (a ``mark_dynamic`` dimension the program specialises:
+ConstraintViolationError, as torch.compile raises) and flaky (eager itself
+is not deterministic: the generator's fault, not compared).
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ import subprocess
 import sys
 import time
 
-COLUMNS = ("count", "eager-runs", "ok", "wrong", "crash", "hang", "refused", "flaky")
+COLUMNS = ("count", "eager-runs", "ok", "wrong", "crash", "hang", "rerun", "refused", "flaky")
 
 
 class Worker:
