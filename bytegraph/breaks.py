@@ -138,6 +138,9 @@ class Unsupported(Exception):
         # the later untraceable instructions of the compiled frame run natively with this one
         # (one resume function after them all: translator/native_stretch.py)
         self.stretch: list[Unsupported] = []
+        # guards of the entry that breaks here: the state that made the trace break (a cache miss that
+        # runs natively), so that a later call finding it changed converts the frame again
+        self.guards: tuple = ()
 
     @property
     def location(self) -> str:

@@ -163,6 +163,11 @@ def _miss_after_a_mutation():  # a miss after the frame changed a list: it runs 
     return f, lambda: (tuple(scale.cache_info()), log)
 
 
+def _tensor_factory():  # a miss returning a tensor runs natively; the next call converts again with the hit
+    ramp = functools.lru_cache(maxsize=4)(lambda k: torch.arange(k, dtype=torch.float32))
+    return (lambda x: x * ramp(2)), lambda: tuple(ramp.cache_info())
+
+
 def _count():
     counter = itertools.count()
     return (lambda x: x + next(counter)), lambda: repr(counter)
@@ -210,6 +215,7 @@ CASES = {
     "bounded cache hits and eviction": (_bounded_hits, 2, []), "typed, keywords": (_typed_keywords, 1, []),
     "a miss that raises": (_miss_raises, 0, ["lru_cache call"]),
     "a miss after a mutation": (_miss_after_a_mutation, 3, ["lru_cache call"]),
+    "a miss returning a tensor": (_tensor_factory, 2, ["lru_cache call"]),
     "itertools.count": (_count, 2, ["unsupported builtin call"]),
     "itertools.cycle": (_cycle, 2, ["unsupported builtin call"]),
     "random.Random": (_random, 0, ["recursion limit"]),  # (the frame runs natively)

@@ -28,7 +28,7 @@ def main(answers_fd: int) -> None:
         task = json.loads(line)
         seed, out = task["seed"], pathlib.Path(task["out"])
         start = time.monotonic()
-        kind, parts = generate(seed)
+        kind, parts = generate(seed, task["kind"])  # (the family the seed draws, unless the campaign chose one)
         source = render(parts)
         with silence():
             eager = run_once(source, None)
@@ -48,7 +48,7 @@ def main(answers_fd: int) -> None:
                                          budget_s=task["minimize_s"][backend])
                     out.mkdir(parents=True, exist_ok=True)
                     path = out / f"seed{seed}-{backend}.py"
-                    path.write_text(f"# {kind} seed {seed}, backend {backend}: {diff}\n" + render(small))
+                    path.write_text(f"# {kind} seed {seed}, backend {backend}: {answer['diff']}\n" + render(small))
                     answer["file"] = str(path)
             answer["seconds"] = round(time.monotonic() - start, 2)  # (the first backend's include eager's runs)
             answers.write(json.dumps(answer) + "\n")

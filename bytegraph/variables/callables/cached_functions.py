@@ -9,11 +9,11 @@ so the call runs natively through the real cache.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import Unsupported, unimplemented
 from bytegraph.guards.guards import GlobalStateMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
@@ -79,18 +79,42 @@ class WrappedFunctionVariable(ConstantCallableVariable):
             made = self._call_constant(tx, args, kwargs, keys[:len(args)], dict(zip(kwargs, keys[len(args):])))
             if made is not None:
                 return made
-        elif _has_room(self.fn)() and all(_hashed_by_identity(a) for a, k in zip((*args, *kwargs.values()), keys)
-                                          if k is _NOT_CONSTANT):
+            self._miss_runs_natively(tuple(keys[:len(args)]), dict(zip(kwargs, keys[len(args):])))
+        room = _has_room(self.fn)()
+        if room and all(_hashed_by_identity(a) for a, k in zip((*args, *kwargs.values()), keys) if k is _NOT_CONSTANT):
             return self.trace_miss(tx, args, kwargs, keys)
         unimplemented(
             gb_type="lru_cache call",
             context=f"{self.fn.__qualname__} called with arguments known only when the graph runs"
-            if len(constants) < len(keys) else f"{self.fn.__qualname__}{tuple(constants)}: a cache bytegraph cannot "
-            "read, or a miss whose wrapped function has effects or a result that is not a constant",
+            if room else f"{self.fn.__qualname__}, whose cache is full",
             explanation="The call runs natively through the real cache, so the wrapped function runs (and its side "
             "effects happen) only on a cache miss, as in eager.",
             hints=("Pass constants, tensors or plain objects to cached functions.",),
         )
+
+    def _miss_runs_natively(self, values: tuple, keywords: dict) -> NoReturn:
+        """The graph break of a call with constant arguments :meth:`_call_constant`
+        does not trace: it runs natively through the real cache. Unless the
+        cache cannot be read, the entry that breaks here is guarded on the
+        call still missing, so that once the native call filled the cache a
+        later call converts the frame again, with the hit traced."""
+        found = peek(self.fn, values, keywords)
+        try:
+            unimplemented(
+                gb_type="lru_cache call",
+                context=f"{self.fn.__qualname__}{values}: " + (
+                    "a cache bytegraph cannot read" if found is UNKNOWN else
+                    "a miss whose wrapped function has effects, follows a change of an object or returns "
+                    "something other than a constant"),
+                explanation="The call runs natively through the real cache, so the wrapped function runs (and its "
+                "side effects happen) only on a cache miss, as in eager.",
+                hints=("Pass constants, tensors or plain objects to cached functions.",),
+            )
+        except Unsupported as brk:
+            if found is MISSING:
+                brk.guards = (GlobalStateMatch(None, _cache_misses(self.fn, values, keywords), True,
+                                               f"miss in the cache of {self.fn.__qualname__}"),)
+            raise
 
     def _call_constant(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT], values: list,
                        keywords: dict) -> VT | None:
@@ -133,8 +157,9 @@ class WrappedFunctionVariable(ConstantCallableVariable):
             result = self.inner.call_function(tx, list(args), dict(kwargs))
         except TracedException:
             return None  # (eager's miss raises too, counted a miss: the real call makes it)
-        if effects.changed_objects() or tx.output.operations != operations or not result.is_python_constant():
-            return None
+        if effects.changed_objects() or tx.output.operations != operations or not result.is_python_constant() \
+                or not is_constant_value(result.as_python_constant()):
+            return None  # (a list or a dict is one object eager's later calls return again)
         effects.drop_calls(made)
         return result
 
@@ -211,6 +236,14 @@ def _has_room(wrapper: Any) -> Callable[[], bool]:
         return info.maxsize is None or info.currsize + 1 < info.maxsize
 
     return room
+
+
+def _cache_misses(wrapper: Any, args: tuple, kwargs: dict) -> Callable[[], bool]:
+    """A guard getter: ``wrapper``'s cache holds no entry for the call."""
+    def misses() -> bool:
+        return peek(wrapper, args, kwargs) is MISSING
+
+    return misses
 
 
 def _cache_holds(wrapper: Any, args: tuple, kwargs: dict, result: Any) -> Callable[[], bool]:
