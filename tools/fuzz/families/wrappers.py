@@ -10,7 +10,8 @@ torch functions and lambdas over them under ``torch.func`` transforms
 each with dims, keywords and modes drawn per statement. The record compares
 values, dtypes, shapes and ``requires_grad`` with eager's.
 
-``program(x)``: a (3, 4) tensor (requiring grad in some programs). Each
+``program(x)``: a (3, 4) tensor (requiring grad in some programs, not
+contiguous in some). Each
 statement either replaces the running tensor ``t`` (shape (3, 4) kept) or
 appends a result of another shape to ``outs``.
 """
@@ -108,6 +109,12 @@ SHAPE_KEEPING: list[Draw] = [
     lambda r: f"t = torch.func.grad({r.choice(_SCALARS)})(t)",
     lambda r: f"t = torch.func.vmap(torch.func.grad({r.choice(_SCALARS)}))(t)",
     lambda r: f"t = torch.func.jvp({r.choice(_ROWWISE[:4])}, (t,), (torch.ones_like(t),))[1]",
+    lambda r: "t = torch.func.vmap(F.linear, in_dims=(0, None))(t, torch.eye(4) * 2)",
+    lambda r: f"t = torch.func.vmap(lambda r, s: r * s, in_dims=({r.choice([0, 1])}, None), out_dims=0)(t, 2.0)"
+    if r.random() < 0.5 else "t = torch.func.vmap(lambda r, s: r * s, in_dims=(1, None), out_dims=1)(t, 2.0)",
+    lambda r: f"t = torch.func.vmap(lambda r: F.dropout(r, 0.5), randomness={r.choice(['same', 'different'])!r})(t)",
+    lambda r: f"with torch.no_grad():\n    t = F.{r.choice(['softmax', 'log_softmax'])}(t, {_dim(r)}) + t",
+    lambda r: f"t = torch.func.grad(lambda r, s: (r * s).sum(), argnums={r.choice([0, 1])})(t, t.flip(0))",
     lambda r: f"t = F.scaled_dot_product_attention(t[None], t[None], t[None], is_causal={r.choice([True, False])})[0]",
 ]
 
@@ -166,6 +173,11 @@ OTHER_SHAPES: list[Draw] = [
     lambda r: f"outs.append(torch.func.vmap({r.choice(_REDUCTIONS)}, in_dims={r.choice([0, 1])})(t))",
     lambda r: f"outs.append(torch.func.grad({r.choice(_SCALARS)})(t[0]))",
     lambda r: f"outs.append(torch.func.jacrev({r.choice(_ROWWISE[:4])})(t[0]))",
+    lambda r: "outs.append(torch.func.grad(lambda r, s: (r * s).sum(), argnums=(0, 1))(t, t.flip(0)))",
+    lambda r: "outs.append(torch.func.grad(lambda r: ((r ** 2).sum(), r.mean()), has_aux=True)(t))",
+    lambda r: f"outs.append(torch.func.vmap({r.choice(_REDUCTIONS)}, chunk_size={r.choice([1, 2])})(t))",
+    lambda r: f"outs.append(torch.func.vmap(torch.sum, in_dims={r.choice([0, 1])})(t, dim=0))",
+    lambda r: f"outs.append(torch.func.vmap(torch.{r.choice(['sum', 'mean', 'amax', 'norm'])})(t.t()))",
     lambda r: "outs.append(torch.func.vmap(torch.trace)(torch.stack([t[:, :3], t[:, 1:]])))",
     lambda r: "outs.append(torch.func.vmap(torch.outer)(t, t))",
     lambda r: f"outs.append(torch.func.vmap(torch.func.vmap({r.choice(_REDUCTIONS)}))(torch.stack([t, t * 2])))",
@@ -182,6 +194,7 @@ def _statement(rng: random.Random) -> list[str]:
 def generate(rng: random.Random, seed: int) -> list[Part]:
     stmts = [_statement(rng) for _ in range(rng.randint(2, 6))]
     requires_grad = rng.choice(["True", "False"])
+    x = rng.choice(["torch.randn(3, 4)", "torch.randn(4, 3).t()"])  # (contiguous or not)
     return function_program(
         PRELUDE, "x", "t = x * 1\nouts = []", stmts, result="t, outs",
-        inputs=f"(torch.randn(3, 4).requires_grad_({requires_grad}),)")
+        inputs=f"({x}.requires_grad_({requires_grad}),)")
