@@ -211,8 +211,8 @@ CASES = {
     "across a graph break": (_across_break, 2, ["print"]),
     "frame runs natively": (_frame_runs_natively, 0, ["escaping closure"]),
     "callee breaks after the call": (_breaks_in_a_callee, 2, ["print", "print"]),
-    # (the first call's miss evicts the entry of scale(3) that its graph read: the second recompiles)
-    "bounded cache hits and eviction": (_bounded_hits, 2, []), "typed, keywords": (_typed_keywords, 1, []),
+    # (each call's misses evict entries the previous graph read as hits: the next call recompiles)
+    "bounded cache hits and eviction": (_bounded_hits, 3, []), "typed, keywords": (_typed_keywords, 1, []),
     "a miss that raises": (_miss_raises, 0, ["lru_cache call"]),
     "a miss after a mutation": (_miss_after_a_mutation, 3, ["lru_cache call"]),
     "a miss returning a tensor": (_tensor_factory, 2, ["lru_cache call"]),

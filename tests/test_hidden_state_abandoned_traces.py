@@ -17,7 +17,7 @@ import torch
 
 import bytegraph
 from bytegraph.testing import CompileCounter, same
-from bytegraph.variables.callables.cache_peek import MISSING, UNKNOWN, peek
+from bytegraph.variables.callables.cache_peek import MISSING, UNKNOWN, holds, lacks, peek
 from tests.helpers import break_types
 
 SINK = io.StringIO()
@@ -162,3 +162,19 @@ def test_peek_reads_a_cache_as_a_call_would_without_changing_it(options):
         result = f(*args, **kwargs)  # (a miss fills the cache, or evicts an entry, before the next peek)
         hit = f.cache_info().hits > before.hits
         assert hit == (found is not MISSING) and (not hit or found is result)
+
+
+def test_the_guard_on_a_hit_fails_once_the_entry_is_evicted_or_recomputed():
+    scale = functools.lru_cache(maxsize=2)(lambda k: [k])
+    scale(1)
+    guard = holds(scale, (1,), {}, peek(scale, (1,), {}))
+    scale(2)
+    assert guard()  # (a miss on another key, nothing evicted)
+    scale(3)
+    assert not guard()  # (evicted)
+    scale(1)
+    assert not guard()  # (computed again: another object)
+    missing = lacks(scale, (4,), {})
+    assert missing()
+    scale(4)
+    assert not missing()

@@ -12,7 +12,7 @@ call is then a graph break). Keys are built as the C wrapper builds them."""
 from __future__ import annotations
 
 import gc
-from typing import Any
+from typing import Any, Callable
 
 #: what :func:`peek` answers when the wrapper's layout is not the one it knows
 UNKNOWN = object()
@@ -42,6 +42,34 @@ def peek(wrapper: Any, args: tuple, kwargs: dict) -> Any:
         if stored is key or stored == key:
             return result
     return UNKNOWN
+
+
+def lacks(wrapper: Any, args: tuple, kwargs: dict) -> Callable[[], bool]:
+    """A guard getter: the cache holds no entry for the call (constant time;
+    the wrapper's layout must be one :func:`peek` reads)."""
+    cache, kwd_mark, _ = _layout(wrapper)
+    key = _make_key(args, kwargs, wrapper.cache_parameters()["typed"], kwd_mark)
+    return lambda: key not in cache
+
+
+def holds(wrapper: Any, args: tuple, kwargs: dict, result: Any) -> Callable[[], bool]:
+    """A guard getter: the cache still holds ``result`` for the call, as
+    :func:`peek` found it (not evicted, or cleared and filled again), checked
+    in constant time while the cache has had no miss since the last check."""
+    cache, kwd_mark, entries = _layout(wrapper)
+    key = _make_key(args, kwargs, wrapper.cache_parameters()["typed"], kwd_mark)
+    slot = cache.get(key)  # (the result itself in an unbounded cache, else the entry's link)
+    misses = [wrapper.cache_info().misses]
+
+    def check() -> bool:
+        if cache.get(key) is not slot:
+            return False
+        if entries is None or wrapper.cache_info().misses == misses[0]:
+            return True  # (no entry was evicted: a link is reused for another key only on a miss)
+        misses[0] = wrapper.cache_info().misses
+        return peek(wrapper, args, kwargs) is result
+
+    return check
 
 
 def _layout(wrapper: Any) -> tuple[dict, Any, list | None] | None:

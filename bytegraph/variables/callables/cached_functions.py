@@ -17,7 +17,7 @@ from bytegraph.breaks import Unsupported, unimplemented
 from bytegraph.guards.guards import GlobalStateMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
-from bytegraph.variables.callables.cache_peek import MISSING, UNKNOWN, peek
+from bytegraph.variables.callables.cache_peek import MISSING, UNKNOWN, holds, lacks, peek
 from bytegraph.variables.callables.functions import UserMethodVariable
 from bytegraph.variables.constant import (
     ConstantVariable,
@@ -112,7 +112,7 @@ class WrappedFunctionVariable(ConstantCallableVariable):
             )
         except Unsupported as brk:
             if found is MISSING:
-                brk.guards = (GlobalStateMatch(None, _cache_misses(self.fn, values, keywords), True,
+                brk.guards = (GlobalStateMatch(None, lacks(self.fn, values, keywords), True,
                                                f"miss in the cache of {self.fn.__qualname__}"),)
             raise
 
@@ -137,7 +137,7 @@ class WrappedFunctionVariable(ConstantCallableVariable):
             if result is None:
                 return None
         else:
-            tx.output.guards.add(GlobalStateMatch(None, _cache_holds(self.fn, tuple(values), keywords, found), True,
+            tx.output.guards.add(GlobalStateMatch(None, holds(self.fn, tuple(values), keywords, found), True,
                                                   f"entry of the cache of {self.fn.__qualname__}"))
             result = ConstantVariable(found) if is_constant_value(found) else \
                 wrap(tx, found, ConstSource(found, f"{self.fn.__qualname__}(...)"))
@@ -237,18 +237,3 @@ def _has_room(wrapper: Any) -> Callable[[], bool]:
 
     return room
 
-
-def _cache_misses(wrapper: Any, args: tuple, kwargs: dict) -> Callable[[], bool]:
-    """A guard getter: ``wrapper``'s cache holds no entry for the call."""
-    def misses() -> bool:
-        return peek(wrapper, args, kwargs) is MISSING
-
-    return misses
-
-
-def _cache_holds(wrapper: Any, args: tuple, kwargs: dict, result: Any) -> Callable[[], bool]:
-    """A guard getter: ``wrapper``'s cache still holds ``result`` for the call (not evicted or cleared)."""
-    def holds() -> bool:
-        return peek(wrapper, args, kwargs) is result
-
-    return holds
