@@ -85,6 +85,8 @@ class Output(Protocol):
     open_states: list[Callable[[], Any]]
     #: grad-mode switches in the graph made outside a ``with`` block
     unscoped_grad_mode_changes: int
+    #: operation nodes in the graph so far (unchanged across a traced call that added none)
+    operations: int
 
     def add_graph_input(self, source: Source, value: torch.Tensor, dynamic: dict[int, Any] | None = None,
                         static: bool = False) -> tuple[torch.fx.Node, torch.Tensor]:
