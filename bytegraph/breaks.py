@@ -141,6 +141,9 @@ class Unsupported(Exception):
         # the flag of the innermost error_on_graph_break region the break happened in (None: in none);
         # it decides, instead of fullgraph, whether the break raises (convert.py)
         self.region_raises: bool | None = None
+        # guards of the entry that breaks here: the state that made the trace break (a cache miss that
+        # runs natively), so that a later call finding it changed converts the frame again
+        self.guards: tuple = ()
 
     @property
     def location(self) -> str:

@@ -136,13 +136,11 @@ def convert_frame(
         )))
     start, imports_before = time.perf_counter(), imports.total()
     break_points: dict[int, Unsupported] = {}
-    cache_calls: dict = {}  # (see OutputGraph.cache_calls)
     capture = True
     while True:
         try:
             with logs.tracing():
-                attempt = _trace(code, f_globals, closure, f_locals, options, break_points, runtime, policy, capture,
-                                 cache_calls)
+                attempt = _trace(code, f_globals, closure, f_locals, options, break_points, runtime, policy, capture)
         except BackendCompilerFailed as e:
             # (imported here: the module loads much of torch; the backend that raised has loaded it)
             from torch.fx.passes._tensorify_python_scalars import TensorifyScalarRestartAnalysis
@@ -197,20 +195,18 @@ def _trace(
     runtime: FrameRuntime,
     policy: DynamicPolicy,
     capture: bool = True,
-    cache_calls: dict | None = None,
 ) -> tuple[types.CodeType, OutputGraph] | Unsupported | None:
     """One tracing attempt: the transformed code, the graph break that ended
     it (with ``root_index``: the frame's instruction it happened under), or None
     when a static trace met an input that must be symbolic. ``capture``: the
-    capture settings apply (off after a backend failed on a captured value). ``cache_calls``: see
-    ``OutputGraph.cache_calls``."""
+    capture settings apply (off after a backend failed on a captured value)."""
     grad_mode = torch.is_grad_enabled()
     output = tracer = None
     try:
         # fullgraph captures data-dependent values whatever the settings (as torch.compile): a break would fail
         output = OutputGraph(config.max_trace_instructions, policy,
                              capture and config.capture_scalar_outputs or options.fullgraph,
-                             capture and config.capture_dynamic_output_shape_ops or options.fullgraph, cache_calls)
+                             capture and config.capture_dynamic_output_shape_ops or options.fullgraph)
         if code in RESUME_SPEC:  # a resume function starts inside the regions open at its break
             output.break_regions = list(RESUME_SPEC[code].regions)
         tracer = InstructionTranslator(

@@ -684,7 +684,8 @@ def test_lru_cached_function_installed_as_a_method_runs_once():
             assert same(compiled(torch.zeros(2)), torch.ones(2))
         messages[name] = [r.getMessage() for r in records]
     assert messages["compiled"] == messages["eager"] == ["only once"]
-    assert break_types() == []
+    # (the miss's wrapped function calls a method of a Logger subclass: it runs natively)
+    assert break_types() == ["call to skipped function"]
 
 
 # --- functools, contextlib, generators, exceptions -------------------------

@@ -305,25 +305,32 @@ _SAFE_ON_INTEGERS = frozenset(
 
 
 def may_raise_on_data(node: torch.fx.Node) -> bool:
-    """Whether an operation may raise because of tensor values: it takes an
-    integer or bool tensor (indices: ``index_select``, ``gather``, ``embedding``,
-    indexing with a tensor; divisors: ``//``, ``%``) and is not one of
-    :data:`_SAFE_ON_INTEGERS`, or is a factorisation, solve or assertion."""
+    """Whether an operation may raise when the graph runs although its
+    FakeTensor run did not: because of tensor values (it takes an integer or
+    bool tensor — indices: ``index_select``, ``gather``, ``embedding``,
+    indexing with a tensor; divisors: ``//``, ``%`` — and is not one of
+    :data:`_SAFE_ON_INTEGERS`, or is a factorisation, solve or assertion), or
+    because its floating-point tensor arguments have different dtypes (the
+    meta functions of ``linear``, ``mm``, ``addmm``, ``mv``, ``layer_norm``,
+    ``index_add``... accept float32 with float64 where the kernels raise)."""
     name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
     if _RAISING_NAME.search(str(name)):
         return True
-    if name in _SAFE_ON_INTEGERS:
-        return False
     found = False
+    floating: set[torch.dtype] = set()
 
     def visit(value: Any) -> None:
         nonlocal found
         example = value.meta.get("example_value") if isinstance(value, torch.fx.Node) else None
-        if isinstance(example, torch.Tensor) and not example.is_floating_point() and not example.is_complex():
+        if not isinstance(example, torch.Tensor):
+            return
+        if example.is_floating_point() or example.is_complex():
+            floating.add(example.dtype)
+        else:
             found = True
 
     torch.fx.node.map_aggregate((node.args, node.kwargs), visit)
-    return found
+    return len(floating) > 1 or (found and name not in _SAFE_ON_INTEGERS)
 
 
 def torch_kernel(target: Any) -> bool:

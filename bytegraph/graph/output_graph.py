@@ -7,7 +7,6 @@ when run under :attr:`OutputGraph.fake_mode`.
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import copy
 import dataclasses
@@ -145,8 +144,7 @@ class OutputGraph(BackendCompile):
     forbidden_tensor_attrs: frozenset[str] = frozenset()
 
     def __init__(self, max_instructions: int, policy: DynamicPolicy = DynamicPolicy(),
-                 capture_scalar_outputs: bool = False, capture_dynamic_output_shape_ops: bool = False,
-                 cache_calls: dict | None = None):
+                 capture_scalar_outputs: bool = False, capture_dynamic_output_shape_ops: bool = False):
         self.graph = torch.fx.Graph()
         self.policy = policy
         self.capture_scalar_outputs = capture_scalar_outputs
@@ -158,13 +156,8 @@ class OutputGraph(BackendCompile):
         self._sym_sizes: dict[tuple[torch.fx.Node, int], Any] = {}
         self.guards = GuardSet()
         self.side_effects = SideEffects()
-        #: (call, n) -> (result,): the n-th call in the trace of a function with hidden state (an lru_cache
-        #: wrapper and its arguments) made for real, shared by the attempts of one conversion: see made_call
-        self.cache_calls = {} if cache_calls is None else cache_calls
         #: (cache key, result VT) of the lru_cache calls this trace traced: a repeat is eager's hit
         self.traced_cache_calls: list[tuple[tuple, Any]] = []
-        self._call_counts: collections.Counter = collections.Counter()
-        self._looking_ahead = False
         self.inputs: list[GraphInput] = []
         self.dropped_inputs: list[GraphInput] = []
         self._input_index: dict[int, int] = {}
@@ -416,22 +409,6 @@ class OutputGraph(BackendCompile):
         nodes = list(itertools.islice(calls, count))
         return len(nodes) < count or any(may_raise_on_data(n) or not torch_kernel(n.target) for n in nodes)
 
-    def made_call(self, call: Any, make: Callable[[], Any] | None) -> tuple[Any] | None:
-        """This trace's next call ``call`` (a hashable description of it) as
-        ``(result,)``: what an earlier attempt of this conversion got for the
-        same occurrence (tracing again after a graph break makes no call a
-        second time), else ``make()``; None when neither (``make`` is None),
-        and always while :meth:`look_ahead` (what it steps past runs natively,
-        or is traced again by the resume function)."""
-        if self._looking_ahead:
-            return None
-        n = self._call_counts[call]
-        self._call_counts[call] = n + 1
-        made = self.cache_calls.get((call, n))
-        if made is None and make is not None:
-            made = self.cache_calls[(call, n)] = (make(),)
-        return made
-
     def trace_state(self) -> dict[str, Any]:
         """Copies of the bookkeeping of inputs and nodes, for a trace that is
         taken back (:meth:`look_ahead`, a speculative trace) to restore."""
@@ -444,16 +421,14 @@ class OutputGraph(BackendCompile):
     @contextlib.contextmanager
     def look_ahead(self):
         """Trace on without changing the graph (a scratch one meanwhile), its
-        inputs, the operation count or the guards, all put back after, and
-        without calls of functions with hidden state (:meth:`made_call`)."""
+        inputs, the operation count or the guards, all put back after."""
         saved, graph, guards = self.trace_state(), self.graph, self.guards.snapshot()
-        self.graph, looking = torch.fx.Graph(), self._looking_ahead
-        self._looking_ahead = True
+        self.graph = torch.fx.Graph()
         try:
             yield
         finally:
             self.restore_trace_state(saved)
-            self.graph, self._looking_ahead = graph, looking
+            self.graph = graph
             self.guards.restore(guards)
 
     def remove_node(self, node: torch.fx.Node) -> None:

@@ -41,6 +41,7 @@ class SideEffects:
         self._globals: dict[tuple[int, str], tuple[dict, str, Any]] = {}
         self._raw: set[tuple[int, str]] = set()
         self._calls: list[tuple[Any, tuple, dict]] = []
+        self._first_calls: list[tuple[Any, tuple, dict]] = []
         self._actions: list[Any] = []  # VTs whose ``replay(codegen)`` performs a call
         #: bumped by every recorded effect: equal before and after a traced call when it made none
         self.version = 0
@@ -134,10 +135,12 @@ class SideEffects:
         entry = self._globals.get((id(f_globals), name))
         return entry[2] if entry is not None else None
 
-    def record_call(self, fn: Any, args: tuple, kwargs: dict) -> None:
+    def record_call(self, fn: Any, args: tuple, kwargs: dict, first: bool = False) -> None:
         """A call with constant arguments whose only effect is outside the
-        program's values (a warning, a log line): made after the graph runs."""
-        self._calls.append((fn, args, kwargs))
+        program's values (a warning, a log line, a cache's statistics): made
+        after the graph runs, after the other side effects, or before them when
+        ``first`` (a call that must see the objects as they were before them)."""
+        (self._first_calls if first else self._calls).append((fn, args, kwargs))
         self.version += 1
 
     def record_action(self, vt: Any) -> None:
@@ -146,8 +149,23 @@ class SideEffects:
         self._actions.append(vt)
         self.version += 1
 
+    def calls_made(self) -> int:
+        """How many calls are recorded to be made after the graph (see :meth:`drop_calls`)."""
+        return len(self._calls)
+
+    def drop_calls(self, made: int) -> None:
+        """Forget the calls recorded after the first ``made`` (a call made for real
+        after the graph makes them itself)."""
+        del self._calls[made:]
+
+    def changed_objects(self) -> bool:
+        """Whether the trace changed an object so far (contents, attributes,
+        globals, a recorded action), calls made after the graph aside."""
+        return bool(self._mutated or self._attrs or self._globals or self._actions)
+
     def is_empty(self) -> bool:
-        return not (self._mutated or self._attrs or self._globals or self._calls or self._actions)
+        return not (self._mutated or self._attrs or self._globals or self._calls or self._first_calls
+                    or self._actions)
 
     # ---- replay ------------------------------------------------------------------------
     def codegen_values(self, codegen: PyCodegen) -> list[tuple[str, Any, str]]:
@@ -155,7 +173,7 @@ class SideEffects:
 
         Returns the plan for :meth:`codegen_apply`: ``(kind, target, temp)``.
         """
-        plan = []
+        plan = [("call", call, "") for call in self._first_calls]
         for vt in self._mutated.values():
             plan.append(("contents", vt, codegen.store_temp(lambda v=vt: v.reconstruct_contents(codegen))))
         for obj, name, value in self._attrs.values():

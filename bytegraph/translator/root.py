@@ -115,6 +115,8 @@ class InstructionTranslator(InstructionTranslatorBase):
             return
         inst = self.instructions[self.ip]
         self.current_instruction = inst
+        for guard in reason.guards:
+            self.output.guards.add(guard)
         self.check_suspended_generators()
         try:
             self.instructions_out, self.extra_stack = codegen_graph_break(self, inst, reason, self.runtime)

@@ -87,6 +87,8 @@ class Output(Protocol):
     unscoped_grad_mode_changes: int
     #: flags of the ``error_on_graph_break`` regions the trace is inside, outermost first
     break_regions: list[bool]
+    #: operation nodes in the graph so far (unchanged across a traced call that added none)
+    operations: int
 
     def add_graph_input(self, source: Source, value: torch.Tensor, dynamic: dict[int, Any] | None = None,
                         static: bool = False) -> tuple[torch.fx.Node, torch.Tensor]:
@@ -115,9 +117,6 @@ class Output(Protocol):
 
     def written_inputs(self) -> tuple[int, ...] | None:
         """Positions of the graph inputs an operation so far may write (None: a write of unknown target)."""
-
-    def made_call(self, call: Any, make: Callable[[], Any] | None) -> tuple[Any] | None:
-        """``(result,)`` of this trace's next real call ``call``, made by ``make`` once per conversion."""
 
     def trace_state(self) -> dict[str, Any]:
         """A copy of the bookkeeping of inputs and nodes, for a speculative trace to restore."""

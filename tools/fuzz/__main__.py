@@ -1,7 +1,7 @@
 """Differential fuzzing of bytegraph against eager: a campaign.
 
 Usage: ``python -m tools.fuzz [--n 2000] [--seed 0] [--backend eager --backend aot_eager]
-[--inductor-every K] [--workers 2] [--out DIR] [--timeout S] [--replay FILE]``
+[--inductor-every K] [--workers 2] [--out DIR] [--timeout S] [--kind FAMILY] [--replay FILE]``
 (``make fuzz N=10000``).
 
 Program ``seed`` (its family drawn from the seed, see ``tools/fuzz/families``)
@@ -15,10 +15,12 @@ each answer is appended to ``DIR/campaign.jsonl`` at once, so an interrupted
 campaign resumes where it stopped. Each failure is minimised into
 ``DIR/seed<k>-<backend>.py``. The table printed at the end counts, per
 program kind, the runs in the requested seed range: how many, how many eager
-runs without raising, ok, wrong, crash, hang, and flaky (eager itself is not
-deterministic: the generator's fault, not compared) and refused (a
-``mark_dynamic`` dimension the program specialises: ConstraintViolationError,
-as torch.compile raises).
+runs without raising, ok, wrong, crash, hang, rerun (a hidden fallback: no
+difference, but a graph raised and its frame ran again natively in a program
+whose eager run raised nowhere; minimised and reported, not a failure),
+refused (a ``mark_dynamic`` dimension the program specialises:
+ConstraintViolationError, as torch.compile raises) and flaky (eager itself
+is not deterministic: the generator's fault, not compared).
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ import subprocess
 import sys
 import time
 
-COLUMNS = ("count", "eager-runs", "ok", "wrong", "crash", "hang", "refused", "flaky")
+COLUMNS = ("count", "eager-runs", "ok", "wrong", "crash", "hang", "rerun", "refused", "flaky")
 
 
 class Worker:
@@ -157,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600,
                         help="seconds one program may take on one backend (minimising included; inductor twice that)")
     parser.add_argument("--out", default="fuzz-failures", help="where minimised failures and the campaign log go")
+    parser.add_argument("--kind", help="generate programs of this family only (default: each seed draws its family)")
     parser.add_argument("--replay", help="compare one program file (a minimised failure) and print what differs")
     args = parser.parse_args(argv)
     if args.replay:
@@ -182,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     for s, b in wanted:
         if (s, b) not in done:
             todo.setdefault(s, []).append(b)
-    tasks = [{"seed": s, "backends": bs, "kind": generate(s)[0], "out": str(out),
+    tasks = [{"seed": s, "backends": bs, "kind": generate(s, args.kind)[0], "out": str(out),
               "timeout": {b: args.timeout * (2 if b == "inductor" else 1) for b in bs},
               "minimize_s": {b: 120 if b == "inductor" else 300 for b in bs}}
              for s, bs in todo.items()]

@@ -8,6 +8,9 @@ A difference is named by a short signature, stable while the minimiser drops
 statements: ``"<record key>: <what differs>"``. :func:`verdict` sorts it into
 ``wrong`` (the compiled run finished and left something else) or ``crash``
 (the compiled run raised where eager did not, or another exception type).
+A compiled run that left what eager left but had a graph raise and its frame
+run again natively, in a program whose eager run raised nowhere, is a
+``rerun``: a hidden fallback, not wrong, counted apart (:func:`signature`).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 import bytegraph
+from bytegraph.runtime import metrics
 from tools.fuzz.harness import Raised
 
 #: settings of the compiled runs: bytegraph's own bugs raise (a frame that runs
@@ -46,6 +50,8 @@ class Outcome:
     record: Any
     error: str | None
     torch_state: tuple
+    #: the frames (qualified names) of the calls whose graph raised and that then ran natively
+    reruns: tuple[str, ...] = ()
 
 
 def _module(source: str) -> types.ModuleType:
@@ -82,15 +88,30 @@ def run_once(source: str, backend: str | None) -> Outcome:
     grad, dtype = torch.is_grad_enabled(), torch.get_default_dtype()
     torch.manual_seed(0)
     random.seed(0)
-    try:
-        record, error = module.main(compiler_for(backend)), None
-    except Exception as e:  # noqa: BLE001 (the exception type is part of the outcome)
-        record, error = None, type(e).__name__
-    finally:
-        state = (torch.is_grad_enabled(), torch.get_default_dtype())
-        torch.set_grad_enabled(grad)
-        torch.set_default_dtype(dtype)
-    return Outcome(record, error, state)
+    with metrics.recording() as recorder:
+        try:
+            record, error = module.main(compiler_for(backend)), None
+        except Exception as e:  # noqa: BLE001 (the exception type is part of the outcome)
+            record, error = None, type(e).__name__
+        finally:
+            state = (torch.is_grad_enabled(), torch.get_default_dtype())
+            torch.set_grad_enabled(grad)
+            torch.set_default_dtype(dtype)
+    return Outcome(record, error, state, tuple(recorder.graph_reruns))
+
+
+def raised_anywhere(outcome: Outcome) -> bool:
+    """Whether ``main`` raised, or a call it recorded did (eager did not run it through)."""
+    def raised(value: object) -> bool:
+        if isinstance(value, Raised):
+            return True
+        if isinstance(value, dict):
+            return any(raised(v) for v in value.values())
+        if isinstance(value, (list, tuple)):
+            return any(raised(v) for v in value)
+        return False
+
+    return outcome.error is not None or raised(outcome.record)
 
 
 def _tensors(value: Any, out: list, seen: set) -> list:
@@ -192,6 +213,14 @@ def compare(source: str, backend: str, expected: Outcome | None = None) -> str |
     """None when the compiled run of ``source`` left what eager left
     (``expected``: an eager run's outcome, made here when not given); else
     what differs (see :func:`difference`)."""
+    return signature(source, backend, expected)[0]
+
+
+def signature(source: str, backend: str, expected: Outcome | None = None) -> tuple[str | None, tuple[str, ...]]:
+    """What differs (see :func:`compare`) and the hidden reruns: the frames
+    whose graph raised and reran natively in the compiled run, when eager's
+    run raised nowhere (else none: a rerun is how eager's exception is
+    raised after eager's side effects)."""
     if expected is None:
         expected = run_once(source, None)
     try:
@@ -199,7 +228,8 @@ def compare(source: str, backend: str, expected: Outcome | None = None) -> str |
             actual = run_once(source, backend)
     finally:
         bytegraph.reset()
-    return difference(expected, actual, TOLERANCE.get(backend, 1e-4))
+    return (difference(expected, actual, TOLERANCE.get(backend, 1e-4)),
+            () if raised_anywhere(expected) else actual.reruns)
 
 
 def eager_is_deterministic(source: str, first: Outcome | None = None) -> bool:
@@ -209,13 +239,14 @@ def eager_is_deterministic(source: str, first: Outcome | None = None) -> bool:
     return difference(first or run_once(source, None), run_once(source, None)) is None
 
 
-def verdict(diff: str | None) -> str:
-    """``ok``, ``refused`` (a dimension marked with ``mark_dynamic`` that the
-    program specialises: ConstraintViolationError, as torch.compile raises),
-    ``crash`` (the compiled run raised where eager did not, or another
-    exception type) or ``wrong`` (any other difference)."""
+def verdict(diff: str | None, reruns: tuple[str, ...] = ()) -> str:
+    """``ok``, ``rerun`` (no difference, but ``reruns``: hidden reruns, see
+    :func:`signature`), ``refused`` (a dimension marked with ``mark_dynamic``
+    that the program specialises: ConstraintViolationError, as torch.compile
+    raises), ``crash`` (the compiled run raised where eager did not, or
+    another exception type) or ``wrong`` (any other difference)."""
     if diff is None:
-        return "ok"
+        return "rerun" if reruns else "ok"
     if diff.endswith("compiled ConstraintViolationError"):
         return "refused"
     if "exception: eager" in diff and not diff.endswith("compiled none"):

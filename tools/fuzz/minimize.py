@@ -1,11 +1,11 @@
 """Shrink a failing program: drop statements from its blocks (greedily, last
 first, to a fixed point) while the compiled run still differs from eager in
-the same way."""
+the same way (or, for a hidden rerun, still reruns a frame with no difference)."""
 from __future__ import annotations
 
 import time
 
-from tools.fuzz.differential import compare
+from tools.fuzz.differential import signature
 from tools.fuzz.program import Block, Part, render
 
 
@@ -16,16 +16,19 @@ def _without(parts: list[Part], block: int, stmt: int) -> list[Part]:
     return parts[:block] + [new] + parts[block + 1:]
 
 
-def minimize(parts: list[Part], backend: str, diff: str, budget_s: float = 300.0) -> list[Part]:
+def minimize(parts: list[Part], backend: str, diff: str | None, budget_s: float = 300.0,
+             reruns: bool = False) -> list[Part]:
     """The smallest program found whose compiled run still fails with ``diff``
-    (each block's last ``keep`` statements stay); stops early, keeping the
-    smallest so far, after ``budget_s`` seconds."""
+    (and still has hidden reruns, when ``reruns``; each block's last ``keep``
+    statements stay); stops early, keeping the smallest so far, after
+    ``budget_s`` seconds."""
 
     def fails(candidate: list[Part]) -> bool:
         try:
-            return compare(render(candidate), backend) == diff
+            found, hidden = signature(render(candidate), backend)
         except SyntaxError:
             return False
+        return found == diff and bool(hidden) == reruns
 
     deadline = time.monotonic() + budget_s
     changed = True

@@ -16,9 +16,8 @@ import pathlib
 import sys
 import time
 
-from tools.fuzz.differential import compare, eager_is_deterministic, run_once, silence, verdict
+from tools.fuzz.differential import eager_is_deterministic, raised_anywhere, run_once, signature, silence, verdict
 from tools.fuzz.families import generate
-from tools.fuzz.harness import Raised
 from tools.fuzz.minimize import minimize
 from tools.fuzz.program import render
 
@@ -29,11 +28,11 @@ def main(answers_fd: int) -> None:
         task = json.loads(line)
         seed, out = task["seed"], pathlib.Path(task["out"])
         start = time.monotonic()
-        kind, parts = generate(seed)
+        kind, parts = generate(seed, task["kind"])  # (the family the seed draws, unless the campaign chose one)
         source = render(parts)
         with silence():
             eager = run_once(source, None)
-            eager_runs = eager.error is None and not _raised_anywhere(eager.record)
+            eager_runs = not raised_anywhere(eager)
             deterministic = eager_is_deterministic(source, eager)
         for backend in task["backends"]:
             answer = {"seed": seed, "backend": backend, "kind": kind, "eager_runs": eager_runs}
@@ -41,30 +40,20 @@ def main(answers_fd: int) -> None:
                 answer.update(status="flaky", diff="eager runs differ")
             else:
                 with silence():
-                    diff = compare(source, backend, eager)
-                answer.update(status=verdict(diff), diff=diff)
-                if answer["status"] in ("wrong", "crash"):  # (a refusal is torch.compile's answer too)
+                    diff, reruns = signature(source, backend, eager)
+                answer.update(status=verdict(diff, reruns), diff=diff if diff or not reruns else f"reran {list(reruns)}")
+                if answer["status"] in ("wrong", "crash", "rerun"):  # (a refusal is torch.compile's answer too)
                     with silence():
-                        small = minimize(parts, backend, diff, budget_s=task["minimize_s"][backend])
+                        small = minimize(parts, backend, diff, reruns=answer["status"] == "rerun",
+                                         budget_s=task["minimize_s"][backend])
                     out.mkdir(parents=True, exist_ok=True)
                     path = out / f"seed{seed}-{backend}.py"
-                    path.write_text(f"# {kind} seed {seed}, backend {backend}: {diff}\n" + render(small))
+                    path.write_text(f"# {kind} seed {seed}, backend {backend}: {answer['diff']}\n" + render(small))
                     answer["file"] = str(path)
             answer["seconds"] = round(time.monotonic() - start, 2)  # (the first backend's include eager's runs)
             answers.write(json.dumps(answer) + "\n")
             answers.flush()
             start = time.monotonic()
-
-
-def _raised_anywhere(record: object) -> bool:
-    """Whether a call recorded in ``record`` raised (eager did not run it through)."""
-    if isinstance(record, Raised):
-        return True
-    if isinstance(record, dict):
-        return any(_raised_anywhere(v) for v in record.values())
-    if isinstance(record, (list, tuple)):
-        return any(_raised_anywhere(v) for v in record)
-    return False
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """``functools.lru_cache`` wrappers around Python functions: what calling one does.
 
-A call whose arguments are all constants goes through the real cache at trace
-time (:meth:`WrappedFunctionVariable.call_function`); a call with tensors or
+A call whose arguments are all constants reads the cache without calling it
+(:meth:`WrappedFunctionVariable._call_constant`); a call with tensors or
 other objects the cache hashes by identity traces the wrapped function
 (:meth:`WrappedFunctionVariable.trace_miss`). Anything else is a graph break,
 so the call runs natively through the real cache.
@@ -9,14 +9,15 @@ so the call runs natively through the real cache.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 import torch
 
-from bytegraph.breaks import unimplemented
+from bytegraph.breaks import Unsupported, unimplemented
 from bytegraph.guards.guards import GlobalStateMatch, IdMatch
 from bytegraph.guards.source import AttrSource, ConstSource
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
+from bytegraph.variables.callables.cache_peek import MISSING, UNKNOWN, holds, lacks, peek
 from bytegraph.variables.callables.functions import UserMethodVariable
 from bytegraph.variables.constant import (
     ConstantVariable,
@@ -25,6 +26,7 @@ from bytegraph.variables.constant import (
     raise_traced,
     raise_traced_from,
 )
+from bytegraph.variables.exceptions import TracedException
 from bytegraph.variables.tx import wrap, wrap_const
 
 if TYPE_CHECKING:
@@ -38,19 +40,15 @@ _NOT_CONSTANT = object()
 class WrappedFunctionVariable(ConstantCallableVariable):
     """A ``functools.lru_cache`` wrapper around a Python function.
 
-    A call with constant (hashable) arguments is made now, through the real
-    cache, as eager's first call makes it (later eager calls are cache hits:
-    no side effects, the same result object); the result is a constant,
-    guarded by the cache still holding at least as many entries and not
-    having evicted any (so ``cache_clear()`` recompiles). Symbolic ints are
-    specialised for this.
+    A call with constant (hashable) arguments is not made by the trace (see
+    :meth:`_call_constant`): its result is read from the cache (a hit) or
+    traced (a miss), and the compiled code makes the real call, so the
+    cache's statistics and entries are eager's whether the graph is used or
+    the frame runs natively. Symbolic ints are specialised for this.
 
     A call with tensors (or other objects hashed by identity) among its
     arguments is traced as the miss it is on fresh inputs (see
-    :meth:`trace_miss`). Later runs of the compiled code make a constant
-    call again (:class:`CacheHitReplay`), so the cache's statistics count
-    every call; a conversion that traces the frame more than once makes each
-    real call once (``OutputGraph.made_call``)."""
+    :meth:`trace_miss`)."""
 
     def __init__(self, wrapper: Any, inner: VT, source=None):
         super().__init__(wrapper, source)
@@ -77,13 +75,13 @@ class WrappedFunctionVariable(ConstantCallableVariable):
             hash(tuple(constants))
         except TypeError as e:
             raise_traced_from(e)  # eager's "unhashable type" from the cache
-        room = _has_room(self.fn)()
         if len(constants) == len(keys):
-            made = self._call_now(tx, keys[:len(args)], dict(zip(kwargs, keys[len(args):])), room)
+            made = self._call_constant(tx, args, kwargs, keys[:len(args)], dict(zip(kwargs, keys[len(args):])))
             if made is not None:
                 return made
-        elif room and all(_hashed_by_identity(a) for a, k in zip((*args, *kwargs.values()), keys)
-                          if k is _NOT_CONSTANT):
+            self._miss_runs_natively(tuple(keys[:len(args)]), dict(zip(kwargs, keys[len(args):])))
+        room = _has_room(self.fn)()
+        if room and all(_hashed_by_identity(a) for a, k in zip((*args, *kwargs.values()), keys) if k is _NOT_CONSTANT):
             return self.trace_miss(tx, args, kwargs, keys)
         unimplemented(
             gb_type="lru_cache call",
@@ -94,25 +92,76 @@ class WrappedFunctionVariable(ConstantCallableVariable):
             hints=("Pass constants, tensors or plain objects to cached functions.",),
         )
 
-    def _call_now(self, tx: Tx, values: list, keywords: dict, room: bool) -> VT | None:
-        """The call with constant arguments, made through the real cache (None: no room)."""
-        def make() -> Any:
-            try:
-                return self.fn(*values, **keywords)
-            except Exception as e:  # noqa: BLE001 - the user function's own error, raised in the trace
-                raise_traced_from(e)
+    def _miss_runs_natively(self, values: tuple, keywords: dict) -> NoReturn:
+        """The graph break of a call with constant arguments :meth:`_call_constant`
+        does not trace: it runs natively through the real cache. Unless the
+        cache cannot be read, the entry that breaks here is guarded on the
+        call still missing, so that once the native call filled the cache a
+        later call converts the frame again, with the hit traced."""
+        found = peek(self.fn, values, keywords)
+        try:
+            unimplemented(
+                gb_type="lru_cache call",
+                context=f"{self.fn.__qualname__}{values}: " + (
+                    "a cache bytegraph cannot read" if found is UNKNOWN else
+                    "a miss whose wrapped function has effects, follows a change of an object or returns "
+                    "something other than a constant"),
+                explanation="The call runs natively through the real cache, so the wrapped function runs (and its "
+                "side effects happen) only on a cache miss, as in eager.",
+                hints=("Pass constants, tensors or plain objects to cached functions.",),
+            )
+        except Unsupported as brk:
+            if found is MISSING:
+                brk.guards = (GlobalStateMatch(None, lacks(self.fn, values, keywords), True,
+                                               f"miss in the cache of {self.fn.__qualname__}"),)
+            raise
 
-        made = tx.output.made_call((self.fn, tuple(values), tuple(keywords.items())), make if room else None)
-        if made is None:
+    def _call_constant(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT], values: list,
+                       keywords: dict) -> VT | None:
+        """The call with constant arguments, or None (a graph break). The trace
+        makes no real call: a frame that then runs natively (or past a graph
+        break) makes it, and only once. The cache is read (:func:`peek`): a hit
+        is the cached object, guarded by the cache still holding it; a miss
+        traces the wrapped function, which must change nothing and return a
+        constant. Either way the compiled code makes the real call, before
+        the frame's other side effects (a hit counted, or a miss that fills
+        the cache as eager's does: the wrapped function run then sees what
+        the trace saw, as nothing was changed before the call)."""
+        found = peek(self.fn, tuple(values), keywords)
+        if found is UNKNOWN:
             return None
-        result, = made
-        tx.output.side_effects.record_call(CacheHitReplay(self.fn), tuple(values), keywords)
-        size = self.fn.cache_info().currsize
-        tx.output.guards.add(GlobalStateMatch(None, _cache_holds(self.fn, size), True,
-                                              f"cache of {self.fn.__qualname__}"))
-        if is_constant_value(result):
-            return ConstantVariable(result)
-        return wrap(tx, result, ConstSource(result, f"{self.fn.__qualname__}(...)"))
+        if found is MISSING:
+            if tx.output.side_effects.changed_objects():
+                return None
+            result = self._trace_pure(tx, args, kwargs)
+            if result is None:
+                return None
+        else:
+            tx.output.guards.add(GlobalStateMatch(None, holds(self.fn, tuple(values), keywords, found), True,
+                                                  f"entry of the cache of {self.fn.__qualname__}"))
+            result = ConstantVariable(found) if is_constant_value(found) else \
+                wrap(tx, found, ConstSource(found, f"{self.fn.__qualname__}(...)"))
+        tx.output.side_effects.record_call(self.fn, tuple(values), keywords, first=True)
+        return result
+
+    def _trace_pure(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
+        """The wrapped function traced on constant arguments (eager's miss),
+        or None when it changes an object, adds an operation to the graph or
+        returns something other than a constant (its real run when the graph
+        runs would then differ from the trace's). Calls it records to be made
+        after the graph (a warning, a log line) are dropped: its real run
+        makes them."""
+        effects, operations = tx.output.side_effects, tx.output.operations
+        made = effects.calls_made()
+        try:
+            result = self.inner.call_function(tx, list(args), dict(kwargs))
+        except TracedException:
+            return None  # (eager's miss raises too, counted a miss: the real call makes it)
+        if effects.changed_objects() or tx.output.operations != operations or not result.is_python_constant() \
+                or not is_constant_value(result.as_python_constant()):
+            return None  # (a list or a dict is one object eager's later calls return again)
+        effects.drop_calls(made)
+        return result
 
     def trace_miss(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT], keys: list) -> VT:
         """Trace the wrapped function, as eager's call runs it on a miss: on
@@ -147,25 +196,6 @@ class WrappedFunctionVariable(ConstantCallableVariable):
         tx.output.guards.add(GlobalStateMatch(None, _has_room(self.fn), True, f"room in cache of {self.fn.__qualname__}"))
         tx.output.traced_cache_calls.append((key, result))
         return result
-
-
-class CacheHitReplay:
-    """An lru_cache call that a trace made (eager's first call, a miss), made
-    again by every later run of the compiled code, after its graph: a cache
-    hit, as each later eager call is, so ``cache_info()`` counts as in eager.
-    The run right after the trace skips it (the trace's call was that run's)."""
-
-    __slots__ = ("wrapper", "traced")
-
-    def __init__(self, wrapper: Any):
-        self.wrapper = wrapper
-        self.traced = True
-
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
-        if self.traced:
-            self.traced = False
-            return
-        self.wrapper(*args, **kwargs)
 
 
 def _cache_key(tx: Tx, arg: VT) -> Any:
@@ -207,12 +237,3 @@ def _has_room(wrapper: Any) -> Callable[[], bool]:
 
     return room
 
-
-def _cache_holds(wrapper: Any, size: int) -> Callable[[], bool]:
-    """A guard getter: ``wrapper``'s lru cache holds at least ``size`` entries
-    and is not full (so no entry was evicted or cleared since)."""
-    def holds() -> bool:
-        info = wrapper.cache_info()
-        return info.currsize >= size and (info.maxsize is None or info.currsize < info.maxsize)
-
-    return holds

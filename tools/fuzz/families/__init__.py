@@ -6,6 +6,7 @@ import random
 
 from tools.fuzz.families import (
     closures, data_dependent, dynamic, exceptions, functools_family, loops, modules, subclasses, tensor, training,
+    wrappers,
 )
 from tools.fuzz.program import Part
 
@@ -14,6 +15,7 @@ KINDS = {
     "tensor": (tensor, 3), "module": (modules, 3), "training": (training, 2), "loops": (loops, 2),
     "exceptions": (exceptions, 2), "closures": (closures, 1), "subclasses": (subclasses, 2),
     "functools": (functools_family, 1), "dynamic": (dynamic, 2), "data_dependent": (data_dependent, 2),
+    "wrappers": (wrappers, 2),
 }
 
 

@@ -1,7 +1,7 @@
 # functools seed 940 (every backend): table: values differ. Kind: a call with hidden state that the trace
-# made for real (an lru_cache/cache wrapper: a miss) is made again by the native run when the frame then
-# runs natively as a whole (here: an lru_cache over a lambda, an escaping closure), so eager's 0 hits
-# are 1. Open: not fixed yet. (The prelude parts it does not use were removed by hand.)
+# made for real (an lru_cache/cache wrapper: a miss) was made again by the native run when the frame then
+# ran natively as a whole (here: an lru_cache over a lambda, an escaping closure), so eager's 0 hits were
+# 1. Fixed: the trace reads the cache without calling it, the compiled code makes the real call.
 from tools.fuzz.harness import *  # noqa: F401,F403
 import io
 
