@@ -103,9 +103,7 @@ from bytegraph.variables.tensors.symbolic import SymNodeVariable
 from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.torch_state.base import StateContextVariable
 from bytegraph.variables.torch_state.contexts import STATE_CONTEXTS, existing_state_context
-from bytegraph.variables.torch_state.break_regions import (
-    BreakRegionFactoryVariable, GraphBreakRegionVariable, is_region_factory, region_flag,
-)
+from bytegraph.variables.torch_state.break_regions import wrap_region
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx
 
@@ -362,13 +360,9 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         existing = existing_state_context(tx, value, source)
         if existing is not None:
             return existing
-    if is_region_factory(value):
-        return BreakRegionFactoryVariable(value, source)
-    region = region_flag(value)
-    if region is not None and source is not None:  # a region made before the trace (a resume function's)
-        tx.output.guards.add(TypeMatch(source, type(value)))
-        tx.output.guards.add(ConstantMatch(AttrSource(source, region[1]), region[0]))
-        return GraphBreakRegionVariable(region[0], source)
+    region = wrap_region(tx, value, source)
+    if region is not None:
+        return region
     if is_collective(value):
         return CollectiveVariable(value, source)
     if is_dtensor_callable(value):

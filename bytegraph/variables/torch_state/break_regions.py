@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from bytegraph import compat
 from bytegraph.breaks import GraphBreakRegion, error_on_graph_break, unimplemented, user_error
+from bytegraph.guards.guards import ConstantMatch, TypeMatch
+from bytegraph.guards.source import AttrSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.torch_state.base import StateContextVariable, not_entered_here
@@ -109,3 +111,16 @@ def region_flag(value: Any) -> tuple[bool, str] | None:
 def is_region_factory(value: Any) -> bool:
     """Whether calling ``value`` makes a region: bytegraph's factory or torch's."""
     return value is error_on_graph_break or compat.is_break_region_factory(value)
+
+
+def wrap_region(tx: Tx, value: Any, source: Any) -> VT | None:
+    """The tracker of ``value`` when it makes regions, or is a region made before the
+    trace (a resume function's: its type and flag guarded); None for anything else."""
+    if is_region_factory(value):
+        return BreakRegionFactoryVariable(value, source)
+    region = region_flag(value)
+    if region is None or source is None:
+        return None
+    tx.output.guards.add(TypeMatch(source, type(value)))
+    tx.output.guards.add(ConstantMatch(AttrSource(source, region[1]), region[0]))
+    return GraphBreakRegionVariable(region[0], source)
