@@ -167,14 +167,54 @@ def test_a_global_modules_parameters_read_in_the_function_are_node_arguments(bac
     check_scenario(run, backend=backend, fullgraph=True, graphs=1, breaks=0)
 
 
-def test_reading_a_module_parameter_through_a_closure_breaks():
-    model = torch.nn.Linear(3, 2)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_parameters_read_through_a_module_the_function_closes_over_are_node_arguments(backend):
+    def run(compile):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 2)
 
-    def f(x):
-        return torch.func.grad(lambda y: model(y).sum())(x)
+        def f(x):
+            return torch.func.grad(lambda y: model(y).sin().sum())(x), torch.func.vmap(lambda a: model(a))(x.expand(2, 3))
 
-    # the module is a closure cell, which the rebuilt function cannot be given (only tensors and constants)
-    check(f, torch.randn(3), graphs=0, breaks=1, gb_types=["unsupported torch.func transform"])
+        compiled, seen = compile(f), []
+        for step in range(3):
+            if step == 1:
+                with torch.no_grad():
+                    model.weight.mul_(2)  # new values in place
+            if step == 2:
+                model.bias = torch.nn.Parameter(torch.randn(2))  # another parameter at the same place
+            outputs = compiled(torch.randn(3))
+            sum(o.sum() for o in outputs).backward()  # gradients reach the parameters
+            seen.append((outputs, model.weight.grad, model.bias.grad))
+        return seen
+
+    # the new bias is read from its place on each call, as any graph input
+    check_scenario(run, backend=backend, fullgraph=True, graphs=1, breaks=0)
+
+
+class _TransformInForward(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+
+    def forward(self, x):
+        return torch.func.vmap(torch.func.grad(lambda y: self.net(y).sum()))(x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_transform_in_forward_reading_selfs_submodule(backend):
+    def run(compile):
+        torch.manual_seed(0)
+        first, second = _TransformInForward(), _TransformInForward()
+        results = []
+        for module in (first, first, second):  # another instance: the node holds the module, a recompile
+            compiled = compile(module)
+            out = compiled(torch.randn(5, 3))
+            out.sum().backward()
+            results.append((out, [p.grad for p in module.parameters()]))
+        return results
+
+    check_scenario(run, backend=backend, fullgraph=True, graphs=2, breaks=0)
 
 
 def test_random_draw_breaks():

@@ -42,7 +42,7 @@ import torch
 from bytegraph.breaks import unimplemented
 from bytegraph.graph import backend_compile, output_graph, writes
 from bytegraph.graph.side_effects import SideEffects
-from bytegraph.guards.source import AttrSource, GetItemSource, GlobalSource, Source
+from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource, GlobalSource, Source
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables import functions
 from bytegraph.variables.containers.dicts import DictVariable
@@ -81,7 +81,8 @@ def _check_code(name: str, code: types.CodeType) -> None:
 
 def check_pure(tx: Tx, name: str, fn: VT, args: Sequence[VT], kwargs: dict[str, VT],
                stand_ins: Callable[[Tx, Sequence[VT]], list[VT]], closure: Sequence[VT] = (),
-               replaced: frozenset[int] = frozenset()) -> tuple[bool, list[tuple[Source, Any]]]:
+               replaced: frozenset[int] = frozenset(), roots: dict[Source, Any] | None = None
+               ) -> tuple[bool, list[tuple[Source, Any]]]:
     """Trace ``fn(*stand_ins(tx, args), **kwargs)`` once speculatively; a graph
     break unless it is pure (see the module docstring). Its guards are kept.
     Returns whether ``fn`` writes its batched arguments in place (the
@@ -90,7 +91,8 @@ def check_pure(tx: Tx, name: str, fn: VT, args: Sequence[VT], kwargs: dict[str, 
     globals (source and value), which the caller makes node arguments. ``closure``:
     the values ``fn`` closes over that the node is given; ``replaced``: ids
     of the tensors the node puts others in place of (functional_call's), read
-    freely."""
+    freely; ``roots``: the modules the node holds, by source (tensors read
+    through them count as read from globals: see :func:`rebased`)."""
     output = tx.output
     if not output.side_effects.is_empty():
         transform_break(name, "Writes to Python objects are pending in the trace; the transformed function would "
@@ -128,7 +130,8 @@ def check_pure(tx: Tx, name: str, fn: VT, args: Sequence[VT], kwargs: dict[str, 
             reason = "It reads state the transform changes (grad mode, functorch transforms)."
         elif not scratch.is_empty():
             reason = "It has side effects (writes to objects, globals or cells, print or logging)."
-        elif not all(from_globals(s) and isinstance(v, torch.Tensor) for s, v in global_tensors):
+        elif not all((from_globals(s) or rebased(s, roots or {}) is not None) and isinstance(v, torch.Tensor)
+                     for s, v in global_tensors):
             reason = "It reads tensors other than its arguments, the tensors it closes over and tensors reached " \
                      "from globals (through a local object or a module it closes over)."
         elif len(_pending_symbols(output)) != unbacked or any(n.meta.get("unbacked_bindings") for n in added):
@@ -204,6 +207,18 @@ def _graph_values_in(values: Sequence[VT]) -> list[VT]:
                                         _graph_values_in(v.items) if isinstance(v, (TupleVariable, ListVariable))
                                         else _graph_values_in([i for _, i in v.items.values()])
                                         if isinstance(v, DictVariable) else [])]
+
+
+def rebased(source: Source, roots: dict[Source, Any]) -> Source | None:
+    """``source`` (attributes and items from one of ``roots``) read from the
+    object ``roots`` gives instead, as a constant; None when it starts elsewhere."""
+    if source in roots:
+        return ConstSource(roots[source], "a module the node holds")
+    if isinstance(source, (AttrSource, GetItemSource)):
+        base = rebased(source.base, roots)
+        if base is not None:
+            return AttrSource(base, source.attr) if isinstance(source, AttrSource) else GetItemSource(base, source.key)
+    return None
 
 
 def from_globals(source: Source) -> bool:

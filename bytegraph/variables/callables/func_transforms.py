@@ -23,8 +23,8 @@ symbolic numbers as node arguments, so the graph reads their current value;
 constants guarded, as the speculative trace reads them, and baked in;
 defaults must be constants; a module it closes over is held, its identity
 guarded, :func:`.func_functional_call.held_module`; tensors ``f`` reaches
-from globals, a global ``nn.Module``'s parameters among them, node arguments
-put at their places while it runs; arguments are tensors, constants, or
+from globals or from such a module, a global ``nn.Module``'s or ``self.net``'s
+parameters among them, node arguments put at their places while it runs; arguments are tensors, constants, or
 tuples, lists and dicts of tensors) and calls the real transform on it, so
 the values are eager's own (the transform runs ``f`` natively when the graph runs); the
 node's output comes from running the same target on FakeTensors (on a
@@ -47,12 +47,12 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 
 from bytegraph.breaks import unimplemented
-from bytegraph.guards.source import AttrSource, GlobalSource, Source
+from bytegraph.guards.source import AttrSource, ConstSource, GlobalSource, Source
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.callables import functions
 from bytegraph.variables.callables.func_fake_runs import call_isolated
 from bytegraph.variables.callables.func_functional_call import held_module
-from bytegraph.variables.callables.func_purity import USER_FUNCTIONS, check_pure, transform_break
+from bytegraph.variables.callables.func_purity import USER_FUNCTIONS, check_pure, rebased, transform_break
 from bytegraph.variables.containers.dicts import DictVariable, LazyDictVariable
 from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 from bytegraph.variables.objects.nn_modules import NNModuleVariable
@@ -143,8 +143,10 @@ class TransformedFunctionVariable(VariableTracker):
                 _tensors([a]) or a.is_python_constant() for a in args):
             transform_break(name, "The transformed function is called with values that are neither tensors (or "
                             "tuples, lists or dicts of them) nor constants.")
-        writes_args, global_tensors = check_pure(tx, name, self.wrapped, args, kwargs, self._stand_ins, values)
-        values, build = _reading_globals(tx, values, build, global_tensors)
+        roots = _held_roots(tx, self)
+        writes_args, global_tensors = check_pure(tx, name, self.wrapped, args, kwargs, self._stand_ins, values,
+                                                 roots=roots)
+        values, build = _reading_globals(tx, values, build, global_tensors, roots)
         return graph_call(tx, "call_function", _target(name, build, len(values), _call), [*values, *args], kwargs,
                           mutates_args=writes_args)
 
@@ -196,8 +198,9 @@ def _call_transform(tx: Tx, transform: Callable, fn: VT, args: Sequence[VT], kw_
         primals = list(args)
     if not _tensors(args) or not all(isinstance(p, TensorVariable) for p in primals):
         transform_break(name, "The transform's inputs are not tensors.")
-    _, global_tensors = check_pure(tx, name, fn, primals, {}, lambda _, given: list(given), values)
-    values, build = _reading_globals(tx, values, build, global_tensors)
+    roots = _held_roots(tx, fn)
+    _, global_tensors = check_pure(tx, name, fn, primals, {}, lambda _, given: list(given), values, roots=roots)
+    values, build = _reading_globals(tx, values, build, global_tensors, roots)
     if transform is torch.func.jvp:
         return graph_call(tx, "call_function", _target(name, build, len(values), functools.partial(
             transform, **kw_options)), [*values, *args], {})
@@ -292,17 +295,27 @@ def rebuilder(tx: Tx, name: str, fn: VT) -> tuple[list[VT], Callable[[Sequence[A
     return [cells[i] for i in slots], build
 
 
-def _reading_globals(tx: Tx, values: list[VT], build: Callable, global_tensors: list[tuple[Source, Any]]
-                     ) -> tuple[list[VT], Callable[[Sequence[Any]], Callable]]:
+def _held_roots(tx: Tx, fn: VT) -> dict[Source, Any]:
+    """The modules the innermost function of ``fn`` closes over, by source: the
+    node holds them (their identity guarded by :func:`rebuilder`)."""
+    while isinstance(fn, TransformedFunctionVariable):
+        fn = fn.wrapped
+    cells = (fn.get_closure_cell(tx, i) for i in range(len(fn.get_code().co_freevars)))
+    return {c.source: c.value for c in cells if isinstance(c, NNModuleVariable) and c.source is not None}
+
+
+def _reading_globals(tx: Tx, values: list[VT], build: Callable, global_tensors: list[tuple[Source, Any]],
+                     roots: dict[Source, Any]) -> tuple[list[VT], Callable[[Sequence[Any]], Callable]]:
     """``values`` and ``build`` extended with the tensors the function reads
     from globals (a global tensor, a global module's parameter): node
     arguments (read, and guarded, as any global), which their places hold while
     the rebuilt function runs (so a tracing backend sees the graph's inputs
     there, not the real tensors as constants). The places are found from the
-    globals on each call (a module is guarded by its type, not its identity)."""
+    globals on each call (a module is guarded by its type, not its identity), or
+    from a module the node holds (``roots``)."""
     if not global_tensors:
         return values, build
-    n_values, sources = len(values), [source for source, _ in global_tensors]
+    n_values, sources = len(values), [rebased(source, roots) or source for source, _ in global_tensors]
 
     def with_globals(given: Sequence[Any]) -> Callable:
         return functools.partial(_call_with_globals, build(given[:n_values]), sources, given[n_values:])
@@ -335,7 +348,9 @@ def _place(source: Source) -> tuple[Any, Any, Callable, Callable]:
 
 
 def _value(source: Source) -> Any:
-    """The current value at ``source`` (a global, or attributes and items from one)."""
+    """The current value at ``source`` (a global or a held object, or attributes and items from one)."""
+    if isinstance(source, ConstSource):
+        return source.value
     holder, key, get, _ = _place(source)
     return get(holder, key)
 
