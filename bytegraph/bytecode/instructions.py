@@ -85,7 +85,9 @@ class DecodedCode:
         instructions: the instructions, jump targets as indices.
         offset_to_index: byte offset -> instruction index.
         exception_table: the exception table the translator follows, in
-            instruction indices (see :func:`~.versions.models_handler`).
+            instruction indices (see :func:`~.versions.models_handler`; a
+            range whose handler is a ``CLEANUP_THROW`` goes to the handler
+            covering that instruction, where it would re-raise).
         native_count: how many native instructions the code has.
         native_depths: native instruction index -> stack depth of the handler
             of every exception-table entry starting there.
@@ -145,11 +147,17 @@ def decode(code: types.CodeType) -> DecodedCode:
     by_offset = {ins.offset: ins for ins in natives}
     table = []
     depths = {}
-    for entry in dis.Bytecode(code).exception_entries:
+    entries = list(dis.Bytecode(code).exception_entries)
+    for entry in entries:
         depths[bisect.bisect_left(native_offsets, entry.start)] = entry.depth
+        handler = entry
         if not models_handler(by_offset[entry.target]):
-            continue
+            # what passes it by goes where the handler would re-raise it: the entry covering the handler
+            handler = next((e for e in entries if by_offset[entry.target].opname == "CLEANUP_THROW"
+                            and e.start <= entry.target < e.end and models_handler(by_offset[e.target])), None)
+            if handler is None:
+                continue
         start = bisect.bisect_left(offsets, entry.start)
         end = bisect.bisect_left(offsets, entry.end)
-        table.append(ExceptionEntry(start, end, offset_to_index[entry.target], entry.depth, entry.lasti))
+        table.append(ExceptionEntry(start, end, offset_to_index[handler.target], handler.depth, handler.lasti))
     return DecodedCode(tuple(out), offset_to_index, tuple(table), len(natives), depths)

@@ -406,13 +406,16 @@ class BuiltinVariable(ConstantCallableVariable):
 
 
 def tp_name(cls: type) -> str:
-    """The name CPython's messages give a type (``tp_name``): a static type of
-    a module other than builtins is dotted (``itertools.repeat``)."""
-    static = not cls.__flags__ & _HEAPTYPE
-    return f"{cls.__module__}.{cls.__name__}" if static and cls.__module__ != "builtins" else cls.__name__
+    """The name CPython's messages give a type (``tp_name``): a type made in C
+    (static, or a heap type from a spec, which is immutable: 3.12's
+    ``itertools.repeat``) of a module other than builtins is dotted
+    (``itertools.repeat``); a class statement's is its name."""
+    made_in_c = not cls.__flags__ & _HEAPTYPE or cls.__flags__ & _IMMUTABLETYPE
+    return f"{cls.__module__}.{cls.__name__}" if made_in_c and cls.__module__ != "builtins" else cls.__name__
 
 
-_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type())
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type()), or by C from a spec
+_IMMUTABLETYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: its attributes cannot be set (C types; never a class statement's)
 
 
 def _instances_are_callable(cls: type) -> bool:
