@@ -37,6 +37,29 @@ def test_random_ops_draw_eagers_numbers(fn, backend):
               gb_types=["function disabled for compilers"] * 2)
 
 
+# a draw nothing live reads but a dead operation giving several tensors (a tuple, a named tuple)
+DEAD_MULTI_OUTPUT_READERS = {
+    "unbind": lambda t: torch.stack(t.unbind(0)),
+    "split": lambda t: torch.cat(t.split(1)),
+    "chunk": lambda t: t.chunk(2, dim=1)[0],
+    "max with dim": lambda t: torch.max(t, dim=0).values,
+    "sort": lambda t: t.sort(dim=1)[1],
+    "topk": lambda t: t.topk(2).indices,
+}
+
+
+@pytest.mark.parametrize("name", DEAD_MULTI_OUTPUT_READERS)
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_dead_draw_read_only_by_a_dead_multi_output_op_advances_the_generator(name, backend):
+    reader = DEAD_MULTI_OUTPUT_READERS[name]
+
+    def f(x):
+        reader(x + torch.rand(3, 4))  # dead: a backend eliminating it would not advance the generator
+        return x + torch.rand(3, 4)
+
+    check(f, calls=[(torch.ones(3, 4),), (torch.ones(3, 4),)], backend=backend)
+
+
 def test_dropout_in_training_draws_eagers_mask():
     model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).train()
     check_module(model, torch.randn(8, 4))

@@ -84,8 +84,9 @@ class BackendCompile:
         backend that eliminated them as dead code would not. Each is output detached, so a
         backend does not prepare a backward for it (eager never runs one)."""
         calls = [n for n in self.graph.nodes if n.op in ("call_function", "call_method")]
+        # a node giving anything but tensors (a tuple of them, unbind's, counts as tensors) may matter by itself
         roots = [n for n in calls if n in requested or writes.is_inplace_name(getattr(n.target, "__name__", n.target))
-                 or not isinstance(n.meta.get("example_value"), torch.Tensor)]
+                 or not _tensors_only(n.meta.get("example_value"))]
         live: set[torch.fx.Node] = set()
         while roots:
             node = roots.pop()
@@ -302,6 +303,13 @@ _SAFE_ON_INTEGERS = frozenset(
                     "clone", "copy", "fill", "zero", "detach")
     for name in (op, f"{op}_", f"__{op}__", f"__i{op}__", f"__r{op}__", f"i{op}")
 ) | {"and_", "or_", "xor", "iand", "ior", "ixor", "__and__", "__or__", "__xor__", "__iand__", "__ior__", "__ixor__"}
+
+
+def _tensors_only(value: Any) -> bool:
+    """Whether ``value`` is a tensor, or a tuple or list of them (nested)."""
+    if isinstance(value, (tuple, list)):
+        return bool(value) and all(_tensors_only(v) for v in value)
+    return isinstance(value, torch.Tensor)
 
 
 def may_raise_on_data(node: torch.fx.Node) -> bool:
