@@ -291,7 +291,8 @@ def error_on_graph_break(error_on_graph_break: bool) -> GraphBreakRegion:
     function lets the code in the block break the graph (the frame splits
     there), and ``True`` inside a function compiled without ``fullgraph``
     makes a break in the block raise. The innermost region decides.
-    ``torch._dynamo.error_on_graph_break`` met in compiled code is traced as this.
+    torch's own ``error_on_graph_break`` (recognised by ``compat.py``) met in
+    compiled code is traced as this.
 
     Raises:
         TypeError: when the flag is not a bool.

@@ -231,9 +231,10 @@ _OPEN = [pytest.param(case, backend, id=f"{case.stem}-{backend}", marks=[pytest.
     for case in OPEN_CASES for backend in BACKENDS]
 
 
-@pytest.mark.parametrize(("case", "backend"), _OPEN)
-def test_open_minimised_program_files(case, backend):
-    """A minimised campaign failure not fixed yet: it still differs from eager on the backends it is open
-    on (strict: a fix makes it pass, and the file moves to fuzz_cases/), and agrees on the others."""
-    with silence():
-        assert compare(case.read_text(), backend) is None
+if OPEN_CASES:  # (none open now: a test with no case to check would only be a skip)
+    @pytest.mark.parametrize(("case", "backend"), _OPEN)
+    def test_open_minimised_program_files(case, backend):
+        """A minimised campaign failure not fixed yet: it still differs from eager on the backends it is open
+        on (strict: a fix makes it pass, and the file moves to fuzz_cases/), and agrees on the others."""
+        with silence():
+            assert compare(case.read_text(), backend) is None

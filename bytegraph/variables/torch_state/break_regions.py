@@ -1,6 +1,6 @@
 """Regions of compiled code that decide whether a graph break raises:
-``with bytegraph.error_on_graph_break(flag):`` (or torch's
-``torch._dynamo.error_on_graph_break``, traced as it).
+``with bytegraph.error_on_graph_break(flag):`` (or torch's own
+``error_on_graph_break``, recognised by ``compat.py`` and traced as it).
 
 Entering pushes the flag on ``OutputGraph.break_regions`` and leaving pops it;
 nothing goes in the graph. A break met inside raises or splits the graph as
