@@ -8,6 +8,7 @@ depends on tensor data (a captured ``Tensor.item()``). :func:`concrete` and
 """
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn, Sequence
@@ -23,7 +24,7 @@ from bytegraph.guards.source import user_name
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.handlers import call_method_handler
 from bytegraph.variables.constant import ConstantVariable
-from bytegraph.variables.operators import TENSOR_OPERATORS, fold
+from bytegraph.variables.operators import INPLACE_TO_BINARY, TENSOR_OPERATORS, fold
 from bytegraph.variables.tensors import graph_calls
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -221,7 +222,44 @@ def _graph_operator(tx: Tx, op: Any, operands: list[VariableTracker]) -> Variabl
                 "a real number, which NaN and infinity are not; the operation runs natively.",
                 hints=(HINT_DATA_DEPENDENT,),
             )
+    _assert_defined(tx, INPLACE_TO_BINARY.get(op, op), operands)
     return graph_calls.graph_operator(tx, op, operands)
+
+
+#: Python operators that raise for some values of their operands (``ZeroDivisionError``,
+#: ``ValueError: negative shift count``), as a graph's code need not (inductor computes
+#: ``1 // u0`` in C++): for each, the conditions (operand index, comparison, constant) of
+#: which any one holding means the operation does not raise.
+_DEFINED_WHEN = {
+    operator.truediv: ((1, operator.ne, 0),), operator.floordiv: ((1, operator.ne, 0),),
+    operator.mod: ((1, operator.ne, 0),),
+    operator.lshift: ((1, operator.ge, 0),), operator.rshift: ((1, operator.ge, 0),),
+    operator.pow: ((0, operator.ne, 0), (1, operator.ge, 0)), builtins.pow: ((0, operator.ne, 0), (1, operator.ge, 0)),
+}
+
+
+def _assert_defined(tx: Tx, op: Any, operands: list[VariableTracker]) -> None:
+    """Assert in the graph that ``op(*operands)`` does not raise for the values the
+    graph runs on, where that is not known while tracing (a symbolic divisor, shift
+    count or power): the graph then raises (``aten._assert_scalar``) and its frame
+    reruns natively, where eager's exception is raised (the ShapeEnv guards nothing
+    about an operand's being zero, and an unbacked one has no value yet)."""
+    holding = []
+    for index, compare, bound in _DEFINED_WHEN.get(op, ()):
+        operand = operands[index] if len(operands) > index else None
+        if not isinstance(operand, SymNodeVariable) or isinstance(operand.example, torch.SymBool):
+            if operand is not None and operand.is_python_constant() and compare(operand.as_python_constant(), bound):
+                return  # defined whatever the other operand is
+            continue
+        if symbolic_shapes.statically_known_true(compare(operand.example, bound)):
+            return
+        condition = graph_calls.graph_operator(tx, compare, [operand, ConstantVariable(bound)])
+        if isinstance(condition, SymNodeVariable):
+            holding.append(condition)
+    if holding:
+        condition = holding[0] if len(holding) == 1 else graph_calls.graph_operator(tx, operator.or_, holding)
+        tx.output.create_node("call_function", torch.ops.aten._assert_scalar.default,
+                              (condition.as_proxy(), f"{getattr(op, '__name__', op)} of these values raises"), {}, None)
 
 
 def _scalar_inputs(node: torch.fx.Node) -> list[torch.fx.Node]:
