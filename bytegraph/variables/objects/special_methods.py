@@ -10,6 +10,7 @@ them to it.
 """
 from __future__ import annotations
 
+import sys
 import types
 
 from typing import TYPE_CHECKING, Any, Sequence
@@ -89,19 +90,18 @@ class SpecialMethods:
             method = self.python_method(tx, name)
             if method is not None:
                 result = method.call_function(tx, args, kwargs)
-                if name == "__len__" and result.is_python_constant():  # len(obj) comes here: its check
-                    return ConstantVariable(checked_len(result.as_python_constant()))
+                if name == "__len__" and (result.is_python_constant() or not issubclass(result.python_type(), int)):
+                    return ConstantVariable(checked_len(result))  # len(obj) comes here: its check
                 return result
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
     def truthy(self, tx: Tx) -> bool:
-        cls = self.python_type()
         for dunder, checked in _TRUTH_METHODS:
             fn = self.special_method(tx, dunder)
             if fn is not _MISSING:
                 if isinstance(fn, types.FunctionType):
-                    result = UserMethodVariable(fn, self).call_function(tx, [], {}).as_python_constant()
-                    return bool(checked(result))
+                    return bool(checked(UserMethodVariable(fn, self).call_function(tx, [], {})))
+                blocked_slot(fn)
                 if builtin_bases.leaves_to_base(self, tx, dunder):
                     return builtin_bases.storage(tx, self).truthy(tx)
                 return super().truthy(tx)
@@ -160,23 +160,34 @@ def _checked_text(result: VT, name: str) -> VT:
     return result
 
 
-def checked_bool(result: Any) -> bool:
-    """What Python makes of ``__bool__``'s result: a non-bool raises eager's
-    TypeError in the traced program."""
-    if type(result) is not bool:
-        raise_traced(TypeError, f"__bool__ should return bool, returned {type(result).__name__}")
-    return result
+def blocked_slot(attr: Any) -> None:
+    """A special method set to a value that is not callable (``__bool__ = None``,
+    which blocks the protocol): Python calls it anyway, eager's TypeError."""
+    if not callable(attr):
+        raise_traced(TypeError, f"'{type(attr).__name__}' object is not callable")
 
 
-def checked_len(result: Any) -> int:
-    """What Python makes of ``__len__``'s result: an int (``True`` -> 1); a
-    result of the wrong type or a negative length raises eager's
-    TypeError/ValueError in the traced program."""
-    if not isinstance(result, int):
-        raise_traced(TypeError, f"'{type(result).__name__}' object cannot be interpreted as an integer")
-    if result < 0:
+def checked_bool(result: VT) -> bool:
+    """What Python makes of the VT ``__bool__`` returned: a non-bool (an int, the
+    object itself) raises eager's TypeError in the traced program."""
+    if result.python_type() is not bool or not result.is_python_constant():
+        raise_traced(TypeError, f"__bool__ should return bool, returned {result.python_type().__name__}")
+    return result.as_python_constant()
+
+
+def checked_len(result: VT | Any) -> int:
+    """What Python makes of ``__len__``'s result (a VT or a constant): an int
+    (``True`` -> 1); a result of the wrong type or a negative length raises
+    eager's TypeError/ValueError in the traced program."""
+    cls = result.python_type() if isinstance(result, VariableTracker) else type(result)
+    if not issubclass(cls, int):
+        raise_traced(TypeError, f"'{cls.__name__}' object cannot be interpreted as an integer")
+    value = result.as_python_constant() if isinstance(result, VariableTracker) else result
+    if value < 0:
         raise_traced(ValueError, "__len__() should return >= 0")
-    return int(result)
+    if value > sys.maxsize:
+        raise_traced(OverflowError, "cannot fit 'int' into an index-sized integer")
+    return int(value)
 
 
 #: what ``bool(obj)`` asks, in order, each with CPython's check of its result
