@@ -45,7 +45,6 @@ from bytegraph.variables.containers.sequences import (
 )
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.exceptions import ExceptionVariable
-from bytegraph.variables.objects.builtin_bases import IMMUTABLE_BASES, builtin_base, leaves_to_base
 from bytegraph.variables.objects.class_statements import ClassMemberVariable
 from bytegraph.variables.objects.user_objects import SlotMethodVariable
 from bytegraph.variables.operators import (
@@ -150,14 +149,9 @@ class BuiltinVariable(ConstantCallableVariable):
         return obj.call_method(tx, "__len__", [], {})
 
     def _call_hash(self, tx: Tx, obj: VT) -> VT | None:
-        """``hash()`` of an instance of a subclass of an immutable builtin: its
-        type's ``__hash__`` (the base's hashes the builtin part); others: folded or a break."""
-        if obj.is_python_constant() or not hasattr(obj, "base_storage") or builtin_base(
-                obj.python_type()) not in IMMUTABLE_BASES:  # a user object's, not a symbolic int's
-            return None
-        if leaves_to_base(obj, tx, "__hash__"):
-            return self.call_function(tx, [obj.base_storage(tx)], {})
-        return obj.call_method(tx, "__hash__", [], {})
+        """``hash()`` as the value's kind answers it (a user object's
+        ``__hash__``); constants fold, others break."""
+        return None if obj.is_python_constant() else obj.hash_value(tx)
 
     def _call_isinstance(self, tx: Tx, obj: VT, classes: VT) -> VT | None:
         cls = classes.as_python_constant()

@@ -10,6 +10,7 @@ them to it.
 """
 from __future__ import annotations
 
+import operator
 import sys
 import types
 
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables.functions import UserMethodVariable
-from bytegraph.variables.constant import ConstantVariable, raise_traced
+from bytegraph.variables.constant import ConstantVariable, errors_are_the_programs, raise_traced
 from bytegraph.variables.containers.iterators import PythonIteratorVariable
 from bytegraph.variables.objects import builtin_bases
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
@@ -136,7 +137,33 @@ class SpecialMethods:
         method = self.python_method(tx, "__repr__")
         if method is not None:
             return _checked_text(method.call_function(tx, [], {}), "__repr__")
-        return RuntimeStrVariable(self, repr) if self.special_method(tx, "__repr__") is object.__repr__ else None
+        return RuntimeValueVariable(self, repr, str) if self.special_method(tx, "__repr__") is object.__repr__ else None
+
+    def hash_value(self, tx: Tx) -> VT | None:
+        """``hash(self)`` as CPython's ``slot_tp_hash`` answers it: the class's
+        Python ``__hash__`` (its result checked and reduced); ``__hash__ = None``
+        (a class defining ``__eq__`` only): eager's TypeError; a builtin base's
+        own hash of the builtin part; object's identity hash, read from the real
+        object (guarded by identity) or, for an object made in the trace, made
+        after the graph. None otherwise (a break)."""
+        fn = self.special_method(tx, "__hash__")
+        if fn is None:
+            raise_traced(TypeError, f"unhashable type: '{self.python_type().__name__}'")
+        if isinstance(fn, types.FunctionType):
+            result = UserMethodVariable(fn, self).call_function(tx, [], {})
+            return ConstantVariable(checked_hash(result, builtin_bases.operand(tx, result)))
+        if builtin_bases.leaves_to_base(self, tx, "__hash__"):
+            part = builtin_bases.storage(tx, self)
+            if not part.is_python_constant():
+                return None
+            with errors_are_the_programs():  # a tuple holding a list: eager's TypeError
+                return ConstantVariable(hash(part.as_python_constant()))
+        if fn is not object.__hash__:
+            return None
+        real = tx.output.side_effects.object_of(self)
+        if real is not None and self.guard_identity(tx):
+            return ConstantVariable(hash(real))
+        return RuntimeValueVariable(self, hash, int) if self.source is None else None
 
     def reversed_iter(self, tx: Tx) -> VT | None:
         """``reversed(self)`` through the class's Python ``__reversed__`` (a
@@ -175,6 +202,22 @@ def checked_bool(result: VT) -> bool:
     return result.as_python_constant()
 
 
+def checked_hash(result: VT, number: VT) -> int:
+    """What ``slot_tp_hash`` makes of the VT ``__hash__`` returned (``number``:
+    its int part): an int (of any subclass) is used as it is when it fits a
+    machine word (-1 becomes -2), else reduced as ``int.__hash__`` reduces it;
+    anything else raises eager's TypeError."""
+    if not issubclass(result.python_type(), int):
+        raise_traced(TypeError, "__hash__ method should return an integer")
+    if not number.is_python_constant():
+        unimplemented(gb_type="unsupported hash", context=f"__hash__ returned {result}",
+                      explanation="The hash of this object is not known at trace time.")
+    value = int(number.as_python_constant())
+    if not -sys.maxsize - 1 <= value <= sys.maxsize:
+        return hash(value)
+    return -2 if value == -1 else value
+
+
 def checked_len(result: VT | Any) -> int:
     """What Python makes of ``__len__``'s result (a VT or a constant): an int
     (``True`` -> 1); a result of the wrong type or a negative length raises
@@ -194,19 +237,31 @@ def checked_len(result: VT | Any) -> int:
 _TRUTH_METHODS = (("__bool__", checked_bool), ("__len__", checked_len))
 
 
-class RuntimeStrVariable(VariableTracker):
-    """``str(obj)`` or ``repr(obj)`` (``fn``) of an object whose string is object's
-    default repr (``<module.Class object at 0x...>``: its address, known only once
-    the object exists): made after the graph by ``fn`` of the rebuilt object.
-    The trace cannot read it (reading it is a graph break)."""
+class RuntimeValueVariable(VariableTracker):
+    """``fn(obj)`` (of type ``cls``) for an object made in the trace, where the
+    answer depends on the object's address, known only once it exists: object's
+    default ``str``/``repr`` (``<module.Class object at 0x...>``), its identity
+    ``hash``, its ``id``. Made after the graph by ``fn`` of the rebuilt object;
+    the trace cannot read it (reading it is a graph break), except that two
+    ``id()`` of objects compare as the objects' identities do."""
 
-    def __init__(self, obj: VT, fn: Any = str):
+    def __init__(self, obj: VT, fn: Any, cls: type):
         super().__init__()
         self.obj = obj
         self.fn = fn
+        self.cls = cls
 
     def python_type(self) -> type:
-        return str
+        return self.cls
+
+    def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        """``id(a) == id(b)`` (and ``!=``): ``a is b``, when the trace knows it."""
+        if op in (operator.eq, operator.ne) and self.fn is id and isinstance(other, RuntimeValueVariable) and (
+                other.fn is id):
+            same = self.obj.same_object(tx, other.obj)
+            if same is not None:
+                return ConstantVariable(same if op is operator.eq else not same)
+        return NotImplemented
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         codegen.load_callable(self.fn)
@@ -214,4 +269,4 @@ class RuntimeStrVariable(VariableTracker):
         codegen.call(1)
 
     def __repr__(self) -> str:
-        return f"RuntimeStrVariable({self.fn.__name__}, {self.obj})"
+        return f"RuntimeValueVariable({self.fn.__name__}, {self.obj})"
