@@ -150,3 +150,91 @@ def test_reading_an_identity_hash_made_in_the_trace_breaks():
         return x + 1, hash(Plain()) % 1 == 0
 
     check(f, t(2), graphs=1, breaks=1, gb_types=["unsupported builtin call"])
+
+
+# ---- the sequence protocol: iterating an object with __getitem__ and no __iter__ --------------
+
+class Indexed:
+    """A sequence by ``__getitem__`` alone; counts the calls."""
+
+    def __init__(self, n, stop=IndexError):
+        self.n = n
+        self.stop = stop
+        self.asked = []
+
+    def __getitem__(self, i):
+        self.asked.append(i)
+        if i >= self.n:
+            raise self.stop(i)
+        return i * 10
+
+
+class IterBlocked(Indexed):
+    __iter__ = None
+
+
+class ContainsBlocked(Indexed):
+    __contains__ = None
+
+
+class Counted:
+    """Iterable by a generator ``__iter__``; counts the items given."""
+
+    def __init__(self):
+        self.given = 0
+
+    def __iter__(self):
+        for i in range(5):
+            self.given += 1
+            yield i
+
+
+def _unpack(s):
+    a, b, c = s
+    return a, b, c
+
+
+@pytest.mark.parametrize("consume", [list, tuple, set, sorted, sum, _unpack, lambda s: [x + 1 for x in s],
+                                     lambda s: list(enumerate(s)), lambda s: 20 in s, lambda s: 25 in s,
+                                     lambda s: next(iter(s)), lambda s: dict.fromkeys(s)])
+@pytest.mark.parametrize("stop", [IndexError, StopIteration])
+def test_object_with_getitem_only_is_iterated_by_index(consume, stop):
+    def f(x):
+        s = Indexed(3, stop)
+        return x + 1, consume(s), s.asked
+
+    full(f, t(2))
+
+
+def test_sequence_protocol_error_other_than_index_error_propagates():
+    full(beside_tensor(lambda: list(Indexed(2, KeyError)), KeyError), t(2))
+
+
+@pytest.mark.parametrize("make", [IterBlocked, Plain, EqOnly])
+def test_iterating_a_non_iterable_object_raises_eagers_type_error(make):
+    full(beside_tensor(lambda: list(make()), TypeError), t(2))
+    full(beside_tensor(lambda: 1 in make(), TypeError), t(2))
+
+
+def test_contains_blocked_raises_eagers_type_error():
+    full(beside_tensor(lambda: 1 in ContainsBlocked(3), TypeError), t(2))
+
+
+def test_membership_by_iteration_stops_at_the_first_match():
+    def f(x):
+        s = Indexed(5)
+        c = Counted()
+        return x + 1, 10 in s, s.asked, 1 in c, c.given
+
+    full(f, t(2))
+
+
+def test_sequence_iterator_left_part_way_is_rebuilt_at_its_position():
+    def f(x):
+        s = Indexed(4)
+        it = iter(s)
+        next(it)
+        return x + 1, it, type(it).__name__
+
+    _, it, name = full(f, t(2))
+    assert list(it) == [10, 20, 30] and name == "iterator"

@@ -204,7 +204,10 @@ def protocol_operator(tx: Tx, fn: Any, args: Sequence[VT]) -> VT | None:
             return result
         if not container.has_unpack_var_sequence(tx):
             return None
-        for element in container.unpack_var_sequence(tx):  # no __contains__: CPython iterates
+        iterator = container.get_iter(tx)  # no __contains__: CPython iterates, up to the first match
+        step = getattr(iterator, "next_item", None)
+        elements = iter(functools.partial(step, tx), None) if step else iterator.unpack_var_sequence(tx)
+        for element in elements:
             if element.same_object(tx, item) or call_operator(tx, operator.eq, [element, item]).truthy(tx):
                 return ConstantVariable(True)
         return ConstantVariable(False)

@@ -324,6 +324,53 @@ class PythonIteratorVariable(IteratorVariable):
         codegen.reconstruct(self.obj)
 
 
+class _Indexable:
+    def __getitem__(self, index: int) -> Any:
+        raise IndexError(index)
+
+
+class SequenceIteratorVariable(IteratorVariable):
+    """``iter(obj)`` of a user object whose class has ``__getitem__`` and no
+    ``__iter__`` (CPython's sequence iterator, ``Objects/iterobject.c``): step
+    ``n`` asks ``obj[n]`` (traced) when the consumer asks for an item;
+    IndexError or StopIteration ends it, for good."""
+
+    def __init__(self, obj: VariableTracker):
+        super().__init__()
+        self.obj = obj
+        self.index = 0
+        self.exhausted = False
+
+    def python_type(self) -> type:
+        return type(iter(_Indexable()))
+
+    def next_item(self, tx: Tx) -> VariableTracker | None:
+        if self.exhausted:
+            return None
+        try:
+            item = self.obj.call_method(tx, "__getitem__", [ConstantVariable(self.index)], {})
+        except TracedException as e:
+            if isinstance(e.exc, ExceptionVariable) and issubclass(e.exc.exc_type, (IndexError, StopIteration)):
+                self.exhausted = True
+                return None
+            raise
+        self.index += 1
+        return item
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        if self.exhausted:  # rebuilding an exhausted one would ask obj[n] again
+            unimplemented(
+                gb_type="exhausted sequence iterator",
+                context=f"iterator over {self.obj} after its end",
+                explanation="An exhausted iterator over an object's __getitem__ cannot be rebuilt without calling it.",
+                hints=("Do not keep the iterator past the end of the loop.",),
+            )
+        codegen.load_callable(iterator_at)
+        codegen.reconstruct(self.obj)
+        codegen.load_const(self.index)
+        codegen.call(2)
+
+
 class RangeIteratorVariable(ListIteratorVariable):
     """``iter(range(...))``: its items are known, its type is ``range_iterator``
     (``isinstance`` checks and a rebuilt iterator see that type, as in eager)."""

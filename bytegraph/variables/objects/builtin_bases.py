@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from bytegraph.guards.guards import LenMatch
 from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers import dicts
 from bytegraph.variables.containers.sequences import DequeVariable, ListVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
@@ -384,8 +384,17 @@ class BaseTypeOperators(PythonDunderOperators):
             tx, name) is None else result
 
     def contains_op(self, tx: Tx, item: VT) -> Any:
+        """``item in self``: the base's on the storage, or the class's Python
+        ``__contains__``; with ``__contains__ = None`` or a class that is not
+        iterable either (no ``__iter__``, no ``__getitem__``), eager's TypeError;
+        else NotImplemented (iterated)."""
         if leaves_to_base(self, tx, "__contains__"):
             return call_operator(tx, operator.contains, [storage(tx, self), item])
+        name = self.python_type().__name__
+        if self.special_method(tx, "__contains__") is None:
+            raise_traced(TypeError, f"'{name}' object is not a container")
+        if not self.has_iteration_protocol(tx):
+            raise_traced(TypeError, f"argument of type '{name}' is not iterable")
         return super().contains_op(tx, item)
 
 

@@ -21,7 +21,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables.functions import UserMethodVariable
 from bytegraph.variables.constant import ConstantVariable, errors_are_the_programs, raise_traced
-from bytegraph.variables.containers.iterators import PythonIteratorVariable
+from bytegraph.variables.containers.iterators import PythonIteratorVariable, SequenceIteratorVariable
 from bytegraph.variables.objects import builtin_bases
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
 
@@ -109,12 +109,30 @@ class SpecialMethods:
         return True
 
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
-        return self.special_method(tx, "__iter__") is not _MISSING
+        return self.special_method(tx, "__iter__") is not _MISSING or self._indexed_only(tx)
+
+    def has_iteration_protocol(self, tx: Tx) -> bool:
+        """Whether ``iter(self)`` finds a protocol on the class: an ``__iter__``
+        that is not None, or, without one, a ``__getitem__``."""
+        iter_fn = self.special_method(tx, "__iter__")
+        return iter_fn is not None and (iter_fn is not _MISSING or self.special_method(tx, "__getitem__") is not _MISSING)
+
+    def _indexed_only(self, tx: Tx) -> bool:
+        """Whether ``iter(self)`` is CPython's sequence iterator: the class has no
+        ``__iter__`` and a Python ``__getitem__``."""
+        return self.special_method(tx, "__iter__") is _MISSING and isinstance(
+            self.special_method(tx, "__getitem__"), types.FunctionType)
 
     def lazy_iterator(self, tx: Tx) -> VT | None:
         """``iter(self)`` through a Python ``__iter__`` (None without one): stepped
-        one ``__next__`` at a time when it returns a Python iterator."""
+        one ``__next__`` at a time when it returns a Python iterator; without
+        ``__iter__``, through a Python ``__getitem__`` (the sequence protocol);
+        neither (or ``__iter__ = None``): eager's TypeError."""
+        if not self.has_iteration_protocol(tx):
+            raise_traced(TypeError, f"'{self.python_type().__name__}' object is not iterable")
         iter_fn = self.special_method(tx, "__iter__")
+        if self._indexed_only(tx):
+            return SequenceIteratorVariable(self)
         if not isinstance(iter_fn, types.FunctionType):
             return None
         iterator = UserMethodVariable(iter_fn, self).call_function(tx, [], {})
