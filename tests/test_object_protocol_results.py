@@ -238,3 +238,89 @@ def test_sequence_iterator_left_part_way_is_rebuilt_at_its_position():
 
     _, it, name = full(f, t(2))
     assert list(it) == [10, 20, 30] and name == "iterator"
+
+
+# ---- identity of values made in the trace: id() and `is` -----------------------------------
+
+def _in_place(op):
+    def f(x):
+        made = {"list": [1, 2], "dict": {1: 2}, "set": {1}, "object": Plain()}
+        ids = {k: id(v) for k, v in made.items()}
+        made["list"] *= 2
+        made["list"] += [3]
+        made["dict"] |= {3: 4}
+        made["set"] |= {2}
+        made["set"] -= {1}
+        return x + 1, {k: op(id(v), ids[k]) for k, v in made.items()}
+    return f
+
+
+@pytest.mark.parametrize("op", [lambda a, b: a == b, lambda a, b: a != b])
+def test_in_place_operators_keep_the_identity_of_an_object_made_in_the_trace(op):
+    full(_in_place(op), t(2))
+
+
+def test_ids_of_distinct_live_objects_made_in_the_trace_differ():
+    def f(x):
+        a, b = [], []
+        c, d = Plain(), Plain()
+        return x + 1, id(a) == id(b), id(a) != id(b), id(c) == id(d), id(a) == id(a)
+
+    full(f, t(2))
+
+
+def test_id_of_an_object_made_in_the_trace_escapes_as_its_real_id():
+    def f(x):
+        made = [1]
+        return x + 1, made, id(made)
+
+    _, made, ident = bytegraph.compile(f, backend="eager", fullgraph=True)(t(2))
+    assert ident == id(made)
+
+
+def _id_order(x):
+    a, b = [], [1]
+    return x + 1, (id(a) < id(b)) in (True, False)  # the order of addresses
+
+
+def _id_arithmetic(x):
+    a = []
+    return x + 1, id(a) % 1 == 0
+
+
+def _id_key(x):
+    a = []
+    return x + 1, {id(a): 1}[id(a)] == 1
+
+
+def _id_of_temporary(x):
+    a = []
+    return x + 1, id(a) == id([])  # the second list dies with the call: its address is free
+
+
+@pytest.mark.parametrize("f, breaks", [(_id_order, 1), (_id_arithmetic, 1), (_id_of_temporary, 1),
+                                       (_id_key, 2)])  # (after the break, the second id() is of an input list)
+def test_reading_an_id_the_trace_cannot_know_breaks(f, breaks):
+    check(f, t(2), graphs=1, breaks=breaks)
+
+
+def test_tuple_identities_follow_cpython():
+    def f(x):
+        t = tuple(range(3))
+        u = (x, 1)
+        e = tuple()
+        return x + 1, (t * 1 is t, t + () is t, () + t is t, t[:] is t, t[0:10] is t, tuple(t) is t,
+                       id(t) == id(t * 1), t[:2] is t, e is tuple(), t * 0 is e, t[3:] is e, t * -1 is e,
+                       u * 1 is u, u + () is u, u[:] is u, (u + (2,)) is not u, t is not t + (3,),
+                       t + (3,) is not t + (4,))
+
+    full(f, t(2))
+
+
+def test_tuples_of_equal_items_made_in_the_trace_break_on_identity():
+    def f(x):
+        a = (1, 2)
+        b = tuple([1, 2])
+        return x + 1, a is b
+
+    check(f, t(2), graphs=1, breaks=1)

@@ -234,7 +234,9 @@ def evaluate(fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> Any:
     :data:`NOT_FOLDED` when calling it now would run user code (a key function,
     a callable object), or when a mutable argument (list, dict, set), folded as
     a *copy*, gives a mutable result that may be (part of) that argument, whose
-    identity the copy lost.
+    identity the copy lost. An argument whose value is rebuilt for the call (a
+    tuple) and given back as the result (``t * 1``, ``t + ()``: CPython returns
+    the operand itself) is returned as its VT, which keeps its identity.
     """
     values = [a.as_python_constant() for a in args]
     kw = {k: v.as_python_constant() for k, v in kwargs.items()}
@@ -246,13 +248,18 @@ def evaluate(fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> Any:
         raise_traced_from(e)
     if any(a.mutable for a in (*args, *kwargs.values())) and not is_constant_value(result):
         return NOT_FOLDED
-    return result
+    return next((a for a, v in zip(args, values) if v is result and a.rebuilds_constant), result)
 
 
 def fold(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
     """The VT of :func:`evaluate`'s result, or None when it does not fold."""
     result = evaluate(fn, args, kwargs)
-    return None if result is NOT_FOLDED else wrap_const(tx, result)
+    return None if result is NOT_FOLDED else as_vt(tx, result)
+
+
+def as_vt(tx: Tx, result: Any) -> VT:
+    """What :func:`evaluate` returned, as a VT (an argument given back is one already)."""
+    return result if isinstance(result, VariableTracker) else wrap_const(tx, result)
 
 
 def bound_to_constant(fn: Any) -> bool:

@@ -46,6 +46,7 @@ from bytegraph.variables.containers.sequences import (
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.objects.class_statements import ClassMemberVariable
+from bytegraph.variables.objects.special_methods import RuntimeValueVariable, held_by_frames
 from bytegraph.variables.objects.user_objects import SlotMethodVariable
 from bytegraph.variables.operators import (
     IMMUTABLE_BUILTIN_TYPES,
@@ -53,6 +54,7 @@ from bytegraph.variables.operators import (
     PURE_BUILTINS,
     TENSOR_OPERATORS,
     apply_operator,
+    as_vt,
     call_operator,
     computes_from_arguments,
     evaluate,
@@ -357,7 +359,13 @@ class BuiltinVariable(ConstantCallableVariable):
         )
 
     def _call_id(self, tx: Tx, obj: VT) -> VT | None:
-        """``id(obj)`` of an object read from a source: a constant, guarded by identity."""
+        """``id(obj)`` of an object read from a source: a constant, guarded by
+        identity; of an object made in the trace (one VT, rebuilt once) that a
+        frame holds: known after the graph (the rebuilt object's), compared as
+        the objects' identities are. A temporary's (``id([])``) breaks: its
+        address is free once the call returns, and may be the next object's."""
+        if obj.source is None and obj.rebuilt_once and held_by_frames(tx, obj):  # (else a temporary, soon dead)
+            return RuntimeValueVariable(obj, id, int)
         ident = obj.identity(tx)
         if ident is None or obj.source is None or not obj.guard_identity(tx):
             unimplemented(
@@ -430,7 +438,7 @@ def _fold(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | No
         return None
     if isinstance(result, _FOLDED_ITERATORS):
         return ListIteratorVariable([wrap_const(tx, v) for v in result], cls=type(result))
-    return wrap_const(tx, result)
+    return as_vt(tx, result)
 
 
 def call_builtin(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT] | None = None) -> VT:

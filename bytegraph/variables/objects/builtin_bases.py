@@ -36,7 +36,8 @@ from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers import dicts
-from bytegraph.variables.containers.sequences import DequeVariable, ListVariable, TupleVariable
+from bytegraph.variables.containers.deques import DequeVariable
+from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.operators import BINARY_DUNDERS, INPLACE_TO_BINARY, PythonDunderOperators, call_operator
 from bytegraph.variables.tx import wrap, wrap_const

@@ -21,6 +21,7 @@ from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables.functions import UserMethodVariable
 from bytegraph.variables.constant import ConstantVariable, errors_are_the_programs, raise_traced
+from bytegraph.variables.containers.sequences import BaseSequenceVariable
 from bytegraph.variables.containers.user_iterators import PythonIteratorVariable, SequenceIteratorVariable
 from bytegraph.variables.objects import builtin_bases
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
@@ -198,6 +199,14 @@ class SpecialMethods:
         return super().unpack_var_sequence(tx)
 
 
+def held_by_frames(tx: Tx, vt: VT) -> bool:
+    """Whether ``vt`` is a local or on the stack of this user frame or a caller's, or
+    an item of a sequence that is: then its object is alive (a conservative
+    answer: False may be wrong, True is not)."""
+    return any(held is vt or isinstance(held, BaseSequenceVariable) and any(i is vt for i in held.items)
+               for frame in tx.user_frames() for held in (*frame.symbolic_locals.values(), *frame.stack))
+
+
 def _checked_text(result: VT, name: str) -> VT:
     """What ``str()``/``repr()`` make of ``__str__``/``__repr__``'s result: a string, else eager's TypeError."""
     if not (result.is_python_constant() and isinstance(result.as_python_constant(), str)):
@@ -273,11 +282,13 @@ class RuntimeValueVariable(VariableTracker):
         return self.cls
 
     def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
-        """``id(a) == id(b)`` (and ``!=``): ``a is b``, when the trace knows it."""
+        """``id(a) == id(b)`` (and ``!=``): ``a is b``, when the trace knows it and,
+        for distinct objects, both are still alive (held by a frame's locals or
+        stack): a dead object's address may be reused by a later one."""
         if op in (operator.eq, operator.ne) and self.fn is id and isinstance(other, RuntimeValueVariable) and (
                 other.fn is id):
             same = self.obj.same_object(tx, other.obj)
-            if same is not None:
+            if same or same is False and held_by_frames(tx, self.obj) and held_by_frames(tx, other.obj):
                 return ConstantVariable(same if op is operator.eq else not same)
         return NotImplemented
 
