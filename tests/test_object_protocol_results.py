@@ -324,3 +324,60 @@ def test_tuples_of_equal_items_made_in_the_trace_break_on_identity():
         return x + 1, a is b
 
     check(f, t(2), graphs=1, breaks=1)
+
+
+# ---- int() of user objects, and unary operators of builtin-based objects ---------------------
+
+def _converting(dunder, value):
+    return type("Converting", (), {dunder: lambda self: value})
+
+
+class IndexedInt(int):
+    def __index__(self):
+        return 42
+
+
+class BadIndexInt(int):
+    def __index__(self):
+        return 42.0
+
+
+class OwnInt(int):
+    def __int__(self):
+        return 42
+
+
+class StrSub(str):
+    pass
+
+
+class IntBlocked:
+    __int__ = None
+
+
+@pytest.mark.parametrize("make", [
+    _converting("__int__", 3), _converting("__index__", -4), _converting("__int__", 2.5),
+    _converting("__index__", "7"),
+    lambda: IndexedInt(7), lambda: BadIndexInt(), lambda: OwnInt(7), lambda: StrSub("12"), lambda: StrSub("x"),
+    Plain, IntBlocked,
+])
+def test_int_of_a_user_object_is_eagers(make):
+    full(beside_tensor(lambda: int(make()), (TypeError, ValueError)), t(2))
+
+
+class Neg(int):
+    pass
+
+
+class FloatSub(float):
+    pass
+
+
+@pytest.mark.parametrize("op", [lambda v: -v, lambda v: +v, abs, lambda v: ~v if isinstance(v, int) else v])
+@pytest.mark.parametrize("make", [lambda: Neg(5), lambda: Neg(-3), lambda: FloatSub(-2.5)])
+def test_unary_operator_of_a_builtin_based_object_is_its_bases(op, make):
+    def f(x):
+        r = op(make())
+        return x + 1, r, type(r)
+
+    full(f, t(2))

@@ -253,6 +253,11 @@ class VariableTracker:
         or identity hash); None otherwise (constants fold)."""
         return None
 
+    def int_value(self, tx: Tx) -> VariableTracker | None:
+        """``int(self)`` when this kind answers it (a user object's ``__int__``/
+        ``__index__``); None otherwise (constants fold, tensors convert)."""
+        return None
+
     def reversed_iter(self, tx: Tx) -> VariableTracker | None:
         """``reversed(self)`` when this kind answers it (a user object's Python
         ``__reversed__``); None otherwise (sequences and constants are reversed

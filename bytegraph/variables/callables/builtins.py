@@ -378,6 +378,10 @@ class BuiltinVariable(ConstantCallableVariable):
         return ConstantVariable(ident)
 
     def _call_int(self, tx: Tx, *args: VT) -> VT | None:
+        if len(args) == 1 and not args[0].is_python_constant():
+            converted = args[0].int_value(tx)
+            if converted is not None:
+                return converted
         return self._scalar_conversion(tx, "int", args)
 
     def _call_float(self, tx: Tx, *args: VT) -> VT | None:

@@ -39,7 +39,9 @@ from bytegraph.variables.containers import dicts
 from bytegraph.variables.containers.deques import DequeVariable
 from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
-from bytegraph.variables.operators import BINARY_DUNDERS, INPLACE_TO_BINARY, PythonDunderOperators, call_operator
+from bytegraph.variables.operators import (
+    BINARY_DUNDERS, INPLACE_TO_BINARY, UNARY_DUNDERS, PythonDunderOperators, call_operator,
+)
 from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -357,6 +359,14 @@ class BaseTypeOperators(PythonDunderOperators):
         if result is NotImplemented:
             result = binary_op(tx, op, self, other, True)
         return self._ne_from_eq(tx, op, other) if result is NotImplemented else result
+
+    def unary_op(self, tx: Tx, op: Any) -> Any:
+        """``-self``, ``abs(self)``...: the class's Python dunder, else the base's
+        operator on the builtin part (``-IntSub(5)`` is the int ``-5``)."""
+        result = super().unary_op(tx, op)
+        if result is NotImplemented and op in UNARY_DUNDERS and leaves_to_base(self, tx, UNARY_DUNDERS[op]):
+            return call_operator(tx, op, [storage(tx, self)])
+        return result
 
     def _ne_from_eq(self, tx: Tx, op: Any, other: VT) -> Any:
         """``self != other`` with object's own ``__ne__``: ``self.__eq__(other)``

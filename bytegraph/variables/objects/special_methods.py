@@ -184,6 +184,37 @@ class SpecialMethods:
             return ConstantVariable(hash(real))
         return RuntimeValueVariable(self, hash, int) if self.source is None else None
 
+    def int_value(self, tx: Tx) -> VT | None:
+        """``int(self)`` as ``PyNumber_Long`` answers it: the class's ``__int__``,
+        else ``__index__`` (a Python one inlined, its result an exact int or
+        eager's TypeError; a builtin base's applied to the builtin part); a
+        ``str``/``bytes`` base's text parsed; a class of Python classes only with
+        none of them: eager's TypeError. None (a break) where CPython warns
+        (an int subclass returned, the ``__trunc__`` fallback) or C code answers."""
+        cls = self.python_type()
+        for dunder in ("__int__", "__index__"):
+            fn = self.special_method(tx, dunder)
+            if fn is _MISSING:
+                continue
+            if builtin_bases.leaves_to_base(self, tx, dunder):
+                return _folded_int(builtin_bases.storage(tx, self))
+            if not isinstance(fn, types.FunctionType):
+                blocked_slot(fn)
+                return None
+            result = UserMethodVariable(fn, self).call_function(tx, [], {})
+            if result.python_type() is int:
+                return result
+            if not issubclass(result.python_type(), int):
+                raise_traced(TypeError, f"{dunder} returned non-int (type {result.python_type().__name__})")
+            return None  # an int subclass: CPython warns (DeprecationWarning), then takes its value
+        if builtin_bases.builtin_base(cls) in (str, bytes):
+            return _folded_int(builtin_bases.storage(tx, self))
+        if self.special_method(tx, "__trunc__") is _MISSING and all(
+                k.__flags__ & _HEAPTYPE for k in cls.__mro__[:-1]):
+            raise_traced(TypeError, "int() argument must be a string, a bytes-like object or a real number, "
+                         f"not '{cls.__name__}'")
+        return None
+
     def reversed_iter(self, tx: Tx) -> VT | None:
         """``reversed(self)`` through the class's Python ``__reversed__`` (a
         ``Sequence``'s is a generator, stepped lazily)."""
@@ -197,6 +228,18 @@ class SpecialMethods:
         if builtin_bases.leaves_to_base(self, tx, "__iter__"):
             return builtin_bases.storage(tx, self).unpack_var_sequence(tx)
         return super().unpack_var_sequence(tx)
+
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (no slots filled in C)
+
+
+def _folded_int(part: VT) -> VT | None:
+    """``int()`` of the builtin part of an object: folded when it is a constant
+    (a bad literal: eager's ValueError), else None."""
+    if not part.is_python_constant():
+        return None
+    with errors_are_the_programs():
+        return ConstantVariable(int(part.as_python_constant()))
 
 
 def held_by_frames(tx: Tx, vt: VT) -> bool:
