@@ -381,3 +381,21 @@ def test_unary_operator_of_a_builtin_based_object_is_its_bases(op, make):
         return x + 1, r, type(r)
 
     full(f, t(2))
+
+
+# ---- a list's in-place operators called as methods -------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda u: u.__iadd__([1, 2]) is u, lambda u: u.__iadd__("ab") is u, lambda u: u.__iadd__(None),
+    lambda u: u.__imul__(3) is u, lambda u: u.__imul__(0) is u, lambda u: u.__imul__("x"),
+    lambda u: list.__iadd__(u, (5,)) is u,
+])
+def test_list_in_place_dunder_called_as_a_method(call):
+    def f(x, u):
+        made = [7]
+        try:
+            return x + 1, call(u), u, call(made), made
+        except TypeError as e:
+            return x, str(e), u, made
+
+    full(f, t(2), [0, 9])

@@ -304,7 +304,16 @@ class ListVariable(BaseSequenceVariable):
         return None
 
     MUTATORS = frozenset({"append", "extend", "insert", "pop", "clear", "reverse", "__setitem__", "__delitem__",
-                          "remove", "sort", "__init__"})
+                          "remove", "sort", "__init__", "__iadd__", "__imul__"})
+
+    def method_dunder_iadd(self, tx: Tx, other: VT, /) -> VT:
+        """``lst.__iadd__(it)`` called as a method: ``lst += it``."""
+        return self.inplace_op(tx, operator.iadd, other)
+
+    def method_dunder_imul(self, tx: Tx, n: VT, /) -> VT:
+        """``lst.__imul__(n)`` called as a method: ``lst *= n`` (a non-integer: eager's TypeError)."""
+        const_int(tx, n)
+        return self.inplace_op(tx, operator.imul, n)
 
     def method_append(self, tx: Tx, item: VT) -> VT:
         self.items.append(item)
