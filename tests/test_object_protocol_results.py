@@ -399,3 +399,26 @@ def test_list_in_place_dunder_called_as_a_method(call):
             return x, str(e), u, made
 
     full(f, t(2), [0, 9])
+
+
+# ---- eval() of a constant string ----------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["False", "True", "None", " 42", "-2.5", "1+2j", "(1, 'a', b'b')", "[1, [2]]",
+                                  "{'a': 1, 'a': 2}", "{1, 2}", "()", "...", "-0.0", repr("é\n")])
+def test_eval_of_a_literal_string_is_its_value(text):
+    def f(x):
+        value = eval(text)
+        return x + 1, value, type(value)
+
+    full(f, t(2))
+
+
+@pytest.mark.parametrize("text", ["~False", "len([])", "set()", "x", "f'{1}'", "1 +", "[i for i in ()]"])
+def test_eval_of_code_breaks(text):
+    def f(x):
+        try:
+            return x + 1, eval(text)
+        except (NameError, SyntaxError) as e:
+            return x, type(e).__name__
+
+    check(f, t(2), graphs=1, breaks=1, gb_types=["eval of code"])

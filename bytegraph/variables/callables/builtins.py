@@ -17,6 +17,7 @@ matching ``operator`` functions (:func:`call_builtin`).
 """
 from __future__ import annotations
 
+import ast
 import builtins
 import operator
 import types
@@ -376,6 +377,28 @@ class BuiltinVariable(ConstantCallableVariable):
                 hints=("Avoid id() on values created inside the compiled function.",),
             )
         return ConstantVariable(ident)
+
+    def _call_eval(self, tx: Tx, source: VT) -> VT | None:
+        """``eval(text)`` of a constant string that is a literal (``"False"``,
+        ``"(1, -2.5)"``, ``"{'a': [1]}"``: what ``ast.literal_eval`` reads, which
+        names nothing and runs no code): its value. Anything else (names, calls,
+        other operators, a syntax error) breaks."""
+        text = source.as_python_constant() if source.is_python_constant() else None
+        if not isinstance(text, str):
+            return None
+        try:
+            tree = ast.parse(text.lstrip(" \t"), mode="eval")
+            compile(tree, "<string>", "eval")
+            if not any(isinstance(node, (ast.Name, ast.Call)) for node in ast.walk(tree)):  # (literal_eval takes set())
+                return wrap_const(tx, ast.literal_eval(tree))
+        except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+            pass
+        unimplemented(
+            gb_type="eval of code",
+            context=f"eval() of a string that is not a literal ({len(text)} characters)",
+            explanation="bytegraph evaluates only literal strings at trace time; other code runs natively.",
+            hints=("Move the eval() out of the compiled function.",),
+        )
 
     def _call_int(self, tx: Tx, *args: VT) -> VT | None:
         if len(args) == 1 and not args[0].is_python_constant():
