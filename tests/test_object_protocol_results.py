@@ -3,13 +3,15 @@ objects made in the trace (truth, hashing, membership, the sequence protocol,
 integer conversion), and identity of values made in the trace, each compared
 with eager with ``fullgraph=True`` (the kinds of issue 26, found with CPython's
 semantics tests)."""
+import contextlib
 import functools
+import sys
 
 import pytest
 
 import bytegraph
 
-from helpers import beside_tensor, check, t
+from helpers import beside_tensor, check, check_scenario, t
 
 full = functools.partial(check, fullgraph=True)
 
@@ -422,3 +424,46 @@ def test_eval_of_code_breaks(text):
             return x, type(e).__name__
 
     check(f, t(2), graphs=1, breaks=1, gb_types=["eval of code"])
+
+
+# ---- sys.set_int_max_str_digits: the interpreter's limit switched in the trace ----------------
+
+@contextlib.contextmanager
+def _int_digits(n):
+    previous = sys.get_int_max_str_digits()
+    try:
+        sys.set_int_max_str_digits(n)
+        yield
+    finally:
+        sys.set_int_max_str_digits(previous)
+
+
+def _switching_limit(x):
+    out = [sys.get_int_max_str_digits()]
+    with _int_digits(0):
+        out.append(sys.get_int_max_str_digits())
+        out.append(len(str(int("1" * 5000))))
+    out.append(sys.get_int_max_str_digits())
+    try:
+        int("1" * 5000)
+    except ValueError as e:
+        out.append(str(e))
+    sys.set_int_max_str_digits(3000)  # left set: the code after the graph sets it too
+    out.append(sys.get_int_max_str_digits())
+    try:
+        sys.set_int_max_str_digits(5)
+    except ValueError as e:
+        out.append(str(e))
+    return x + 1, out
+
+
+def test_int_max_str_digits_switched_in_the_trace_is_seen_by_folds_and_replayed():
+    def run(compile):
+        compiled = compile(_switching_limit)
+        results = []
+        for limit in (2048, 2048, 4000):  # a changed entry value recompiles
+            with _int_digits(limit):
+                results.append((compiled(t(2))[1], sys.get_int_max_str_digits()))
+        return results
+
+    check_scenario(run, graphs=2, breaks=0, fullgraph=True)
