@@ -467,3 +467,31 @@ def test_int_max_str_digits_switched_in_the_trace_is_seen_by_folds_and_replayed(
         return results
 
     check_scenario(run, graphs=2, breaks=0, fullgraph=True)
+
+
+# ---- str()/repr() of builtin-based objects, hashes made of ids ----------------------------------
+
+class ListSubRepr(list):
+    pass
+
+
+@pytest.mark.parametrize("make", [lambda: Neg(5), lambda: Neg(-10 ** 30), lambda: FloatSub(2.5), lambda: StrSub("a"),
+                                  lambda: ListSubRepr([1, "b"]), lambda: TupleSub((1,)), lambda: Neg(10 ** 5000)])
+@pytest.mark.parametrize("fn", [str, repr])
+def test_str_and_repr_of_a_builtin_based_object_are_its_bases(make, fn):
+    full(beside_tensor(lambda: fn(make()), ValueError), t(2))
+
+
+class HashedById:
+    def __hash__(self):
+        return hash(id(self))
+
+
+def test_hash_computed_from_an_id_is_made_after_the_graph():
+    def f(x):
+        obj = HashedById()
+        hash(obj)  # discarded, as in a test of the call
+        return x + 1, obj, hash(obj), hash(hash(obj))
+
+    _, obj, h, hh = bytegraph.compile(f, backend="eager", fullgraph=True)(t(2))
+    assert h == hash(obj) and hh == h

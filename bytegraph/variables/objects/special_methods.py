@@ -146,9 +146,11 @@ class SpecialMethods:
         object's ``__str__``, its repr (``Objects/object.c``: ``PyObject_Str``); None
         when other C code would answer."""
         method = self.python_method(tx, "__str__")
-        if method is None:
-            return self.repr_text(tx) if self.special_method(tx, "__str__") is object.__str__ else None
-        return _checked_text(method.call_function(tx, [], {}), "__str__")
+        if method is not None:
+            return _checked_text(method.call_function(tx, [], {}), "__str__")
+        if self.special_method(tx, "__str__") is object.__str__:
+            return self.repr_text(tx)
+        return self._base_answer(tx, "__str__", str)
 
     def repr_text(self, tx: Tx) -> VT | None:
         """``repr(self)``: the class's Python ``__repr__``; object's repr (it holds
@@ -156,7 +158,14 @@ class SpecialMethods:
         method = self.python_method(tx, "__repr__")
         if method is not None:
             return _checked_text(method.call_function(tx, [], {}), "__repr__")
-        return RuntimeValueVariable(self, repr, str) if self.special_method(tx, "__repr__") is object.__repr__ else None
+        if self.special_method(tx, "__repr__") is object.__repr__:
+            return RuntimeValueVariable(self, repr, str)
+        return self._base_answer(tx, "__repr__", repr)
+
+    def _base_answer(self, tx: Tx, dunder: str, fn: Any) -> VT | None:
+        """``fn(self)`` when the class leaves ``dunder`` to its builtin base: ``fn``
+        of the builtin part, folded when it is a constant (``str(IntSub(5))``); else None."""
+        return _folded(builtin_bases.storage(tx, self), fn) if builtin_bases.leaves_to_base(self, tx, dunder) else None
 
     def hash_value(self, tx: Tx) -> VT | None:
         """``hash(self)`` as CPython's ``slot_tp_hash`` answers it: the class's
@@ -170,6 +179,8 @@ class SpecialMethods:
             raise_traced(TypeError, f"unhashable type: '{self.python_type().__name__}'")
         if isinstance(fn, types.FunctionType):
             result = UserMethodVariable(fn, self).call_function(tx, [], {})
+            if isinstance(result, RuntimeValueVariable) and result.fn in (id, hash):
+                return result  # (``hash(id(self))``) a word, never -1: slot_tp_hash keeps it
             return ConstantVariable(checked_hash(result, builtin_bases.operand(tx, result)))
         if builtin_bases.leaves_to_base(self, tx, "__hash__"):
             part = builtin_bases.storage(tx, self)
@@ -197,7 +208,7 @@ class SpecialMethods:
             if fn is _MISSING:
                 continue
             if builtin_bases.leaves_to_base(self, tx, dunder):
-                return _folded_int(builtin_bases.storage(tx, self))
+                return _folded(builtin_bases.storage(tx, self), int)
             if not isinstance(fn, types.FunctionType):
                 blocked_slot(fn)
                 return None
@@ -208,7 +219,7 @@ class SpecialMethods:
                 raise_traced(TypeError, f"{dunder} returned non-int (type {result.python_type().__name__})")
             return None  # an int subclass: CPython warns (DeprecationWarning), then takes its value
         if builtin_bases.builtin_base(cls) in (str, bytes):
-            return _folded_int(builtin_bases.storage(tx, self))
+            return _folded(builtin_bases.storage(tx, self), int)
         if self.special_method(tx, "__trunc__") is _MISSING and all(
                 k.__flags__ & _HEAPTYPE for k in cls.__mro__[:-1]):
             raise_traced(TypeError, "int() argument must be a string, a bytes-like object or a real number, "
@@ -233,13 +244,13 @@ class SpecialMethods:
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (no slots filled in C)
 
 
-def _folded_int(part: VT) -> VT | None:
-    """``int()`` of the builtin part of an object: folded when it is a constant
-    (a bad literal: eager's ValueError), else None."""
+def _folded(part: VT, fn: Any) -> VT | None:
+    """``fn(part)`` (``int``, ``str``, ``repr``) of the builtin part of an object: folded
+    when it is a constant (a bad literal, digits past the limit: eager's ValueError), else None."""
     if not part.is_python_constant():
         return None
     with errors_are_the_programs():
-        return ConstantVariable(int(part.as_python_constant()))
+        return ConstantVariable(fn(part.as_python_constant()))
 
 
 def held_by_frames(tx: Tx, vt: VT) -> bool:
@@ -323,6 +334,10 @@ class RuntimeValueVariable(VariableTracker):
 
     def python_type(self) -> type:
         return self.cls
+
+    def hash_value(self, tx: Tx) -> VT | None:
+        """``hash()`` of the value: a function of it alone, made after the graph too."""
+        return RuntimeValueVariable(self, hash, int)
 
     def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
         """``id(a) == id(b)`` (and ``!=``): ``a is b``, when the trace knows it and,
