@@ -495,3 +495,50 @@ def test_hash_computed_from_an_id_is_made_after_the_graph():
 
     _, obj, h, hh = bytegraph.compile(f, backend="eager", fullgraph=True)(t(2))
     assert h == hash(obj) and hh == h
+
+
+# ---- ordering of lists and tuples, item by item as list_richcompare runs --------------------------
+
+class ClearsOther:
+    def __lt__(self, other):
+        other.clear()
+        return NotImplemented
+
+
+class Ordered:
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, other):
+        return isinstance(other, Ordered) and self.v == other.v
+
+    def __lt__(self, other):
+        return self.v < other.v
+
+
+@pytest.mark.parametrize("compare", [
+    lambda x: [x, 1] < [x, 2], lambda x: (x, 3) >= (x, 3), lambda x: [x] <= [x, 0], lambda x: (1, x) > (0,),
+    lambda x: [Ordered(1), Ordered(2)] < [Ordered(1), Ordered(3)], lambda x: [Ordered(1)] > [Ordered(1)],
+    lambda x: [Plain()] < [Plain()], lambda x: [1, "a"] < [1, 2], lambda x: [x] < (x,),
+    lambda x: Plain() < [1], lambda x: [1] >= Plain(),
+])
+def test_list_and_tuple_ordering_compares_item_by_item(compare):
+    def f(x):
+        try:
+            return x + 1, compare(x)
+        except TypeError as e:
+            return x, str(e)
+
+    full(f, t(2))
+
+
+def test_ordering_whose_item_clears_the_operand_raises_eagers_type_error():
+    def f(x):
+        a = [[ClearsOther()]]
+        try:
+            a[0] < a
+        except TypeError as e:
+            return x + 1, str(e), a
+        return x, a
+
+    full(f, t(2))

@@ -24,7 +24,7 @@ from bytegraph.variables.constant import (
     ConstantVariable, errors_are_the_programs, raise_traced, raise_traced_from, unmodelled_method,
 )
 from bytegraph.variables.containers import iterators
-from bytegraph.variables.operators import call_operator
+from bytegraph.variables.operators import ORDERING_SYMBOLS, call_operator
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
@@ -79,7 +79,32 @@ class BaseSequenceVariable(VariableTracker):
                 for x, y in zip(self.items, other.items)
             )
             return ConstantVariable(equal if op is operator.eq else not equal)
+        if op in ORDERING_SYMBOLS and isinstance(other, BaseSequenceVariable) and (
+                _ordered_kind(self) is _ordered_kind(other) is not None):
+            return self._order(tx, op, other)
         return NotImplemented
+
+    def _order(self, tx: Tx, op: Any, other: VT) -> VT:
+        """``self < other`` (``<=``, ``>``, ``>=``) of two lists or two tuples as
+        ``list_richcompare`` runs it: the first index whose items are not equal
+        (identity first, then ``==``, the lengths read afresh each step, as an
+        item's ``__eq__`` may change them), then those items compared with the
+        operator; past the end of either, the lengths. Where an ``__eq__``
+        changed the items compared last, CPython versions differ: a break."""
+        i = 0
+        while i < len(self.items) and i < len(other.items):
+            mine, theirs = self.items[i], other.items[i]
+            if not (mine.same_object(tx, theirs) or call_operator(tx, operator.eq, [mine, theirs]).truthy(tx)):
+                break
+            i += 1
+        if i >= len(self.items) or i >= len(other.items):
+            return ConstantVariable(op(len(self.items), len(other.items)))
+        if self.items[i] is not mine or other.items[i] is not theirs:
+            unimplemented(gb_type="sequence changed during comparison",
+                          context=f"{self.python_type().__name__} ordering whose __eq__ changed the items",
+                          explanation="Python versions differ on which items such a comparison compares last.",
+                          hints=(HINT_REWRITE,))
+        return call_operator(tx, op, [mine, theirs])
 
     def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
         """``n * a``: repetition, as ``a * n``."""
@@ -187,6 +212,13 @@ class BaseSequenceVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.items!r})"
+
+
+def _ordered_kind(vt: VT) -> type | None:
+    """``list`` or ``tuple`` when ``vt`` orders as one (``list_richcompare``/
+    ``tuplerichcompare`` take subclasses of their type only), else None."""
+    cls = vt.python_type()
+    return next((kind for kind in (list, tuple) if issubclass(cls, kind)), None)
 
 
 class TupleVariable(BaseSequenceVariable):
