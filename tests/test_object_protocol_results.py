@@ -542,3 +542,30 @@ def test_ordering_whose_item_clears_the_operand_raises_eagers_type_error():
         return x, a
 
     full(f, t(2))
+
+
+# ---- list.index of a value whose repr holds its address -----------------------------------------
+
+NEVER = type("NeverEqual", (), {"__eq__": lambda self, other: False})()
+
+
+def test_index_not_found_of_an_object_with_the_default_repr_raises_in_the_trace():
+    def f(x):
+        try:
+            [NEVER, Plain()].index(Plain())
+        except ValueError:
+            return x + 1
+        return x
+
+    full(f, t(2))
+
+
+def test_reading_the_message_of_such_a_value_error_breaks():
+    def f(x):
+        try:
+            [Plain()].index(NEVER)
+        except ValueError as e:
+            return x + 1, str(e) == repr(NEVER) + " is not in list"
+        return x, None
+
+    check(f, t(2), graphs=0, breaks=1, gb_types=["str of traced value"])  # (inside the try: all natively)

@@ -47,7 +47,7 @@ from bytegraph.variables.containers.sequences import (
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.objects.class_statements import ClassMemberVariable
-from bytegraph.variables.objects.special_methods import RuntimeValueVariable, held_by_frames
+from bytegraph.variables.runtime_values import RuntimeValueVariable, held_by_frames
 from bytegraph.variables.objects.user_objects import SlotMethodVariable
 from bytegraph.variables.operators import (
     IMMUTABLE_BUILTIN_TYPES,

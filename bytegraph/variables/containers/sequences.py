@@ -24,7 +24,9 @@ from bytegraph.variables.constant import (
     ConstantVariable, errors_are_the_programs, raise_traced, raise_traced_from, unmodelled_method,
 )
 from bytegraph.variables.containers import iterators
+from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.operators import ORDERING_SYMBOLS, call_operator
+from bytegraph.variables.runtime_values import RuntimeValueVariable
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
@@ -200,11 +202,14 @@ class BaseSequenceVariable(VariableTracker):
             raise_traced(ValueError, "tuple.index(x): x not in tuple")
         text = value.repr_text(tx) if not value.is_python_constant() else ConstantVariable(repr(
             value.as_python_constant()))
+        if isinstance(text, RuntimeValueVariable):  # object's repr, known after the graph: so is the message
+            raise TracedException(ExceptionVariable(ValueError, [RuntimeValueVariable(value, not_in_list, str)]))
         if text is None or not text.is_python_constant():
             unimplemented(gb_type="unsupported container method", context=f"list.index of {value}, not found",
                           explanation="The ValueError's message holds the value's repr, not known at trace time.",
                           hints=(HINT_REWRITE,))
-        raise_traced(ValueError, f"{text.as_python_constant()} is not in list")
+        raise_traced(ValueError, not_in_list(value.as_python_constant()) if value.is_python_constant() else (
+            f"{text.as_python_constant()} is not in list"))
 
     def reconstruct_items(self, codegen: PyCodegen) -> None:
         for item in self.items:
@@ -449,6 +454,11 @@ class _Keyed:
 
     def __lt__(self, other: _Keyed) -> bool:
         return self.key < other.key
+
+
+def not_in_list(value: Any) -> str:
+    """The message of ``list.index``'s ValueError for ``value``."""
+    return f"{value!r} is not in list"
 
 
 def sort_items(tx: Tx, items: list[VT], key: VT, reverse: bool, in_place: list[VT] | None = None) -> list[VT]:

@@ -1,16 +1,17 @@
 """The special methods of user objects: calls, ``with``, truth, iteration,
-``str()`` and ``repr()`` answered by the class's Python ``__call__``,
-``__enter__``/``__exit__``, ``__bool__``/``__len__``, ``__iter__``/``__next__``
-and ``__str__``/``__repr__`` (inlined; looked up on the class, as Python's
-implicit lookup does), or by the builtin base's storage when the class leaves
-them to it.
+``str()``, ``repr()``, ``hash()`` and ``int()`` answered by the class's Python
+``__call__``, ``__enter__``/``__exit__``, ``__bool__``/``__len__``,
+``__iter__``/``__next__`` (or ``__getitem__``: the sequence protocol),
+``__str__``/``__repr__``, ``__hash__``, ``__int__``/``__index__`` (inlined;
+looked up on the class, as Python's implicit lookup does; their results
+checked as CPython checks them), or by the builtin base's storage when the
+class leaves them to it.
 
 :class:`SpecialMethods` is mixed into
 :class:`~bytegraph.variables.objects.user_objects.UserDefinedObjectVariable`.
 """
 from __future__ import annotations
 
-import operator
 import sys
 import types
 
@@ -21,13 +22,12 @@ from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables.functions import UserMethodVariable
 from bytegraph.variables.constant import ConstantVariable, errors_are_the_programs, raise_traced
-from bytegraph.variables.containers.sequences import BaseSequenceVariable
 from bytegraph.variables.containers.user_iterators import PythonIteratorVariable, SequenceIteratorVariable
 from bytegraph.variables.objects import builtin_bases
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
+from bytegraph.variables.runtime_values import RuntimeValueVariable
 
 if TYPE_CHECKING:
-    from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
@@ -253,14 +253,6 @@ def _folded(part: VT, fn: Any) -> VT | None:
         return ConstantVariable(fn(part.as_python_constant()))
 
 
-def held_by_frames(tx: Tx, vt: VT) -> bool:
-    """Whether ``vt`` is a local or on the stack of this user frame or a caller's, or
-    an item of a sequence that is: then its object is alive (a conservative
-    answer: False may be wrong, True is not)."""
-    return any(held is vt or isinstance(held, BaseSequenceVariable) and any(i is vt for i in held.items)
-               for frame in tx.user_frames() for held in (*frame.symbolic_locals.values(), *frame.stack))
-
-
 def _checked_text(result: VT, name: str) -> VT:
     """What ``str()``/``repr()`` make of ``__str__``/``__repr__``'s result: a string, else eager's TypeError."""
     if not (result.is_python_constant() and isinstance(result.as_python_constant(), str)):
@@ -316,44 +308,3 @@ def checked_len(result: VT | Any) -> int:
 
 #: what ``bool(obj)`` asks, in order, each with CPython's check of its result
 _TRUTH_METHODS = (("__bool__", checked_bool), ("__len__", checked_len))
-
-
-class RuntimeValueVariable(VariableTracker):
-    """``fn(obj)`` (of type ``cls``) for an object made in the trace, where the
-    answer depends on the object's address, known only once it exists: object's
-    default ``str``/``repr`` (``<module.Class object at 0x...>``), its identity
-    ``hash``, its ``id``. Made after the graph by ``fn`` of the rebuilt object;
-    the trace cannot read it (reading it is a graph break), except that two
-    ``id()`` of objects compare as the objects' identities do."""
-
-    def __init__(self, obj: VT, fn: Any, cls: type):
-        super().__init__()
-        self.obj = obj
-        self.fn = fn
-        self.cls = cls
-
-    def python_type(self) -> type:
-        return self.cls
-
-    def hash_value(self, tx: Tx) -> VT | None:
-        """``hash()`` of the value: a function of it alone, made after the graph too."""
-        return RuntimeValueVariable(self, hash, int)
-
-    def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
-        """``id(a) == id(b)`` (and ``!=``): ``a is b``, when the trace knows it and,
-        for distinct objects, both are still alive (held by a frame's locals or
-        stack): a dead object's address may be reused by a later one."""
-        if op in (operator.eq, operator.ne) and self.fn is id and isinstance(other, RuntimeValueVariable) and (
-                other.fn is id):
-            same = self.obj.same_object(tx, other.obj)
-            if same or same is False and held_by_frames(tx, self.obj) and held_by_frames(tx, other.obj):
-                return ConstantVariable(same if op is operator.eq else not same)
-        return NotImplemented
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        codegen.load_callable(self.fn)
-        codegen.reconstruct(self.obj)
-        codegen.call(1)
-
-    def __repr__(self) -> str:
-        return f"RuntimeValueVariable({self.fn.__name__}, {self.obj})"
