@@ -569,3 +569,25 @@ def test_reading_the_message_of_such_a_value_error_breaks():
         return x, None
 
     check(f, t(2), graphs=0, breaks=1, gb_types=["str of traced value"])  # (inside the try: all natively)
+
+
+class ClearsVictim:
+    def __init__(self, victim):
+        self.victim = victim
+
+    def __eq__(self, other):
+        del self.victim[:]
+        return False
+
+
+@pytest.mark.parametrize("method", ["index", "count"])
+def test_search_whose_eq_empties_the_list_stops_as_eager(method):
+    def f(x):
+        a = []
+        a[:] = [ClearsVictim(a) for _ in range(5)]
+        try:
+            return x + 1, getattr(a, method)(None), a
+        except ValueError as e:
+            return x, str(e), a
+
+    full(f, t(2))

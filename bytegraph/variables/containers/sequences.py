@@ -191,6 +191,8 @@ class BaseSequenceVariable(VariableTracker):
         start, stop = (max(0, i + n) if i < 0 else min(i, n) for i in (start, stop))
         hits = []
         for i in range(start, stop) if name == "index" else range(n):
+            if i >= len(self.items):  # an __eq__ shortened the list: CPython's loop reads its size afresh
+                break
             item = self.items[i]
             if item.same_object(tx, value) or call_operator(tx, operator.eq, [item, value]).truthy(tx):
                 if name == "index":
