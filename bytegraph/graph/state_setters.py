@@ -1,4 +1,4 @@
-"""Plain setters of torch's process state in a graph (``torch.set_autocast_enabled``,
+"""Plain setters of torch's (and the interpreter's: ``sys.set_int_max_str_digits``) process state in a graph (``torch.set_autocast_enabled``,
 ``torch._C._set_default_dtype``, ``torch._C._set_deterministic_algorithms``...): what each
 one sets (:class:`SettableState`, :data:`SETTABLE`), the record of the state a trace found
 before its first switch (:class:`StateAtEntry`), and what a graph holding such switches
@@ -15,6 +15,7 @@ switched.
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Any, Callable, Iterator, NamedTuple
 
 import torch
@@ -53,6 +54,10 @@ def _value(value: Any) -> tuple:
     return (value,)
 
 
+def _max_digits(maxdigits: int) -> tuple:
+    return (maxdigits,)
+
+
 def _deterministic(mode: bool, *, warn_only: bool = False) -> tuple:
     return ((mode, warn_only),)
 
@@ -81,6 +86,9 @@ SETTABLE: dict[Callable, SettableState] = {
     torch._C._set_deterministic_fill_uninitialized_memory: SettableState(
         "deterministic fill", _value, torch._C._get_deterministic_fill_uninitialized_memory,
         torch._C._set_deterministic_fill_uninitialized_memory),
+    # the interpreter's limit on int <-> str conversions: folded conversions see it; no operation reads it
+    sys.set_int_max_str_digits: SettableState(
+        "int max str digits", _max_digits, sys.get_int_max_str_digits, sys.set_int_max_str_digits, in_graph=False),
 }
 
 def saved_tensors_hooks_disabled() -> str | None:

@@ -248,6 +248,16 @@ class VariableTracker:
         arguments, a user object's Python ``__str__``); None otherwise."""
         return None
 
+    def hash_value(self, tx: Tx) -> VariableTracker | None:
+        """``hash(self)`` when this kind answers it (a user object's ``__hash__``
+        or identity hash); None otherwise (constants fold)."""
+        return None
+
+    def int_value(self, tx: Tx) -> VariableTracker | None:
+        """``int(self)`` when this kind answers it (a user object's ``__int__``/
+        ``__index__``); None otherwise (constants fold, tensors convert)."""
+        return None
+
     def reversed_iter(self, tx: Tx) -> VariableTracker | None:
         """``reversed(self)`` when this kind answers it (a user object's Python
         ``__reversed__``); None otherwise (sequences and constants are reversed

@@ -104,6 +104,7 @@ from bytegraph.variables.tensors.tensor import TensorVariable
 from bytegraph.variables.torch_state.base import StateContextVariable
 from bytegraph.variables.torch_state.contexts import STATE_CONTEXTS, existing_state_context
 from bytegraph.variables.torch_state.break_regions import wrap_region
+from bytegraph.variables.torch_state.queries import STATE_QUERIES, STATE_SETTERS
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx
 
@@ -334,6 +335,8 @@ def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
         return UserFunctionVariable(polyfill, source)
     if _in(value, EVALUATED_ON_CONSTANTS):
         return EvaluatedCallVariable(value, source)
+    if _in(value, STATE_SETTERS) or _in(value, STATE_QUERIES):  # (sys.set_int_max_str_digits: not torch's)
+        return TorchFunctionVariable(value, source)
     if value is copy.copy or value is copy.deepcopy:
         return CopyFunctionVariable(value, source)
     if value is warnings.warn:

@@ -192,6 +192,10 @@ def binary_operation(tx: Tx, op: Any, a: VT, b: VT) -> VT | None:
         same = a.same_object(tx, b)
         if same is not None and (same or _declines_eq(a, b) and _declines_eq(b, a)):
             return ConstantVariable(same if op is operator.eq else not same)
+    if result is NotImplemented and op in ORDERING_SYMBOLS and _declines_order(a, b, BINARY_DUNDERS[op][0]) and (
+            _declines_order(b, a, BINARY_DUNDERS[op][1])):
+        raise_traced(TypeError, f"'{ORDERING_SYMBOLS[op]}' not supported between instances of "
+                                f"'{a.python_type().__name__}' and '{b.python_type().__name__}'")
     return None if result is NotImplemented else result
 
 
@@ -204,7 +208,10 @@ def protocol_operator(tx: Tx, fn: Any, args: Sequence[VT]) -> VT | None:
             return result
         if not container.has_unpack_var_sequence(tx):
             return None
-        for element in container.unpack_var_sequence(tx):  # no __contains__: CPython iterates
+        iterator = container.get_iter(tx)  # no __contains__: CPython iterates, up to the first match
+        step = getattr(iterator, "next_item", None)
+        elements = iter(functools.partial(step, tx), None) if step else iterator.unpack_var_sequence(tx)
+        for element in elements:
             if element.same_object(tx, item) or call_operator(tx, operator.eq, [element, item]).truthy(tx):
                 return ConstantVariable(True)
         return ConstantVariable(False)
@@ -231,7 +238,9 @@ def evaluate(fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> Any:
     :data:`NOT_FOLDED` when calling it now would run user code (a key function,
     a callable object), or when a mutable argument (list, dict, set), folded as
     a *copy*, gives a mutable result that may be (part of) that argument, whose
-    identity the copy lost.
+    identity the copy lost. An argument whose value is rebuilt for the call (a
+    tuple) and given back as the result (``t * 1``, ``t + ()``: CPython returns
+    the operand itself) is returned as its VT, which keeps its identity.
     """
     values = [a.as_python_constant() for a in args]
     kw = {k: v.as_python_constant() for k, v in kwargs.items()}
@@ -243,13 +252,18 @@ def evaluate(fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> Any:
         raise_traced_from(e)
     if any(a.mutable for a in (*args, *kwargs.values())) and not is_constant_value(result):
         return NOT_FOLDED
-    return result
+    return next((a for a, v in zip(args, values) if v is result and a.rebuilds_constant), result)
 
 
 def fold(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
     """The VT of :func:`evaluate`'s result, or None when it does not fold."""
     result = evaluate(fn, args, kwargs)
-    return None if result is NOT_FOLDED else wrap_const(tx, result)
+    return None if result is NOT_FOLDED else as_vt(tx, result)
+
+
+def as_vt(tx: Tx, result: Any) -> VT:
+    """What :func:`evaluate` returned, as a VT (an argument given back is one already)."""
+    return result if isinstance(result, VariableTracker) else wrap_const(tx, result)
 
 
 def bound_to_constant(fn: Any) -> bool:
@@ -310,17 +324,42 @@ def _declines_eq(vt: VT, other: VT) -> bool:
     """Whether ``vt``'s ``__eq__``/``__ne__`` answering NotImplemented against
     ``other`` is what eager's does, so that ``==`` falls back to identity: object's
     own ``__eq__``; a Python ``__eq__`` the kind inlined (and which declined); a
-    builtin scalar against a value of an unrelated type."""
+    builtin scalar or container against a value of an unrelated type."""
     cls = vt.python_type()
     if cls.__eq__ is object.__eq__ or cls is type(None):  # (3.12 gave None an __eq__ of its own)
         return True
     if isinstance(vt, PythonDunderOperators) and isinstance(cls.__eq__, types.FunctionType):
         return True
+    if cls in _CONTAINERS:  # (``list_richcompare``: NotImplemented unless both are lists...)
+        return not issubclass(other.python_type(), _CONTAINERS[cls])
     return vt.is_python_constant() and cls in _SCALARS and not issubclass(other.python_type(), cls)
+
+
+#: the ordering operators, as CPython's TypeError names them
+ORDERING_SYMBOLS = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">="}
+
+
+def _declines_order(vt: VT, other: VT, dunder: str) -> bool:
+    """Whether ``vt``'s ordering method ``dunder`` answering NotImplemented against
+    ``other`` is certainly what eager's does: object's own; a Python one the
+    kind inlined (and which declined); a builtin container's against a value
+    not of its kind."""
+    try:
+        cls = vt.python_type()
+    except Exception:  # noqa: BLE001 - a kind that cannot tell: not certain
+        return False
+    attr = next((vars(k)[dunder] for k in cls.__mro__ if dunder in vars(k)), None)
+    if attr is getattr(object, dunder):
+        return True
+    if isinstance(vt, PythonDunderOperators) and isinstance(attr, types.FunctionType):
+        return True
+    return cls in _CONTAINERS and not issubclass(other.python_type(), _CONTAINERS[cls])
 
 
 #: builtin scalars whose ``__eq__`` declines a value of any other type
 _SCALARS = frozenset({int, float, complex, str, bytes, bool})
+#: builtin containers whose ``__eq__`` declines a value not of these types
+_CONTAINERS = {list: list, tuple: tuple, dict: dict, set: (set, frozenset), frozenset: (set, frozenset)}
 
 
 def call_operator(tx: Tx, op: Any, args: Sequence[VT]) -> VT:

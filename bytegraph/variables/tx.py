@@ -138,6 +138,8 @@ class Tx(Protocol):
     done: bool
     #: the frame's local variables (cell contents included), as VTs
     symbolic_locals: dict[str, VT]
+    #: the frame's value stack, as VTs
+    stack: list[VT]
     #: context managers entered in this frame and not yet exited (``with``)
     block_stack: list[VT]
     #: the frame this one returns or yields to, whose exception state it continues (a generator

@@ -17,6 +17,7 @@ matching ``operator`` functions (:func:`call_builtin`).
 """
 from __future__ import annotations
 
+import ast
 import builtins
 import operator
 import types
@@ -45,8 +46,8 @@ from bytegraph.variables.containers.sequences import (
 )
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.exceptions import ExceptionVariable
-from bytegraph.variables.objects.builtin_bases import IMMUTABLE_BASES, builtin_base, leaves_to_base
 from bytegraph.variables.objects.class_statements import ClassMemberVariable
+from bytegraph.variables.runtime_values import RuntimeValueVariable, held_by_frames
 from bytegraph.variables.objects.user_objects import SlotMethodVariable
 from bytegraph.variables.operators import (
     IMMUTABLE_BUILTIN_TYPES,
@@ -54,6 +55,7 @@ from bytegraph.variables.operators import (
     PURE_BUILTINS,
     TENSOR_OPERATORS,
     apply_operator,
+    as_vt,
     call_operator,
     computes_from_arguments,
     evaluate,
@@ -150,14 +152,9 @@ class BuiltinVariable(ConstantCallableVariable):
         return obj.call_method(tx, "__len__", [], {})
 
     def _call_hash(self, tx: Tx, obj: VT) -> VT | None:
-        """``hash()`` of an instance of a subclass of an immutable builtin: its
-        type's ``__hash__`` (the base's hashes the builtin part); others: folded or a break."""
-        if obj.is_python_constant() or not hasattr(obj, "base_storage") or builtin_base(
-                obj.python_type()) not in IMMUTABLE_BASES:  # a user object's, not a symbolic int's
-            return None
-        if leaves_to_base(obj, tx, "__hash__"):
-            return self.call_function(tx, [obj.base_storage(tx)], {})
-        return obj.call_method(tx, "__hash__", [], {})
+        """``hash()`` as the value's kind answers it (a user object's
+        ``__hash__``); constants fold, others break."""
+        return None if obj.is_python_constant() else obj.hash_value(tx)
 
     def _call_isinstance(self, tx: Tx, obj: VT, classes: VT) -> VT | None:
         cls = classes.as_python_constant()
@@ -363,7 +360,13 @@ class BuiltinVariable(ConstantCallableVariable):
         )
 
     def _call_id(self, tx: Tx, obj: VT) -> VT | None:
-        """``id(obj)`` of an object read from a source: a constant, guarded by identity."""
+        """``id(obj)`` of an object read from a source: a constant, guarded by
+        identity; of an object made in the trace (one VT, rebuilt once) that a
+        frame holds: known after the graph (the rebuilt object's), compared as
+        the objects' identities are. A temporary's (``id([])``) breaks: its
+        address is free once the call returns, and may be the next object's."""
+        if obj.source is None and obj.rebuilt_once and held_by_frames(tx, obj):  # (else a temporary, soon dead)
+            return RuntimeValueVariable(obj, id, int)
         ident = obj.identity(tx)
         if ident is None or obj.source is None or not obj.guard_identity(tx):
             unimplemented(
@@ -375,7 +378,33 @@ class BuiltinVariable(ConstantCallableVariable):
             )
         return ConstantVariable(ident)
 
+    def _call_eval(self, tx: Tx, source: VT) -> VT | None:
+        """``eval(text)`` of a constant string that is a literal (``"False"``,
+        ``"(1, -2.5)"``, ``"{'a': [1]}"``: what ``ast.literal_eval`` reads, which
+        names nothing and runs no code): its value. Anything else (names, calls,
+        other operators, a syntax error) breaks."""
+        text = source.as_python_constant() if source.is_python_constant() else None
+        if not isinstance(text, str):
+            return None
+        try:
+            tree = ast.parse(text.lstrip(" \t"), mode="eval")
+            compile(tree, "<string>", "eval")
+            if not any(isinstance(node, (ast.Name, ast.Call)) for node in ast.walk(tree)):  # (literal_eval takes set())
+                return wrap_const(tx, ast.literal_eval(tree))
+        except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+            pass
+        unimplemented(
+            gb_type="eval of code",
+            context=f"eval() of a string that is not a literal ({len(text)} characters)",
+            explanation="bytegraph evaluates only literal strings at trace time; other code runs natively.",
+            hints=("Move the eval() out of the compiled function.",),
+        )
+
     def _call_int(self, tx: Tx, *args: VT) -> VT | None:
+        if len(args) == 1 and not args[0].is_python_constant():
+            converted = args[0].int_value(tx)
+            if converted is not None:
+                return converted
         return self._scalar_conversion(tx, "int", args)
 
     def _call_float(self, tx: Tx, *args: VT) -> VT | None:
@@ -436,7 +465,7 @@ def _fold(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | No
         return None
     if isinstance(result, _FOLDED_ITERATORS):
         return ListIteratorVariable([wrap_const(tx, v) for v in result], cls=type(result))
-    return wrap_const(tx, result)
+    return as_vt(tx, result)
 
 
 def call_builtin(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT] | None = None) -> VT:

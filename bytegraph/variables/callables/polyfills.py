@@ -199,7 +199,6 @@ EVALUATED_ON_CONSTANTS: dict[Callable, str | None] = {
     typing.get_args: None,
     typing.get_origin: None,
     sys.getrecursionlimit: "recursion limit",
-    sys.get_int_max_str_digits: "int max str digits",
     **dict.fromkeys((re.compile, re.search, re.match, re.fullmatch, re.sub, re.subn, re.split, re.findall,
                      re.finditer, re.escape, re.purge), None),  # (re's cache of patterns is invisible)
     **({npops.np.dtype: None, npops.np.finfo: None, npops.np.iinfo: None} if npops.np is not None else {}),

@@ -298,32 +298,6 @@ class ListIteratorVariable(IteratorVariable):
         return f"ListIteratorVariable({self.index}/{len(self.items)})"
 
 
-class PythonIteratorVariable(IteratorVariable):
-    """A user object whose class defines ``__next__`` in Python, iterated: each
-    step calls its ``__next__`` (traced, ``next_method`` bound to it) when the
-    consumer asks for an item, so the loop body and ``__next__`` interleave as
-    in eager; StopIteration ends it."""
-
-    def __init__(self, obj: VariableTracker, next_method: VariableTracker):
-        super().__init__()
-        self.obj = obj
-        self.next_method = next_method
-
-    def python_type(self) -> type:
-        return self.obj.python_type()
-
-    def next_item(self, tx: Tx) -> VariableTracker | None:
-        try:
-            return self.next_method.call_function(tx, [], {})
-        except TracedException as e:
-            if isinstance(e.exc, ExceptionVariable) and issubclass(e.exc.exc_type, StopIteration):
-                return None
-            raise
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        codegen.reconstruct(self.obj)
-
-
 class RangeIteratorVariable(ListIteratorVariable):
     """``iter(range(...))``: its items are known, its type is ``range_iterator``
     (``isinstance`` checks and a rebuilt iterator see that type, as in eager)."""

@@ -1,4 +1,4 @@
-"""Python sequences: tuple, list, torch.Size, deque, slice.
+"""Python sequences: tuple, list, torch.Size, slice (deques: :mod:`~bytegraph.variables.containers.deques`).
 
 Items are VariableTrackers, so a list may mix constants, tensors and other
 objects. Lists are mutable: in-trace mutations update the VT; when the VT has
@@ -12,7 +12,6 @@ imports the other as a module.
 """
 from __future__ import annotations
 
-import collections
 import operator
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -25,7 +24,9 @@ from bytegraph.variables.constant import (
     ConstantVariable, errors_are_the_programs, raise_traced, raise_traced_from, unmodelled_method,
 )
 from bytegraph.variables.containers import iterators
-from bytegraph.variables.operators import call_operator
+from bytegraph.variables.exceptions import ExceptionVariable, TracedException
+from bytegraph.variables.operators import ORDERING_SYMBOLS, call_operator
+from bytegraph.variables.runtime_values import RuntimeValueVariable
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 VT = VariableTracker
 
 
-def _const_int(tx: Tx, vt: VT) -> int:
+def const_int(tx: Tx, vt: VT) -> int:
     """The constant integer an index argument stands for, as
     ``operator.index`` reads it; eager's TypeError for anything else."""
     with errors_are_the_programs():
@@ -80,7 +81,32 @@ class BaseSequenceVariable(VariableTracker):
                 for x, y in zip(self.items, other.items)
             )
             return ConstantVariable(equal if op is operator.eq else not equal)
+        if op in ORDERING_SYMBOLS and isinstance(other, BaseSequenceVariable) and (
+                _ordered_kind(self) is _ordered_kind(other) is not None):
+            return self._order(tx, op, other)
         return NotImplemented
+
+    def _order(self, tx: Tx, op: Any, other: VT) -> VT:
+        """``self < other`` (``<=``, ``>``, ``>=``) of two lists or two tuples as
+        ``list_richcompare`` runs it: the first index whose items are not equal
+        (identity first, then ``==``, the lengths read afresh each step, as an
+        item's ``__eq__`` may change them), then those items compared with the
+        operator; past the end of either, the lengths. Where an ``__eq__``
+        changed the items compared last, CPython versions differ: a break."""
+        i = 0
+        while i < len(self.items) and i < len(other.items):
+            mine, theirs = self.items[i], other.items[i]
+            if not (mine.same_object(tx, theirs) or call_operator(tx, operator.eq, [mine, theirs]).truthy(tx)):
+                break
+            i += 1
+        if i >= len(self.items) or i >= len(other.items):
+            return ConstantVariable(op(len(self.items), len(other.items)))
+        if self.items[i] is not mine or other.items[i] is not theirs:
+            unimplemented(gb_type="sequence changed during comparison",
+                          context=f"{self.python_type().__name__} ordering whose __eq__ changed the items",
+                          explanation="Python versions differ on which items such a comparison compares last.",
+                          hints=(HINT_REWRITE,))
+        return call_operator(tx, op, [mine, theirs])
 
     def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
         """``n * a``: repetition, as ``a * n``."""
@@ -165,6 +191,8 @@ class BaseSequenceVariable(VariableTracker):
         start, stop = (max(0, i + n) if i < 0 else min(i, n) for i in (start, stop))
         hits = []
         for i in range(start, stop) if name == "index" else range(n):
+            if i >= len(self.items):  # an __eq__ shortened the list: CPython's loop reads its size afresh
+                break
             item = self.items[i]
             if item.same_object(tx, value) or call_operator(tx, operator.eq, [item, value]).truthy(tx):
                 if name == "index":
@@ -176,11 +204,14 @@ class BaseSequenceVariable(VariableTracker):
             raise_traced(ValueError, "tuple.index(x): x not in tuple")
         text = value.repr_text(tx) if not value.is_python_constant() else ConstantVariable(repr(
             value.as_python_constant()))
+        if isinstance(text, RuntimeValueVariable):  # object's repr, known after the graph: so is the message
+            raise TracedException(ExceptionVariable(ValueError, [RuntimeValueVariable(value, not_in_list, str)]))
         if text is None or not text.is_python_constant():
             unimplemented(gb_type="unsupported container method", context=f"list.index of {value}, not found",
                           explanation="The ValueError's message holds the value's repr, not known at trace time.",
                           hints=(HINT_REWRITE,))
-        raise_traced(ValueError, f"{text.as_python_constant()} is not in list")
+        raise_traced(ValueError, not_in_list(value.as_python_constant()) if value.is_python_constant() else (
+            f"{text.as_python_constant()} is not in list"))
 
     def reconstruct_items(self, codegen: PyCodegen) -> None:
         for item in self.items:
@@ -190,9 +221,54 @@ class BaseSequenceVariable(VariableTracker):
         return f"{type(self).__name__}({self.items!r})"
 
 
+def _ordered_kind(vt: VT) -> type | None:
+    """``list`` or ``tuple`` when ``vt`` orders as one (``list_richcompare``/
+    ``tuplerichcompare`` take subclasses of their type only), else None."""
+    cls = vt.python_type()
+    return next((kind for kind in (list, tuple) if issubclass(cls, kind)), None)
+
+
 class TupleVariable(BaseSequenceVariable):
+    """A tuple. An exact tuple follows CPython's identities: ``t * 1``, ``t + ()``,
+    ``() + t`` and ``t[:]`` give back ``t`` itself, and every empty tuple is one
+    object (``Objects/tupleobject.c``)."""
+
     def python_type(self) -> type:
         return tuple
+
+    def _exact(self) -> bool:
+        return self.python_type() is tuple
+
+    def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        if op is operator.add and isinstance(other, TupleVariable) and other._exact() and self._exact():
+            if not self.items or not other.items:
+                return other if not self.items else self
+        return super().binary_op(tx, op, other)
+
+    def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        if op is operator.mul and self._exact() and other.is_python_constant() and (
+                other.as_python_constant() == 1 and type(other.as_python_constant()) in (int, bool)):
+            return self
+        return super().reflected_binary_op(tx, op, other)
+
+    def getitem(self, tx: Tx, index: VT) -> VT:
+        idx = index.as_python_constant() if index.is_python_constant() else None
+        if self._exact() and isinstance(idx, slice) and idx.step in (None, 1) and idx.indices(
+                len(self.items)) == (0, len(self.items), 1):
+            return self
+        return super().getitem(tx, index)
+
+    def same_object(self, tx: Tx, other: VT) -> bool | None:
+        """Two tuples of one type are distinct objects when their lengths or the
+        identities of items at one position differ; two empty exact tuples are
+        one object."""
+        if isinstance(other, TupleVariable) and self is not other and self.python_type() is other.python_type():
+            if len(self.items) != len(other.items) or any(
+                    a.same_object(tx, b) is False for a, b in zip(self.items, other.items)):
+                return False
+            if not self.items and self._exact():
+                return True
+        return super().same_object(tx, other)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         if self.source is not None:
@@ -267,7 +343,16 @@ class ListVariable(BaseSequenceVariable):
         return None
 
     MUTATORS = frozenset({"append", "extend", "insert", "pop", "clear", "reverse", "__setitem__", "__delitem__",
-                          "remove", "sort", "__init__"})
+                          "remove", "sort", "__init__", "__iadd__", "__imul__"})
+
+    def method_dunder_iadd(self, tx: Tx, other: VT, /) -> VT:
+        """``lst.__iadd__(it)`` called as a method: ``lst += it``."""
+        return self.inplace_op(tx, operator.iadd, other)
+
+    def method_dunder_imul(self, tx: Tx, n: VT, /) -> VT:
+        """``lst.__imul__(n)`` called as a method: ``lst *= n`` (a non-integer: eager's TypeError)."""
+        const_int(tx, n)
+        return self.inplace_op(tx, operator.imul, n)
 
     def method_append(self, tx: Tx, item: VT) -> VT:
         self.items.append(item)
@@ -278,12 +363,12 @@ class ListVariable(BaseSequenceVariable):
         return ConstantVariable(None)
 
     def method_insert(self, tx: Tx, index: VT, item: VT) -> VT:
-        self.items.insert(_const_int(tx, index), item)
+        self.items.insert(const_int(tx, index), item)
         return ConstantVariable(None)
 
     def method_pop(self, tx: Tx, index: VT | None = None) -> VT:
         try:
-            return self.items.pop(-1 if index is None else _const_int(tx, index))
+            return self.items.pop(-1 if index is None else const_int(tx, index))
         except IndexError as e:
             raise_traced(IndexError, str(e))
 
@@ -373,6 +458,11 @@ class _Keyed:
         return self.key < other.key
 
 
+def not_in_list(value: Any) -> str:
+    """The message of ``list.index``'s ValueError for ``value``."""
+    return f"{value!r} is not in list"
+
+
 def sort_items(tx: Tx, items: list[VT], key: VT, reverse: bool, in_place: list[VT] | None = None) -> list[VT]:
     """``sorted(items, key=key, reverse=reverse)`` when the keys are constants. A
     comparison that raises is the traced program's error; a list sorted in place
@@ -403,124 +493,6 @@ def for_each_item(tx: Tx, iterable: VT, add: Callable[[VT], Any]) -> None:
     iterator = iterable.get_iter(tx)
     while (item := iterator.next_item(tx)) is not None:
         add(item)
-
-
-class DequeVariable(ListVariable):
-    """A ``collections.deque``: a list with operations at both ends and a
-    ``maxlen``. A bounded deque keeps its last ``maxlen`` items when items
-    are added at the right (``append``, ``extend``, ``+=``, ``+``, ``*``) and
-    its first when added at the left; ``insert`` into a full one raises."""
-
-    def __init__(self, items: Sequence[VT], maxlen: int | None = None, source=None):
-        super().__init__(items, source)
-        self.maxlen = maxlen
-
-    def python_type(self) -> type:
-        return collections.deque
-
-    def keep(self, items: list[VT], left: bool = False) -> list[VT]:
-        """What this deque's ``maxlen`` keeps of ``items`` just added at one end."""
-        if self.maxlen is None:
-            return list(items)
-        return items[: self.maxlen] if left else items[max(0, len(items) - self.maxlen) :]
-
-    def with_items(self, items: Sequence[VT]) -> VT:
-        return DequeVariable(self.keep(list(items)), self.maxlen)
-
-    def not_found(self, value: VT) -> str:
-        return f"{value.as_python_constant()!r} is not in deque"
-
-    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        if not hasattr(collections.deque, name):  # list methods a deque lacks (sort)
-            return bad_method(self, name)
-        if name in ("__getitem__", "__setitem__", "__delitem__") and args and isinstance(
-            args[0].as_python_constant(), slice
-        ):
-            raise_traced(TypeError, "sequence index must be integer, not 'slice'")
-        return super().call_method(tx, name, args, kwargs)
-
-    MUTATORS = ListVariable.MUTATORS | {"appendleft", "extendleft", "popleft", "rotate"}
-
-    def method_dunder_init(self, tx: Tx, iterable: VT | None = None, maxlen: VT | None = None) -> VT:
-        """``deque.__init__`` (of a deque subclass's instance): refilled, bounded by ``maxlen``."""
-        bound = None if maxlen is None else maxlen.as_python_constant()
-        if bound is not None and (type(bound) is not int or bound < 0):
-            raise_traced(ValueError if type(bound) is int else TypeError, "maxlen must be non-negative"
-                         if type(bound) is int else "an integer is required")
-        self.maxlen = bound
-        self.items.clear()
-        if iterable is not None:
-            self.method_extend(tx, iterable)
-        return ConstantVariable(None)
-
-    def method_append(self, tx: Tx, item: VT) -> VT:
-        return self._add(tx, [item], left=False)
-
-    def method_appendleft(self, tx: Tx, item: VT) -> VT:
-        return self._add(tx, [item], left=True)
-
-    def method_extend(self, tx: Tx, other: VT) -> VT:
-        for_each_item(tx, other, lambda item: self._add(tx, [item], left=False))
-        return ConstantVariable(None)
-
-    def method_extendleft(self, tx: Tx, other: VT) -> VT:
-        for_each_item(tx, other, lambda item: self._add(tx, [item], left=True))
-        return ConstantVariable(None)
-
-    def _add(self, tx: Tx, items: list[VT], left: bool) -> VT:
-        """Items added one by one at one end (``extendleft`` reverses them)."""
-        self.items[:] = self.keep(items[::-1] + self.items, left=True) if left else self.keep(self.items + items)
-        return ConstantVariable(None)
-
-    def method_insert(self, tx: Tx, index: VT, item: VT) -> VT:
-        if self.maxlen is not None and len(self.items) >= self.maxlen:
-            raise_traced(IndexError, "deque already at its maximum size")
-        return super().method_insert(tx, index, item)
-
-    def method_pop(self, tx: Tx, *args: VT) -> VT:
-        return self._pop(args, left=False)
-
-    def method_popleft(self, tx: Tx, *args: VT) -> VT:
-        return self._pop(args, left=True)
-
-    def _pop(self, args: Sequence[VT], left: bool) -> VT:
-        if args:
-            raise_traced(TypeError, f"deque.{'popleft' if left else 'pop'}() takes no arguments ({len(args)} given)")
-        if not self.items:
-            raise_traced(IndexError, "pop from an empty deque")
-        return self.items.pop(0 if left else -1)
-
-    def method_rotate(self, tx: Tx, n: VT | None = None) -> VT:
-        steps = 1 if n is None else _const_int(tx, n)
-        if self.items:
-            steps %= len(self.items)
-            self.items[:] = self.items[len(self.items) - steps :] + self.items[: len(self.items) - steps]
-        return ConstantVariable(None)
-
-    def method_copy(self, tx: Tx) -> VT:
-        return DequeVariable(self.items, self.maxlen)
-
-    def attr_maxlen(self, tx: Tx) -> VT:
-        return ConstantVariable(self.maxlen)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        if self.source is not None:
-            codegen.load_source(self.source)
-            return
-        codegen.load_callable(collections.deque)
-        self.reconstruct_contents(codegen)
-        codegen.load_const(self.maxlen)
-        codegen.call(2)
-
-    def apply_contents(self, codegen: PyCodegen, temp: str) -> None:
-        """``source.clear(); source.extend(temp)``."""
-        for method, method_args in (("clear", ()), ("extend", (temp,))):
-            codegen.load_source(self.source)
-            codegen.emit("LOAD_METHOD", method)
-            for arg in method_args:
-                codegen.load_local(arg)
-            codegen.call(len(method_args))
-            codegen.emit("POP_TOP")
 
 
 class SliceVariable(VariableTracker):

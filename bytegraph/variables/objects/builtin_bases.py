@@ -34,11 +34,14 @@ from typing import TYPE_CHECKING, Any, Sequence
 from bytegraph.guards.guards import LenMatch
 from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers import dicts
-from bytegraph.variables.containers.sequences import DequeVariable, ListVariable, TupleVariable
+from bytegraph.variables.containers.deques import DequeVariable
+from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
-from bytegraph.variables.operators import BINARY_DUNDERS, INPLACE_TO_BINARY, PythonDunderOperators, call_operator
+from bytegraph.variables.operators import (
+    BINARY_DUNDERS, INPLACE_TO_BINARY, UNARY_DUNDERS, PythonDunderOperators, call_operator,
+)
 from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -357,6 +360,14 @@ class BaseTypeOperators(PythonDunderOperators):
             result = binary_op(tx, op, self, other, True)
         return self._ne_from_eq(tx, op, other) if result is NotImplemented else result
 
+    def unary_op(self, tx: Tx, op: Any) -> Any:
+        """``-self``, ``abs(self)``...: the class's Python dunder, else the base's
+        operator on the builtin part (``-IntSub(5)`` is the int ``-5``)."""
+        result = super().unary_op(tx, op)
+        if result is NotImplemented and op in UNARY_DUNDERS and leaves_to_base(self, tx, UNARY_DUNDERS[op]):
+            return call_operator(tx, op, [storage(tx, self)])
+        return result
+
     def _ne_from_eq(self, tx: Tx, op: Any, other: VT) -> Any:
         """``self != other`` with object's own ``__ne__``: ``self.__eq__(other)``
         inverted, NotImplemented when that is (``Objects/typeobject.c``:
@@ -384,8 +395,17 @@ class BaseTypeOperators(PythonDunderOperators):
             tx, name) is None else result
 
     def contains_op(self, tx: Tx, item: VT) -> Any:
+        """``item in self``: the base's on the storage, or the class's Python
+        ``__contains__``; with ``__contains__ = None`` or a class that is not
+        iterable either (no ``__iter__``, no ``__getitem__``), eager's TypeError;
+        else NotImplemented (iterated)."""
         if leaves_to_base(self, tx, "__contains__"):
             return call_operator(tx, operator.contains, [storage(tx, self), item])
+        name = self.python_type().__name__
+        if self.special_method(tx, "__contains__") is None:
+            raise_traced(TypeError, f"'{name}' object is not a container")
+        if not self.has_iteration_protocol(tx):
+            raise_traced(TypeError, f"argument of type '{name}' is not iterable")
         return super().contains_op(tx, item)
 
 

@@ -20,7 +20,7 @@ from bytegraph.variables.callables.functions import PartialVariable, UserFunctio
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
-from bytegraph.variables.containers.sequences import DequeVariable
+from bytegraph.variables.containers.deques import DequeVariable
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.objects.builtin_bases import base_attr, builtin_base
 from bytegraph.variables.objects.class_lookup import class_attribute

@@ -1,15 +1,18 @@
 """The special methods of user objects: calls, ``with``, truth, iteration,
-``str()`` and ``repr()`` answered by the class's Python ``__call__``,
-``__enter__``/``__exit__``, ``__bool__``/``__len__``, ``__iter__``/``__next__``
-and ``__str__``/``__repr__`` (inlined; looked up on the class, as Python's
-implicit lookup does), or by the builtin base's storage when the class leaves
-them to it.
+``str()``, ``repr()``, ``hash()`` and ``int()`` answered by the class's Python
+``__call__``, ``__enter__``/``__exit__``, ``__bool__``/``__len__``,
+``__iter__``/``__next__`` (or ``__getitem__``: the sequence protocol),
+``__str__``/``__repr__``, ``__hash__``, ``__int__``/``__index__`` (inlined;
+looked up on the class, as Python's implicit lookup does; their results
+checked as CPython checks them), or by the builtin base's storage when the
+class leaves them to it.
 
 :class:`SpecialMethods` is mixed into
 :class:`~bytegraph.variables.objects.user_objects.UserDefinedObjectVariable`.
 """
 from __future__ import annotations
 
+import sys
 import types
 
 from typing import TYPE_CHECKING, Any, Sequence
@@ -18,13 +21,13 @@ from typing import TYPE_CHECKING, Any, Sequence
 from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables.functions import UserMethodVariable
-from bytegraph.variables.constant import ConstantVariable, raise_traced
-from bytegraph.variables.containers.iterators import PythonIteratorVariable
+from bytegraph.variables.constant import ConstantVariable, errors_are_the_programs, raise_traced
+from bytegraph.variables.containers.user_iterators import PythonIteratorVariable, SequenceIteratorVariable
 from bytegraph.variables.objects import builtin_bases
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
+from bytegraph.variables.runtime_values import RuntimeValueVariable
 
 if TYPE_CHECKING:
-    from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
@@ -89,31 +92,48 @@ class SpecialMethods:
             method = self.python_method(tx, name)
             if method is not None:
                 result = method.call_function(tx, args, kwargs)
-                if name == "__len__" and result.is_python_constant():  # len(obj) comes here: its check
-                    return ConstantVariable(checked_len(result.as_python_constant()))
+                if name == "__len__" and (result.is_python_constant() or not issubclass(result.python_type(), int)):
+                    return ConstantVariable(checked_len(result))  # len(obj) comes here: its check
                 return result
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
     def truthy(self, tx: Tx) -> bool:
-        cls = self.python_type()
         for dunder, checked in _TRUTH_METHODS:
             fn = self.special_method(tx, dunder)
             if fn is not _MISSING:
                 if isinstance(fn, types.FunctionType):
-                    result = UserMethodVariable(fn, self).call_function(tx, [], {}).as_python_constant()
-                    return bool(checked(result))
+                    return bool(checked(UserMethodVariable(fn, self).call_function(tx, [], {})))
+                blocked_slot(fn)
                 if builtin_bases.leaves_to_base(self, tx, dunder):
                     return builtin_bases.storage(tx, self).truthy(tx)
                 return super().truthy(tx)
         return True
 
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
-        return self.special_method(tx, "__iter__") is not _MISSING
+        return self.special_method(tx, "__iter__") is not _MISSING or self._indexed_only(tx)
+
+    def has_iteration_protocol(self, tx: Tx) -> bool:
+        """Whether ``iter(self)`` finds a protocol on the class: an ``__iter__``
+        that is not None, or, without one, a ``__getitem__``."""
+        iter_fn = self.special_method(tx, "__iter__")
+        return iter_fn is not None and (iter_fn is not _MISSING or self.special_method(tx, "__getitem__") is not _MISSING)
+
+    def _indexed_only(self, tx: Tx) -> bool:
+        """Whether ``iter(self)`` is CPython's sequence iterator: the class has no
+        ``__iter__`` and a Python ``__getitem__``."""
+        return self.special_method(tx, "__iter__") is _MISSING and isinstance(
+            self.special_method(tx, "__getitem__"), types.FunctionType)
 
     def lazy_iterator(self, tx: Tx) -> VT | None:
         """``iter(self)`` through a Python ``__iter__`` (None without one): stepped
-        one ``__next__`` at a time when it returns a Python iterator."""
+        one ``__next__`` at a time when it returns a Python iterator; without
+        ``__iter__``, through a Python ``__getitem__`` (the sequence protocol);
+        neither (or ``__iter__ = None``): eager's TypeError."""
+        if not self.has_iteration_protocol(tx):
+            raise_traced(TypeError, f"'{self.python_type().__name__}' object is not iterable")
         iter_fn = self.special_method(tx, "__iter__")
+        if self._indexed_only(tx):
+            return SequenceIteratorVariable(self)
         if not isinstance(iter_fn, types.FunctionType):
             return None
         iterator = UserMethodVariable(iter_fn, self).call_function(tx, [], {})
@@ -126,9 +146,11 @@ class SpecialMethods:
         object's ``__str__``, its repr (``Objects/object.c``: ``PyObject_Str``); None
         when other C code would answer."""
         method = self.python_method(tx, "__str__")
-        if method is None:
-            return self.repr_text(tx) if self.special_method(tx, "__str__") is object.__str__ else None
-        return _checked_text(method.call_function(tx, [], {}), "__str__")
+        if method is not None:
+            return _checked_text(method.call_function(tx, [], {}), "__str__")
+        if self.special_method(tx, "__str__") is object.__str__:
+            return self.repr_text(tx)
+        return self._base_answer(tx, "__str__", str)
 
     def repr_text(self, tx: Tx) -> VT | None:
         """``repr(self)``: the class's Python ``__repr__``; object's repr (it holds
@@ -136,7 +158,73 @@ class SpecialMethods:
         method = self.python_method(tx, "__repr__")
         if method is not None:
             return _checked_text(method.call_function(tx, [], {}), "__repr__")
-        return RuntimeStrVariable(self, repr) if self.special_method(tx, "__repr__") is object.__repr__ else None
+        if self.special_method(tx, "__repr__") is object.__repr__:
+            return RuntimeValueVariable(self, repr, str)
+        return self._base_answer(tx, "__repr__", repr)
+
+    def _base_answer(self, tx: Tx, dunder: str, fn: Any) -> VT | None:
+        """``fn(self)`` when the class leaves ``dunder`` to its builtin base: ``fn``
+        of the builtin part, folded when it is a constant (``str(IntSub(5))``); else None."""
+        return _folded(builtin_bases.storage(tx, self), fn) if builtin_bases.leaves_to_base(self, tx, dunder) else None
+
+    def hash_value(self, tx: Tx) -> VT | None:
+        """``hash(self)`` as CPython's ``slot_tp_hash`` answers it: the class's
+        Python ``__hash__`` (its result checked and reduced); ``__hash__ = None``
+        (a class defining ``__eq__`` only): eager's TypeError; a builtin base's
+        own hash of the builtin part; object's identity hash, read from the real
+        object (guarded by identity) or, for an object made in the trace, made
+        after the graph. None otherwise (a break)."""
+        fn = self.special_method(tx, "__hash__")
+        if fn is None:
+            raise_traced(TypeError, f"unhashable type: '{self.python_type().__name__}'")
+        if isinstance(fn, types.FunctionType):
+            result = UserMethodVariable(fn, self).call_function(tx, [], {})
+            if isinstance(result, RuntimeValueVariable) and result.fn in (id, hash):
+                return result  # (``hash(id(self))``) a word, never -1: slot_tp_hash keeps it
+            return ConstantVariable(checked_hash(result, builtin_bases.operand(tx, result)))
+        if builtin_bases.leaves_to_base(self, tx, "__hash__"):
+            part = builtin_bases.storage(tx, self)
+            if not part.is_python_constant():
+                return None
+            with errors_are_the_programs():  # a tuple holding a list: eager's TypeError
+                return ConstantVariable(hash(part.as_python_constant()))
+        if fn is not object.__hash__:
+            return None
+        real = tx.output.side_effects.object_of(self)
+        if real is not None and self.guard_identity(tx):
+            return ConstantVariable(hash(real))
+        return RuntimeValueVariable(self, hash, int) if self.source is None else None
+
+    def int_value(self, tx: Tx) -> VT | None:
+        """``int(self)`` as ``PyNumber_Long`` answers it: the class's ``__int__``,
+        else ``__index__`` (a Python one inlined, its result an exact int or
+        eager's TypeError; a builtin base's applied to the builtin part); a
+        ``str``/``bytes`` base's text parsed; a class of Python classes only with
+        none of them: eager's TypeError. None (a break) where CPython warns
+        (an int subclass returned, the ``__trunc__`` fallback) or C code answers."""
+        cls = self.python_type()
+        for dunder in ("__int__", "__index__"):
+            fn = self.special_method(tx, dunder)
+            if fn is _MISSING:
+                continue
+            if builtin_bases.leaves_to_base(self, tx, dunder):
+                return _folded(builtin_bases.storage(tx, self), int)
+            if not isinstance(fn, types.FunctionType):
+                blocked_slot(fn)
+                return None
+            result = UserMethodVariable(fn, self).call_function(tx, [], {})
+            if result.python_type() is int:
+                return result
+            if not issubclass(result.python_type(), int):
+                raise_traced(TypeError, f"{dunder} returned non-int (type {result.python_type().__name__})")
+            return None  # an int subclass: CPython warns (DeprecationWarning), then takes its value
+        if builtin_bases.builtin_base(cls) in (str, bytes):
+            return _folded(builtin_bases.storage(tx, self), int)
+        if self.special_method(tx, "__trunc__") is _MISSING and all(
+                k.__flags__ & _HEAPTYPE for k in cls.__mro__[:-1]):
+            raise_traced(TypeError, "int() argument must be a string, a bytes-like object or a real number, "
+                         f"not '{cls.__name__}'")
+        return None
 
     def reversed_iter(self, tx: Tx) -> VT | None:
         """``reversed(self)`` through the class's Python ``__reversed__`` (a
@@ -153,6 +241,18 @@ class SpecialMethods:
         return super().unpack_var_sequence(tx)
 
 
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (no slots filled in C)
+
+
+def _folded(part: VT, fn: Any) -> VT | None:
+    """``fn(part)`` (``int``, ``str``, ``repr``) of the builtin part of an object: folded
+    when it is a constant (a bad literal, digits past the limit: eager's ValueError), else None."""
+    if not part.is_python_constant():
+        return None
+    with errors_are_the_programs():
+        return ConstantVariable(fn(part.as_python_constant()))
+
+
 def _checked_text(result: VT, name: str) -> VT:
     """What ``str()``/``repr()`` make of ``__str__``/``__repr__``'s result: a string, else eager's TypeError."""
     if not (result.is_python_constant() and isinstance(result.as_python_constant(), str)):
@@ -160,47 +260,51 @@ def _checked_text(result: VT, name: str) -> VT:
     return result
 
 
-def checked_bool(result: Any) -> bool:
-    """What Python makes of ``__bool__``'s result: a non-bool raises eager's
-    TypeError in the traced program."""
-    if type(result) is not bool:
-        raise_traced(TypeError, f"__bool__ should return bool, returned {type(result).__name__}")
-    return result
+def blocked_slot(attr: Any) -> None:
+    """A special method set to a value that is not callable (``__bool__ = None``,
+    which blocks the protocol): Python calls it anyway, eager's TypeError."""
+    if not callable(attr):
+        raise_traced(TypeError, f"'{type(attr).__name__}' object is not callable")
 
 
-def checked_len(result: Any) -> int:
-    """What Python makes of ``__len__``'s result: an int (``True`` -> 1); a
-    result of the wrong type or a negative length raises eager's
-    TypeError/ValueError in the traced program."""
-    if not isinstance(result, int):
-        raise_traced(TypeError, f"'{type(result).__name__}' object cannot be interpreted as an integer")
-    if result < 0:
+def checked_bool(result: VT) -> bool:
+    """What Python makes of the VT ``__bool__`` returned: a non-bool (an int, the
+    object itself) raises eager's TypeError in the traced program."""
+    if result.python_type() is not bool or not result.is_python_constant():
+        raise_traced(TypeError, f"__bool__ should return bool, returned {result.python_type().__name__}")
+    return result.as_python_constant()
+
+
+def checked_hash(result: VT, number: VT) -> int:
+    """What ``slot_tp_hash`` makes of the VT ``__hash__`` returned (``number``:
+    its int part): an int (of any subclass) is used as it is when it fits a
+    machine word (-1 becomes -2), else reduced as ``int.__hash__`` reduces it;
+    anything else raises eager's TypeError."""
+    if not issubclass(result.python_type(), int):
+        raise_traced(TypeError, "__hash__ method should return an integer")
+    if not number.is_python_constant():
+        unimplemented(gb_type="unsupported hash", context=f"__hash__ returned {result}",
+                      explanation="The hash of this object is not known at trace time.")
+    value = int(number.as_python_constant())
+    if not -sys.maxsize - 1 <= value <= sys.maxsize:
+        return hash(value)
+    return -2 if value == -1 else value
+
+
+def checked_len(result: VT | Any) -> int:
+    """What Python makes of ``__len__``'s result (a VT or a constant): an int
+    (``True`` -> 1); a result of the wrong type or a negative length raises
+    eager's TypeError/ValueError in the traced program."""
+    cls = result.python_type() if isinstance(result, VariableTracker) else type(result)
+    if not issubclass(cls, int):
+        raise_traced(TypeError, f"'{cls.__name__}' object cannot be interpreted as an integer")
+    value = result.as_python_constant() if isinstance(result, VariableTracker) else result
+    if value < 0:
         raise_traced(ValueError, "__len__() should return >= 0")
-    return int(result)
+    if value > sys.maxsize:
+        raise_traced(OverflowError, "cannot fit 'int' into an index-sized integer")
+    return int(value)
 
 
 #: what ``bool(obj)`` asks, in order, each with CPython's check of its result
 _TRUTH_METHODS = (("__bool__", checked_bool), ("__len__", checked_len))
-
-
-class RuntimeStrVariable(VariableTracker):
-    """``str(obj)`` or ``repr(obj)`` (``fn``) of an object whose string is object's
-    default repr (``<module.Class object at 0x...>``: its address, known only once
-    the object exists): made after the graph by ``fn`` of the rebuilt object.
-    The trace cannot read it (reading it is a graph break)."""
-
-    def __init__(self, obj: VT, fn: Any = str):
-        super().__init__()
-        self.obj = obj
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return str
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        codegen.load_callable(self.fn)
-        codegen.reconstruct(self.obj)
-        codegen.call(1)
-
-    def __repr__(self) -> str:
-        return f"RuntimeStrVariable({self.fn.__name__}, {self.obj})"

@@ -79,6 +79,7 @@ STATE_QUERIES: dict[Callable, str] = {
     torch._C._autograd._saved_tensors_hooks_get_disabled_error_message: "saved tensors hooks disabled",
     torch.fx._symbolic_trace.is_fx_tracing: "fx tracing",
     torch.distributed.is_available: "distributed build",
+    sys.get_int_max_str_digits: "int max str digits",
     **({torch.distributed.is_initialized: "distributed process group"} if torch.distributed.is_available() else {}),
 }
 
