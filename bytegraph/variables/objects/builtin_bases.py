@@ -323,7 +323,8 @@ def binary_op(tx: Tx, op: Any, obj: Any, other: VT, reflected: bool) -> Any:
     if names is None or not _leaves_operator_to_base(obj, tx, names[1 if reflected else 0], reflected):
         return NotImplemented
     mine, theirs = (dicts.as_dict(tx, vt) or vt for vt in (storage(tx, obj), operand(tx, other)))
-    if declines(mine, names[1 if reflected else 0], theirs):
+    if issubclass(builtin_base(obj.python_type()), (set, frozenset)) and declines(mine, names[1 if reflected else 0],
+                                                                                theirs):
         return NotImplemented  # eager's TypeError names the subclass, not its base
     cls = obj.python_type()
     base = builtin_base(cls)
