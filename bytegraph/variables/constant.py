@@ -19,7 +19,7 @@ import torch
 from bytegraph.variables.base import BoundMethodVariable, KnownObjectVariable, VariableTracker, bad_method
 from bytegraph.variables.handlers import BUILTIN_CONTAINERS, call_method_handler
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
-from bytegraph.variables.tx import range_iterator, wrap_const
+from bytegraph.variables.tx import frozenset_members, range_iterator, wrap_const
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx
 
@@ -138,7 +138,10 @@ class ConstantVariable(KnownObjectVariable):
         result = call_method_handler(self, tx, name, args, kwargs)
         if result is not None:
             return result
-        if all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values()):
+        known = all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values())
+        if not known and type(self.value) is frozenset:  # ``fs.union(s)`` of a set holding objects
+            return frozenset_members(self.value).call_method(tx, name, args, kwargs)
+        if known:
             method = getattr(self.value, name, None)
             if method is not None:
                 try:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 from bytegraph.breaks import HINT_REWRITE, unimplemented
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced, raise_traced_from
+from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute
 from bytegraph.variables.tx import wrap_const
 
 if TYPE_CHECKING:
@@ -178,7 +179,8 @@ def binary_operation(tx: Tx, op: Any, a: VT, b: VT) -> VT | None:
     on with the binary operator); then ``a.binary_op``, then
     ``b.reflected_binary_op``; a subscript no kind claims is ``a.__getitem__(b)``;
     ``==``/``!=`` that no kind claims compare identities where the types do."""
-    if op in INPLACE_TO_BINARY:
+    inplace = op in INPLACE_TO_BINARY
+    if inplace:
         result = a.inplace_op(tx, op, b)
         if result is not NotImplemented:
             return result
@@ -190,13 +192,36 @@ def binary_operation(tx: Tx, op: Any, a: VT, b: VT) -> VT | None:
         return a.call_method(tx, "__getitem__", [b], {})
     if result is NotImplemented and op in (operator.eq, operator.ne):
         same = a.same_object(tx, b)
-        if same is not None and (same or _declines_eq(a, b) and _declines_eq(b, a)):
+        if same is not None and (same or _both_decline(op, a, b)):
             return ConstantVariable(same if op is operator.eq else not same)
-    if result is NotImplemented and op in ORDERING_SYMBOLS and _declines_order(a, b, BINARY_DUNDERS[op][0]) and (
-            _declines_order(b, a, BINARY_DUNDERS[op][1])):
-        raise_traced(TypeError, f"'{ORDERING_SYMBOLS[op]}' not supported between instances of "
-                                f"'{a.python_type().__name__}' and '{b.python_type().__name__}'")
+    if result is NotImplemented and op in OPERATOR_SYMBOLS and _both_decline(op, a, b):
+        _no_operator(OPERATOR_SYMBOLS[op] + ("=" if inplace else ""), a, b, op in ORDERINGS)
     return None if result is NotImplemented else result
+
+
+#: the symbol CPython's TypeError names an operator by, when both operands decline it
+OPERATOR_SYMBOLS = {
+    operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.floordiv: "//",
+    operator.mod: "%", operator.pow: "** or pow()", operator.matmul: "@", operator.and_: "&", operator.or_: "|",
+    operator.xor: "^", operator.lshift: "<<", operator.rshift: ">>", operator.lt: "<", operator.le: "<=",
+    operator.gt: ">", operator.ge: ">=",
+}
+ORDERINGS = frozenset({operator.lt, operator.le, operator.gt, operator.ge})
+
+
+def _both_decline(op: Any, a: VT, b: VT) -> bool:
+    """Whether ``a op b`` has no answer in eager: ``a``'s dunder and ``b``'s
+    reflected one both give NotImplemented (or do not exist)."""
+    names = BINARY_DUNDERS[op]
+    return declines(a, names[0], b) and declines(b, names[1], a)
+
+
+def _no_operator(symbol: str, a: VT, b: VT, ordering: bool) -> NoReturn:
+    """Eager's TypeError for an operator neither operand supports."""
+    left, right = tp_name(a.python_type()), tp_name(b.python_type())
+    if ordering:
+        raise_traced(TypeError, f"'{symbol}' not supported between instances of '{left}' and '{right}'")
+    raise_traced(TypeError, f"unsupported operand type(s) for {symbol}: '{left}' and '{right}'")
 
 
 def protocol_operator(tx: Tx, fn: Any, args: Sequence[VT]) -> VT | None:
@@ -320,46 +345,62 @@ def _runs_user_code(value: Any) -> bool:
     return callable(value) and not isinstance(value, (type, types.BuiltinFunctionType, types.BuiltinMethodType))
 
 
-def _declines_eq(vt: VT, other: VT) -> bool:
-    """Whether ``vt``'s ``__eq__``/``__ne__`` answering NotImplemented against
-    ``other`` is what eager's does, so that ``==`` falls back to identity: object's
-    own ``__eq__``; a Python ``__eq__`` the kind inlined (and which declined); a
-    builtin scalar or container against a value of an unrelated type."""
+def declines(vt: VT, name: str, other: VT) -> bool:
+    """Whether ``type(vt).<name>`` (a binary dunder) answers NotImplemented
+    against ``other``, as eager's does (so that ``==`` falls back to identity and
+    other operators raise TypeError): none defined, or object's own; a Python
+    dunder the kind inlined (and which declined); the C dunders of sets and dicts
+    against a value of another kind (:data:`_C_OPERANDS`); a builtin scalar's
+    against a value of an unrelated type (not a number or text, for arithmetic)."""
     cls = vt.python_type()
-    if cls.__eq__ is object.__eq__ or cls is type(None):  # (3.12 gave None an __eq__ of its own)
+    method = class_attribute(cls, name)  # the type's own MRO: ``type.__ror__`` is the metaclass's
+    if method is _MISSING or method is vars(object).get(name, _MISSING) or cls is type(None) and name in _EQUALITIES:
+        return True  # (3.12 gave None an __eq__ of its own)
+    if isinstance(vt, PythonDunderOperators) and isinstance(method, types.FunctionType):
         return True
-    if isinstance(vt, PythonDunderOperators) and isinstance(cls.__eq__, types.FunctionType):
-        return True
-    if cls in _CONTAINERS:  # (``list_richcompare``: NotImplemented unless both are lists...)
-        return not issubclass(other.python_type(), _CONTAINERS[cls])
-    return vt.is_python_constant() and cls in _SCALARS and not issubclass(other.python_type(), cls)
+    other_cls = other.python_type()
+    for base, accepted in _C_OPERANDS.items():
+        if method is vars(base).get(name):
+            if base in (list, tuple) and name not in _EQUALITIES + _ORDERINGS:
+                return False  # ``+``, ``*`` of a sequence: not modelled here
+            return not issubclass(other_cls, accepted) or base is dict and name in _ORDERINGS
+    if not vt.is_python_constant() or cls not in _SCALARS:
+        return False
+    if name in _EQUALITIES:
+        return not issubclass(other_cls, cls)
+    # numbers compute with numbers only; text also formats (``%``) and repeats (``*``) with anything
+    return not issubclass(other_cls, tuple(_SCALARS)) and not (cls in (str, bytes) and name in _TEXT_ACCEPTS_ANY)
+
+
+_EQUALITIES = ("__eq__", "__ne__")
+_ORDERINGS = ("__lt__", "__le__", "__gt__", "__ge__")
+_TEXT_ACCEPTS_ANY = ("__mod__", "__rmod__", "__mul__", "__rmul__")
+
+#: builtin types whose C binary dunders (a list's and a tuple's comparisons) take only operands of
+#: these kinds (``Objects/setobject.c``: ``PyAnySet_Check``; ``Objects/dictobject.c``: ``PyDict_Check``,
+#: and a dict orders with nothing; ``listobject.c``, ``tupleobject.c``: ``*_richcompare``)
+_C_OPERANDS = {set: (set, frozenset), frozenset: (set, frozenset), dict: dict, list: list, tuple: tuple}
+
+
+def tp_name(cls: type) -> str:
+    """The name CPython's messages give a type (``tp_name``): a type made in C
+    (static, or a heap type from a spec, which is immutable: 3.12's
+    ``itertools.repeat``) of a module other than builtins is dotted
+    (``itertools.repeat``); a class statement's is its name."""
+    made_in_c = not cls.__flags__ & _HEAPTYPE or cls.__flags__ & _IMMUTABLETYPE
+    return f"{cls.__module__}.{cls.__name__}" if made_in_c and cls.__module__ != "builtins" else cls.__name__
+
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type()), or by C from a spec
+_IMMUTABLETYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: its attributes cannot be set (C types; never a class statement's)
 
 
 #: the ordering operators, as CPython's TypeError names them
 ORDERING_SYMBOLS = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">="}
 
 
-def _declines_order(vt: VT, other: VT, dunder: str) -> bool:
-    """Whether ``vt``'s ordering method ``dunder`` answering NotImplemented against
-    ``other`` is certainly what eager's does: object's own; a Python one the
-    kind inlined (and which declined); a builtin container's against a value
-    not of its kind."""
-    try:
-        cls = vt.python_type()
-    except Exception:  # noqa: BLE001 - a kind that cannot tell: not certain
-        return False
-    attr = next((vars(k)[dunder] for k in cls.__mro__ if dunder in vars(k)), None)
-    if attr is getattr(object, dunder):
-        return True
-    if isinstance(vt, PythonDunderOperators) and isinstance(attr, types.FunctionType):
-        return True
-    return cls in _CONTAINERS and not issubclass(other.python_type(), _CONTAINERS[cls])
-
-
 #: builtin scalars whose ``__eq__`` declines a value of any other type
 _SCALARS = frozenset({int, float, complex, str, bytes, bool})
-#: builtin containers whose ``__eq__`` declines a value not of these types
-_CONTAINERS = {list: list, tuple: tuple, dict: dict, set: (set, frozenset), frozenset: (set, frozenset)}
 
 
 def call_operator(tx: Tx, op: Any, args: Sequence[VT]) -> VT:

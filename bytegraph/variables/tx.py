@@ -256,6 +256,12 @@ def list_iterator(items: list[VT], of: VT | None = None) -> VT:
 
 
 @Provided
+def frozenset_members(value: frozenset) -> VT:
+    """A constant frozenset as a set of members, for its methods with arguments
+    not known now (:mod:`.containers.sets`)."""
+
+
+@Provided
 def range_iterator(value: range) -> VT:
     """``iter(value)`` of a range (:mod:`.containers.iterators`)."""
 
@@ -293,8 +299,8 @@ def dispatch_tensor_method(tx: Tx, obj: TensorVariable, name: str, args: Sequenc
 
 
 #: every function of this module that a higher module provides
-PROVIDED = (wrap, wrap_const, make_tuple, list_iterator, range_iterator, construct_object, tensor_to_numpy, as_subclass,
-            make_tensor_subclass, dispatch_torch_function, dispatch_tensor_method)
+PROVIDED = (wrap, wrap_const, make_tuple, list_iterator, frozenset_members, range_iterator, construct_object,
+            tensor_to_numpy, as_subclass, make_tensor_subclass, dispatch_torch_function, dispatch_tensor_method)
 
 
 def wrap_attr(tx: Tx, obj: VT, value: Any, name: str) -> VT:

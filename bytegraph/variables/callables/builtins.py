@@ -46,6 +46,7 @@ from bytegraph.variables.containers.sequences import (
 )
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.exceptions import ExceptionVariable
+from bytegraph.variables.objects.class_lookup import class_attribute
 from bytegraph.variables.objects.class_statements import ClassMemberVariable
 from bytegraph.variables.runtime_values import RuntimeValueVariable, held_by_frames
 from bytegraph.variables.objects.user_objects import SlotMethodVariable
@@ -61,6 +62,7 @@ from bytegraph.variables.operators import (
     evaluate,
     foldable,
     protocol_operator,
+    tp_name,
     unsupported_builtin,
 )
 from bytegraph.variables.tensors.graph_calls import graph_call
@@ -153,7 +155,11 @@ class BuiltinVariable(ConstantCallableVariable):
 
     def _call_hash(self, tx: Tx, obj: VT) -> VT | None:
         """``hash()`` as the value's kind answers it (a user object's
-        ``__hash__``); constants fold, others break."""
+        ``__hash__``); of an instance of a type whose ``__hash__`` is None (a mutable
+        builtin, a subclass of one, a class defining ``__eq__`` only): eager's
+        TypeError; constants fold, others break."""
+        if class_attribute(obj.python_type(), "__hash__") is None:
+            raise_traced(TypeError, f"unhashable type: '{tp_name(obj.python_type())}'")
         return None if obj.is_python_constant() else obj.hash_value(tx)
 
     def _call_isinstance(self, tx: Tx, obj: VT, classes: VT) -> VT | None:
@@ -226,6 +232,8 @@ class BuiltinVariable(ConstantCallableVariable):
         return SetVariable.from_iterable(tx, obj, set)
 
     def _call_frozenset(self, tx: Tx, obj: VT | None = None) -> VT | None:
+        if obj is not None and obj.python_type() is frozenset:
+            return obj  # a frozenset is its own frozenset (``Objects/setobject.c``: ``frozenset_new``)
         return SetVariable.from_iterable(tx, obj, frozenset)
 
     def _call_enumerate(self, tx: Tx, obj: VT, start: VT | None = None) -> VT | None:
@@ -432,19 +440,6 @@ class BuiltinVariable(ConstantCallableVariable):
                 hints=(HINT_REWRITE,),
             )
         return None
-
-
-def tp_name(cls: type) -> str:
-    """The name CPython's messages give a type (``tp_name``): a type made in C
-    (static, or a heap type from a spec, which is immutable: 3.12's
-    ``itertools.repeat``) of a module other than builtins is dotted
-    (``itertools.repeat``); a class statement's is its name."""
-    made_in_c = not cls.__flags__ & _HEAPTYPE or cls.__flags__ & _IMMUTABLETYPE
-    return f"{cls.__module__}.{cls.__name__}" if made_in_c and cls.__module__ != "builtins" else cls.__name__
-
-
-_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type()), or by C from a spec
-_IMMUTABLETYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: its attributes cannot be set (C types; never a class statement's)
 
 
 def _instances_are_callable(cls: type) -> bool:

@@ -72,8 +72,8 @@ def _copy(tx: Tx, vt: VT, memo: dict[int, VT] | None) -> VT:
     if memo is not None and id(vt) in memo:
         return memo[id(vt)]
     cls = vt.python_type()
-    if isinstance(vt, ConstantVariable) or issubclass(cls, _ATOMIC):
-        return vt
+    if isinstance(vt, ConstantVariable) or issubclass(cls, _ATOMIC) or memo is None and cls is frozenset:
+        return vt  # (``copy.copy`` gives a frozenset back itself)
     if isinstance(vt, LazyDictVariable):
         vt = vt.materialize(tx)
 

@@ -28,7 +28,9 @@ from bytegraph.variables.constant import ConstantVariable, raise_traced_from, un
 from bytegraph.variables.containers.dict_views import DictViewVariable
 from bytegraph.variables.containers.dicts import DictVariable, IdentityKey, apply_by_clear_update
 from bytegraph.variables.containers.iterators import SetIteratorVariable
-from bytegraph.variables.tx import wrap_const
+from bytegraph.variables.exceptions import ExceptionVariable, TracedException
+from bytegraph.variables.objects.class_lookup import class_attribute
+from bytegraph.variables.tx import frozenset_members, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
@@ -49,6 +51,8 @@ SET_INPLACE = {
 
 #: set methods whose arguments are members (the others take iterables).
 MEMBER_ARGUMENT_METHODS = frozenset({"add", "discard", "remove", "__contains__"})
+#: the member methods that look their argument up (CPython retries an unhashable set as a frozenset)
+LOOKUP_METHODS = frozenset({"discard", "remove", "__contains__"})
 
 
 class _Keys:
@@ -65,13 +69,27 @@ class _Keys:
             self.objects.setdefault(key, item)
         return key
 
+    def lookup_key(self, tx: Tx, item: VT) -> Any:
+        """The key ``in``, ``remove`` and ``discard`` look ``item`` up by: a set
+        (unhashable) as the frozenset of its members, as CPython retries
+        (``Objects/setobject.c``: ``set_contains``); an instance of a frozenset
+        subclass that keeps frozenset's ``__hash__`` and ``__eq__`` hashes and
+        compares as the frozenset of its members."""
+        cls = item.python_type()
+        if not issubclass(cls, (set, frozenset)) or not _hashed_as_frozenset(cls):
+            return self.key(tx, item)
+        members = item if isinstance(item, SetVariable) else getattr(item, "base_storage", None)
+        if members is None:
+            return self.key(tx, item)  # a kind that does not model its members: as any other key
+        return frozenset(self.of_iterable(tx, members if isinstance(members, SetVariable) else members(tx)))
+
     def of_iterable(self, tx: Tx, iterable: VT) -> Iterable[Any]:
-        """The keys of ``iterable``'s items: a set's own keys, a keys view's
-        constant keys, else each item of iterating it."""
+        """The keys of ``iterable``'s items: a set's own keys, a constant
+        frozenset's or keys view's members, else each item of iterating it."""
         if isinstance(iterable, SetVariable):
             self.objects.update(iterable.objects)
             return iterable.values
-        if isinstance(iterable, DictViewVariable) and iterable.is_python_constant():
+        if _constant_operand(iterable):
             return iterable.as_python_constant()
         return [self.key(tx, item) for item in iterable.unpack_var_sequence(tx)]
 
@@ -95,7 +113,9 @@ def _on_keys(name: str) -> Callable[..., VT]:
             return bad_method(self, name)
         keys = _Keys()
         keys.objects.update(self.objects)
-        if name in MEMBER_ARGUMENT_METHODS:
+        if name in LOOKUP_METHODS:
+            operands = [keys.lookup_key(tx, a) for a in args]
+        elif name in MEMBER_ARGUMENT_METHODS:
             operands = [keys.key(tx, a) for a in args]
         else:
             operands = [keys.of_iterable(tx, a) for a in args]
@@ -106,7 +126,7 @@ def _on_keys(name: str) -> Callable[..., VT]:
         except KeyError as e:
             if any(isinstance(k, IdentityKey) for k in e.args):
                 user_error("KeyError", context=f"{name} of an object not in the set", hint="Use discard().")
-            raise_traced_from(e)
+            raise TracedException(ExceptionVariable(KeyError, args))  # the key given, not the one looked up
         except TypeError as e:
             raise_traced_from(e)
         self.objects = {k: keys.objects[k] for k in self.values if isinstance(k, IdentityKey)}
@@ -120,6 +140,22 @@ def _on_keys(name: str) -> Callable[..., VT]:
 
     handler.__name__ = handler_name("method_", name)
     return handler
+
+
+def _constant_operand(vt: VT) -> bool:
+    """Whether ``vt`` is a set operator's operand known now other than a
+    SetVariable: a constant frozenset, or a keys view of constant keys."""
+    return vt.is_python_constant() and (vt.python_type() is frozenset or isinstance(vt, DictViewVariable))
+
+
+def _hashed_as_frozenset(cls: type) -> bool:
+    """Whether a set lookup of an instance of ``cls`` (a set or frozenset type)
+    is one of the frozenset of its members: a set type left unhashable
+    (retried as a frozenset), or a frozenset type that keeps frozenset's hash
+    and equality."""
+    if issubclass(cls, set):
+        return class_attribute(cls, "__hash__") is None
+    return all(class_attribute(cls, name) is vars(frozenset)[name] for name in ("__hash__", "__eq__"))
 
 
 def _unknown_order(vt: SetVariable, doing: str) -> None:
@@ -194,10 +230,9 @@ class SetVariable(VariableTracker):
         return self.call_method(tx, "__contains__", [item], {})
 
     def _operator_keys(self, tx: Tx, other: VT) -> tuple[_Keys, Any] | None:
-        """The keys of a set operator's operand: a set's, or a keys view's of
-        constant keys; None for any other operand."""
-        if not isinstance(other, SetVariable) and not (isinstance(other, DictViewVariable)
-                                                       and other.is_python_constant()):
+        """The keys of a set operator's operand: a set's, a constant frozenset's,
+        or a keys view's of constant keys; None for any other operand."""
+        if not isinstance(other, SetVariable) and not _constant_operand(other):
             return None
         keys = _Keys()
         keys.objects.update(self.objects)
@@ -213,8 +248,9 @@ class SetVariable(VariableTracker):
         return _set_result(keys, op(self.values, right))
 
     def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
-        """``d.keys() | s``...: the keys view's set operators, on its constant keys."""
-        if op not in SET_OPERATORS or not isinstance(other, DictViewVariable):
+        """``d.keys() | s``, ``frozenset(...) | s``...: the keys view's or the
+        constant frozenset's set operators, on its constant members."""
+        if op not in SET_OPERATORS or not _constant_operand(other):
             return NotImplemented
         operand = self._operator_keys(tx, other)
         if operand is None:
@@ -223,12 +259,13 @@ class SetVariable(VariableTracker):
         return _set_result(keys, op(left, self.values))
 
     def inplace_op(self, tx: Tx, op: Any, other: VT) -> Any:
-        """``s |= t``...: the set method (``update``...); a non-set operand or a
-        frozenset (rebound, not mutated) is not modelled here (eager may raise)."""
-        if self.set_cls is not set or op not in SET_INPLACE:
-            return None
+        """``s |= t``...: a set's own in-place operator (``update``...) takes a
+        set or frozenset; for any other operand, and on a frozenset (which has
+        none), NotImplemented: Python falls back to the binary operator."""
+        if self.set_cls is not set or op not in SET_INPLACE or not issubclass(other.python_type(), (set, frozenset)):
+            return NotImplemented
         if not isinstance(other, SetVariable):
-            return None  # eager raises TypeError: a graph break runs it natively
+            return None  # an instance of a user subclass: a graph break
         self.call_method(tx, SET_INPLACE[op], [other], {})
         return self
 
@@ -261,14 +298,25 @@ class SetVariable(VariableTracker):
     method_isdisjoint = _on_keys("isdisjoint")
     method_copy = _on_keys("copy")
 
-    def method_dunder_init(self, tx: Tx, iterable: VT | None = None, /) -> VT:
-        """``set.__init__`` refills the set; frozenset's (object's) leaves it as it is."""
-        if self.set_cls is set:
-            refill = SetVariable.from_iterable(tx, iterable, set)
-            tx.output.side_effects.mutate(self)
-            self.values.clear()
-            self.values.update(refill.values)
-            self.objects = refill.objects
+    def method_dunder_init(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
+        """``set.__init__`` refills the set (at most one iterable, no keywords:
+        eager's TypeError); frozenset's (object's) takes anything and does nothing."""
+        if self.set_cls is not set:
+            return ConstantVariable(None)
+        if kwargs or len(args) > 1:
+            try:  # the arity error does not depend on the values: eager's own message
+                set().__init__(*[()] * len(args), **dict.fromkeys(kwargs, ()))
+            except TypeError as e:
+                raise_traced_from(e)
+        iterable = args[0] if args else None
+        tx.output.side_effects.mutate(self)
+        if iterable is not None and iterable.is_python_constant() and not iterable.has_unpack_var_sequence(tx):
+            self.values.clear()  # eager empties the set, then finds the argument is not iterable
+            self.objects = {}
+        refill = SetVariable.from_iterable(tx, iterable, set)
+        self.values.clear()
+        self.values.update(refill.values)
+        self.objects = refill.objects
         return ConstantVariable(None)
 
     def reconstruct(self, codegen: PyCodegen) -> None:
@@ -303,3 +351,6 @@ def _set_result(keys: _Keys, result: Any) -> VT:
     if isinstance(result, (set, frozenset)):
         return keys.new_set(result)
     return ConstantVariable(result)
+
+
+frozenset_members.provide(lambda value: SetVariable([ConstantVariable(v) for v in value], frozenset))

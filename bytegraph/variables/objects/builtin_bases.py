@@ -40,7 +40,7 @@ from bytegraph.variables.containers.deques import DequeVariable
 from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.operators import (
-    BINARY_DUNDERS, INPLACE_TO_BINARY, UNARY_DUNDERS, PythonDunderOperators, call_operator,
+    BINARY_DUNDERS, INPLACE_TO_BINARY, UNARY_DUNDERS, PythonDunderOperators, call_operator, declines,
 )
 from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
@@ -324,6 +324,9 @@ def binary_op(tx: Tx, op: Any, obj: Any, other: VT, reflected: bool) -> Any:
     if names is None or not _leaves_operator_to_base(obj, tx, names[1 if reflected else 0], reflected):
         return NotImplemented
     mine, theirs = (dicts.as_dict(tx, vt) or vt for vt in (storage(tx, obj), operand(tx, other)))
+    if issubclass(builtin_base(obj.python_type()), (set, frozenset)) and declines(mine, names[1 if reflected else 0],
+                                                                                theirs):
+        return NotImplemented  # eager's TypeError names the subclass, not its base
     cls = obj.python_type()
     base = builtin_base(cls)
     if base in _TYPE_CALLING_COPIES and op in _TYPE_CALLING_OPERATORS and issubclass(
@@ -385,8 +388,10 @@ class BaseTypeOperators(PythonDunderOperators):
         if name is None:
             return super().inplace_op(tx, op, other)
         if leaves_to_base(self, tx, name):
-            items = storage(tx, self)
-            done = (dicts.as_dict(tx, items) or items).inplace_op(tx, op, operand(tx, other))
+            items = dicts.as_dict(tx, storage(tx, self)) or storage(tx, self)
+            if declines(items, name, operand(tx, other)):
+                return NotImplemented  # ``set.__ior__`` of a non-set: Python's fallback to the binary operator
+            done = items.inplace_op(tx, op, operand(tx, other))
             return None if done is None or done is NotImplemented else self  # None: a graph break
         if not any(name in vars(klass) for klass in self.python_type().__mro__):
             return NotImplemented

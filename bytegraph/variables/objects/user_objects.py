@@ -15,10 +15,9 @@ import collections
 import functools
 import inspect
 import types
-
-import torch
 from typing import TYPE_CHECKING, Any, Sequence
 
+import torch
 
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
@@ -42,7 +41,7 @@ from bytegraph.variables.objects.class_lookup import (
     owner_value,
 )
 from bytegraph.variables.objects.special_methods import SpecialMethods
-from bytegraph.variables.operators import IMMUTABLE_BUILTIN_TYPES, fold
+from bytegraph.variables.operators import IMMUTABLE_BUILTIN_TYPES, fold, tp_name
 from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -145,8 +144,8 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
     if isinstance(attr, types.MemberDescriptorType) and isinstance(owner, UserDefinedObjectVariable):  # __slots__
         return _slot_value(tx, owner, cls, name, attr)
     objclass = getattr(attr, "__objclass__", None)
-    if isinstance(objclass, type) and builtin_bases.builtin_base(objclass) is not None and isinstance(
-            owner, UserDefinedObjectVariable):
+    base_method = isinstance(objclass, type) and builtin_bases.builtin_base(objclass) is not None
+    if (base_method or attr is object.__init__) and isinstance(owner, UserDefinedObjectVariable):
         if isinstance(attr, types.GetSetDescriptorType):  # ``deque.maxlen``: the builtin part's attribute
             if owner.source is None:
                 return owner.base_storage(tx).var_getattr(tx, name)
@@ -566,7 +565,11 @@ class SlotMethodVariable(VariableTracker):
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         obj, rest = (self.obj, list(args)) if self.obj is not None else (args[0] if args else None, list(args[1:]))
-        if self.base is object and self.name == "__init__" and not rest and not kwargs:
+        if self.base is object and self.name == "__init__" and obj is not None:
+            cls = obj.python_type()  # ``Objects/typeobject.c``: object_init refuses extra arguments, or not
+            if (rest or kwargs) and (cls.__init__ is not object.__init__ or cls.__new__ is object.__new__):
+                raise_traced(TypeError, f"{tp_name(cls) if cls.__init__ is object.__init__ else 'object'}.__init__() "
+                             "takes exactly one argument (the instance to initialize)")
             return ConstantVariable(None)
         if self.base is object and self.name == "__new__" and isinstance(obj, user_classes.UserDefinedClassVariable):
             cls = obj.value
