@@ -7,6 +7,7 @@ argument; the ``symbolic_shapes`` predicates and ``torch._check_with`` modelled;
 ``autograd.Function.apply`` however it is reached.
 """
 import functools
+import types
 
 import pytest
 import torch
@@ -15,7 +16,7 @@ from torch.fx.experimental import symbolic_shapes
 
 import bytegraph
 
-from bytegraph.variables.callables.torch_functions import binding_namespaces, is_torch_op
+from bytegraph.variables.callables.torch_functions import DATA_CONSTRUCTORS, binding_namespaces, is_torch_op
 from tests.helpers import check, t
 
 # ---- graph ops: torchgen bindings in every torch._C namespace ------------------------------------------
@@ -46,6 +47,16 @@ def test_every_namespace_binding_is_an_op_and_nothing_else_of_those_modules_is()
         assert is_torch_op(fn), fn
     for fn in (torch._C._nn._parse_to, torch._C._autograd._saved_tensors_hooks_is_enabled, F.hardswish, F.relu):
         assert not is_torch_op(fn), fn
+
+
+def test_a_binding_is_an_op_exactly_when_the_dispatcher_lists_its_name():
+    # (the lookup is per name; the dispatcher's full listing is the reference it must agree with)
+    aten = {name[6:].split(".")[0] for name in torch._C._dispatch_get_all_op_names() if name.startswith("aten::")}
+    for ns in (torch._C._VariableFunctions, *binding_namespaces()):
+        for name in dir(ns):
+            fn = getattr(ns, name)
+            if isinstance(fn, types.BuiltinFunctionType) and fn.__self__ in (ns, None):  # bound there by torchgen
+                assert is_torch_op(fn) == (name in aten) or fn in DATA_CONSTRUCTORS, (ns, name)
 
 
 def test_hardswish_hardsigmoid_model_is_one_graph():

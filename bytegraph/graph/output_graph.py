@@ -170,6 +170,7 @@ class OutputGraph(BackendCompile):
         #: the translator running the current instruction: graph nodes record its
         #: user stack as ``meta["user_stack"]`` (the HTML report links nodes to lines)
         self.current_tx: Any = None
+        self._stack_texts: dict[tuple, str] = {}  # a user stack's ``meta["stack_trace"]`` text, made once
         self.unscoped_grad_mode_changes = 0
         self.open_states: list[Callable[[], Any]] = []
         # flags of the error_on_graph_break regions the trace is inside, outermost first (a resume
@@ -391,9 +392,12 @@ class OutputGraph(BackendCompile):
         node = self.graph.create_node(kind, target, args, kwargs)
         node.meta["example_value"] = example
         if self.current_tx is not None:
-            node.meta["user_stack"] = tuple(self.current_tx.user_stack())
+            stack = node.meta["user_stack"] = tuple(self.current_tx.user_stack())
             # as a traceback lists it: FX prints the innermost line above each run of nodes it made
-            node.meta["stack_trace"] = "".join(f"  {frame}\n" for frame in node.meta["user_stack"])
+            text = self._stack_texts.get(stack)
+            if text is None:
+                text = self._stack_texts[stack] = "".join(f"  {frame}\n" for frame in stack)
+            node.meta["stack_trace"] = text
         if self.shape_env is not None and self.shape_env.pending_fresh_unbacked_symbols:
             # where the data-dependent symbols this node made live in its output (AOTAutograd needs it)
             node.meta["unbacked_bindings"] = compute_unbacked_bindings(self.shape_env, example)

@@ -48,13 +48,18 @@ CONSTANT_TYPES: tuple[type, ...] = (
 )
 
 
+_CONSTANT_TYPE_SET = frozenset(CONSTANT_TYPES)
+
+
 def is_constant_value(value: Any) -> bool:
     """Whether ``value`` can be a ConstantVariable (tuples of constants included)."""
+    if type(value) in _CONSTANT_TYPE_SET:  # the common case first: none of these is an enum or a tuple
+        return True
     if isinstance(value, enum.Enum) or is_pybind_enum_member(value):
         return True
     if type(value) is tuple:
         return all(is_constant_value(v) for v in value)
-    return type(value) in CONSTANT_TYPES or is_numpy_constant(value)
+    return is_numpy_constant(value)
 
 
 def is_pybind_enum_member(value: Any) -> bool:

@@ -46,11 +46,6 @@ def handler_name(prefix: str, name: str) -> str:
     return prefix + name
 
 
-@functools.lru_cache(maxsize=None)
-def _signature(fn: Callable) -> inspect.Signature:
-    return inspect.signature(fn)
-
-
 def method_handler(vt: VariableTracker, tx: Tx, name: str, args: Sequence[VariableTracker],
                    kwargs: dict[str, VariableTracker], prefix: str = "method_") -> Callable[[], Any] | None:
     """``vt``'s ``method_<name>`` handler (the one way a kind looks up a method
@@ -59,16 +54,19 @@ def method_handler(vt: VariableTracker, tx: Tx, name: str, args: Sequence[Variab
     kind has none, or the arguments do not fit its signature (eager raises,
     or another rule applies)."""
     fn = getattr(type(vt), handler_name(prefix, name), None)
-    if fn is None or not fits(fn, vt, tx, *args, **kwargs):
+    if fn is None or not fits(fn, len(args) + 2, tuple(kwargs)):  # (+2: the handler's vt and tx)
         return None
     return lambda: fn(vt, tx, *args, **kwargs)
 
 
-def fits(fn: Callable, *args: Any, **kwargs: Any) -> bool:
-    """Whether a handler's signature takes these arguments (a call it does
-    not fit is left to the other rules: eager raises, or another kind answers)."""
+@functools.lru_cache(maxsize=None)
+def fits(fn: Callable, positional: int, keywords: tuple[str, ...]) -> bool:
+    """Whether a handler's signature takes ``positional`` arguments and these
+    keywords (a call it does not fit is left to the other rules: eager raises,
+    or another kind answers). Binding looks only at how many arguments there
+    are and at the keywords' names, so the answer is kept per handler and shape."""
     try:
-        _signature(fn).bind(*args, **kwargs)
+        inspect.signature(fn).bind(*range(positional), **dict.fromkeys(keywords))
     except TypeError:
         return False
     return True

@@ -133,9 +133,19 @@ def tensor_method_of(fn: Any) -> tuple[str, str] | None:
 
 
 @functools.cache
-def _aten_names() -> frozenset[str]:
-    """The names of the dispatcher's ``aten::`` operators (``"add"``, ``"hardswish_"``), overloads folded."""
-    return frozenset(name[6:].split(".")[0] for name in torch._C._dispatch_get_all_op_names() if name.startswith("aten::"))
+def _is_aten_name(name: str) -> bool:
+    """Whether the dispatcher has an ``aten::name`` operator (``"add"``, ``"hardswish_"``), of any
+    overload. Asked per name (listing every operator of the dispatcher costs milliseconds): the
+    JIT's registry holds the schemas of every dispatcher operator, and some of its own (``aten::len``),
+    which the dispatcher does not find."""
+    qualified = "aten::" + name
+    for schema in torch._C._jit_get_schemas_for_operator(qualified):
+        try:
+            torch._C._dispatch_find_schema_or_throw(qualified, schema.overload_name)
+        except RuntimeError:
+            continue
+        return True
+    return False
 
 
 @functools.cache
@@ -154,7 +164,7 @@ def aten_binding(fn: Any) -> bool:
     is an ``aten::`` operator."""
     if not isinstance(fn, types.BuiltinFunctionType):
         return False
-    if fn.__name__ not in _aten_names():
+    if not _is_aten_name(fn.__name__):
         return False
     owner = fn.__self__  # None for ``torch._C._VariableFunctions``' static methods; any object for a bound method
     return any(owner is ns for ns in binding_namespaces()) or getattr(torch._C._VariableFunctions, fn.__name__,
