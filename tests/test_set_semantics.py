@@ -67,28 +67,26 @@ def _operands(set_cls, kind):
     return lambda: (t(2), set_cls("abc"), DECLINED[kind]())
 
 
+def _neither_supports(op, reflected):
+    """``op(s, other)`` (``op(other, s)`` when ``reflected``), eager's TypeError caught."""
+    def f(x, s, other):
+        try:
+            return x + 1, op(other, s) if reflected else op(s, other)
+        except TypeError as e:
+            return x, str(e)
+    return f
+
+
 @pytest.mark.parametrize("set_cls, kind", PAIRS, ids=PAIR_IDS)
 @pytest.mark.parametrize("op", BINARY + INPLACE, ids=lambda op: op.__name__)
 def test_operator_neither_operand_supports_raises_eagers_type_error(op, set_cls, kind):
-    def f(x, s, other):
-        try:
-            return x + 1, op(s, other)
-        except TypeError as e:
-            return x, str(e)
-
-    full(f, make=_operands(set_cls, kind))
+    full(_neither_supports(op, reflected=False), make=_operands(set_cls, kind))
 
 
 @pytest.mark.parametrize("kind", [k for c, k in PAIRS if c is set])
 @pytest.mark.parametrize("op", BINARY, ids=lambda op: op.__name__)
 def test_reflected_operator_neither_operand_supports_raises_eagers_type_error(op, kind):
-    def f(x, s, other):
-        try:
-            return x + 1, op(other, s)
-        except TypeError as e:
-            return x, str(e)
-
-    full(f, make=_operands(set, kind))
+    full(_neither_supports(op, reflected=True), make=_operands(set, kind))
 
 
 @pytest.mark.parametrize("set_cls, kind", PAIRS, ids=PAIR_IDS)

@@ -3,21 +3,11 @@
 # (SIGFPE or a value) where eager raises ZeroDivisionError. Fixed: the graph asserts the divisor is not zero,
 # raises, and the frame reruns natively (tests/test_symbolic_raising_ops.py runs the inductor side).
 from tools.fuzz.harness import *  # noqa: F401,F403
-import contextlib
 import io
 
 OUT = io.StringIO()
 
 
-def checked(u):
-    assert u.sum() > 100, "small"
-    return u
-
-
-def inner(u):
-    if u.shape[0] == 3:
-        raise KeyError("k")
-    return u
 def program(x, y, idx, log):
     t = x * 1
     try:
