@@ -81,22 +81,46 @@ class OutputCheck:
     graph's caller runs the graph through :meth:`first_call` (one attribute
     test per call after that). A wrong result is reported once and raises
     :class:`BackendResultError` on that call and on every later one before
-    the graph runs, so the frame runs natively (see ``graph/rerun.py``)."""
+    the graph runs, so the frame runs natively (see ``graph/rerun.py``).
 
-    def __init__(self, n_outputs: int, describe: str):
+    ``distinct`` lists the pairs of output positions ``(i, j)``, ``i < j``,
+    that the trace made as two tensor objects of one storage (``t`` and
+    ``t.transpose(0, 1).transpose(0, 1)``). A backend may return one object
+    for both (inductor does for a view that changes nothing); eager returns
+    two, and code that tests ``is`` or sets an attribute on one of them sees
+    the difference. The pairs the first result merged (:attr:`merged`) are
+    separated on every call, the later output becoming a view of the earlier
+    (:meth:`separate`); :attr:`pending` then stays True, so a graph whose
+    backend merges nothing pays nothing for it."""
+
+    def __init__(self, n_outputs: int, describe: str, distinct: tuple[tuple[int, int], ...] = ()):
         self.pending = n_outputs > 0  # (with no output, the frame drops the result: nothing to check)
         self.n_outputs = n_outputs
         self.describe = describe
         self.problem: str | None = None
+        self.distinct = distinct
+        self.merged: tuple[tuple[int, int], ...] = ()
 
     def first_call(self, compiled: Callable, args: tuple) -> Any:
         if self.problem is not None:
             raise BackendResultError(self.problem)
         result = compiled(*args)
+        if self.merged:
+            return self.separate(result)
         if isinstance(result, (list, tuple)) and len(result) == self.n_outputs:
-            self.pending = False
-            return result
+            self.merged = tuple((i, j) for i, j in self.distinct if result[i] is result[j])
+            self.pending = bool(self.merged)
+            return self.separate(result) if self.merged else result
         got = f"{len(result)} values" if isinstance(result, (list, tuple)) else type(result).__name__
         self.problem = f"{self.describe} returned {got} for a graph of {self.n_outputs} outputs"
         warnings.warn(f"bytegraph: {self.problem}; running the frame natively from now on", stacklevel=2)
         raise BackendResultError(self.problem)
+
+    def separate(self, result: list | tuple) -> list:
+        """``result`` with each merged later output replaced by a view of the
+        earlier one (same shape, strides and storage, a new tensor object)."""
+        result = list(result)
+        for i, j in self.merged:
+            if result[j] is result[i]:
+                result[j] = result[i].view(result[i].shape)
+        return result

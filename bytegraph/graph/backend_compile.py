@@ -245,7 +245,7 @@ class BackendCompile:
             saved = written if written and may_raise else ()  # inference tensors too: they have no version counter
             # each graph input has a TensorMatch guard: with no symbolic size, it fixes shape and dtype
             saved_static = not any(isinstance(n, torch.SymInt) for i in saved for n in self.inputs[i].example.shape)
-            check = OutputCheck(len(outputs), f"backend {backend_name(compiler)!r}")
+            check = OutputCheck(len(outputs), f"backend {backend_name(compiler)!r}", distinct_aliases(outputs))
             compiled = rerun_natively_on_error(compiled, check, uses_rng(gm), watched,
                                                self.unscoped_grad_mode_changes == 0, saved, numpy_random.draws(gm),
                                                autocast_devices(gm), saved_static, enters_sdpa_kernel(gm),
@@ -263,6 +263,21 @@ class BackendCompile:
                 codegen.emit("POP_TOP")
         tail(codegen)
         return codegen
+
+
+def distinct_aliases(outputs: list[torch.fx.Node]) -> tuple[tuple[int, int], ...]:
+    """The pairs of positions ``(i, j)``, ``i < j``, of graph outputs that are
+    distinct tensors of one storage in the trace (see
+    :class:`~bytegraph.backends.checks.OutputCheck`)."""
+    examples = [node.meta.get("example_value") for node in outputs]
+    by_storage: dict[int, list[int]] = {}
+    for j, example in enumerate(examples):
+        storage = writes.storage_id(example) if isinstance(example, torch.Tensor) else None
+        if storage is not None:
+            by_storage.setdefault(storage, []).append(j)
+    # (two nodes of one example object, ``t`` and ``t.contiguous()``, are one object in eager too)
+    return tuple((i, j) for same in by_storage.values() for n, j in enumerate(same) for i in same[:n]
+                 if examples[i] is not examples[j])
 
 
 class BackendTracingContext(torch._guards.TracingContext):

@@ -276,7 +276,7 @@ class OutputGraph(BackendCompile):
         self._last_placeholder = node
         self._input_index[id(value)] = len(self.inputs)
         version = example._version if isinstance(example, torch.Tensor) and not example.is_inference() else 0
-        tensor = isinstance(example, torch.Tensor) and storage_id(example) is not None
+        tensor = isinstance(example, torch.Tensor) and writes.storage_id(example) is not None
         nbytes = example.untyped_storage().nbytes() if tensor else None
         self.inputs.append(GraphInput(source, value, node, example, fake_version=version, fake_nbytes=nbytes))
         return node
@@ -291,9 +291,9 @@ class OutputGraph(BackendCompile):
     def inputs_sharing_storage(self, example: torch.Tensor) -> list[GraphInput]:
         """Tensor inputs whose FakeTensor shares ``example``'s storage (inputs
         that alias each other at trace time share fake storages too)."""
-        storage = storage_id(example)
+        storage = writes.storage_id(example)
         return [inp for inp in self.inputs if storage is not None and isinstance(inp.example, torch.Tensor)
-                and storage_id(inp.example) == storage]
+                and writes.storage_id(inp.example) == storage]
 
     # ---- operations --------------------------------------------------------------
     def run_fake(self, kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
@@ -450,11 +450,11 @@ class OutputGraph(BackendCompile):
     def mutates_inputs(self) -> bool:
         """Whether an operation in the graph may write to a graph input,
         directly or through a view of it (any tensor sharing its storage)."""
-        input_storages = {storage_id(inp.example) for inp in self.inputs if isinstance(inp.example, torch.Tensor)}
+        input_storages = {writes.storage_id(inp.example) for inp in self.inputs if isinstance(inp.example, torch.Tensor)}
         input_storages.discard(None)
         for node in self.graph.nodes:
             targets = writes.written_args(node)
-            if targets is None or any(storage_id(t.meta["example_value"]) in input_storages for t in targets):
+            if targets is None or any(writes.storage_id(t.meta["example_value"]) in input_storages for t in targets):
                 return True
         return False
 
@@ -464,7 +464,7 @@ class OutputGraph(BackendCompile):
         unknown (an operation that wrote an argument the FakeTensor run found)."""
         storages: dict[int, list[int]] = {}
         for i, inp in enumerate(self.inputs):
-            sid = storage_id(inp.example) if isinstance(inp.example, torch.Tensor) else None
+            sid = writes.storage_id(inp.example) if isinstance(inp.example, torch.Tensor) else None
             if sid is not None:
                 storages.setdefault(sid, []).append(i)
         written: set[int] = set()
@@ -473,7 +473,7 @@ class OutputGraph(BackendCompile):
             if targets is None:
                 return None
             for target in targets:
-                written.update(storages.get(storage_id(target.meta["example_value"]), ()))
+                written.update(storages.get(writes.storage_id(target.meta["example_value"]), ()))
         return tuple(sorted(written))
 
 
@@ -486,15 +486,6 @@ def _symbolic_context(value: torch.Tensor, dynamic: dict[int, Any]) -> Stateless
     sizes = [DimDynamic.DYNAMIC if i in dynamic else DimDynamic.STATIC for i in range(value.dim())]
     constraints = [dynamic.get(i) for i in range(value.dim())]
     return StatelessSymbolicContext(dynamic_sizes=sizes, constraint_sizes=constraints)
-
-
-def storage_id(example: torch.Tensor) -> int | None:
-    """Identity of a (fake) tensor's storage (views share it); None for
-    layouts without one (sparse, mkldnn...)."""
-    try:
-        return example.untyped_storage()._cdata
-    except (RuntimeError, NotImplementedError):
-        return None
 
 
 #: constants FX writes into the generated forward as literals that evaluate back to

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 import torch.fx
 
-from bytegraph.graph.output_graph import storage_id
+from bytegraph.graph.writes import storage_id
 
 if TYPE_CHECKING:
     from bytegraph.graph.output_graph import OutputGraph

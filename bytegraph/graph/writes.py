@@ -1,13 +1,23 @@
 """Which tensors an operation of a graph may write in place, read from its
 node: the ``OutputGraph`` asks to know which graph inputs a graph writes, so
 that a graph that raises after writing one can put it back before its frame
-reruns natively (:mod:`bytegraph.graph.rerun`)."""
+reruns natively (:mod:`bytegraph.graph.rerun`). Which tensors share memory
+(:func:`storage_id`) is told here too."""
 from __future__ import annotations
 
 from typing import Any
 
 import torch
 import torch.fx
+
+
+def storage_id(example: torch.Tensor) -> int | None:
+    """Identity of a (fake) tensor's storage (views share it); None for
+    layouts without one (sparse, mkldnn...)."""
+    try:
+        return example.untyped_storage()._cdata
+    except (RuntimeError, NotImplementedError):
+        return None
 
 
 def is_inplace_name(name: Any) -> bool:

@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import torch
 
 from bytegraph.breaks import unimplemented
-from bytegraph.graph import backend_compile, output_graph, writes
+from bytegraph.graph import backend_compile, writes
+from bytegraph.graph.writes import storage_id
 from bytegraph.graph.side_effects import SideEffects
 from bytegraph.guards.source import AttrSource, ConstSource, GetItemSource, GlobalSource, Source
 from bytegraph.variables.base import VariableTracker
@@ -111,8 +112,8 @@ def check_pure(tx: Tx, name: str, fn: VT, args: Sequence[VT], kwargs: dict[str, 
     try:
         given_stand_ins = stand_ins(tx, args)
         outside = [n for n in graph.nodes if isinstance(n.meta.get("example_value"), torch.Tensor)]
-        given = {output_graph.storage_id(n.meta["example_value"]) for n in outside}
-        batched = {output_graph.storage_id(a.example) for a, b in zip(args, given_stand_ins)
+        given = {storage_id(n.meta["example_value"]) for n in outside}
+        batched = {storage_id(a.example) for a, b in zip(args, given_stand_ins)
                    if a is not b and isinstance(a, TensorVariable)}  # vmap's arguments with an in_dim
         if isinstance(fn, USER_FUNCTIONS):
             tx.inline_call(fn, given_stand_ins, dict(kwargs))
@@ -125,7 +126,7 @@ def check_pure(tx: Tx, name: str, fn: VT, args: Sequence[VT], kwargs: dict[str, 
         read = [i for i in output.inputs if i.node in used and i.node not in passed  # by fn, not given to it
                 and id(i.value) not in replaced]
         global_tensors = [(i.source, i.value) for i in read]
-        given |= {output_graph.storage_id(i.example) for i in read if isinstance(i.example, torch.Tensor)}
+        given |= {storage_id(i.example) for i in read if isinstance(i.example, torch.Tensor)}
         if TRANSFORM_STATE.intersection(queried):
             reason = "It reads state the transform changes (grad mode, functorch transforms)."
         elif not scratch.is_empty():
@@ -198,7 +199,7 @@ def _writes_given(node: torch.fx.Node, given: set) -> bool:
     """Whether ``node`` may write a tensor sharing storage with one in ``given``
     (storage ids of the tensors that exist before the function runs)."""
     targets = writes.written_args(node)
-    return targets is None or any(output_graph.storage_id(t.meta["example_value"]) in given for t in targets)
+    return targets is None or any(storage_id(t.meta["example_value"]) in given for t in targets)
 
 
 def _graph_values_in(values: Sequence[VT]) -> list[VT]:

@@ -16,7 +16,7 @@ import torch.utils.hooks
 
 from bytegraph.breaks import unimplemented
 from bytegraph.graph import tensor_hooks
-from bytegraph.graph.output_graph import storage_id
+from bytegraph.graph.writes import storage_id
 from bytegraph.guards.guards import ConstantMatch
 from bytegraph.guards.source import CallMethodSource
 from bytegraph.guards.tensor_guards import SameStorage

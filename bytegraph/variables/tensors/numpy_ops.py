@@ -42,7 +42,7 @@ import torch._numpy as tnp
 from torch._numpy import _dtypes_impl
 from torch.utils import _pytree as pytree
 
-from bytegraph.graph.output_graph import storage_id
+from bytegraph.graph.writes import storage_id
 
 try:
     import numpy as np
