@@ -35,7 +35,7 @@ from torch._subclasses.fake_tensor import (
 
 from bytegraph import imports
 from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_OUTPUT_SHAPE, unimplemented
-from bytegraph.graph import writes
+from bytegraph.graph import strict_dtypes, writes
 from bytegraph.graph.fake_calls import call_on_fakes, has_index_tensor, needs_python_dispatcher
 from bytegraph.graph.backend_compile import BackendCompile, CompiledGraph, may_raise_on_data, torch_kernel
 from bytegraph.graph.side_effects import SideEffects
@@ -308,6 +308,7 @@ class OutputGraph(BackendCompile):
                 "eager raises RuntimeError, so the operation runs natively.",
                 hints=("Call .clone() (or .contiguous()) on the tensor before writing to it in place.",),
             )
+        strict_dtypes.check_dtypes(name, args, kwargs)
         try:
             result = self._fake_call(kind, target, args, kwargs)
         except (DataDependentOutputException, DynamicOutputShapeException, GuardOnDataDependentSymNode) as e:
