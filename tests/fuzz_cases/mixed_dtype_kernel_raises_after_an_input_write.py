@@ -1,8 +1,9 @@
 # module seed 50223 (eager backend): attrs: values differ. Kind: an operation whose meta function accepts
 # floating-point arguments of different dtypes that its kernel rejects (linear after the module's
 # double(), with a float32 input): the graph raised when it ran after writing an input (the buffer's
-# add_), so the frame could not rerun, and the attribute store traced before it was lost. Fixed: such an
-# operation counts as one that may raise (the written inputs are copied first, and the frame reruns).
+# add_), so the frame could not rerun, and the attribute store traced before it was lost (on inductor,
+# seed 2001550, it computed a value in float64 where eager raises). Fixed: the trace breaks before such
+# an operation, which runs natively (graph/strict_dtypes.py).
 # (The model parts the program does not use were removed by hand.)
 from tools.fuzz.harness import *  # noqa: F401,F403
 
