@@ -81,11 +81,12 @@ def check_dtypes(name: str, args: tuple, kwargs: dict) -> None:
     if dtypes is None:
         return
     context = f"{name} on tensors of dtypes {', '.join(str(d) for d in dtypes)}"
-    hints = ("Convert the tensors to one dtype (x.to(w.dtype)), or the module to the inputs' dtype.",)
     if base in UNPROMOTED:
-        unimplemented(gb_type="mixed dtypes give another result dtype in a trace", context=context, hints=hints,
+        unimplemented(gb_type="mixed dtypes give another result dtype in a trace", context=context,
+                      hints=("Convert the tensors to one dtype (x.to(w.dtype)), or the module to the inputs' dtype.",),
                       explanation="Eager computes this operation in another dtype than the trace would; it runs "
                       "natively, as eager.")
-    unimplemented(gb_type="operation rejects mixed dtypes", context=context, hints=hints,
+    unimplemented(gb_type="operation rejects mixed dtypes", context=context,
+                  hints=("Convert the tensors to one dtype (x.to(w.dtype)), or the module to the inputs' dtype.",),
                   explanation="Eager raises RuntimeError for these dtypes together, and a compiled graph might "
                   "compute a value instead; the operation runs natively, where it raises.")
