@@ -223,7 +223,7 @@ class DictVariable(DictOperators):
         self.store(tx, key, value)
         return ConstantVariable(None)
 
-    def method_update(self, tx: Tx, *others: VT, **kwargs: VT) -> VT:
+    def method_update(self, tx: Tx, /, *others: VT, **kwargs: VT) -> VT:  # (``update(self=1)`` is a key)
         if len(others) > 1:  # eager's messages: OrderedDict's update is MutableMapping's, in C
             raise_traced(TypeError, f"update() takes at most 1 positional argument ({len(others)} given)"
                          if issubclass(self.dict_cls, collections.OrderedDict) else
@@ -233,6 +233,26 @@ class DictVariable(DictOperators):
         for kname, value in kwargs.items():
             self.store(tx, ConstantVariable(kname), value)
         return ConstantVariable(None)
+
+    def method_dunder_or(self, tx: Tx, other: VT, /) -> VT | None:
+        """``dict.__or__``: a plain dict, this one's items updated with another
+        dict's; NotImplemented for anything else (None: the class has its own)."""
+        right = as_dict(tx, other)
+        if self.dict_cls.__or__ is not dict.__or__:
+            return None
+        if right is None:
+            return ConstantVariable(NotImplemented)
+        merged = DictVariable({})
+        for key, value in [*self.items.values(), *right.items.values()]:
+            merged.store(tx, key, value)
+        return merged
+
+    def method_dunder_ior(self, tx: Tx, other: VT, /) -> VT | None:
+        """``dict.__ior__``: ``update(other)`` (its errors too), then this dict."""
+        if self.dict_cls.__ior__ is not dict.__ior__:
+            return None
+        self.call_method(tx, "update", [other], {})
+        return self
 
     def method_dunder_init(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
         """``dict.__init__`` (of a dict subclass's instance) updates; a
