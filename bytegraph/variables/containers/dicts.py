@@ -25,6 +25,7 @@ from bytegraph.variables.containers.dict_views import DictViewVariable
 from bytegraph.variables.containers.iterators import DictIteratorVariable, IteratorVariable
 from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable, for_each_item
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
+from bytegraph.variables.objects.class_lookup import class_attribute
 from bytegraph.variables.operators import call_operator
 from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
@@ -81,7 +82,11 @@ class DictVariable(DictOperators):
         return self.dict_cls
 
     @staticmethod
-    def key_of(tx: Tx, key: VT) -> Any:
+    def key_of(tx: Tx, key: VT, hashing: bool = True) -> Any:
+        """The key ``key`` is stored under. An object whose class keeps object's
+        ``__eq__`` but defines ``__hash__`` in Python is keyed by identity, its
+        ``__hash__`` run in the trace (``hashing``: once per lookup, as CPython's
+        dict does; not for keys already held by a dict read from outside)."""
         if key.is_python_constant():
             value = key.as_python_constant()
             try:
@@ -90,7 +95,11 @@ class DictVariable(DictOperators):
                 raise_traced_from(e)  # ``unhashable type: 'list'``
             return value
         cls = key.python_type()
-        if not issubclass(cls, torch.Tensor) and (cls.__eq__ is not object.__eq__ or cls.__hash__ is not object.__hash__):
+        python_hash = cls.__eq__ is object.__eq__ and isinstance(class_attribute(cls, "__hash__"), types.FunctionType)
+        if python_hash and hashing and key.hash_value(tx) is None:  # its errors and side effects: the program's
+            python_hash = False
+        if not issubclass(cls, torch.Tensor) and not python_hash and (
+                cls.__eq__ is not object.__eq__ or cls.__hash__ is not object.__hash__):
             unimplemented(
                 gb_type="unsupported dict key",
                 context=f"dict keyed by a {cls.__qualname__}, which defines its own __eq__/__hash__",
@@ -413,7 +422,7 @@ class LazyDictVariable(DictOperators):
                     items[key] = (wrap_const(tx, key), vt)
                 else:  # an object key (a tensor, a module): read as ``list(d)[index]``, found by identity
                     key_vt = wrap(tx, key, GetItemSource(ConvertSource(self.source, list, "list"), index))
-                    items[DictVariable.key_of(tx, key_vt)] = (key_vt, vt)
+                    items[DictVariable.key_of(tx, key_vt, hashing=False)] = (key_vt, vt)
             factory = None
             if isinstance(self.value, collections.defaultdict):  # its factory, read (and guarded) through the source
                 factory = wrap(tx, self.value.default_factory, AttrSource(self.source, "default_factory"))
