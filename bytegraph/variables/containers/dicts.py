@@ -21,6 +21,7 @@ from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.handlers import call_method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from, unmodelled_method
+from bytegraph.variables.containers import reprs
 from bytegraph.variables.containers.dict_views import DictViewVariable
 from bytegraph.variables.containers.iterators import DictIteratorVariable, IteratorVariable
 from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable, for_each_item
@@ -117,6 +118,7 @@ class DictVariable(DictOperators):
             tx.output.identity_key_sources[key.source] = None
         return IdentityKey(identity)
 
+    @reprs.cycle_safe
     def is_python_constant(self) -> bool:
         factory_known = self.default_factory is None or self.default_factory.is_python_constant()
         return factory_known and all(k.is_python_constant() and v.is_python_constant() for k, v in self.items.values())
@@ -135,6 +137,9 @@ class DictVariable(DictOperators):
 
     def truthy(self, tx: Tx) -> bool:
         return bool(self.items)
+
+    def repr_text(self, tx: Tx) -> VT | None:
+        return reprs.dict_repr(tx, self)
 
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return True
