@@ -22,6 +22,7 @@ from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.handlers import call_method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from, unmodelled_method
 from bytegraph.variables.containers import reprs
+from bytegraph.variables.containers.dict_entries import EntryTable
 from bytegraph.variables.containers.dict_views import DictViewVariable
 from bytegraph.variables.containers.iterators import DictIteratorVariable, IteratorVariable
 from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable, for_each_item
@@ -78,6 +79,8 @@ class DictVariable(DictOperators):
         self.items = dict(items)
         self.dict_cls = dict_cls
         self.default_factory = default_factory
+        #: CPython's entry table, its layout known for a small dict display (:mod:`.dict_entries`)
+        self.entries = EntryTable(known=False)
 
     def python_type(self) -> type:
         return self.dict_cls
@@ -151,6 +154,8 @@ class DictVariable(DictOperators):
         """``d[key] = value``; an equal key already present keeps its own object."""
         hkey = self.key_of(tx, key)
         old = self.items.get(hkey)
+        if old is None:
+            self.entries.insert(hkey)
         self.items[hkey] = (key if old is None else old[0], value)
 
     def attr_default_factory(self, tx: Tx) -> VT | None:
@@ -313,6 +318,7 @@ class DictVariable(DictOperators):
     def method_pop(self, tx: Tx, key: VT, *default: VT) -> VT:
         hkey = self.key_of(tx, key)
         if hkey in self.items:
+            self.entries.delete(hkey)
             return self.items.pop(hkey)[1]
         if len(default) == 1:
             return default[0]
@@ -321,6 +327,7 @@ class DictVariable(DictOperators):
     def method_setdefault(self, tx: Tx, key: VT, *default: VT) -> VT:
         hkey = self.key_of(tx, key)
         if hkey not in self.items:
+            self.entries.insert(hkey)
             self.items[hkey] = (key, default[0] if default else ConstantVariable(None))
         return self.items[hkey][1]
 
@@ -328,12 +335,14 @@ class DictVariable(DictOperators):
         hkey = self.key_of(tx, key)
         if hkey not in self.items:
             _raise_key_error(key)
+        self.entries.delete(hkey)
         del self.items[hkey]
         return ConstantVariable(None)
 
     def method_clear(self, tx: Tx, *args: VT) -> VT:
         if args:
             raise_traced(TypeError, f"{self.dict_cls.clear.__qualname__}() takes no arguments ({len(args)} given)")
+        self.entries.clear()
         self.items.clear()
         return ConstantVariable(None)
 
@@ -347,6 +356,7 @@ class DictVariable(DictOperators):
             raise_traced(KeyError, "dictionary is empty" if ordered else "popitem(): dictionary is empty")
         last = _flag(args, 0, kwargs, "last", True)
         hkey = next(reversed(self.items)) if last else next(iter(self.items))
+        self.entries.pop_last(hkey)
         return TupleVariable(list(self.items.pop(hkey)))
 
     def method_move_to_end(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
@@ -356,6 +366,7 @@ class DictVariable(DictOperators):
         if hkey not in self.items:
             _raise_key_error(args[0])
         entry = self.items.pop(hkey)
+        self.entries.moved()
         if _flag(args, 1, kwargs, "last", True):
             self.items[hkey] = entry
         else:
