@@ -153,6 +153,6 @@ _DECLINE_VIEWS = (list, tuple, dict, str, bytes, int, float, complex, bool, type
 
 
 def _is_set_like(vt: VT) -> bool:
-    """A set, a frozenset or a keys/items view (what a view compares with)."""
-    return vt.python_type() in (set, frozenset, type({}.keys()), type({}.items()))
+    """A set, a frozenset or a keys/items view, an OrderedDict's too (what a view compares with)."""
+    return vt.python_type() in (set, frozenset) or issubclass(vt.python_type(), (type({}.keys()), type({}.items())))
 
