@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.constant import ConstantVariable, unmodelled_method
 from bytegraph.variables.containers import reprs
-from bytegraph.variables.containers.iterators import DictIteratorVariable, ListIteratorVariable
+from bytegraph.variables.containers.dict_entries import DictIteratorVariable
+from bytegraph.variables.containers.iterators import ListIteratorVariable
 from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 from bytegraph.variables.operators import call_operator
 from bytegraph.variables.tx import wrap_const

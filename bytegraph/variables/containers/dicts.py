@@ -22,9 +22,9 @@ from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.handlers import call_method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from, unmodelled_method
 from bytegraph.variables.containers import reprs
-from bytegraph.variables.containers.dict_entries import EntryTable
+from bytegraph.variables.containers.dict_entries import DictIteratorVariable, EntryTable
 from bytegraph.variables.containers.dict_views import DictViewVariable
-from bytegraph.variables.containers.iterators import DictIteratorVariable, IteratorVariable
+from bytegraph.variables.containers.iterators import IteratorVariable
 from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable, for_each_item
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.objects.class_lookup import class_attribute

@@ -4,24 +4,21 @@ iterators read through their state. ``enumerate``/``zip``/``map``/``filter``
 and ``itertools`` are in :mod:`~bytegraph.variables.containers.iterator_tools`."""
 from __future__ import annotations
 
-import collections
 import sys
 import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from bytegraph.breaks import Unsupported, unimplemented, user_error
+from bytegraph.breaks import Unsupported, unimplemented
 from bytegraph.guards.guards import ConstantMatch, TypeMatch
 from bytegraph.guards.source import ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced, unmodelled_method
 from bytegraph.variables.containers import sequences
-from bytegraph.variables.containers.dict_entries import HOLE
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.tx import list_iterator, range_iterator
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.variables.containers.dicts import DictVariable
     from bytegraph.variables.containers.sets import SetVariable
     from bytegraph.variables.tx import Tx
 
@@ -476,102 +473,6 @@ class ChangedSetIterator:
 
     def __next__(self) -> Any:
         raise RuntimeError("Set changed size during iteration")
-
-
-class DictIteratorVariable(IteratorVariable):
-    """``iter(d)`` or ``iter(d.keys()/values()/items())`` of a DictVariable.
-
-    Keys are visited in their order when iteration started; values are read at
-    each step. Changing the dict's size meanwhile raises eager's RuntimeError in
-    the trace (and again at each later step, as CPython's iterator stays broken);
-    an iterator that has ended stays ended. Where the dict's entry table is known
-    (:mod:`.dict_entries`), the iterator walks it as CPython's does: keys
-    replaced at the same size are met in their new places, and a key found after
-    as many steps as the dict had keys raises eager's RuntimeError. Otherwise
-    deleting and inserting keys at the same size, or changing an OrderedDict
-    (its own rules), runs natively.
-    """
-
-    def __init__(self, dict_vt: DictVariable, kind: str = "keys"):
-        super().__init__()
-        self.dict_vt = dict_vt
-        self.kind = kind
-        self.keys = list(dict_vt.items)
-        self.size = len(dict_vt.items)
-        self.index = 0
-        #: CPython's ``di_pos`` and ``len``, and whether the iterator let go of its dict
-        self.pos, self.remaining, self.ended = 0, self.size, False
-        self.ordered = issubclass(dict_vt.python_type(), collections.OrderedDict)
-        self.deletions = dict_vt.entries.deletions
-        self.walks = not self.ordered and dict_vt.entries.walkable(self.keys)
-
-    def python_type(self) -> type:
-        return type(iter(getattr({}, self.kind)()))
-
-    def next_item(self, tx: Tx) -> VT | None:
-        if self.ended:
-            return None
-        if len(self.dict_vt.items) != self.size and not self.ordered:
-            self.size = -1  # sticky, as eager's
-            raise_traced(RuntimeError, "dictionary changed size during iteration")
-        table = self.dict_vt.entries
-        if self.walks and table.walkable(self.dict_vt.items):
-            return self._walk(table.entries)
-        if len(self.dict_vt.items) != self.size or table.deletions != self.deletions:
-            # an OrderedDict's own rules, or keys changed at the same size: where eager raises, natively
-            user_error(
-                "RuntimeError",
-                context="dictionary changed during iteration",
-                hint="Iterate over a copy (list(d)) when changing the dict in the loop.",
-            )
-        if self.index >= len(self.keys):
-            self.ended = True
-            return None
-        self.index += 1
-        return self._item(self.keys[self.index - 1])
-
-    def _walk(self, entries: list) -> VT | None:
-        """One step of CPython's dict iterator over the known entries."""
-        i = self.pos
-        while i < len(entries) and entries[i] is HOLE:
-            i += 1
-        if i >= len(entries):
-            self.ended = True
-            return None
-        if self.remaining == 0:
-            self.ended = True
-            raise_traced(RuntimeError, "dictionary keys changed during iteration")
-        self.pos, self.remaining = i + 1, self.remaining - 1
-        self.index = self.keys.index(entries[i]) + 1 if entries[i] in self.keys else len(self.keys)
-        return self._item(entries[i])
-
-    def _item(self, hkey: Any) -> VT:
-        key, value = self.dict_vt.items[hkey]
-        if self.kind == "keys":
-            return key
-        if self.kind == "values":
-            return value
-        return sequences.TupleVariable([key, value])
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        """The dict's own iterator of this kind, stepped to where the trace left
-        it, while the dict holds the keys it held, in that order, when iteration
-        started, none deleted meanwhile, and the iterator has not ended (the
-        rebuilt iterator then yields what the traced one would, and still sees
-        later changes as eager's does); otherwise it cannot be rebuilt."""
-        if self.size != len(self.dict_vt.items) or list(self.dict_vt.items) != self.keys or (
-                self.ended or self.deletions != self.dict_vt.entries.deletions):
-            super().reconstruct(codegen)
-            return
-        codegen.load_callable(iterator_at)
-        codegen.reconstruct(self.dict_vt)
-        codegen.load_method(self.kind)
-        codegen.call(0)
-        codegen.load_const(self.index)
-        codegen.call(2)
-
-    def __repr__(self) -> str:
-        return f"DictIteratorVariable({self.kind}, {self.index}/{len(self.keys)})"
 
 
 list_iterator.provide(iterator_over)
