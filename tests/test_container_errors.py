@@ -95,22 +95,47 @@ RAISED_BY_THE_CONTAINER = {
 }
 
 
-def test_an_ordered_dict_changed_while_iterated_runs_natively():
-    """An OrderedDict's iterator has its own rules (no error after the last key,
-    "mutated" for any key added or removed): not modelled, the loop runs natively."""
+ORDERED_CHANGES = {
+    "key added": lambda d, k: d.__setitem__(len(d) + 10, 0),
+    "key deleted": lambda d, k: d.__delitem__(k),
+    "key moved": lambda d, k: d.move_to_end(k),
+    "key popped": lambda d, k: d.popitem(last=False),
+    "value replaced": lambda d, k: d.__setitem__(k, 5),
+}
+
+
+@pytest.mark.parametrize("change", list(ORDERED_CHANGES))
+@pytest.mark.parametrize("size", [1, 3])
+def test_an_ordered_dict_changed_while_iterated_raises_eagers_error(change, size):
+    """A C OrderedDict's iterator: "mutated during iteration" at the step after a
+    key is added, deleted or moved, unless it already returned the last key
+    (one key: the loop ends first); replacing a value is no change."""
+    def f(x, d):
+        seen = []
+        try:
+            for k in d:
+                seen.append(k)
+                ORDERED_CHANGES[change](d, k)
+        except RuntimeError as e:
+            return x + 1, str(e), seen, list(d.items())
+        return x * 2, seen, list(d.items())
+
+    check(f, torch.ones(1), collections.OrderedDict.fromkeys(range(size)), fullgraph=True)
+
+
+def test_an_ordered_dict_cleared_while_iterated_runs_natively():
     def f(x, d):
         y = x + 1
         try:
             for k in d:
-                d[len(d) + 10] = 0
+                d.clear()
         except RuntimeError as e:
             return y, str(e)
         return y * 2, list(d)
 
-    for size in (1, 2):  # one key: no error (the loop ends first); two: "mutated during iteration"
-        # the break falls at the loop's FOR_ITER, first reached before any step: the graph before it
-        # runs, then the loop runs natively over the dict's own iterator, rebuilt there
-        check(f, torch.ones(1), collections.OrderedDict.fromkeys(range(size)), breaks=1, gb_types=["user error"])
+    # the break falls at the loop's FOR_ITER, first reached before any step: the graph before it
+    # runs, then the loop runs natively over the dict's own iterator, rebuilt there
+    check(f, torch.ones(1), collections.OrderedDict.fromkeys(range(2)), breaks=1, gb_types=["user error"])
 
 
 @pytest.mark.parametrize("name", list(RAISED_BY_THE_CONTAINER))

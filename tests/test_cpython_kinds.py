@@ -564,6 +564,11 @@ VIEW_CASES = {
     "tuple_and_items": lambda d, e: ((1, "a"), (8, "h")) & d.items(),
     "isdisjoint": lambda d, e: (d.keys().isdisjoint([8, 9]), d.items().isdisjoint(e.items())),
     "items_with_unhashable_value_or": lambda d, e: {1: []}.items() | set(),
+    # an OrderedDict's views are set-like views too (their types subclass dict's)
+    "odict_items_eq_items": lambda d, e: (collections.OrderedDict(d).items() == d.items(),
+                                          e.items() != collections.OrderedDict(e).items()),
+    "odict_keys_le_set": lambda d, e: (collections.OrderedDict(e).keys() <= {1, 5, 9},
+                                       collections.OrderedDict(d).items() > {(1, "a")}),
 }
 
 

@@ -9,6 +9,7 @@ from bytegraph.bytecode.instructions import Instruction
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables.builtins import call_builtin
 from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.containers.dict_entries import USABLE, EntryTable
 from bytegraph.variables.containers.dicts import DictVariable, as_dict
 from bytegraph.variables.containers.sequences import ListVariable, SliceVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
@@ -136,6 +137,8 @@ class StackOps:
     def _new_dict(self: InstructionTranslatorBase, keys: list, values: list) -> DictVariable:
         """A dict display: later equal keys replace the value, not the first key object."""
         result = DictVariable({})
+        # CPython fills the empty dict's table, or one presized for the keys: its entries are known
+        result.entries = EntryTable(known=True, presized=len(keys) > USABLE)
         for key, value in zip(keys, values):
             result.store(self, key, value)
         return result

@@ -425,6 +425,12 @@ class BuiltinVariable(ConstantCallableVariable):
             return convert_scalar(tx, args[0], int if name == "int" else float)
         return None
 
+    def _call_dir(self, tx: Tx, obj: VT) -> VT | None:
+        if isinstance(obj, BuiltinVariable) and isinstance(obj.fn, type):
+            return wrap_const(tx, dir(obj.fn))  # a builtin type: immutable
+        dir_names = getattr(obj, "dir_names", None)  # a user class answers from its namespaces
+        return dir_names(tx) if dir_names is not None else None
+
     def _call_repr(self, tx: Tx, obj: VT) -> VT | None:
         return obj.repr_text(tx)  # None: folded on a constant, else a break
 

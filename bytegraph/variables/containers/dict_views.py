@@ -7,12 +7,15 @@ a set), comparisons with a set or another set-like view compare sizes and
 containment (``dictview_richcompare``); ``isdisjoint`` tests containment."""
 from __future__ import annotations
 
+import collections
 import operator
 from typing import TYPE_CHECKING, Any
 
 from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.constant import ConstantVariable, unmodelled_method
-from bytegraph.variables.containers.iterators import DictIteratorVariable, ListIteratorVariable
+from bytegraph.variables.containers import reprs
+from bytegraph.variables.containers.dict_entries import DictIteratorVariable
+from bytegraph.variables.containers.iterators import ListIteratorVariable
 from bytegraph.variables.containers.sequences import ListVariable, TupleVariable
 from bytegraph.variables.operators import call_operator
 from bytegraph.variables.tx import wrap_const
@@ -36,7 +39,8 @@ class DictViewVariable(VariableTracker):
         self.kind = kind
 
     def python_type(self) -> type:
-        return type(getattr({}, self.kind)())
+        ordered = issubclass(self.dict_vt.python_type(), collections.OrderedDict)  # odict_keys...
+        return type(getattr(collections.OrderedDict() if ordered else {}, self.kind)())
 
     def is_python_constant(self) -> bool:
         """A keys view of constant keys is a constant (a view of a dict with those keys,
@@ -82,11 +86,11 @@ class DictViewVariable(VariableTracker):
                                     cls=type(reversed(getattr({}, self.kind)())))
 
     def repr_text(self, tx: Tx) -> VT | None:
-        """``dict_items([(1, 'a')])``: the view's name around the repr of a list of its items."""
-        inner = wrap_const(tx, repr).call_function(tx, [ListVariable(self.unpack_var_sequence(tx))], {})
-        if not inner.is_python_constant():
-            return None
-        return ConstantVariable(f"{self.python_type().__name__}({inner.as_python_constant()})")
+        """``dict_items([(1, 'a')])``: the view's name around the repr of a list of
+        its items (``...`` for a view met again inside itself)."""
+        name = self.python_type().__name__
+        return reprs.container_repr(tx, self, "...", lambda: [reprs.item_repr(tx, i) for i in self.unpack_var_sequence(tx)],
+                                    lambda text: f"{name}([{text}])")
 
     # ---- set-like views (keys, items) -----------------------------------------------------------
     def _set_like(self) -> bool:
@@ -150,6 +154,6 @@ _DECLINE_VIEWS = (list, tuple, dict, str, bytes, int, float, complex, bool, type
 
 
 def _is_set_like(vt: VT) -> bool:
-    """A set, a frozenset or a keys/items view (what a view compares with)."""
-    return vt.python_type() in (set, frozenset, type({}.keys()), type({}.items()))
+    """A set, a frozenset or a keys/items view, an OrderedDict's too (what a view compares with)."""
+    return vt.python_type() in (set, frozenset) or issubclass(vt.python_type(), (type({}.keys()), type({}.items())))
 

@@ -21,10 +21,13 @@ from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.handlers import call_method_handler
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from, unmodelled_method
+from bytegraph.variables.containers import reprs
+from bytegraph.variables.containers.dict_entries import DictIteratorVariable, EntryTable
 from bytegraph.variables.containers.dict_views import DictViewVariable
-from bytegraph.variables.containers.iterators import DictIteratorVariable, IteratorVariable
+from bytegraph.variables.containers.iterators import IteratorVariable
 from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable, for_each_item
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
+from bytegraph.variables.objects.class_lookup import class_attribute
 from bytegraph.variables.operators import call_operator
 from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
@@ -76,12 +79,18 @@ class DictVariable(DictOperators):
         self.items = dict(items)
         self.dict_cls = dict_cls
         self.default_factory = default_factory
+        #: CPython's entry table, its layout known for a small dict display (:mod:`.dict_entries`)
+        self.entries = EntryTable(known=False)
 
     def python_type(self) -> type:
         return self.dict_cls
 
     @staticmethod
-    def key_of(tx: Tx, key: VT) -> Any:
+    def key_of(tx: Tx, key: VT, hashing: bool = True) -> Any:
+        """The key ``key`` is stored under. An object whose class keeps object's
+        ``__eq__`` but defines ``__hash__`` in Python is keyed by identity, its
+        ``__hash__`` run in the trace (``hashing``: once per lookup, as CPython's
+        dict does; not for keys already held by a dict read from outside)."""
         if key.is_python_constant():
             value = key.as_python_constant()
             try:
@@ -90,7 +99,11 @@ class DictVariable(DictOperators):
                 raise_traced_from(e)  # ``unhashable type: 'list'``
             return value
         cls = key.python_type()
-        if not issubclass(cls, torch.Tensor) and (cls.__eq__ is not object.__eq__ or cls.__hash__ is not object.__hash__):
+        python_hash = cls.__eq__ is object.__eq__ and isinstance(class_attribute(cls, "__hash__"), types.FunctionType)
+        if python_hash and hashing and key.hash_value(tx) is None:  # its errors and side effects: the program's
+            python_hash = False
+        if not issubclass(cls, torch.Tensor) and not python_hash and (
+                cls.__eq__ is not object.__eq__ or cls.__hash__ is not object.__hash__):
             unimplemented(
                 gb_type="unsupported dict key",
                 context=f"dict keyed by a {cls.__qualname__}, which defines its own __eq__/__hash__",
@@ -108,6 +121,7 @@ class DictVariable(DictOperators):
             tx.output.identity_key_sources[key.source] = None
         return IdentityKey(identity)
 
+    @reprs.cycle_safe
     def is_python_constant(self) -> bool:
         factory_known = self.default_factory is None or self.default_factory.is_python_constant()
         return factory_known and all(k.is_python_constant() and v.is_python_constant() for k, v in self.items.values())
@@ -127,6 +141,9 @@ class DictVariable(DictOperators):
     def truthy(self, tx: Tx) -> bool:
         return bool(self.items)
 
+    def repr_text(self, tx: Tx) -> VT | None:
+        return reprs.dict_repr(tx, self)
+
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return True
 
@@ -137,6 +154,8 @@ class DictVariable(DictOperators):
         """``d[key] = value``; an equal key already present keeps its own object."""
         hkey = self.key_of(tx, key)
         old = self.items.get(hkey)
+        if old is None:
+            self.entries.insert(hkey)
         self.items[hkey] = (key if old is None else old[0], value)
 
     def attr_default_factory(self, tx: Tx) -> VT | None:
@@ -223,7 +242,7 @@ class DictVariable(DictOperators):
         self.store(tx, key, value)
         return ConstantVariable(None)
 
-    def method_update(self, tx: Tx, *others: VT, **kwargs: VT) -> VT:
+    def method_update(self, tx: Tx, /, *others: VT, **kwargs: VT) -> VT:  # (``update(self=1)`` is a key)
         if len(others) > 1:  # eager's messages: OrderedDict's update is MutableMapping's, in C
             raise_traced(TypeError, f"update() takes at most 1 positional argument ({len(others)} given)"
                          if issubclass(self.dict_cls, collections.OrderedDict) else
@@ -233,6 +252,26 @@ class DictVariable(DictOperators):
         for kname, value in kwargs.items():
             self.store(tx, ConstantVariable(kname), value)
         return ConstantVariable(None)
+
+    def method_dunder_or(self, tx: Tx, other: VT, /) -> VT | None:
+        """``dict.__or__``: a plain dict, this one's items updated with another
+        dict's; NotImplemented for anything else (None: the class has its own)."""
+        right = as_dict(tx, other)
+        if self.dict_cls.__or__ is not dict.__or__:
+            return None
+        if right is None:
+            return ConstantVariable(NotImplemented)
+        merged = DictVariable({})
+        for key, value in [*self.items.values(), *right.items.values()]:
+            merged.store(tx, key, value)
+        return merged
+
+    def method_dunder_ior(self, tx: Tx, other: VT, /) -> VT | None:
+        """``dict.__ior__``: ``update(other)`` (its errors too), then this dict."""
+        if self.dict_cls.__ior__ is not dict.__ior__:
+            return None
+        self.call_method(tx, "update", [other], {})
+        return self
 
     def method_dunder_init(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
         """``dict.__init__`` (of a dict subclass's instance) updates; a
@@ -279,6 +318,7 @@ class DictVariable(DictOperators):
     def method_pop(self, tx: Tx, key: VT, *default: VT) -> VT:
         hkey = self.key_of(tx, key)
         if hkey in self.items:
+            self.entries.delete(hkey)
             return self.items.pop(hkey)[1]
         if len(default) == 1:
             return default[0]
@@ -287,6 +327,7 @@ class DictVariable(DictOperators):
     def method_setdefault(self, tx: Tx, key: VT, *default: VT) -> VT:
         hkey = self.key_of(tx, key)
         if hkey not in self.items:
+            self.entries.insert(hkey)
             self.items[hkey] = (key, default[0] if default else ConstantVariable(None))
         return self.items[hkey][1]
 
@@ -294,12 +335,14 @@ class DictVariable(DictOperators):
         hkey = self.key_of(tx, key)
         if hkey not in self.items:
             _raise_key_error(key)
+        self.entries.delete(hkey)
         del self.items[hkey]
         return ConstantVariable(None)
 
     def method_clear(self, tx: Tx, *args: VT) -> VT:
         if args:
             raise_traced(TypeError, f"{self.dict_cls.clear.__qualname__}() takes no arguments ({len(args)} given)")
+        self.entries.clear()
         self.items.clear()
         return ConstantVariable(None)
 
@@ -313,6 +356,7 @@ class DictVariable(DictOperators):
             raise_traced(KeyError, "dictionary is empty" if ordered else "popitem(): dictionary is empty")
         last = _flag(args, 0, kwargs, "last", True)
         hkey = next(reversed(self.items)) if last else next(iter(self.items))
+        self.entries.pop_last(hkey)
         return TupleVariable(list(self.items.pop(hkey)))
 
     def method_move_to_end(self, tx: Tx, *args: VT, **kwargs: VT) -> VT:
@@ -322,6 +366,7 @@ class DictVariable(DictOperators):
         if hkey not in self.items:
             _raise_key_error(args[0])
         entry = self.items.pop(hkey)
+        self.entries.moved()
         if _flag(args, 1, kwargs, "last", True):
             self.items[hkey] = entry
         else:
@@ -393,7 +438,7 @@ class LazyDictVariable(DictOperators):
                     items[key] = (wrap_const(tx, key), vt)
                 else:  # an object key (a tensor, a module): read as ``list(d)[index]``, found by identity
                     key_vt = wrap(tx, key, GetItemSource(ConvertSource(self.source, list, "list"), index))
-                    items[DictVariable.key_of(tx, key_vt)] = (key_vt, vt)
+                    items[DictVariable.key_of(tx, key_vt, hashing=False)] = (key_vt, vt)
             factory = None
             if isinstance(self.value, collections.defaultdict):  # its factory, read (and guarded) through the source
                 factory = wrap(tx, self.value.default_factory, AttrSource(self.source, "default_factory"))

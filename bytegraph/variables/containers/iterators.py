@@ -4,12 +4,11 @@ iterators read through their state. ``enumerate``/``zip``/``map``/``filter``
 and ``itertools`` are in :mod:`~bytegraph.variables.containers.iterator_tools`."""
 from __future__ import annotations
 
-import collections
 import sys
 import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from bytegraph.breaks import Unsupported, unimplemented, user_error
+from bytegraph.breaks import Unsupported, unimplemented
 from bytegraph.guards.guards import ConstantMatch, TypeMatch
 from bytegraph.guards.source import ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
@@ -20,7 +19,6 @@ from bytegraph.variables.tx import list_iterator, range_iterator
 
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
-    from bytegraph.variables.containers.dicts import DictVariable
     from bytegraph.variables.containers.sets import SetVariable
     from bytegraph.variables.tx import Tx
 
@@ -475,69 +473,6 @@ class ChangedSetIterator:
 
     def __next__(self) -> Any:
         raise RuntimeError("Set changed size during iteration")
-
-
-class DictIteratorVariable(IteratorVariable):
-    """``iter(d)`` or ``iter(d.keys()/values()/items())`` of a DictVariable.
-
-    Keys are visited in their order when iteration started; values are read at
-    each step. Changing the dict's size meanwhile raises eager's RuntimeError in
-    the trace (and again at each later step, as CPython's iterator stays broken);
-    replacing keys at the same size, or changing an OrderedDict (its own rules),
-    runs natively (CPython then walks its entry table, new keys included).
-    """
-
-    def __init__(self, dict_vt: DictVariable, kind: str = "keys"):
-        super().__init__()
-        self.dict_vt = dict_vt
-        self.kind = kind
-        self.keys = list(dict_vt.items)
-        self.size = len(dict_vt.items)
-        self.index = 0
-
-    def python_type(self) -> type:
-        return type(iter(getattr({}, self.kind)()))
-
-    def next_item(self, tx: Tx) -> VT | None:
-        ordered = issubclass(self.dict_vt.python_type(), collections.OrderedDict)
-        if len(self.dict_vt.items) != self.size and not ordered:
-            self.size = -1  # sticky, as eager's
-            raise_traced(RuntimeError, "dictionary changed size during iteration")
-        if len(self.dict_vt.items) != self.size or (
-            self.index < len(self.keys) and self.keys[self.index] not in self.dict_vt.items
-        ):  # an OrderedDict's own rules, or keys changed at the same size: where eager raises, natively
-            user_error(
-                "RuntimeError",
-                context="dictionary changed during iteration",
-                hint="Iterate over a copy (list(d)) when changing the dict in the loop.",
-            )
-        if self.index >= len(self.keys):
-            return None
-        key, value = self.dict_vt.items[self.keys[self.index]]
-        self.index += 1
-        if self.kind == "keys":
-            return key
-        if self.kind == "values":
-            return value
-        return sequences.TupleVariable([key, value])
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        """The dict's own iterator of this kind, stepped to where the trace left
-        it, while the dict holds the keys it held, in that order, when iteration
-        started (the rebuilt iterator then yields what the traced one would, and
-        still sees later changes as eager's does); otherwise it cannot be rebuilt."""
-        if self.size != len(self.dict_vt.items) or list(self.dict_vt.items) != self.keys:
-            super().reconstruct(codegen)
-            return
-        codegen.load_callable(iterator_at)
-        codegen.reconstruct(self.dict_vt)
-        codegen.load_method(self.kind)
-        codegen.call(0)
-        codegen.load_const(self.index)
-        codegen.call(2)
-
-    def __repr__(self) -> str:
-        return f"DictIteratorVariable({self.kind}, {self.index}/{len(self.keys)})"
 
 
 list_iterator.provide(iterator_over)

@@ -16,6 +16,7 @@ from bytegraph.variables.callables.functions import UserMethodVariable
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.sequences import TupleVariable
+from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute
 from bytegraph.variables.tx import wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -120,6 +121,10 @@ class NamedTupleVariable(TupleVariable):
         method = self._user_method(tx, name)
         if method is not None:
             return method
+        cls = self.tuple_cls
+        if hasattr(cls, "_fields") and class_attribute(cls, name) is _MISSING and class_attribute(
+                cls, "__getattr__") is _MISSING and (cls.__dictoffset__ == 0 or self.source is None):
+            raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")  # none anywhere
         return super().var_getattr(tx, name)
 
     def attr__fields(self, tx: Tx) -> VT | None:
@@ -132,6 +137,7 @@ class NamedTupleVariable(TupleVariable):
         """``obj.name = value``: fields are read-only (``_tuplegetter``); other
         names go to the instance ``__dict__`` that a subclass's instances have."""
         cls = self.tuple_cls
+        _raise_store_error(cls, name, self.fields(), lambda probe: setattr(probe, name, None))
         if name in self.fields() or cls.__dictoffset__ == 0 or any(name in vars(k) for k in cls.__mro__):
             unimplemented(
                 gb_type="unsupported attribute store",
@@ -142,6 +148,12 @@ class NamedTupleVariable(TupleVariable):
         if self.source is not None:
             tx.output.side_effects.store_attr(self, name, value)
         self.attrs[name] = value
+
+    def delete_attr(self, tx: Tx, name: str) -> None:
+        """``del obj.name``: eager's AttributeError where no Python code would run
+        (a field, or a class without instance ``__dict__``); otherwise a break."""
+        _raise_store_error(self.tuple_cls, name, self.fields(), lambda probe: delattr(probe, name))
+        super().delete_attr(tx, name)
 
     def _user_method(self, tx: Tx, name: str) -> VT | None:
         """A method the namedtuple's class body defines in Python (``def add(self)``, a
@@ -193,3 +205,18 @@ class NamedTupleVariable(TupleVariable):
             codegen.call_on_top(object.__setattr__, ConstantVariable(name), value)
 
 
+def _raise_store_error(cls: type, name: str, fields: tuple[str, ...], store: Any) -> None:
+    """Eager's AttributeError for storing or deleting ``name`` on an instance of
+    the namedtuple class ``cls`` when only C code decides it: a field (its
+    ``_tuplegetter`` is read-only), or, without an instance ``__dict__``, a name that
+    is no data descriptor of the class. ``store`` is tried on a stand-in instance."""
+    attr = class_attribute(cls, name)
+    c_only = name in fields or cls.__dictoffset__ == 0 and (
+        attr is _MISSING or not hasattr(type(attr), "__set__") and not hasattr(type(attr), "__delete__"))
+    if not hasattr(cls, "_fields") or not c_only or class_attribute(cls, "__setattr__") is not object.__setattr__ or (
+            class_attribute(cls, "__delattr__") is not object.__delattr__):
+        return
+    try:
+        store(tuple.__new__(cls, (None,) * len(fields)))
+    except AttributeError as e:
+        raise_traced(AttributeError, str(e))

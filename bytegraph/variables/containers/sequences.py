@@ -23,7 +23,7 @@ from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.constant import (
     ConstantVariable, errors_are_the_programs, raise_traced, raise_traced_from, unmodelled_method,
 )
-from bytegraph.variables.containers import iterators
+from bytegraph.variables.containers import iterators, reprs
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.operators import ORDERING_SYMBOLS, call_operator
 from bytegraph.variables.runtime_values import RuntimeValueVariable
@@ -50,8 +50,12 @@ class BaseSequenceVariable(VariableTracker):
         super().__init__(source)
         self.items = list(items)
 
+    @reprs.cycle_safe
     def is_python_constant(self) -> bool:
         return all(i.is_python_constant() for i in self.items)
+
+    def repr_text(self, tx: Tx) -> VT | None:
+        return reprs.sequence_repr(tx, self)
 
     def as_python_constant(self) -> Any:
         return self.python_type()([i.as_python_constant() for i in self.items])

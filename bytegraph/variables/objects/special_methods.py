@@ -22,6 +22,8 @@ from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables.functions import UserMethodVariable
 from bytegraph.variables.constant import ConstantVariable, errors_are_the_programs, raise_traced
+from bytegraph.variables.containers.dicts import DictVariable
+from bytegraph.variables.containers.dict_entries import DictIteratorVariable
 from bytegraph.variables.containers.user_iterators import PythonIteratorVariable, SequenceIteratorVariable
 from bytegraph.variables.objects import builtin_bases
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
@@ -135,11 +137,20 @@ class SpecialMethods:
         if self._indexed_only(tx):
             return SequenceIteratorVariable(self)
         if not isinstance(iter_fn, types.FunctionType):
-            return None
+            return self._base_dict_iterator(tx)
         iterator = UserMethodVariable(iter_fn, self).call_function(tx, [], {})
         if not hasattr(iterator.python_type(), "__next__"):
             raise_traced(TypeError, f"iter() returned non-iterator of type '{iterator.python_type().__name__}'")
         return python_iterator(tx, iterator) or iterator
+
+    def _base_dict_iterator(self, tx: Tx) -> VT | None:
+        """``iter(self)`` of a dict subclass's instance made in the trace that
+        leaves ``__iter__`` to its base: the base's iterator over the instance's
+        items, which sees the changes made to them as eager's does."""
+        if not builtin_bases.leaves_to_base(self, tx, "__iter__"):
+            return None
+        part = builtin_bases.storage(tx, self)
+        return DictIteratorVariable(part, "keys", owner=self) if isinstance(part, DictVariable) else None
 
     def str_text(self, tx: Tx) -> VT | None:
         """``str(self)`` when the class answers it in Python: its ``__str__``, or, with

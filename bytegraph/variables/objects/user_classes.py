@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Sequence
 
 from bytegraph.breaks import unimplemented
 from bytegraph.graph.side_effects import DELETED
-from bytegraph.guards.source import AttrSource
+from bytegraph.guards.guards import DictKeysMatch
+from bytegraph.guards.source import AttrSource, ConstSource
 from bytegraph.variables.base import KnownObjectVariable, VariableTracker
 from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.callables.torch_functions import AutogradFunctionApplyVariable
@@ -98,6 +99,20 @@ class UserDefinedClassVariable(KnownObjectVariable):
                 hints=("Set the class attribute outside the compiled function.",),
             )
         tx.output.side_effects.store_attr(self, name, value)
+
+    def dir_names(self, tx: Tx) -> VT | None:
+        """``dir(cls)``: the sorted names of the class's and its bases' namespaces
+        (``type.__dir__``), guarded on those namespaces' keys; None (a break) for a
+        metaclass with its own ``__dir__`` or a class the trace changed."""
+        cls = self.value
+        if class_attribute(type(cls), "__dir__") is not type.__dict__["__dir__"] or any(
+                tx.output.side_effects.pending_attr_names(k) for k in cls.__mro__):
+            return None
+        for klass in cls.__mro__:
+            if klass.__module__ != "builtins":  # builtin classes are immutable
+                namespace = AttrSource(ConstSource(klass, klass.__qualname__), "__dict__")
+                tx.output.guards.add(DictKeysMatch(namespace, types.MappingProxyType, tuple(vars(klass))))
+        return wrap_const(tx, dir(cls))
 
     def __repr__(self) -> str:
         return f"UserDefinedClassVariable({self.value.__qualname__})"
