@@ -14,12 +14,15 @@ own ``except Exception`` does not swallow it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import signal
 import threading
 import time
 import warnings
 from typing import Any, Callable, Iterator
+
+import torch
 
 
 def backend_name(compiler: Any) -> str:
@@ -75,6 +78,53 @@ class BackendResultError(Exception):
     """A backend's compiled graph returned something else than one value per graph output."""
 
 
+@dataclasses.dataclass(frozen=True)
+class SharedStorage:
+    """Graph outputs that are views of one storage in the trace: their
+    positions and, where all are static, each one's ``(size, stride,
+    storage_offset)`` and the storage's length in elements (else, or for
+    views of a graph input, None);
+    ``twins``: the pairs ``(j, i)`` of an output ``j`` that is the very
+    object of output ``i`` of the group (``t`` and ``t.contiguous()``)."""
+
+    positions: tuple[int, ...]
+    layouts: tuple[tuple[tuple[int, ...], tuple[int, ...], int], ...] | None
+    numel: int | None
+    twins: tuple[tuple[int, int], ...] = ()
+
+    def faithful(self, result: list) -> bool:
+        """Whether the backend returned them as eager would: views of one
+        storage, each with the trace's layout (where it is known)."""
+        tensors = [result[i] for i in self.positions]
+        if not all(isinstance(t, torch.Tensor) for t in tensors):
+            return True  # (not for this check to judge)
+        storage = tensors[0].untyped_storage().data_ptr()
+        if any(t.untyped_storage().data_ptr() != storage for t in tensors):
+            return False
+        return self.layouts is None or all(
+            (tuple(t.shape), t.stride(), t.storage_offset()) == layout for t, layout in zip(tensors, self.layouts))
+
+    def rebuildable(self, result: list) -> bool:
+        """Whether :meth:`rebuild` can give eager's layout: known (it is not for
+        views of a graph input, whose memory is the input's), plain tensors of
+        one dtype and device, and no autograd history to keep."""
+        tensors = [result[i] for i in self.positions]
+        if self.layouts is None or not all(type(t) is torch.Tensor for t in tensors):
+            return False
+        return len({(t.dtype, t.device) for t in tensors}) == 1 and not any(t.requires_grad for t in tensors)
+
+    def rebuild(self, result: list) -> None:
+        """Copy the outputs into one new storage at the trace's layout (in place in ``result``)."""
+        first = result[self.positions[0]]
+        storage = torch.empty(self.numel, dtype=first.dtype, device=first.device)
+        for i, (size, stride, offset) in zip(self.positions, self.layouts):
+            view = storage.as_strided(size, stride, offset)
+            view.copy_(result[i])
+            result[i] = view
+        for j, i in self.twins:
+            result[j] = result[i]
+
+
 class OutputCheck:
     """The check of a compiled graph's first result: a list or tuple of one
     value per graph output. Until it passes, :attr:`pending` is True and the
@@ -83,43 +133,56 @@ class OutputCheck:
     :class:`BackendResultError` on that call and on every later one before
     the graph runs, so the frame runs natively (see ``graph/rerun.py``).
 
-    ``distinct`` lists the pairs of output positions ``(i, j)``, ``i < j``,
-    that the trace made as two tensor objects of one storage (``t`` and
-    ``t.transpose(0, 1).transpose(0, 1)``). A backend may return one object
-    for both (inductor does for a view that changes nothing); eager returns
-    two, and code that tests ``is`` or sets an attribute on one of them sees
-    the difference. The pairs the first result merged (:attr:`merged`) are
-    separated on every call, the later output becoming a view of the earlier
+    ``shared`` lists the groups of outputs that the trace made as views of
+    one storage (:class:`SharedStorage`). A backend may return them otherwise:
+    one object for ``t`` and ``t.transpose(0, 1).transpose(0, 1)`` (inductor
+    does for a view that changes nothing), or the pieces of
+    ``torch.split(t, 2)`` as buffers of their own (inductor does for views of
+    a tensor it does not return). Eager returns distinct views of one memory,
+    and code that tests ``is``, writes through one view or reads strides sees
+    the difference. On every call, a group the first result did not give as
+    eager is rebuilt (its outputs copied into one new storage at the trace's
+    layout) where :meth:`SharedStorage.rebuildable`, and any output that is
+    the same object as an earlier one of its group becomes a view of it
     (:meth:`separate`); :attr:`pending` then stays True, so a graph whose
-    backend merges nothing pays nothing for it."""
+    backend returns what eager does pays nothing for it."""
 
-    def __init__(self, n_outputs: int, describe: str, distinct: tuple[tuple[int, int], ...] = ()):
+    def __init__(self, n_outputs: int, describe: str, shared: tuple[SharedStorage, ...] = ()):
         self.pending = n_outputs > 0  # (with no output, the frame drops the result: nothing to check)
         self.n_outputs = n_outputs
         self.describe = describe
         self.problem: str | None = None
-        self.distinct = distinct
+        self.shared = shared
+        #: the groups rebuilt on every call, and the output pairs (i, j), i < j, separated on every call
+        self.rebuilt: tuple[SharedStorage, ...] = ()
         self.merged: tuple[tuple[int, int], ...] = ()
 
     def first_call(self, compiled: Callable, args: tuple) -> Any:
         if self.problem is not None:
             raise BackendResultError(self.problem)
         result = compiled(*args)
-        if self.merged:
+        if self.rebuilt or self.merged:
             return self.separate(result)
         if isinstance(result, (list, tuple)) and len(result) == self.n_outputs:
-            self.merged = tuple((i, j) for i, j in self.distinct if result[i] is result[j])
-            self.pending = bool(self.merged)
-            return self.separate(result) if self.merged else result
+            unfaithful = [group for group in self.shared if not group.faithful(result)]
+            self.rebuilt = tuple(group for group in unfaithful if group.rebuildable(result))
+            self.merged = tuple((i, j) for group in self.shared if group not in self.rebuilt
+                                for n, j in enumerate(group.positions) for i in group.positions[:n]
+                                if result[i] is result[j])
+            self.pending = bool(self.rebuilt or self.merged)
+            return self.separate(result) if self.pending else result
         got = f"{len(result)} values" if isinstance(result, (list, tuple)) else type(result).__name__
         self.problem = f"{self.describe} returned {got} for a graph of {self.n_outputs} outputs"
         warnings.warn(f"bytegraph: {self.problem}; running the frame natively from now on", stacklevel=2)
         raise BackendResultError(self.problem)
 
     def separate(self, result: list | tuple) -> list:
-        """``result`` with each merged later output replaced by a view of the
-        earlier one (same shape, strides and storage, a new tensor object)."""
+        """``result`` with the groups of :attr:`rebuilt` rebuilt and each merged
+        later output replaced by a view of the earlier one (same shape, strides
+        and storage, a new tensor object)."""
         result = list(result)
+        for group in self.rebuilt:
+            group.rebuild(result)
         for i, j in self.merged:
             if result[j] is result[i]:
                 result[j] = result[i].view(result[i].shape)

@@ -19,7 +19,8 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv, free_unbacked_symbol
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from bytegraph import collector, imports
-from bytegraph.backends.checks import BackendTimeout, OutputCheck, backend_name, deadline, result_problem
+from bytegraph.backends.checks import (BackendTimeout, OutputCheck, SharedStorage, backend_name, deadline,
+                                       result_problem)
 from bytegraph.breaks import BackendCompilerFailed
 from bytegraph.config import config
 from bytegraph.graph import numpy_random, writes
@@ -245,7 +246,8 @@ class BackendCompile:
             saved = written if written and may_raise else ()  # inference tensors too: they have no version counter
             # each graph input has a TensorMatch guard: with no symbolic size, it fixes shape and dtype
             saved_static = not any(isinstance(n, torch.SymInt) for i in saved for n in self.inputs[i].example.shape)
-            check = OutputCheck(len(outputs), f"backend {backend_name(compiler)!r}", distinct_aliases(outputs))
+            check = OutputCheck(len(outputs), f"backend {backend_name(compiler)!r}",
+                                shared_storages(outputs, self.inputs))
             compiled = rerun_natively_on_error(compiled, check, uses_rng(gm), watched,
                                                self.unscoped_grad_mode_changes == 0, saved, numpy_random.draws(gm),
                                                autocast_devices(gm), saved_static, enters_sdpa_kernel(gm),
@@ -265,19 +267,35 @@ class BackendCompile:
         return codegen
 
 
-def distinct_aliases(outputs: list[torch.fx.Node]) -> tuple[tuple[int, int], ...]:
-    """The pairs of positions ``(i, j)``, ``i < j``, of graph outputs that are
-    distinct tensors of one storage in the trace (see
-    :class:`~bytegraph.backends.checks.OutputCheck`)."""
+def shared_storages(outputs: list[torch.fx.Node], inputs: list) -> tuple[SharedStorage, ...]:
+    """The groups of graph outputs that are distinct tensors of one storage in
+    the trace (see :class:`~bytegraph.backends.checks.OutputCheck`); ``inputs``:
+    the graph inputs (a group of views of one keeps no layout: it is not rebuilt)."""
+    input_storages = {writes.storage_id(i.example) for i in inputs if isinstance(i.example, torch.Tensor)}
     examples = [node.meta.get("example_value") for node in outputs]
     by_storage: dict[int, list[int]] = {}
+    twins: dict[int, list[tuple[int, int]]] = {}
     for j, example in enumerate(examples):
         storage = writes.storage_id(example) if isinstance(example, torch.Tensor) else None
-        if storage is not None:
+        if storage is None:
+            continue
+        # two nodes of one example object, ``t`` and ``t.contiguous()``, are one object in eager too
+        first = next((i for i in by_storage.get(storage, ()) if examples[i] is example), None)
+        if first is None:
             by_storage.setdefault(storage, []).append(j)
-    # (two nodes of one example object, ``t`` and ``t.contiguous()``, are one object in eager too)
-    return tuple((i, j) for same in by_storage.values() for n, j in enumerate(same) for i in same[:n]
-                 if examples[i] is not examples[j])
+        else:
+            twins.setdefault(storage, []).append((j, first))
+    groups = []
+    for storage, same in by_storage.items():
+        if len(same) < 2:
+            continue
+        layouts = tuple((tuple(examples[j].shape), examples[j].stride(), examples[j].storage_offset()) for j in same)
+        numel = examples[same[0]].untyped_storage().nbytes() // examples[same[0]].element_size()
+        static = all(type(n) is int for layout in layouts for n in (*layout[0], *layout[1], layout[2]))
+        static = static and type(numel) is int and storage not in input_storages
+        groups.append(SharedStorage(tuple(same), layouts if static else None, numel if static else None,
+                                    tuple(twins.get(storage, ()))))
+    return tuple(groups)
 
 
 class BackendTracingContext(torch._guards.TracingContext):
