@@ -1,8 +1,9 @@
 """What a trace decides about the value of a symbolic scalar.
 
 A SymInt, SymFloat or SymBool asked for a Python value (a branch, a ``range()``)
-is either specialised with a guard (:func:`concrete`) or a graph break
-(:func:`branch_on_data`). A value computed
+is either specialised with a guard (:func:`concrete`), proven for every value its
+symbols may take with no guard (:func:`statically_known`: a data-dependent size
+the ShapeEnv bounds), or a graph break (:func:`branch_on_data`). A value computed
 by float arithmetic is decided by replaying the graph's scalar steps with Python's
 own operations (:func:`float_arithmetic`, :func:`decide_float_arithmetic`,
 :func:`pinned_value`), never by the ShapeEnv's real-number reasoning.
@@ -13,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Iterator, NoReturn
 
 import torch
 import torch.fx
-from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+from torch.fx.experimental import symbolic_shapes
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_unbacked_symbols
 
 from bytegraph.breaks import HINT_DYNAMIC_CONTROL_FLOW, unimplemented
 from bytegraph.guards.guards import RecomputedMatch
@@ -40,6 +42,22 @@ def concrete(kind: type, value: Any, what: str) -> Any:
             explanation="The value depends on tensor data, which is unknown while tracing.",
             hints=(HINT_DYNAMIC_CONTROL_FLOW,),
         )
+
+
+def statically_known(example: Any) -> bool | None:
+    """The truth of a data-dependent int or bool where the ShapeEnv proves it for every value
+    its symbols may take (their value ranges and the runtime asserts recorded so far:
+    ``x.nonzero().numel() + 3 == 0`` is False, ``u > 0`` after ``torch._check(u >= 1)`` is
+    True), so it needs no guard; None when it does not. A float's truth is never decided:
+    the ShapeEnv reasons about it as a real number, which NaN is not."""
+    if any(not s.is_integer for s in free_unbacked_symbols(example)) or isinstance(example, torch.SymFloat):
+        return None
+    condition = example if isinstance(example, torch.SymBool) else example != 0
+    if symbolic_shapes.statically_known_true(condition):
+        return True
+    if symbolic_shapes.statically_known_true(torch.sym_not(condition)):
+        return False
+    return None
 
 
 def branch_on_data(what: str) -> NoReturn:

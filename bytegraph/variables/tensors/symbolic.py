@@ -26,6 +26,7 @@ from bytegraph.variables.operators import INPLACE_TO_BINARY, TENSOR_OPERATORS, f
 from bytegraph.variables.tensors import graph_calls
 from bytegraph.variables.tensors.scalar_decisions import (
     PYTHON_TYPES, SYMBOLIC_TYPES, branch_on_data, concrete, decide_float_arithmetic, float_arithmetic, pinned_value,
+    statically_known,
 )
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -171,6 +172,9 @@ class FakeItemVariable(SymNodeVariable):
         )
 
     def truthy(self, tx: Tx) -> bool:
+        known = statically_known(self.example)
+        if known is not None:
+            return known
         unimplemented(
             gb_type="data-dependent branching",
             context=f"bool() of the data-dependent scalar {self.node.name}",
