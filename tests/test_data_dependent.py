@@ -455,3 +455,16 @@ def test_branch_the_shape_env_proves_needs_no_break(fn):
 def test_branch_the_shape_env_cannot_prove_still_breaks():
     with bytegraph.config.patch(**BOTH):
         check(unprovable, make=fresh_mixed, backend="eager", graphs=2, breaks=1, gb_types=["data-dependent branching"])
+
+
+def iterate_masked(x):  # the loop's length is a data-dependent row count: a break, never an internal error
+    total = x.sum() * 0
+    for row in x[x > 0]:
+        total = total + row
+    return total
+
+
+def test_iterating_a_data_dependent_number_of_rows_breaks():
+    with bytegraph.config.patch(**BOTH):
+        check(iterate_masked, make=fresh_mixed, backend="eager", graphs=2, breaks=1,
+              gb_types=["data-dependent branching"])
