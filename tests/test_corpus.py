@@ -79,9 +79,7 @@ def test_corpus_quick(name):
 
 # Models bytegraph does not pass yet, each with the kind that fails it (issue 26; the analysis with a
 # reproducer per kind: the zoo report). Strict: a fixed model fails here until its entry is removed.
-NUMEL_BRANCH = "a Python branch on an unbacked numel() (of a nonzero() result) in GATConv.edge_update breaks each layer"
 KNOWN_FAILURES = {
-    "gat": NUMEL_BRANCH,
     "ode_dopri5": "a branch on a tensor compared with a float (if alpha_i == 1.), a recompile per loop position and "
                   "aliasing guards between the solver's state tensors: more graphs than torch.compile",
 }

@@ -407,3 +407,64 @@ def test_an_operator_that_reads_a_value_inside_its_kernel(backend, fn, make_args
     expected = [] if settings is BOTH else ["data-dependent tensor method"]
     with bytegraph.config.patch(**settings):
         check(fn, calls=[make_args(), make_args()], backend=backend, breaks=len(expected), gb_types=expected)
+
+
+# ---- branches the ShapeEnv decides with no guard --------------------------------------------------
+# The kind: bool() of a data-dependent int/bool that holds (or fails) for every value its unbacked
+# symbols may take is decided while tracing, with no break and no guard; one it cannot prove breaks.
+
+def numel_plus_never_zero(x):  # numel() >= 0, so numel() + 3 is never 0 (GATConv's edge_update)
+    idx = torch.nonzero(x > 0)
+    if idx.numel() + 3:
+        return x + idx.sum()
+    return x - 1
+
+
+def numel_negative_never(x):  # a size is never negative: the branch is statically False
+    idx = torch.nonzero(x > 0)
+    if idx.size(0) < 0:
+        return x - 1
+    return x * 2
+
+
+def after_check(x):  # torch._check records u >= 1, so u > 0 is True
+    u = (x > 0).sum().item()
+    torch._check(u >= 1)
+    if u > 0:
+        return x * 3
+    return x
+
+
+def unprovable(x):  # whether nonzero() found anything depends on the data: a break
+    idx = torch.nonzero(x > 0)
+    if idx.numel():
+        return x + 1
+    return x - 1
+
+
+def fresh_mixed():
+    return (torch.tensor([1.0, -2.0, 3.0, -4.0]),)
+
+
+@pytest.mark.parametrize("fn", [numel_plus_never_zero, numel_negative_never, after_check])
+def test_branch_the_shape_env_proves_needs_no_break(fn):
+    with bytegraph.config.patch(**BOTH):
+        check(fn, make=fresh_mixed, backend="eager", graphs=1, breaks=0)
+
+
+def test_branch_the_shape_env_cannot_prove_still_breaks():
+    with bytegraph.config.patch(**BOTH):
+        check(unprovable, make=fresh_mixed, backend="eager", graphs=2, breaks=1, gb_types=["data-dependent branching"])
+
+
+def iterate_masked(x):  # the loop's length is a data-dependent row count: a break, never an internal error
+    total = x.sum() * 0
+    for row in x[x > 0]:
+        total = total + row
+    return total
+
+
+def test_iterating_a_data_dependent_number_of_rows_breaks():
+    with bytegraph.config.patch(**BOTH):
+        check(iterate_masked, make=fresh_mixed, backend="eager", graphs=2, breaks=1,
+              gb_types=["data-dependent branching"])

@@ -3,15 +3,15 @@
 A :class:`SymNodeVariable` is an fx node whose example is a SymInt, SymFloat
 or SymBool of the trace's ShapeEnv (a dynamic size, a size expression, a
 dynamic Python int argument); a :class:`FakeItemVariable` is one whose value
-depends on tensor data (a captured ``Tensor.item()``). :func:`concrete` and
-:func:`branch_on_data` are what asking such a value for a Python value does.
+depends on tensor data (a captured ``Tensor.item()``). What asking such a value
+for a Python value does is :mod:`~bytegraph.variables.tensors.scalar_decisions`.
 """
 from __future__ import annotations
 
 import builtins
 import math
 import operator
-from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 import torch.fx
@@ -19,24 +19,21 @@ from torch.fx.experimental import symbolic_shapes
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, free_unbacked_symbols
 
 from bytegraph.breaks import HINT_DATA_DEPENDENT, HINT_DYNAMIC_CONTROL_FLOW, unimplemented
-from bytegraph.guards.guards import RecomputedMatch
-from bytegraph.guards.source import user_name
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.handlers import call_method_handler
 from bytegraph.variables.constant import ConstantVariable
 from bytegraph.variables.operators import INPLACE_TO_BINARY, TENSOR_OPERATORS, fold
 from bytegraph.variables.tensors import graph_calls
+from bytegraph.variables.tensors.scalar_decisions import (
+    PYTHON_TYPES, SYMBOLIC_TYPES, branch_on_data, concrete, decide_float_arithmetic, float_arithmetic, pinned_value,
+    statically_known,
+)
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
     from bytegraph.variables.tx import Tx
 
 
 VT = VariableTracker
-
-SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
-
-#: the Python type each symbolic type stands for
-PYTHON_TYPES = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
 
 #: what ``math.isnan``/``isinf``/``isfinite`` say of a finite number
 FINITE_ANSWERS = {math.isnan: False, math.isinf: False, math.isfinite: True}
@@ -89,7 +86,7 @@ class SymNodeVariable(VariableTracker):
         records the guard (``n == 3``) that the cache entry checks, even when the
         graph itself never reads the input. A value computed by float arithmetic
         pins its inputs instead and is the float Python computed
-        (:func:`_pinned_value`).
+        (:func:`~bytegraph.variables.tensors.scalar_decisions.pinned_value`).
 
         Raises:
             Unsupported: when the value depends on tensor data (no guard can
@@ -103,8 +100,8 @@ class SymNodeVariable(VariableTracker):
         Raises:
             Unsupported: when the value depends on tensor data.
         """
-        if _float_arithmetic(self.node):
-            return _decide_float_arithmetic(tx, self.node)
+        if float_arithmetic(self.node):
+            return decide_float_arithmetic(tx, self.node)
         return self._concrete(bool)
 
     def assert_in_graph(self, tx: Tx, truth: bool) -> bool:
@@ -128,8 +125,8 @@ class SymNodeVariable(VariableTracker):
         return ConstantVariable(FINITE_ANSWERS[fn])
 
     def _concrete(self, kind: type) -> Any:
-        if _float_arithmetic(self.node):
-            return kind(_pinned_value(self.node))
+        if float_arithmetic(self.node):
+            return kind(pinned_value(self.node))
         return concrete(kind, self.example, f"the value of {self.node.name} ({self.example})")
 
     # ---- operators: arithmetic and comparisons stay in the graph ----------------
@@ -175,6 +172,9 @@ class FakeItemVariable(SymNodeVariable):
         )
 
     def truthy(self, tx: Tx) -> bool:
+        known = statically_known(self.example)
+        if known is not None:
+            return known
         unimplemented(
             gb_type="data-dependent branching",
             context=f"bool() of the data-dependent scalar {self.node.name}",
@@ -262,204 +262,12 @@ def _assert_defined(tx: Tx, op: Any, operands: list[VariableTracker]) -> None:
                               (condition.as_proxy(), f"{getattr(op, '__name__', op)} of these values raises"), {}, None)
 
 
-def _scalar_inputs(node: torch.fx.Node) -> list[torch.fx.Node]:
-    return [n for n in node.all_input_nodes if isinstance(n.meta.get("example_value"), SYMBOLIC_TYPES)]
-
-
-def _scalar_ancestors(node: torch.fx.Node) -> Iterator[torch.fx.Node]:
-    """``node`` and the symbolic scalar nodes it is computed from, each once; the
-    walk stops at nodes computed from no symbolic scalar (an argument, a size)."""
-    stack, seen = [node], set()
-    while stack:
-        current = stack.pop()
-        if current not in seen:
-            seen.add(current)
-            yield current
-            stack.extend(_scalar_inputs(current))
-
-
-def _float_arithmetic(node: torch.fx.Node) -> bool:
-    """Whether the symbolic scalar of ``node`` is, or is computed from, the result of
-    float arithmetic (``v * 0.0``, ``(v + 0.1) - 0.1 == v``, ``int(v * 2)``).
-
-    The ShapeEnv reasons about such a value as real arithmetic: it folds ``v * 0.0``
-    to ``0`` (eager's ``-0.0`` for a negative ``v``) and ``(v + 0.1) - 0.1`` to ``v``
-    (eager rounds), so what it decides or guards need not hold for the floats eager
-    computes."""
-    return any(
-        isinstance(n.meta.get("example_value"), torch.SymFloat) and n.op != "placeholder"
-        for n in _scalar_ancestors(node)
-    )
-
-
-def _pinned_value(node: torch.fx.Node) -> Any:
-    """The value of ``node``, float arithmetic included, for the inputs it is computed
-    from pinned to their values: each symbolic scalar input (a Python int or float
-    argument, a size) is specialised (a guard ``v == 2.5``, exact: such a float is
-    finite and non-zero, see builder's ``_symbolic_scalar``), and the value is the
-    one the graph's steps compute from those values with Python's own operations
-    (:class:`_Recompute`), never the ShapeEnv's real-number one (whose hint for
-    ``v // 0.1`` is ``floor(v / 0.1)``: 20.0 where Python's ``2.0 // 0.1`` is 19.0).
-    A computation the replay cannot read (an intermediate tensor's size) takes the
-    SymNode's hint.
-
-    Raises:
-        Unsupported: when an input depends on tensor data.
-    """
-    for current in _scalar_ancestors(node):
-        if not _scalar_inputs(current):
-            example = current.meta["example_value"]
-            concrete(PYTHON_TYPES[type(example)], example, f"the value of {current.name} ({example})")
-    plan = _recompute_plan(node)
-    if plan is not None:
-        try:
-            return plan[1].value(plan[2])
-        except Exception:  # noqa: BLE001 - the hint below; the graph meets the error when it runs
-            pass
-    return node.meta["example_value"].node.hint
-
-
-class _Slot:
-    """An earlier value of a :class:`_Recompute` (its index)."""
-
-    __slots__ = ("index",)
-
-    def __init__(self, index: int):
-        self.index = index
-
-
-class _Recompute:
-    """The truth of a scalar computation of the graph, run again on the frame's
-    inputs with the graph's own operations: the check of a :class:`RecomputedMatch`.
-
-    ``leaves`` says where each input scalar is read: ``(k, None)`` is the k-th
-    input itself (a Python int or float argument), ``(k, dim)`` its size ``dim``;
-    ``steps`` are ``(target, args, kwargs)``, an argument being a constant or a
-    :class:`_Slot`. Holds no graph node, so the cache entry keeps no trace alive.
-    """
-
-    def __init__(self, leaves: list[tuple[int, int | None]], steps: list[tuple[Any, tuple, dict]]):
-        self.leaves = leaves
-        self.steps = steps
-
-    def __call__(self, *inputs: Any) -> bool | None:
-        return self.run([inputs[k] if dim is None else inputs[k].size(dim) for k, dim in self.leaves])
-
-    def run(self, values: list[Any]) -> bool | None:
-        """The truth of the last step given the leaves' ``values``; None when a
-        step raises (the guard then fails, and the trace meets eager's error)."""
-        try:
-            return bool(self.value(values))
-        except Exception:  # noqa: BLE001 - any error: the inputs do not take the traced branch
-            return None
-
-    def value(self, values: list[Any]) -> Any:
-        """The last step's value given the leaves' ``values``, computed with the
-        steps' own Python operations (raises what a step raises)."""
-        def fill(arg: Any) -> Any:
-            return values[arg.index] if isinstance(arg, _Slot) else arg
-
-        values = list(values)
-        for target, args, kwargs in self.steps:
-            values.append(target(*torch.fx.node.map_aggregate(args, fill), **torch.fx.node.map_aggregate(kwargs, fill)))
-        return values[-1]
-
-
-def _recompute_plan(node: torch.fx.Node) -> tuple[list[Any], _Recompute, list[Any], str] | None:
-    """``(sources, recompute, leaf values, label)`` for the scalar computation of
-    ``node``, or None when part of it cannot be read again from the frame's inputs
-    (a size of an intermediate tensor, a value from tensor data, a method call)."""
-    ancestors = set(_scalar_ancestors(node))
-    order = [n for n in node.graph.nodes if n in ancestors]  # the graph's order: inputs before their users
-    sources: list[Any] = []
-    leaves: list[tuple[int, int | None]] = []
-    hints: list[Any] = []
-    words: dict[torch.fx.Node, str] = {}
-    for current in order:
-        if _scalar_inputs(current):
-            continue
-        read = _input_read(current)
-        if read is None:
-            return None
-        source, dim = read
-        if source not in sources:
-            sources.append(source)
-        leaves.append((sources.index(source), dim))
-        hints.append(current.meta["example_value"].node.hint)
-        words[current] = user_name(source) if dim is None else f"{user_name(source)}.size({dim})"
-    slots = {n: i for i, n in enumerate(n for n in order if not _scalar_inputs(n))}
-    steps = []
-    for current in order:
-        if current in slots:
-            continue
-        if current.op != "call_function" or any(n not in slots for n in current.all_input_nodes):
-            return None
-        slots[current] = len(slots)
-        args, kwargs = (torch.fx.node.map_arg(a, lambda n: _Slot(slots[n])) for a in (current.args, current.kwargs))
-        steps.append((current.target, args, kwargs))
-        shown = torch.fx.node.map_arg(current.args, lambda n: words[n])
-        words[current] = f"{getattr(current.target, '__name__', current.target)}({', '.join(map(str, shown))})"
-    return sources, _Recompute(leaves, steps), hints, words[node]
-
-
-def _input_read(node: torch.fx.Node) -> tuple[Any, int | None] | None:
-    """``(source, None)`` for a symbolic int/float argument, ``(source, dim)`` for a
-    size of an input tensor, else None."""
-    if node.op == "placeholder":
-        return node.meta.get("source"), None
-    if node.target is torch.ops.aten.sym_size.int and node.args[0].op == "placeholder":
-        return node.args[0].meta.get("source"), node.args[1]
-    return None
-
-
-def _decide_float_arithmetic(tx: Tx, node: torch.fx.Node) -> bool:
-    """The truth of ``node``, computed with float arithmetic: the branch Python's
-    own operations take on the traced inputs, guarded by a :class:`RecomputedMatch`
-    that takes it again on each call's inputs (so one entry serves every input that
-    takes the same branch). When the replay itself raises on the traced inputs, or
-    reads an input it has no source for, the inputs are pinned (:func:`_pinned_value`).
-    When part of the computation is a size the replay cannot read from the inputs
-    (``x.numel()``, the size of a slice or of any intermediate tensor), the ShapeEnv
-    decides and guards it: pinning would specialise a size the user marked dynamic
-    (``ConstraintViolationError``). Its guard is a real-number rewrite, exact for
-    sizes and constants such as ``n / 2 > 3`` but not where a float constant rounds
-    (``int(v // 0.1)`` as a size): that case is still open.
-
-    Raises:
-        Unsupported: when an input depends on tensor data.
-    """
-    plan = _recompute_plan(node)
-    if plan is None:  # read from a size the replay cannot read (``x.numel()``, a slice's): the ShapeEnv decides
-        example = node.meta["example_value"]
-        return concrete(bool, example, f"the value of {node.name} ({example})")
-    truth = plan[1].run(plan[2])
-    if truth is None or None in plan[0]:
-        return bool(_pinned_value(node))
-    sources, recompute, _, label = plan
-    tx.output.guards.add(RecomputedMatch(sources[0], tuple(sources), recompute, truth, label))
-    return truth
-
-
 def convert_scalar(tx: Tx, value: SymNodeVariable, kind: type) -> VariableTracker:
     """``int(value)``/``float(value)`` (``kind``) of a symbolic scalar: itself when
     it is of that type already, else ``torch.sym_int``/``sym_float`` in the graph."""
     if value.python_type() is kind:
         return value
     return graph_calls.graph_call(tx, "call_function", torch.sym_int if kind is int else torch.sym_float, [value], {})
-
-
-def concrete(kind: type, value: Any, what: str) -> Any:
-    """``kind(value)`` for a possibly symbolic scalar: specialises it (the ShapeEnv
-    records a guard), or breaks the graph when it depends on tensor data."""
-    try:
-        return kind(value)
-    except GuardOnDataDependentSymNode:
-        unimplemented(
-            gb_type="data-dependent branching",
-            context=f"{what} needed at trace time",
-            explanation="The value depends on tensor data, which is unknown while tracing.",
-            hints=(HINT_DYNAMIC_CONTROL_FLOW,),
-        )
 
 
 def runtime_check(tx: Tx, fn: Any, args: Sequence[VariableTracker],
@@ -509,16 +317,6 @@ def runtime_check(tx: Tx, fn: Any, args: Sequence[VariableTracker],
         explanation="The check is false at trace time (eager raises), or its condition is not a Python scalar "
         "bytegraph can reason about; it runs natively.",
         hints=("Check a symbolic scalar (a size or a captured .item()), or a constant.",),
-    )
-
-
-def branch_on_data(what: str) -> NoReturn:
-    """``bool()`` of a value whose truth depends on tensor data: a graph break."""
-    unimplemented(
-        gb_type="data-dependent branching",
-        context=f"bool() of {what}",
-        explanation="The branch taken depends on tensor data, which is unknown while tracing.",
-        hints=(HINT_DYNAMIC_CONTROL_FLOW,),
     )
 
 

@@ -510,11 +510,13 @@ def _holds_only_tensors(value: Any) -> bool:
 
 def unpack_rows(example: torch.Tensor, kind: str, row: Callable[[int], VT]) -> list[VT]:
     """``row(0), row(1), ...`` along dim 0 of ``example`` (iterating a tensor or
-    array); a 0-d value raises TypeError in eager, so it breaks."""
+    array); a 0-d value raises TypeError in eager, so it breaks, and so does a count of rows
+    that depends on tensor data (``x[x > 0]``: the loop's length is unknown while tracing)."""
     if example.dim() == 0:
         user_error(
             "TypeError",
             context=f"iteration over a 0-d {kind}",
             hint="Index a 0-d value with .item(), or keep it whole.",
         )
-    return [row(i) for i in range(example.size(0))]
+    rows = symbolic.concrete(int, example.size(0), f"the number of rows of a {kind} ({example.size(0)})")
+    return [row(i) for i in range(rows)]
