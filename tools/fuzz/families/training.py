@@ -30,7 +30,8 @@ class Net(nn.Module):
 FORWARD = [
     "h = torch.relu(h)", "h = self.norm(h)", "h = torch.nn.functional.dropout(h, 0.2, self.training)",
     "h = h * torch.sigmoid(h)", "h = h + h.detach().mean()", "print(h.shape, file=OUT)", "h = h.clamp(-2, 2)",
-    "if h.sum() > 0:\n    h = h * 2", "h = torch.tanh(h) + h", "h = h.float()",
+    # (a branch on one column: the sum of a LayerNorm output is 0 up to rounding, which a kernel may round either way)
+    "if h[:, 0].sum() > 0:\n    h = h * 2", "h = torch.tanh(h) + h", "h = h.float()",
 ]
 
 OPTIMIZERS = [
