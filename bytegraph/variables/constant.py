@@ -155,6 +155,12 @@ class ConstantVariable(KnownObjectVariable):
                 except Exception as e:
                     raise_traced_from(e)
                 return wrap_const(tx, result)
+        method = getattr(self.value, name, None)
+        if method is not None:
+            from bytegraph.variables.objects.number_stand_ins import call_with_stand_ins
+            result = call_with_stand_ins(tx, method, args, kwargs)  # user objects read as numbers
+            if result is not None:
+                return result
         return super().call_method(tx, name, args, kwargs)
 
     def method_join(self, tx: Tx, iterable: VariableTracker, /) -> VariableTracker | None:

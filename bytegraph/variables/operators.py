@@ -418,6 +418,9 @@ def call_operator(tx: Tx, op: Any, args: Sequence[VT]) -> VT:
         result = fold(tx, op, args, {})
     if result is None:
         result = protocol_operator(tx, op, args)
+    if result is None and op in PURE_BUILTINS:
+        from bytegraph.variables.objects.number_stand_ins import call_with_stand_ins
+        result = call_with_stand_ins(tx, op, args, {})  # ``"%x" % obj``: a user object read as a number
     return result if result is not None else unsupported_builtin(op, args)
 
 

@@ -10,7 +10,9 @@
    in-place order over ``binary_op`` and friends);
 3. constant folding, when every argument is a constant and the builtin is pure;
 4. ``in``, ``is``, ``not`` (:func:`~bytegraph.variables.operators.protocol_operator`);
-5. otherwise a graph break naming the builtin.
+5. for a pure builtin, a call made now on stand-ins for user objects read as
+   numbers (:mod:`~bytegraph.variables.objects.number_stand_ins`);
+6. otherwise a graph break naming the builtin.
 
 The bytecode's operators (``BINARY_OP``, ``COMPARE_OP``...) come here as the
 matching ``operator`` functions (:func:`call_builtin`).
@@ -48,8 +50,9 @@ from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.objects.class_lookup import class_attribute
 from bytegraph.variables.objects.class_statements import ClassMemberVariable
+from bytegraph.variables.objects.number_stand_ins import call_with_stand_ins
 from bytegraph.variables.runtime_values import RuntimeValueVariable, held_by_frames
-from bytegraph.variables.objects.user_objects import SlotMethodVariable
+from bytegraph.variables.objects.user_objects import NewObjectVariable, SlotMethodVariable
 from bytegraph.variables.operators import (
     IMMUTABLE_BUILTIN_TYPES,
     NOT_FOLDED,
@@ -125,6 +128,8 @@ class BuiltinVariable(ConstantCallableVariable):
             if result is not None:
                 return result
         result = protocol_operator(tx, fn, args) if not kwargs else None
+        if result is None and (fn in PURE_BUILTINS or computes_from_arguments(fn)):
+            result = call_with_stand_ins(tx, fn, args, kwargs)  # user objects read as numbers
         if result is not None:
             return result
         unsupported_builtin(fn, args)
@@ -424,6 +429,12 @@ class BuiltinVariable(ConstantCallableVariable):
         if len(args) == 1 and isinstance(args[0], SymNodeVariable):
             return convert_scalar(tx, args[0], int if name == "int" else float)
         return None
+
+    def _call_object(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
+        """``object()``: a bare instance (a sentinel), without a ``__dict__``."""
+        if args or kwargs:
+            raise_traced(TypeError, "object() takes no arguments")
+        return NewObjectVariable(object)
 
     def _call_dir(self, tx: Tx, obj: VT) -> VT | None:
         if isinstance(obj, BuiltinVariable) and isinstance(obj.fn, type):

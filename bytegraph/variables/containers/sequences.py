@@ -38,7 +38,17 @@ def const_int(tx: Tx, vt: VT) -> int:
     """The constant integer an index argument stands for, as
     ``operator.index`` reads it; eager's TypeError for anything else."""
     with errors_are_the_programs():
-        return operator.index(vt.as_python_constant())
+        return operator.index(index_operand(tx, vt).as_python_constant())
+
+
+def index_operand(tx: Tx, vt: VT) -> VT:
+    """An index, count or slice argument as CPython reads it: a user object's
+    ``__index__`` (:func:`~bytegraph.variables.objects.number_stand_ins.as_index`),
+    a slice's bounds each; anything else as it is."""
+    from bytegraph.variables.objects.number_stand_ins import as_index
+    if isinstance(vt, SliceVariable) and not vt.is_python_constant():
+        return SliceVariable(*[as_index(tx, part) for part in vt.parts])
+    return as_index(tx, vt)
 
 
 class BaseSequenceVariable(VariableTracker):
@@ -114,6 +124,7 @@ class BaseSequenceVariable(VariableTracker):
 
     def reflected_binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
         """``n * a``: repetition, as ``a * n``."""
+        other = index_operand(tx, other) if op is operator.mul else other
         if op is operator.mul and other.is_python_constant():
             return self.with_items(self.items * other.as_python_constant())
         return NotImplemented
@@ -128,6 +139,10 @@ class BaseSequenceVariable(VariableTracker):
         return bool(self.items)
 
     def getitem(self, tx: Tx, index: VT) -> VT:
+        index = index_operand(tx, index)
+        if not index.is_python_constant():  # a user object without __index__: eager's TypeError, read off a stand-in
+            from bytegraph.variables.objects.number_stand_ins import call_with_stand_ins
+            call_with_stand_ins(tx, operator.getitem, [protocol.wrap_const(tx, self._builtin()()), index], {})
         idx = index.as_python_constant()
         if isinstance(idx, slice):
             with errors_are_the_programs():  # a step of 0: eager's ValueError
@@ -137,7 +152,7 @@ class BaseSequenceVariable(VariableTracker):
                 idx = operator.index(idx)
             else:
                 with errors_are_the_programs():  # eager's TypeError, from an empty instance of the builtin
-                    next(c for c in self.python_type().__mro__ if c.__module__ == "builtins")()[idx]
+                    self._builtin()()[idx]
                 unimplemented(
                     gb_type="unsupported index",
                     context=f"{self.python_type().__name__} indexed by {type(idx).__name__}",
@@ -147,6 +162,10 @@ class BaseSequenceVariable(VariableTracker):
             return self.items[idx]
         except IndexError:
             raise_traced(IndexError, f"{self.python_type().__name__} index out of range")
+
+    def _builtin(self) -> type:
+        """The builtin type this sequence's type derives from (its C methods' messages name it)."""
+        return next(c for c in self.python_type().__mro__ if c.__module__ == "builtins")
 
     def with_items(self, items: Sequence[VT]) -> VT:
         """A new sequence of the same kind holding ``items`` (no source)."""
@@ -177,7 +196,7 @@ class BaseSequenceVariable(VariableTracker):
             return ConstantVariable(getattr(consts, name)(*[a.as_python_constant() for a in (value, *bounds)]))
 
     def method_index(self, tx: Tx, value: VT, /, *bounds: VT) -> VT:
-        return self._search(tx, "index", value, bounds)
+        return self._search(tx, "index", value, [index_operand(tx, b) for b in bounds])
 
     def method_count(self, tx: Tx, value: VT, /, *rest: VT) -> VT:
         return self._search(tx, "count", value, rest)
@@ -256,6 +275,7 @@ class TupleVariable(BaseSequenceVariable):
         return super().reflected_binary_op(tx, op, other)
 
     def getitem(self, tx: Tx, index: VT) -> VT:
+        index = index_operand(tx, index)
         idx = index.as_python_constant() if index.is_python_constant() else None
         if self._exact() and isinstance(idx, slice) and idx.step in (None, 1) and idx.indices(
                 len(self.items)) == (0, len(self.items), 1):
@@ -340,6 +360,7 @@ class ListVariable(BaseSequenceVariable):
         if op is operator.iadd:
             self.call_method(tx, "extend", [other], {})
             return self
+        other = index_operand(tx, other) if op is operator.imul else other
         if op is operator.imul and other.is_python_constant():
             tx.output.side_effects.mutate(self)
             self.items[:] = self.with_items(self.items * other.as_python_constant()).items
@@ -392,7 +413,7 @@ class ListVariable(BaseSequenceVariable):
         return ConstantVariable(None)
 
     def method_dunder_setitem(self, tx: Tx, index: VT, value: VT) -> VT:
-        idx = index.as_python_constant()
+        idx = index_operand(tx, index).as_python_constant()
         with errors_are_the_programs():  # an index out of range, a step of 0...: eager's error
             if isinstance(idx, slice):
                 self.items[idx] = value.unpack_var_sequence(tx)
@@ -402,7 +423,7 @@ class ListVariable(BaseSequenceVariable):
 
     def method_dunder_delitem(self, tx: Tx, index: VT) -> VT:
         with errors_are_the_programs():
-            del self.items[index.as_python_constant()]
+            del self.items[index_operand(tx, index).as_python_constant()]
         return ConstantVariable(None)
 
     def method_remove(self, tx: Tx, value: VT) -> VT:
@@ -535,10 +556,11 @@ class SliceVariable(VariableTracker):
     def method_indices(self, tx: Tx, length: VT, /) -> VT | None:
         """``s.indices(n)`` folded when the slice and ``n`` are constants (a step
         of 0, a negative length: eager's ValueError); else None (a graph break)."""
-        if not (self.is_python_constant() and length.is_python_constant()):
+        bounds, length = index_operand(tx, self), index_operand(tx, length)
+        if not (bounds.is_python_constant() and length.is_python_constant()):
             return None
         with errors_are_the_programs():
-            return protocol.wrap_const(tx, self.as_python_constant().indices(length.as_python_constant()))
+            return protocol.wrap_const(tx, bounds.as_python_constant().indices(length.as_python_constant()))
 
     def reconstruct(self, codegen: PyCodegen) -> None:
         for part in self.parts:
