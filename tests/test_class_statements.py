@@ -7,7 +7,8 @@ enclosing function's variables (read, rebound later, written), zero-argument
 ``staticmethod``/``classmethod``/``property``, options objects used as
 constants, and the breaks: the class or an instance escaping the frame, a
 metaclass, a base's ``__init_subclass__``, ``__set_name__``, a tensor class
-attribute, a graph break inside the body."""
+attribute, a graph break inside the body; and eager's error for a class
+Python refuses to make (a bad base, an MRO or slots conflict)."""
 import abc
 import collections
 import dataclasses
@@ -19,7 +20,7 @@ import torch
 
 import bytegraph
 
-from helpers import check, t
+from helpers import beside_tensor, check, t
 
 
 def test_plain_class_with_method_and_attribute():
@@ -496,3 +497,64 @@ def test_mutable_class_attribute_written_by_methods_breaks(kind):
 
     gb_type = "class statement" if kind.startswith("list") else "class made in the trace escapes"
     check(f, t(3), graphs=1, breaks=1, gb_types=[gb_type])
+
+
+def _bad_base(base):
+    def make():
+        class Sub(base):
+            pass
+        return Sub.__name__
+    return make
+
+
+def _slots_conflict():
+    class Slotted:
+        __slots__ = ("x",)
+        x = 1
+    return Slotted
+
+
+def _duplicate_base():
+    class A:
+        pass
+
+    class B(A, A):
+        pass
+    return B
+
+
+def _order_conflict():
+    class A:
+        pass
+
+    class B(A):
+        pass
+
+    class C(A, B):
+        pass
+    return C
+
+
+def _field_order():
+    class Pair(typing.NamedTuple):
+        a: int = 1
+        b: int
+    return Pair
+
+
+def _layout_conflict():
+    class Both(int, str):
+        pass
+    return Both
+
+
+BAD_CLASSES = {
+    **{f"base {b.__name__}": _bad_base(b) for b in (bool, type(None), type(len), memoryview, slice, range)},
+    "slots conflict": _slots_conflict, "duplicate base": _duplicate_base, "mro conflict": _order_conflict,
+    "NamedTuple field order": _field_order, "layout conflict": _layout_conflict,
+}
+
+
+@pytest.mark.parametrize("make", BAD_CLASSES.values(), ids=BAD_CLASSES)
+def test_a_class_python_refuses_to_make_raises_eagers_error(make):
+    check(beside_tensor(lambda: make() and None, (TypeError, ValueError)), t(2), fullgraph=True)

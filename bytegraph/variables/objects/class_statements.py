@@ -43,7 +43,7 @@ from bytegraph.breaks import BreakSite, Unsupported, unimplemented
 from bytegraph.graph.codegen import TRACE_MADE
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables.functions import CellVariable, NestedUserFunctionVariable, PartialVariable
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.constant import ConstantVariable, raise_traced_from
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.tx import wrap_const
 
@@ -111,8 +111,8 @@ class BuildClassVariable(VariableTracker):
             real_ns["__orig_bases__"] = bases
         try:
             cls = meta(name, resolved, real_ns, **keywords)
-        except Exception as e:  # eager raises it: the statement runs natively
-            _break(f"class {name}", f"Making the class raised {type(e).__name__}: {e}")
+        except Exception as e:  # a bad base, a slots conflict: known metaclasses decide from the bases and namespace alone
+            raise_traced_from(e)
         mark_made(cls, tx.break_site())
         result = wrap_const(tx, cls)
         if isinstance(classcell, CellVariable):
