@@ -19,7 +19,7 @@ import torch
 from bytegraph.variables.base import BoundMethodVariable, KnownObjectVariable, VariableTracker, bad_method
 from bytegraph.variables.handlers import BUILTIN_CONTAINERS, call_method_handler
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
-from bytegraph.variables.tx import frozenset_members, range_iterator, wrap_const
+from bytegraph.variables.tx import call_with_stand_ins, frozenset_members, range_iterator, wrap_const
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx
 
@@ -157,7 +157,6 @@ class ConstantVariable(KnownObjectVariable):
                 return wrap_const(tx, result)
         method = getattr(self.value, name, None)
         if method is not None:
-            from bytegraph.variables.objects.number_stand_ins import call_with_stand_ins
             result = call_with_stand_ins(tx, method, args, kwargs)  # user objects read as numbers
             if result is not None:
                 return result

@@ -26,6 +26,7 @@ from bytegraph.breaks import HINT_REWRITE, unimplemented
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced, raise_traced_from
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute
+from bytegraph.variables import tx as protocol
 from bytegraph.variables.tx import wrap_const
 
 if TYPE_CHECKING:
@@ -419,8 +420,7 @@ def call_operator(tx: Tx, op: Any, args: Sequence[VT]) -> VT:
     if result is None:
         result = protocol_operator(tx, op, args)
     if result is None and op in PURE_BUILTINS:
-        from bytegraph.variables.objects.number_stand_ins import call_with_stand_ins
-        result = call_with_stand_ins(tx, op, args, {})  # ``"%x" % obj``: a user object read as a number
+        result = protocol.call_with_stand_ins(tx, op, args, {})  # ``"%x" % obj``: a user object read as a number
     return result if result is not None else unsupported_builtin(op, args)
 
 

@@ -272,6 +272,18 @@ def construct_object(tx: Tx, cls: VT, args: Sequence[VT], kwargs: dict[str, VT])
 
 
 @Provided
+def call_with_stand_ins(tx: Tx, fn: Callable[..., Any], args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
+    """``fn(*args, **kwargs)`` of a C function with user objects among the arguments, read as
+    numbers; None when it is not answered so (:mod:`.objects.number_stand_ins`)."""
+
+
+@Provided
+def as_index(tx: Tx, vt: VT) -> VT:
+    """An index or count as ``PyNumber_Index`` reads it: a user object's ``__index__``
+    inlined; any other value as it is (:mod:`.objects.number_stand_ins`)."""
+
+
+@Provided
 def tensor_to_numpy(tx: Tx, tensor: TensorVariable, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
     """``tensor.numpy(*args, **kwargs)`` (:mod:`.tensors.ndarray`)."""
 
@@ -300,6 +312,7 @@ def dispatch_tensor_method(tx: Tx, obj: TensorVariable, name: str, args: Sequenc
 
 #: every function of this module that a higher module provides
 PROVIDED = (wrap, wrap_const, make_tuple, list_iterator, frozenset_members, range_iterator, construct_object,
+            call_with_stand_ins, as_index,
             tensor_to_numpy, as_subclass, make_tensor_subclass, dispatch_torch_function, dispatch_tensor_method)
 
 

@@ -45,10 +45,9 @@ def index_operand(tx: Tx, vt: VT) -> VT:
     """An index, count or slice argument as CPython reads it: a user object's
     ``__index__`` (:func:`~bytegraph.variables.objects.number_stand_ins.as_index`),
     a slice's bounds each; anything else as it is."""
-    from bytegraph.variables.objects.number_stand_ins import as_index
     if isinstance(vt, SliceVariable) and not vt.is_python_constant():
-        return SliceVariable(*[as_index(tx, part) for part in vt.parts])
-    return as_index(tx, vt)
+        return SliceVariable(*[protocol.as_index(tx, part) for part in vt.parts])
+    return protocol.as_index(tx, vt)
 
 
 class BaseSequenceVariable(VariableTracker):
@@ -141,8 +140,7 @@ class BaseSequenceVariable(VariableTracker):
     def getitem(self, tx: Tx, index: VT) -> VT:
         index = index_operand(tx, index)
         if not index.is_python_constant():  # a user object without __index__: eager's TypeError, read off a stand-in
-            from bytegraph.variables.objects.number_stand_ins import call_with_stand_ins
-            call_with_stand_ins(tx, operator.getitem, [protocol.wrap_const(tx, self._builtin()()), index], {})
+            protocol.call_with_stand_ins(tx, operator.getitem, [protocol.wrap_const(tx, self._builtin()()), index], {})
         idx = index.as_python_constant()
         if isinstance(idx, slice):
             with errors_are_the_programs():  # a step of 0: eager's ValueError

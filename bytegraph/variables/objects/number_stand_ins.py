@@ -23,6 +23,7 @@ from bytegraph.variables.callables.functions import UserMethodVariable
 from bytegraph.variables.constant import is_constant_value, raise_traced_from
 from bytegraph.variables.objects.class_lookup import _MISSING
 from bytegraph.variables.objects.special_methods import SpecialMethods
+from bytegraph.variables import tx as protocol
 from bytegraph.variables.tx import wrap_const
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ def stands_in(vt: VT) -> bool:
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
 
 
+@protocol.call_with_stand_ins.provide
 def call_with_stand_ins(tx: Tx, fn: Callable[..., Any], args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
     """``fn(*args, **kwargs)`` now, the user objects among the arguments replaced by
     stand-ins; None when an argument is neither a constant nor a user object of
@@ -191,6 +193,7 @@ def _no_stand_in(name: str, context: str) -> None:
     )
 
 
+@protocol.as_index.provide
 def as_index(tx: Tx, vt: VT) -> VT:
     """An index or count as CPython reads it (``PyNumber_Index``): a user object's
     Python ``__index__`` inlined, its result checked; any other value as it is."""
