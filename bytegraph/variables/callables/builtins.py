@@ -42,8 +42,8 @@ from bytegraph.variables.containers.sequences import (
     ListVariable,
     SliceVariable,
     TupleVariable,
-    sort_items,
 )
+from bytegraph.variables.containers.sorting import sort_items
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.objects.class_lookup import class_attribute
