@@ -6,6 +6,7 @@ is empty while it sorts; keys and comparisons that raise or write to it), the
 old sequence protocol of user objects, and the edge cases of list and tuple
 methods. Each test compiles with ``fullgraph=True`` (unless it counts a break)
 and compares with eager."""
+import collections
 import copy
 import functools
 
@@ -42,6 +43,17 @@ def test_members_of_a_set_of_tuples_keep_their_identity():
         dup = s.copy()
         a, b = sorted(dup, key=repr), sorted(s, key=repr)
         return x + 1, (a[0] is b[0], a[1] is b[1], a[0] is b[1], list(s)[0] is list(s)[0])
+
+    full(f, t(2))
+
+
+def test_items_of_dicts_deques_and_named_tuples_keep_their_identity():
+    pair = collections.namedtuple("pair", "a b")
+
+    def f(x):
+        d, q, nts = {"a": (1, 2), "b": (3,)}, collections.deque([(1, 2), (3, 4)]), [pair((1,), 2)]
+        return x + 1, (d["a"] is d["a"], d.get("a") is d["a"], list(d.values())[1] is d["b"], q[0] is q[0],
+                       q[0] is not q[-1], max(q) is q[1], nts[0] is nts[0], nts[0][0] is nts[0].a)
 
     full(f, t(2))
 

@@ -283,16 +283,19 @@ def evaluate(fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> Any:
 
 
 def _rebuilt_objects(args: Sequence[VT], values: list) -> dict[int, VT]:
-    """``id`` of each object a call's arguments were read as, and of the items
-    of those that are list or tuple VTs (rebuilt as new objects for each read),
-    to its VT."""
+    """``id`` of each object a call's arguments were read as, to its VT, and so
+    of the items (keys and values) of those VTs rebuilt as new objects for each
+    read (``rebuilds_constant``: lists, tuples, deques, dicts)."""
     known: dict[int, VT] = {}
     pairs = list(zip(args, values))
     while pairs:
         vt, value = pairs.pop()
         known.setdefault(id(value), vt)
-        items = getattr(vt, "items", None)
-        if vt.rebuilds_constant and isinstance(items, list) and type(value) in (list, tuple) and len(value) == len(
+        items = getattr(vt, "items", None) if vt.rebuilds_constant else None
+        if isinstance(items, dict) and isinstance(value, dict) and len(value) == len(items):  # (in the same order)
+            for (key_vt, value_vt), (key, item) in zip(items.values(), value.items()):
+                pairs += [(key_vt, key), (value_vt, item)]
+        elif isinstance(items, list) and isinstance(value, (list, tuple, collections.deque)) and len(value) == len(
                 items):
             pairs.extend(zip(items, value))
     return known
