@@ -323,6 +323,43 @@ def test_user_objects_that_cannot_be_iterated_raise_eagers_error(cls):
     full(f, t(2))
 
 
+class Hinted:
+    """Iterable, with a length hint of ``hint``'s kind; each call is logged in ``log``."""
+
+    log: list = []
+
+    def __init__(self, hint):
+        self.hint = hint
+
+    def __iter__(self):
+        Hinted.log.append("iter")
+        return iter([1, 2])
+
+    def __length_hint__(self):
+        Hinted.log.append("hint")
+        if self.hint == "raises":
+            raise KeyError("hint")
+        return -1 if self.hint == "negative" else 2
+
+
+class BadLength(list):
+    def __len__(self):
+        raise KeyError("len")
+
+
+@pytest.mark.parametrize("hint", ["fine", "negative", "raises"])
+def test_list_tuple_sorted_and_extend_ask_the_length_hint_after_iter(hint):
+    def f(x):
+        Hinted.log.clear()
+        lst = [0]
+        got = [outcome(lambda: list(Hinted(hint))), outcome(lambda: tuple(Hinted(hint))),
+               outcome(lambda: sorted(Hinted(hint))), outcome(lambda: lst.extend(Hinted(hint))),
+               outcome(lambda: [*Hinted(hint)]), outcome(lambda: list(BadLength([1])))]
+        return x + 1, got, lst, list(Hinted.log)
+
+    full(f, t(2))
+
+
 # ---- list and tuple methods at their edges ---------------------------------------------
 
 def test_index_and_count_with_bounds():

@@ -13,6 +13,7 @@ imports the other as a module.
 from __future__ import annotations
 
 import operator
+import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
@@ -25,6 +26,7 @@ from bytegraph.variables.constant import (
 )
 from bytegraph.variables.containers import iterators, reprs, sorting
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
+from bytegraph.variables.objects.class_lookup import class_attribute
 from bytegraph.variables.operators import ORDERING_SYMBOLS, call_operator
 from bytegraph.variables.runtime_values import RuntimeValueVariable
 if TYPE_CHECKING:
@@ -459,17 +461,41 @@ def not_in_list(value: Any) -> str:
     return f"{value!r} is not in list"
 
 
+def read_items(tx: Tx, iterable: VT) -> list[VT]:
+    """The items ``list(it)``, ``tuple(it)`` and ``sorted(it)`` read: an object
+    whose class defines ``__len__`` or ``__length_hint__`` in Python as
+    :func:`for_each_item` reads it (``iter()``, then its length hint), any other
+    as it unpacks."""
+    if not _sized_in_python(iterable):
+        return iterable.unpack_var_sequence(tx)
+    items: list[VT] = []
+    for_each_item(tx, iterable, items.append)
+    return items
+
+
+def _sized_in_python(vt: VT) -> bool:
+    """Whether ``vt``'s class defines ``__len__`` or ``__length_hint__`` in Python."""
+    try:
+        cls = vt.python_type()
+    except Exception:  # noqa: BLE001 - a kind with no Python type of its own
+        return False
+    return any(isinstance(class_attribute(cls, name), types.FunctionType) for name in ("__len__", "__length_hint__"))
+
+
 def for_each_item(tx: Tx, iterable: VT, add: Callable[[VT], Any]) -> None:
     """Feed ``iterable``'s items to ``add`` as ``list.extend``/``deque.extend`` take
     them (``Objects/listobject.c``: ``list_extend``): a list or tuple, the
     container itself included, is read whole first; anything else one item at
     a time, so a lazy iterator (``map``, a generator) whose code reads the
-    container being filled sees the items added before it."""
+    container being filled sees the items added before it; between ``iter()``
+    and the first item, the length hint of an object sized in Python."""
     if isinstance(iterable, (ListVariable, TupleVariable)):
         for item in iterable.unpack_var_sequence(tx):
             add(item)
         return
     iterator = iterable.get_iter(tx)
+    if _sized_in_python(iterable):  # then ``PyObject_LengthHint``: its code runs, its errors are eager's
+        protocol.wrap_const(tx, operator.length_hint).call_function(tx, [iterable], {})
     while (item := iterator.next_item(tx)) is not None:
         add(item)
 
