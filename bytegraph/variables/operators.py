@@ -27,7 +27,7 @@ from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced, raise_traced_from
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute
 from bytegraph.variables import tx as protocol
-from bytegraph.variables.tx import wrap_const
+from bytegraph.variables.tx import make_tuple, wrap_const
 
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx
@@ -265,8 +265,10 @@ def evaluate(fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> Any:
     a callable object), or when a mutable argument (list, dict, set), folded as
     a *copy*, gives a mutable result that may be (part of) that argument, whose
     identity the copy lost. An argument whose value is rebuilt for the call (a
-    tuple) and given back as the result (``t * 1``, ``t + ()``: CPython returns
-    the operand itself) is returned as its VT, which keeps its identity.
+    tuple), or an item of one, given back as the result or as an item of a
+    result tuple (``t * 1``, ``t + ()``: CPython returns the operand itself;
+    ``lst[0]``, ``max(lst)``, ``tuple(lst)``: its items) is returned as its VT,
+    which keeps its identity.
     """
     values = [a.as_python_constant() for a in args]
     kw = {k: v.as_python_constant() for k, v in kwargs.items()}
@@ -278,7 +280,44 @@ def evaluate(fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> Any:
         raise_traced_from(e)
     if any(a.mutable for a in (*args, *kwargs.values())) and not is_constant_value(result):
         return NOT_FOLDED
-    return next((a for a, v in zip(args, values) if v is result and a.rebuilds_constant), result)
+    if type(result) in _NO_IDENTITY:
+        return result
+    return _with_vts(result, _rebuilt_objects(args, values))
+
+
+#: results whose identity no program relies on (immutable scalars): given back without looking for their VT
+_NO_IDENTITY = frozenset({int, float, bool, complex, str, bytes, type(None)})
+
+
+def _rebuilt_objects(args: Sequence[VT], values: list) -> dict[int, VT]:
+    """``id`` of each object a call's arguments were read as, to its VT, and so
+    of the items (keys and values) of those VTs rebuilt as new objects for each
+    read (``rebuilds_constant``: lists, tuples, deques, dicts)."""
+    known: dict[int, VT] = {}
+    pairs = list(zip(args, values))
+    while pairs:
+        vt, value = pairs.pop()
+        known.setdefault(id(value), vt)
+        items = getattr(vt, "items", None) if vt.rebuilds_constant else None
+        if isinstance(items, dict) and isinstance(value, dict) and len(value) == len(items):  # (in the same order)
+            for (key_vt, value_vt), (key, item) in zip(items.values(), value.items()):
+                pairs += [(key_vt, key), (value_vt, item)]
+        elif isinstance(items, list) and isinstance(value, (list, tuple, collections.deque)) and len(value) == len(
+                items):
+            pairs.extend(zip(items, value))
+    return known
+
+
+def _with_vts(result: Any, known: dict[int, VT]) -> Any:
+    """``result``, or its VT in ``known``; a plain tuple holding such objects
+    becomes a tuple VT of their VTs (of constants for the rest)."""
+    if id(result) in known:
+        return known[id(result)]
+    if type(result) is tuple and known:
+        items = [_with_vts(v, known) for v in result]
+        if any(isinstance(v, VariableTracker) for v in items):
+            return make_tuple([v if isinstance(v, VariableTracker) else ConstantVariable(v) for v in items])
+    return result
 
 
 def fold(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:

@@ -44,8 +44,9 @@ from bytegraph.variables.containers.sequences import (
     ListVariable,
     SliceVariable,
     TupleVariable,
-    sort_items,
+    read_items,
 )
+from bytegraph.variables.containers.sorting import sort_items
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.objects.class_lookup import class_attribute
@@ -223,12 +224,12 @@ class BuiltinVariable(ConstantCallableVariable):
         return ConstantVariable(obj.truthy(tx))
 
     def _call_list(self, tx: Tx, obj: VT | None = None) -> VT | None:
-        return ListVariable(obj.unpack_var_sequence(tx) if obj is not None else [])
+        return ListVariable(read_items(tx, obj) if obj is not None else [])
 
     def _call_tuple(self, tx: Tx, obj: VT | None = None) -> VT | None:
         if isinstance(obj, TupleVariable) and obj.python_type() is tuple:
             return obj
-        return TupleVariable(obj.unpack_var_sequence(tx) if obj is not None else [])
+        return TupleVariable(read_items(tx, obj) if obj is not None else [])
 
     def _call_dict(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
         return dict_of(tx, args, kwargs)
@@ -261,7 +262,7 @@ class BuiltinVariable(ConstantCallableVariable):
         return obj.reversed_iter(tx)
 
     def _call_sorted(self, tx: Tx, obj: VT, key: VT | None = None, reverse: VT | None = None) -> VT | None:
-        items = obj.unpack_var_sequence(tx)
+        items = read_items(tx, obj)
         rev = reverse.as_python_constant() if reverse is not None else False
         return ListVariable(sort_items(tx, items, key or ConstantVariable(None), rev))
 

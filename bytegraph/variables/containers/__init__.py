@@ -1,6 +1,6 @@
 """Python containers and the iterators over them: tuples, lists, ``torch.Size``,
 named tuples, deques, slices (:mod:`.sequences`, :mod:`.named_tuples`; a tuple of constants
-passed in, guarded as read: :mod:`.constant_tuples`), dicts
+passed in, guarded as read: :mod:`.constant_tuples`; sorting: :mod:`.sorting`), dicts
 (:mod:`.dicts`) and their views (:mod:`.dict_views`), sets (:mod:`.sets`), the
 iterators ``for`` loops use (:mod:`.iterators`), and ``enumerate``/``zip``/
 ``map``/``filter`` and ``itertools`` (:mod:`.iterator_tools`). Items are

@@ -13,6 +13,7 @@ imports the other as a module.
 from __future__ import annotations
 
 import operator
+import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
@@ -23,8 +24,9 @@ from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.constant import (
     ConstantVariable, errors_are_the_programs, raise_traced, raise_traced_from, unmodelled_method,
 )
-from bytegraph.variables.containers import iterators, reprs
+from bytegraph.variables.containers import iterators, reprs, sorting
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
+from bytegraph.variables.objects.class_lookup import class_attribute
 from bytegraph.variables.operators import ORDERING_SYMBOLS, call_operator
 from bytegraph.variables.runtime_values import RuntimeValueVariable
 if TYPE_CHECKING:
@@ -342,9 +344,16 @@ class ListVariable(BaseSequenceVariable):
 
     mutable = True
     live_iterator = True
+    #: calls of its mutating methods so far (a sort tells by it whether its key wrote to the list)
+    writes = 0
 
     def python_type(self) -> type:
         return list
+
+    def call_method(self, tx: Tx, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        if name in self.MUTATORS:
+            self.writes += 1
+        return super().call_method(tx, name, args, kwargs)
 
     def as_proxy(self) -> Any:
         return [i.as_proxy() for i in self.items]
@@ -386,14 +395,13 @@ class ListVariable(BaseSequenceVariable):
         return ConstantVariable(None)
 
     def method_insert(self, tx: Tx, index: VT, item: VT) -> VT:
-        self.items.insert(const_int(tx, index), item)
+        with errors_are_the_programs():  # an index that is no C ssize_t: eager's OverflowError
+            self.items.insert(const_int(tx, index), item)
         return ConstantVariable(None)
 
     def method_pop(self, tx: Tx, index: VT | None = None) -> VT:
-        try:
+        with errors_are_the_programs():  # out of range, empty, too large: eager's IndexError, OverflowError
             return self.items.pop(-1 if index is None else const_int(tx, index))
-        except IndexError as e:
-            raise_traced(IndexError, str(e))
 
     def method_clear(self, tx: Tx) -> VT:
         self.items.clear()
@@ -442,9 +450,7 @@ class ListVariable(BaseSequenceVariable):
         for name in kwargs.keys() - {"key", "reverse"}:
             raise_traced(TypeError, f"{name!r} is an invalid keyword argument for sort()")
         key = kwargs.get("key", ConstantVariable(None))
-        reverse = kwargs.get("reverse", ConstantVariable(False)).as_python_constant()
-        self.items[:] = sort_items(tx, self.items, key, reverse, self.items)
-        return ConstantVariable(None)
+        return sorting.sort_in_place(tx, self, key, kwargs.get("reverse", ConstantVariable(False)).as_python_constant())
 
     def not_found(self, value: VT) -> str:
         """The ValueError message of ``remove(value)`` for a missing value."""
@@ -469,38 +475,30 @@ class ListVariable(BaseSequenceVariable):
         codegen.emit("STORE_SUBSCR")
 
 
-class _Keyed:
-    """An item's index in a sort, ordered by its key's ``<`` (the comparisons list.sort makes)."""
-
-    __slots__ = ("key", "index")
-
-    def __init__(self, key: Any, index: int):
-        self.key, self.index = key, index
-
-    def __lt__(self, other: _Keyed) -> bool:
-        return self.key < other.key
-
-
 def not_in_list(value: Any) -> str:
     """The message of ``list.index``'s ValueError for ``value``."""
     return f"{value!r} is not in list"
 
 
-def sort_items(tx: Tx, items: list[VT], key: VT, reverse: bool, in_place: list[VT] | None = None) -> list[VT]:
-    """``sorted(items, key=key, reverse=reverse)`` when the keys are constants. A
-    comparison that raises is the traced program's error; a list sorted in place
-    (``in_place``) is then left in the partly sorted order eager leaves it in."""
-    use_key = not (key.is_python_constant() and key.as_python_constant() is None)
-    keys = [(key.call_function(tx, [i], {}) if use_key else i).as_python_constant() for i in items]
-    order = [_Keyed(k, n) for n, k in enumerate(keys)]
-    original = list(items)
+def read_items(tx: Tx, iterable: VT) -> list[VT]:
+    """The items ``list(it)``, ``tuple(it)`` and ``sorted(it)`` read: an object
+    whose class defines ``__len__`` or ``__length_hint__`` in Python as
+    :func:`for_each_item` reads it (``iter()``, then its length hint), any other
+    as it unpacks."""
+    if not _sized_in_python(iterable):
+        return iterable.unpack_var_sequence(tx)
+    items: list[VT] = []
+    for_each_item(tx, iterable, items.append)
+    return items
+
+
+def _sized_in_python(vt: VT) -> bool:
+    """Whether ``vt``'s class defines ``__len__`` or ``__length_hint__`` in Python."""
     try:
-        order.sort(reverse=reverse)
-    except Exception as e:  # noqa: BLE001 - the comparison's own error, as eager raises it
-        if in_place is not None:
-            in_place[:] = [original[k.index] for k in order]
-        raise_traced_from(e)
-    return [original[k.index] for k in order]
+        cls = vt.python_type()
+    except Exception:  # noqa: BLE001 - a kind with no Python type of its own
+        return False
+    return any(isinstance(class_attribute(cls, name), types.FunctionType) for name in ("__len__", "__length_hint__"))
 
 
 def for_each_item(tx: Tx, iterable: VT, add: Callable[[VT], Any]) -> None:
@@ -508,12 +506,15 @@ def for_each_item(tx: Tx, iterable: VT, add: Callable[[VT], Any]) -> None:
     them (``Objects/listobject.c``: ``list_extend``): a list or tuple, the
     container itself included, is read whole first; anything else one item at
     a time, so a lazy iterator (``map``, a generator) whose code reads the
-    container being filled sees the items added before it."""
+    container being filled sees the items added before it; between ``iter()``
+    and the first item, the length hint of an object sized in Python."""
     if isinstance(iterable, (ListVariable, TupleVariable)):
         for item in iterable.unpack_var_sequence(tx):
             add(item)
         return
     iterator = iterable.get_iter(tx)
+    if _sized_in_python(iterable):  # then ``PyObject_LengthHint``: its code runs, its errors are eager's
+        protocol.wrap_const(tx, operator.length_hint).call_function(tx, [iterable], {})
     while (item := iterator.next_item(tx)) is not None:
         add(item)
 
