@@ -1,8 +1,9 @@
 """Instances of user classes: :class:`UserDefinedObjectVariable` (an object
 that existed before the call, read from a source) and :class:`NewObjectVariable`
 (one made in the trace), Python's descriptor protocol on their class
-attributes (:func:`bind_class_attribute`), ``hasattr`` (:func:`object_has_attr`),
-and the ``__new__`` of a modelled builtin base (:func:`slot_methods.call_new`).
+attributes (:func:`bind_class_attribute`) and ``hasattr`` (:func:`object_has_attr`);
+their ``__slots__`` entries are :mod:`.slots`, builtin methods applied to them
+:mod:`.slot_methods`.
 
 Attribute reads follow Python's lookup order: data descriptors of the class
 (``property`` getters are inlined), then the instance ``__dict__`` (read through
@@ -27,11 +28,11 @@ from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.handlers import method_handler
 from bytegraph.variables.callables.functions import PartialVariable, UserMethodVariable
 from bytegraph.variables.constant import (
-    ConstantVariable, getattr_or_raise, raise_traced, raise_traced_from,
+    ConstantVariable, getattr_or_raise, raise_traced,
 )
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.exceptions import TracedException
-from bytegraph.variables.objects import builtin_bases, slot_methods
+from bytegraph.variables.objects import builtin_bases, slot_methods, slots
 from bytegraph.variables.objects.class_lookup import (
     _MISSING,
     class_attribute,
@@ -72,10 +73,10 @@ def object_has_attr(tx: Tx, obj: VT, name: str, getattr_dicts: Sequence[str] = (
         guard_class_lookup(tx, cls, name, attr)
         if not isinstance(obj, NewObjectVariable):
             return hasattr(obj.value, name)
+        if isinstance(attr, types.MemberDescriptorType):  # a __slots__ entry: set or not
+            return name in obj.slot_values
         if obj.instance_attr(tx, name) is not None:
             return True
-        if isinstance(attr, types.MemberDescriptorType):  # an unset __slots__ entry
-            return False
         getter = inspect.isdatadescriptor(attr) or (
             attr is _MISSING and class_attribute(cls, "__getattr__") is not _MISSING)
         if getter:  # a property, descriptor or __getattr__ answers: run it, as hasattr does
@@ -95,6 +96,8 @@ def object_has_attr(tx: Tx, obj: VT, name: str, getattr_dicts: Sequence[str] = (
         return True
     attr = class_attribute(type(obj.value), name)
     guard_class_lookup(tx, type(obj.value), name, attr)
+    if isinstance(attr, types.MemberDescriptorType):  # a __slots__ entry, set or not
+        return slots.guard_slot_set(tx, obj, name, attr)
     if attr is not _MISSING:
         return True
     guarded_dicts += [(AttrSource(obj.source, h), obj.value.__dict__[h]) for h in getattr_dicts]
@@ -142,7 +145,7 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
         guard_class_attribute(tx, owner, name, attr)
         return PartialVariable(wrap_const(tx, attr), [owner], {})
     if isinstance(attr, types.MemberDescriptorType) and isinstance(owner, UserDefinedObjectVariable):  # __slots__
-        return _slot_value(tx, owner, cls, name, attr)
+        return slots.slot_value(tx, owner, cls, name, attr)
     objclass = getattr(attr, "__objclass__", None)
     base_method = isinstance(objclass, type) and builtin_bases.builtin_base(objclass) is not None
     if (base_method or attr is object.__init__) and isinstance(owner, UserDefinedObjectVariable):
@@ -170,21 +173,6 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
         return wrap(tx, attr, AttrSource(AttrSource(owner.source, "__class__"), name))
     guard_class_lookup(tx, cls, name, attr)  # an object made in the trace: its class still answers attr
     return wrap(tx, attr, AttrSource(ConstSource(cls, cls.__qualname__), name))
-
-
-def _slot_value(tx: Tx, owner: UserDefinedObjectVariable, cls: type, name: str, slot: Any) -> VT:
-    """``owner.name`` for a ``__slots__`` entry: what the trace stored, else the real value."""
-    stored = owner.instance_attr(tx, name) if isinstance(owner, NewObjectVariable) else (
-        tx.output.side_effects.pending_attr(owner, name))
-    if stored is not None and stored is not DELETED:
-        return stored
-    if stored is DELETED or isinstance(owner, NewObjectVariable):
-        raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")  # an unset slot
-    try:
-        value = slot.__get__(owner_value(owner), cls)
-    except AttributeError as e:
-        raise_traced_from(e)
-    return wrap(tx, value, AttrSource(owner.source, name)) if owner.source is not None else wrap_const(tx, value)
 
 
 def instance_answer_of_object(vt: VT, cls: Any) -> tuple[type, bool]:
@@ -266,10 +254,26 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
         if isinstance(delattr_fn, types.FunctionType):
             UserMethodVariable(delattr_fn, self).call_function(tx, [ConstantVariable(name)], {})
             return
-        if delattr_fn is object.__delattr__ and not inspect.isdatadescriptor(class_attribute(cls, name)):
+        attr = class_attribute(cls, name)
+        if delattr_fn is object.__delattr__ and not inspect.isdatadescriptor(attr):
             self.delete_raw(tx, name)
             return
+        if delattr_fn is object.__delattr__ and isinstance(attr, types.MemberDescriptorType) and self.delete_slot(
+                tx, name, attr):
+            return
         super().delete_attr(tx, name)
+
+    def delete_slot(self, tx: Tx, name: str, slot: Any) -> bool:
+        """``del obj.name`` of a ``__slots__`` entry: False (a break) unless the
+        trace set it or the real object has it (its value then read, so guarded)."""
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is DELETED:
+            raise_traced(AttributeError, name)
+        existed = self.source is not None and slots.guard_slot_set(tx, self, name, slot)
+        if pending is None and not existed:
+            return False
+        tx.output.side_effects.delete_attr(self, name, existed)
+        return True
 
     def delete_raw(self, tx: Tx, name: str) -> None:
         """``object.__delattr__(self, name)``: from the instance dict, guarded on
@@ -380,10 +384,11 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
             wrap_const(tx, attr.fset).call_function(tx, [self, value], {})
             return
         if name == "__dict__" and type(attr) is types.GetSetDescriptorType and cls.__dictoffset__:
-            if not isinstance(value, DictVariable):  # subtype_setdict: PyDict_Check
-                if not value.is_python_constant():
+            if not isinstance(value, DictVariable) or value.python_type() is not dict:  # subtype_setdict: PyDict_Check
+                if not value.is_python_constant() or isinstance(value.as_python_constant(), dict):
                     unimplemented(gb_type="unsupported attribute store", context=f"{self}.__dict__ = {value}",
-                                  explanation="bytegraph sets an instance __dict__ only to a dict it traces.",
+                                  explanation="bytegraph sets an instance __dict__ only to a plain dict it traces "
+                                              "(stores bypass a dict subclass's own bookkeeping).",
                                   hints=("Assign a plain dict.",))
                 raise_traced(TypeError, f"__dict__ must be set to a dictionary, not a '{tp_name(value.python_type())}'")
             self.replace_dict(tx, value)
@@ -396,7 +401,7 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
                 hints=("Move the assignment out of the compiled function.",),
             )
         if cls.__dictoffset__ == 0 and not isinstance(attr, types.MemberDescriptorType):  # __slots__, no __dict__
-            raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}{_SLOTTED_STORE_SUFFIX}")
+            raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}{slots.SLOTTED_STORE_SUFFIX}")
         self.store_raw(tx, name, value)
 
     def replace_dict(self, tx: Tx, new_dict: VT) -> None:
@@ -452,7 +457,8 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
 class NewObjectVariable(UserDefinedObjectVariable):
     """An instance of a user class created during the trace.
 
-    Its instance dict is a :class:`DictVariable` (so ``obj.__dict__`` is live);
+    Its instance dict is a :class:`DictVariable` (so ``obj.__dict__`` is live), its
+    ``__slots__`` entries are kept apart;
     instances of dict subclasses also hold their dict contents. When the object
     outlives the graph it is rebuilt without running ``__init__`` again:
     the base type's ``__new__``, then ``object.__setattr__`` per attribute and
@@ -463,6 +469,7 @@ class NewObjectVariable(UserDefinedObjectVariable):
         super().__init__(None)
         self.cls = cls
         self.attrs, self.dict_replaced = DictVariable({}), False
+        self.slot_values: dict[str, VT] = {}  # the ``__slots__`` entries set, by name
         self.base_items = builtin_bases.new_storage(cls)  # the builtin part of a subclass of a builtin type
 
     def python_type(self) -> type:
@@ -479,15 +486,18 @@ class NewObjectVariable(UserDefinedObjectVariable):
         return [(name, value) for name, (_, value) in self.attrs.items.items()]
 
     def store_raw(self, tx: Tx, name: str, value: VT) -> None:
-        self.attrs.call_method(tx, "__setitem__", [ConstantVariable(name), value], {})
+        if isinstance(class_attribute(self.cls, name), types.MemberDescriptorType):
+            self.slot_values[name] = value
+        else:
+            self.attrs.call_method(tx, "__setitem__", [ConstantVariable(name), value], {})
 
     def delete_attr(self, tx: Tx, name: str) -> None:
         """``del obj.name``; an unset ``__slots__`` entry raises ``AttributeError(name)``."""
         slot = isinstance(class_attribute(self.cls, name), types.MemberDescriptorType)
         if slot and class_attribute(self.cls, "__delattr__") is object.__delattr__:
-            if name not in self.attrs.items:
+            if self.slot_values.pop(name, None) is None:
                 raise_traced(AttributeError, name)
-            return self.delete_raw(tx, name)
+            return
         super().delete_attr(tx, name)
 
     def delete_raw(self, tx: Tx, name: str) -> None:
@@ -517,6 +527,8 @@ class NewObjectVariable(UserDefinedObjectVariable):
             codegen.load_callable(builtin_base.__new__)
             codegen.load_const(self.cls)
             codegen.call(1)
+        for name, value in self.slot_values.items():
+            codegen.call_on_top(object.__setattr__, ConstantVariable(name), value)
         if self.dict_replaced:
             codegen.call_on_top(object.__setattr__, ConstantVariable("__dict__"), self.attrs)
             return
@@ -525,24 +537,6 @@ class NewObjectVariable(UserDefinedObjectVariable):
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__qualname__})"
-
-
-class _Slotted:
-    __slots__ = ()
-
-
-def _slotted_store_suffix() -> str:
-    """What the running Python adds to "object has no attribute" when storing
-    on an object without ``__dict__`` (3.13: "and no __dict__ for setting new
-    attributes")."""
-    try:
-        _Slotted().name = None  # type: ignore[attr-defined]
-    except AttributeError as e:
-        return str(e).split("'name'", 1)[1]
-    raise AssertionError("a class with empty __slots__ took a new attribute")  # pragma: no cover
-
-
-_SLOTTED_STORE_SUFFIX = _slotted_store_suffix()
 
 
 def _no_attribute(cls: type, name: str) -> None:
