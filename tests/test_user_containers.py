@@ -372,7 +372,8 @@ def test_reading_a_default_repr_string_in_the_trace_breaks_instead_of_guessing()
         a = Plain()
         return x + 1, str(a) == str(a), str(a).startswith("<")
 
-    check(fn, t(2), graphs=1, breaks=2, gb_types=["unsupported builtin call", "unsupported method call"])
+    # after the break the object exists: the resumed frame reads eager's string of it
+    check(fn, calls=[(t(2),), (t(2),)], graphs=1, breaks=1, gb_types=["unsupported builtin call"])
 
 
 class Shadowing(type):

@@ -328,9 +328,9 @@ def _identity_is_value(value: Any) -> bool:
 def _wrap_by_kind(tx: Tx, value: Any, source: Source | None) -> VT:
     """The VT kind for functions, classes, modules and other objects."""
     polyfill = polyfill_for(value)
-    if isinstance(polyfill, functools.partial):  # cls.fromkeys: the twin with its class bound
-        return PartialVariable(UserFunctionVariable(polyfill.func), [wrap_const(tx, a) for a in polyfill.args], {},
-                               source)
+    if isinstance(polyfill, functools.partial):  # cls.fromkeys: the twin with its class bound; heapq's min/max twins
+        return PartialVariable(UserFunctionVariable(polyfill.func), [wrap_const(tx, a) for a in polyfill.args],
+                               {k: wrap_const(tx, v) for k, v in polyfill.keywords.items()}, source)
     if polyfill is not None:  # a C function calling back into user code: its Python twin is traced
         return UserFunctionVariable(polyfill, source)
     if _in(value, EVALUATED_ON_CONSTANTS):

@@ -53,7 +53,8 @@ from bytegraph.variables.objects.class_lookup import class_attribute
 from bytegraph.variables.objects.class_statements import ClassMemberVariable
 from bytegraph.variables.objects.number_stand_ins import call_with_stand_ins
 from bytegraph.variables.runtime_values import RuntimeValueVariable, held_by_frames
-from bytegraph.variables.objects.user_objects import NewObjectVariable, SlotMethodVariable
+from bytegraph.variables.objects.slot_methods import SlotMethodVariable
+from bytegraph.variables.objects.user_objects import NewObjectVariable
 from bytegraph.variables.operators import (
     IMMUTABLE_BUILTIN_TYPES,
     NOT_FOLDED,
@@ -431,17 +432,28 @@ class BuiltinVariable(ConstantCallableVariable):
             return convert_scalar(tx, args[0], int if name == "int" else float)
         return None
 
-    def _call_object(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
-        """``object()``: a bare instance (a sentinel), without a ``__dict__``."""
-        if args or kwargs:
-            raise_traced(TypeError, "object() takes no arguments")
-        return NewObjectVariable(object)
-
     def _call_dir(self, tx: Tx, obj: VT) -> VT | None:
         if isinstance(obj, BuiltinVariable) and isinstance(obj.fn, type):
             return wrap_const(tx, dir(obj.fn))  # a builtin type: immutable
         dir_names = getattr(obj, "dir_names", None)  # a user class answers from its namespaces
         return dir_names(tx) if dir_names is not None else None
+
+    def _call_object(self, tx: Tx, *args: VT, **kwargs: VT) -> VT | None:
+        """``object()``: a new plain object (a sentinel compared by identity)."""
+        if args or kwargs:
+            raise_traced(TypeError, "object() takes no arguments")
+        return NewObjectVariable(object)
+
+    def _call_vars(self, tx: Tx, *args: VT) -> VT | None:
+        """``vars(obj)``: ``obj.__dict__`` as the attribute is read, or eager's
+        TypeError when there is none; ``vars()``: ``locals()``."""
+        if not args:
+            return self._call_locals(tx)
+        if len(args) > 1:
+            return None  # folded: eager's TypeError
+        if not args[0].has_attr(tx, "__dict__"):
+            raise_traced(TypeError, "vars() argument must have __dict__ attribute")
+        return None if args[0].is_python_constant() else args[0].var_getattr(tx, "__dict__")
 
     def _call_repr(self, tx: Tx, obj: VT) -> VT | None:
         return obj.repr_text(tx)  # None: folded on a constant, else a break

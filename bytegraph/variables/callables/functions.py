@@ -162,6 +162,7 @@ class UserFunctionVariable(ConstantCallableVariable):
     attr_dunder_kwdefaults = _read_from_fn("__kwdefaults__")
     attr_dunder_annotations = _read_from_fn("__annotations__")
     attr_dunder_dict = _read_from_fn("__dict__")
+    attr_dunder_globals = _read_from_fn("__globals__")
     if hasattr(types.FunctionType, "__type_params__"):  # from 3.12 (functools.wraps copies it)
         def attr_dunder_type_params(self, tx: Tx) -> VT:
             return wrap_const(tx, self.fn.__type_params__)

@@ -9,7 +9,7 @@
   (``Modules/_functoolsmodule.c``: ``functools_reduce``;
   ``Objects/abstract.c``: ``PyObject_LengthHint``;
   ``Modules/itertoolsmodule.c``: ``filterfalse_next``; ``Modules/_collectionsmodule.c``:
-  ``_count_elements``; ``Objects/dictobject.c``:
+  ``_count_elements``; ``Modules/_heapqmodule.c``; ``Objects/dictobject.c``:
   ``_PyDict_FromKeys``; torch's ``torch/csrc/fx/node.cpp``: ``map_aggregate``).
 - **Evaluated on constants** (:data:`EVALUATED_ON_CONSTANTS`): functions that only
   compute from their arguments (``collections.namedtuple`` makes a class,
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import heapq
 import itertools
 import operator
 import re
@@ -162,8 +163,93 @@ def count_elements(mapping: Any, iterable: Any) -> None:
         mapping[elem] = mapping_get(elem, 0) + 1
 
 
+# ---- heapq (``Modules/_heapqmodule.c``): the same comparisons, in the same order ----------------------
+
+def _heap_list(heap: Any, what: str) -> None:
+    if not isinstance(heap, list):
+        raise TypeError(f"{what} must be list, not {type(heap).__name__}")
+    if len(heap) > 2500:  # _heapqmodule.c heapifies long lists in another order
+        unimplemented(gb_type="long heap", context=f"heapq on a list of {len(heap)} items",
+                      explanation="bytegraph traces heapq only on lists of at most 2500 items.",
+                      hints=("Call heapq outside the compiled function.",))
+
+
+def _sift_down(heap: list, start: int, pos: int, below: Callable) -> None:
+    """Move ``heap[pos]`` up towards ``start`` while it sorts ``below`` its parent."""
+    while pos > start:
+        parent = (pos - 1) >> 1
+        if not below(heap[pos], heap[parent]):
+            break
+        heap[parent], heap[pos] = heap[pos], heap[parent]
+        pos = parent
+
+
+def _sift_up(heap: list, pos: int, below: Callable) -> None:
+    """Move the smaller child up from ``pos`` to a leaf, then sift that leaf down."""
+    end, start = len(heap), pos
+    while pos < end >> 1:
+        child = 2 * pos + 1
+        if child + 1 < end and not below(heap[child], heap[child + 1]):
+            child += 1
+        heap[pos], heap[child] = heap[child], heap[pos]
+        pos = child
+    _sift_down(heap, start, pos, below)
+
+
+def _heapify(heap: Any, below: Callable, name: str) -> None:
+    _heap_list(heap, f"{name}() argument")
+    for i in reversed(range(len(heap) // 2)):
+        _sift_up(heap, i, below)
+
+
+def _heappop(heap: Any, below: Callable, name: str) -> Any:
+    _heap_list(heap, f"{name}() argument")
+    if not heap:
+        raise IndexError("index out of range")
+    last = heap.pop()
+    if not heap:
+        return last
+    top, heap[0] = heap[0], last
+    _sift_up(heap, 0, below)
+    return top
+
+
+def _heapreplace(heap: Any, item: Any, below: Callable, name: str) -> Any:
+    _heap_list(heap, f"{name}() argument 1")
+    if not heap:
+        raise IndexError("index out of range")
+    top, heap[0] = heap[0], item
+    _sift_up(heap, 0, below)
+    return top
+
+
+def heappush(heap: Any, item: Any) -> None:
+    _heap_list(heap, "heappush() argument 1")
+    heap.append(item)
+    _sift_down(heap, 0, len(heap) - 1, operator.lt)
+
+
+def heappushpop(heap: Any, item: Any) -> Any:
+    _heap_list(heap, "heappushpop() argument 1")
+    if not heap or not heap[0] < item:
+        return item
+    return _heapreplace(heap, item, operator.lt, "heappushpop")
+
+
+def _above(a: Any, b: Any) -> bool:
+    return b < a
+
+
 #: real function -> its traced twin
 POLYFILLS: dict[Callable, Callable] = {
+    heapq.heapify: functools.partial(_heapify, below=operator.lt, name="heapify"),
+    heapq.heappop: functools.partial(_heappop, below=operator.lt, name="heappop"),
+    heapq.heapreplace: functools.partial(_heapreplace, below=operator.lt, name="heapreplace"),
+    heapq.heappush: heappush,
+    heapq.heappushpop: heappushpop,
+    heapq._heapify_max: functools.partial(_heapify, below=_above, name="_heapify_max"),
+    heapq._heappop_max: functools.partial(_heappop, below=_above, name="_heappop_max"),
+    heapq._heapreplace_max: functools.partial(_heapreplace, below=_above, name="_heapreplace_max"),
     collections._count_elements: count_elements,
     functools.reduce: reduce,
     itertools.filterfalse: filterfalse,

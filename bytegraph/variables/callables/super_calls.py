@@ -12,9 +12,9 @@ from bytegraph.variables.callables.functions import UserFunctionVariable, UserMe
 from bytegraph.variables.constant import raise_traced
 from bytegraph.variables.objects.builtin_bases import MODELLED_BASES, base_attr, builtin_base
 from bytegraph.variables.objects.class_lookup import _MISSING
+from bytegraph.variables.objects.slot_methods import SlotMethodVariable
 from bytegraph.variables.objects.user_classes import UserDefinedClassVariable
 from bytegraph.variables.objects.user_objects import (
-    SlotMethodVariable,
     UserDefinedObjectVariable,
     _TORCH_TENSOR_CLASSES,
     bind_class_attribute,

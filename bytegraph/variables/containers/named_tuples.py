@@ -183,6 +183,10 @@ class NamedTupleVariable(TupleVariable):
             return None
         return DictVariable({f: (ConstantVariable(f), v) for f, v in zip(self.fields(), self.items)})
 
+    def method_dunder_getnewargs(self, tx: Tx, /) -> VT | None:
+        """``collections.namedtuple``'s ``__getnewargs__()``: its items as a plain tuple."""
+        return TupleVariable(self.items) if hasattr(self.tuple_cls, "_fields") else None
+
     def method__replace(self, tx: Tx, /, **changes: VT) -> VT | None:
         """``collections.namedtuple``'s ``_replace(**changes)`` (None: not a namedtuple class)."""
         if not hasattr(self.tuple_cls, "_fields"):

@@ -99,8 +99,8 @@ class BuildClassVariable(VariableTracker):
                        f"{klass.__qualname__}.__init_subclass__ would run once at trace time, not on every call.")
         namespace, classcell = tx.inline_class_body(body)
         stand_ins = _StandIns(tx)
-        real_ns = {key: realize(tx, value, stand_ins, f"{name}.{key}") for key, value in namespace.items()
-                   if key != "__classcell__"}
+        real_ns = {key: realize(tx, value, stand_ins, f"{name}.{key}", key == "__slots__")
+                   for key, value in namespace.items() if key != "__classcell__"}
         for key, value in real_ns.items():
             if hasattr(type(value), "__set_name__") and not isinstance(value, (dataclasses.Field, property)):
                 _break(f"class {name}: {key} = {type(value).__qualname__}(...)",
@@ -195,8 +195,10 @@ class _StandIns:
         return real
 
 
-def realize(tx: Tx, vt: VT, stand_ins: _StandIns, where: str) -> Any:
-    """The real value a class attribute ``vt`` becomes, or a graph break."""
+def realize(tx: Tx, vt: VT, stand_ins: _StandIns, where: str, slots: bool = False) -> Any:
+    """The real value a class attribute ``vt`` becomes, or a graph break.
+    ``__slots__`` (``slots``) may also be a list of constant names: type() only
+    reads the names, and the class keeps a list equal to the trace's."""
     if isinstance(vt, NestedUserFunctionVariable):
         defaults, kwdefaults = vt.get_defaults(tx)
         fn = types.FunctionType(vt.code, vt.f_globals, vt.code.co_name,
@@ -214,7 +216,7 @@ def realize(tx: Tx, vt: VT, stand_ins: _StandIns, where: str) -> Any:
         return {k.as_python_constant(): realize(tx, v, stand_ins, where) for k, v in vt.items.values()}
     if vt.is_python_constant():
         value = vt.as_python_constant()
-        if _immutable(value):
+        if _immutable(value) or slots and isinstance(value, list) and all(isinstance(n, str) for n in value):
             return value
     _break(where, f"The class attribute {vt} is not a constant, a known object or a function made in the body: "
            "the class would hold a copy of it.")

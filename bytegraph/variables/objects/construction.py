@@ -24,7 +24,8 @@ from bytegraph.variables.containers.deques import DequeVariable
 from bytegraph.variables.exceptions import ExceptionVariable
 from bytegraph.variables.objects.builtin_bases import base_attr, builtin_base
 from bytegraph.variables.objects.class_lookup import class_attribute
-from bytegraph.variables.objects.user_objects import NewObjectVariable, SlotMethodVariable, UserDefinedObjectVariable
+from bytegraph.variables.objects.slot_methods import SlotMethodVariable
+from bytegraph.variables.objects.user_objects import NewObjectVariable, UserDefinedObjectVariable
 from bytegraph.variables.tensors import subclass
 from bytegraph.variables.tx import construct_object, wrap_const
 

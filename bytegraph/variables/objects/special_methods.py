@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 
 from bytegraph.breaks import unimplemented
+from bytegraph.guards.guards import ConstantMatch
+from bytegraph.guards.source import AttrSource, ConstSource
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables.functions import UserMethodVariable
 from bytegraph.variables.constant import ConstantVariable, errors_are_the_programs, raise_traced
@@ -170,7 +172,14 @@ class SpecialMethods:
         if method is not None:
             return _checked_text(method.call_function(tx, [], {}), "__repr__")
         if self.special_method(tx, "__repr__") is object.__repr__:
-            return RuntimeValueVariable(self, repr, str)
+            real = tx.output.side_effects.object_of(self) if self.source is not None else None
+            if real is None or not self.guard_identity(tx):
+                return RuntimeValueVariable(self, repr, str)  # made after the graph
+            cls = type(real)  # "<module.qualname object at address>": the object's identity and its class's names
+            for name in ("__module__", "__qualname__"):
+                tx.output.guards.add(ConstantMatch(AttrSource(ConstSource(cls, cls.__qualname__), name),
+                                                   getattr(cls, name)))
+            return ConstantVariable(object.__repr__(real))
         return self._base_answer(tx, "__repr__", repr)
 
     def _base_answer(self, tx: Tx, dunder: str, fn: Any) -> VT | None:

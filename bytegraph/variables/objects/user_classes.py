@@ -23,7 +23,7 @@ from bytegraph.variables.base import KnownObjectVariable, VariableTracker
 from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.callables.torch_functions import AutogradFunctionApplyVariable
 from bytegraph.variables.constant import getattr_or_raise, raise_traced
-from bytegraph.variables.objects import class_statements, user_objects
+from bytegraph.variables.objects import class_statements, slot_methods, user_objects
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
 from bytegraph.variables.tx import construct_object, wrap, wrap_const
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class UserDefinedClassVariable(KnownObjectVariable):
             src = AttrSource(self.source, name) if self.source else None
             return UserFunctionVariable(attr, src)
         if isinstance(attr, _C_METHODS) and attr.__objclass__ is self.value and not self.value.__flags__ & _HEAPTYPE:
-            return user_objects.SlotMethodVariable(self.value, name, None)  # ``list_iterator.__length_hint__(it)``
+            return slot_methods.SlotMethodVariable(self.value, name, None)  # ``list_iterator.__length_hint__(it)``
         src = AttrSource(self.source, name) if self.source else None
         value = getattr_or_raise(self.value, name)
         return wrap(tx, value, src) if src else wrap_const(tx, value)

@@ -1,8 +1,9 @@
 """Instances of user classes: :class:`UserDefinedObjectVariable` (an object
 that existed before the call, read from a source) and :class:`NewObjectVariable`
 (one made in the trace), Python's descriptor protocol on their class
-attributes (:func:`bind_class_attribute`), ``hasattr`` (:func:`object_has_attr`),
-and :class:`SlotMethodVariable` (a builtin type's method applied to one).
+attributes (:func:`bind_class_attribute`) and ``hasattr`` (:func:`object_has_attr`);
+their ``__slots__`` entries are :mod:`.slots`, builtin methods applied to them
+:mod:`.slot_methods`.
 
 Attribute reads follow Python's lookup order: data descriptors of the class
 (``property`` getters are inlined), then the instance ``__dict__`` (read through
@@ -23,15 +24,15 @@ from bytegraph.breaks import unimplemented, user_error
 from bytegraph.graph.side_effects import DELETED
 from bytegraph.guards.guards import DictContains, DictKeysMatch
 from bytegraph.guards.source import AttrSource, ConstSource
-from bytegraph.variables.base import VariableTracker, bound_method_type
+from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.handlers import method_handler
 from bytegraph.variables.callables.functions import PartialVariable, UserMethodVariable
 from bytegraph.variables.constant import (
-    ConstantVariable, getattr_or_raise, is_constant_value, raise_traced, raise_traced_from,
+    ConstantVariable, getattr_or_raise, raise_traced,
 )
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.exceptions import TracedException
-from bytegraph.variables.objects import builtin_bases, user_classes
+from bytegraph.variables.objects import builtin_bases, slot_methods, slots
 from bytegraph.variables.objects.class_lookup import (
     _MISSING,
     class_attribute,
@@ -41,7 +42,7 @@ from bytegraph.variables.objects.class_lookup import (
     owner_value,
 )
 from bytegraph.variables.objects.special_methods import SpecialMethods
-from bytegraph.variables.operators import IMMUTABLE_BUILTIN_TYPES, fold, tp_name
+from bytegraph.variables.operators import tp_name
 from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.graph.codegen import PyCodegen
@@ -72,10 +73,10 @@ def object_has_attr(tx: Tx, obj: VT, name: str, getattr_dicts: Sequence[str] = (
         guard_class_lookup(tx, cls, name, attr)
         if not isinstance(obj, NewObjectVariable):
             return hasattr(obj.value, name)
+        if isinstance(attr, types.MemberDescriptorType):  # a __slots__ entry: set or not
+            return name in obj.slot_values
         if obj.instance_attr(tx, name) is not None:
             return True
-        if isinstance(attr, types.MemberDescriptorType):  # an unset __slots__ entry
-            return False
         getter = inspect.isdatadescriptor(attr) or (
             attr is _MISSING and class_attribute(cls, "__getattr__") is not _MISSING)
         if getter:  # a property, descriptor or __getattr__ answers: run it, as hasattr does
@@ -95,6 +96,8 @@ def object_has_attr(tx: Tx, obj: VT, name: str, getattr_dicts: Sequence[str] = (
         return True
     attr = class_attribute(type(obj.value), name)
     guard_class_lookup(tx, type(obj.value), name, attr)
+    if isinstance(attr, types.MemberDescriptorType):  # a __slots__ entry, set or not
+        return slots.guard_slot_set(tx, obj, name, attr)
     if attr is not _MISSING:
         return True
     guarded_dicts += [(AttrSource(obj.source, h), obj.value.__dict__[h]) for h in getattr_dicts]
@@ -142,7 +145,7 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
         guard_class_attribute(tx, owner, name, attr)
         return PartialVariable(wrap_const(tx, attr), [owner], {})
     if isinstance(attr, types.MemberDescriptorType) and isinstance(owner, UserDefinedObjectVariable):  # __slots__
-        return _slot_value(tx, owner, cls, name, attr)
+        return slots.slot_value(tx, owner, cls, name, attr)
     objclass = getattr(attr, "__objclass__", None)
     base_method = isinstance(objclass, type) and builtin_bases.builtin_base(objclass) is not None
     if (base_method or attr is object.__init__) and isinstance(owner, UserDefinedObjectVariable):
@@ -150,7 +153,7 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
             if owner.source is None:
                 return owner.base_storage(tx).var_getattr(tx, name)
         else:
-            return SlotMethodVariable(objclass, name, owner)
+            return slot_methods.SlotMethodVariable(objclass, name, owner)
     if type(attr) is _TUPLEGETTER and isinstance(owner, UserDefinedObjectVariable):
         return owner.base_storage(tx).getitem(tx, ConstantVariable(attr.__reduce__()[1][0]))
     builtin_method = isinstance(  # or a C type's getset (``deque.maxlen``): read natively, value guarded
@@ -170,21 +173,6 @@ def bind_class_attribute(tx: Tx, owner: VT, cls: type, name: str, attr: Any) -> 
         return wrap(tx, attr, AttrSource(AttrSource(owner.source, "__class__"), name))
     guard_class_lookup(tx, cls, name, attr)  # an object made in the trace: its class still answers attr
     return wrap(tx, attr, AttrSource(ConstSource(cls, cls.__qualname__), name))
-
-
-def _slot_value(tx: Tx, owner: UserDefinedObjectVariable, cls: type, name: str, slot: Any) -> VT:
-    """``owner.name`` for a ``__slots__`` entry: what the trace stored, else the real value."""
-    stored = owner.instance_attr(tx, name) if isinstance(owner, NewObjectVariable) else (
-        tx.output.side_effects.pending_attr(owner, name))
-    if stored is not None and stored is not DELETED:
-        return stored
-    if stored is DELETED or isinstance(owner, NewObjectVariable):
-        raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")  # an unset slot
-    try:
-        value = slot.__get__(owner_value(owner), cls)
-    except AttributeError as e:
-        raise_traced_from(e)
-    return wrap(tx, value, AttrSource(owner.source, name)) if owner.source is not None else wrap_const(tx, value)
 
 
 def instance_answer_of_object(vt: VT, cls: Any) -> tuple[type, bool]:
@@ -266,10 +254,26 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
         if isinstance(delattr_fn, types.FunctionType):
             UserMethodVariable(delattr_fn, self).call_function(tx, [ConstantVariable(name)], {})
             return
-        if delattr_fn is object.__delattr__ and not inspect.isdatadescriptor(class_attribute(cls, name)):
+        attr = class_attribute(cls, name)
+        if delattr_fn is object.__delattr__ and not inspect.isdatadescriptor(attr):
             self.delete_raw(tx, name)
             return
+        if delattr_fn is object.__delattr__ and isinstance(attr, types.MemberDescriptorType) and self.delete_slot(
+                tx, name, attr):
+            return
         super().delete_attr(tx, name)
+
+    def delete_slot(self, tx: Tx, name: str, slot: Any) -> bool:
+        """``del obj.name`` of a ``__slots__`` entry: False (a break) unless the
+        trace set it or the real object has it (its value then read, so guarded)."""
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is DELETED:
+            raise_traced(AttributeError, name)
+        existed = self.source is not None and slots.guard_slot_set(tx, self, name, slot)
+        if pending is None and not existed:
+            return False
+        tx.output.side_effects.delete_attr(self, name, existed)
+        return True
 
     def delete_raw(self, tx: Tx, name: str) -> None:
         """``object.__delattr__(self, name)``: from the instance dict, guarded on
@@ -341,6 +345,24 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
     def attr_dunder_dict(self, tx: Tx) -> VT:
         return self.instance_dict(tx)
 
+    def dir_names(self, tx: Tx) -> VT | None:
+        """``dir(self)`` as ``object.__dir__`` answers it: the sorted names of the
+        instance ``__dict__`` (keys guarded) and of ``dir(type(self))``; None (a
+        break) when the class overrides ``__dir__``, ``__dict__`` or ``__class__``."""
+        cls = self.python_type()
+        own_dict = class_attribute(cls, "__dict__")
+        if class_attribute(cls, "__dir__") is not object.__dir__ or class_attribute(
+                cls, "__class__") is not object.__dict__["__class__"] or not (
+                own_dict is _MISSING or type(own_dict) is types.GetSetDescriptorType):
+            return None
+        class_names = wrap_const(tx, cls).dir_names(tx)
+        if class_names is None:
+            return None
+        own = [k for k, _ in self.attribute_items(tx)] if cls.__dictoffset__ else []
+        if not all(isinstance(k, str) for k in own):
+            return None
+        return wrap_const(tx, sorted({*own, *class_names.as_python_constant()}))
+
     def store_attr(self, tx: Tx, name: str, value: VT) -> None:
         """``self.name = value``: through a Python ``__setattr__`` or a property
         setter when the class defines one (inlined), else a plain store."""
@@ -361,6 +383,16 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
                 raise_traced(AttributeError, f"property {name!r} of {cls.__qualname__!r} object has no setter")
             wrap_const(tx, attr.fset).call_function(tx, [self, value], {})
             return
+        if name == "__dict__" and type(attr) is types.GetSetDescriptorType and cls.__dictoffset__:
+            if not isinstance(value, DictVariable) or value.python_type() is not dict:  # subtype_setdict: PyDict_Check
+                if not value.is_python_constant() or isinstance(value.as_python_constant(), dict):
+                    unimplemented(gb_type="unsupported attribute store", context=f"{self}.__dict__ = {value}",
+                                  explanation="bytegraph sets an instance __dict__ only to a plain dict it traces "
+                                              "(stores bypass a dict subclass's own bookkeeping).",
+                                  hints=("Assign a plain dict.",))
+                raise_traced(TypeError, f"__dict__ must be set to a dictionary, not a '{tp_name(value.python_type())}'")
+            self.replace_dict(tx, value)
+            return
         if inspect.isdatadescriptor(attr) and not isinstance(attr, types.MemberDescriptorType):
             unimplemented(
                 gb_type="unsupported attribute store",
@@ -369,8 +401,18 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
                 hints=("Move the assignment out of the compiled function.",),
             )
         if cls.__dictoffset__ == 0 and not isinstance(attr, types.MemberDescriptorType):  # __slots__, no __dict__
-            raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}{_SLOTTED_STORE_SUFFIX}")
+            raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}{slots.SLOTTED_STORE_SUFFIX}")
         self.store_raw(tx, name, value)
+
+    def replace_dict(self, tx: Tx, new_dict: VT) -> None:
+        """``self.__dict__ = new_dict`` (a dict): on an object that existed before
+        the call it is a graph break, as later reads would need the new dict's entries."""
+        unimplemented(
+            gb_type="unsupported attribute store",
+            context=f"{self}.__dict__ = {new_dict}",
+            explanation="bytegraph replaces the __dict__ only of objects made in the trace.",
+            hints=("Replace the __dict__ outside the compiled function, or update it in place.",),
+        )
 
     def call_slot(self, tx: Tx, base: type, name: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         """``base.name(self, *args)`` for a builtin base type, bypassing Python overrides."""
@@ -415,7 +457,8 @@ class UserDefinedObjectVariable(SpecialMethods, builtin_bases.BaseTypeOperators,
 class NewObjectVariable(UserDefinedObjectVariable):
     """An instance of a user class created during the trace.
 
-    Its instance dict is a :class:`DictVariable` (so ``obj.__dict__`` is live);
+    Its instance dict is a :class:`DictVariable` (so ``obj.__dict__`` is live), its
+    ``__slots__`` entries are kept apart;
     instances of dict subclasses also hold their dict contents. When the object
     outlives the graph it is rebuilt without running ``__init__`` again:
     the base type's ``__new__``, then ``object.__setattr__`` per attribute and
@@ -425,7 +468,8 @@ class NewObjectVariable(UserDefinedObjectVariable):
     def __init__(self, cls: type):
         super().__init__(None)
         self.cls = cls
-        self.attrs = DictVariable({})
+        self.attrs, self.dict_replaced = DictVariable({}), False
+        self.slot_values: dict[str, VT] = {}  # the ``__slots__`` entries set, by name
         self.base_items = builtin_bases.new_storage(cls)  # the builtin part of a subclass of a builtin type
 
     def python_type(self) -> type:
@@ -442,12 +486,33 @@ class NewObjectVariable(UserDefinedObjectVariable):
         return [(name, value) for name, (_, value) in self.attrs.items.items()]
 
     def store_raw(self, tx: Tx, name: str, value: VT) -> None:
-        self.attrs.items[name] = (ConstantVariable(name), value)
+        if isinstance(class_attribute(self.cls, name), types.MemberDescriptorType):
+            self.slot_values[name] = value
+        else:
+            self.attrs.call_method(tx, "__setitem__", [ConstantVariable(name), value], {})
+
+    def delete_attr(self, tx: Tx, name: str) -> None:
+        """``del obj.name``; an unset ``__slots__`` entry raises ``AttributeError(name)``."""
+        slot = isinstance(class_attribute(self.cls, name), types.MemberDescriptorType)
+        if slot and class_attribute(self.cls, "__delattr__") is object.__delattr__:
+            if self.slot_values.pop(name, None) is None:
+                raise_traced(AttributeError, name)
+            return
+        super().delete_attr(tx, name)
 
     def delete_raw(self, tx: Tx, name: str) -> None:
         if name not in self.attrs.items:
             _no_attribute(self.cls, name)
-        del self.attrs.items[name]
+        self.attrs.call_method(tx, "__delitem__", [ConstantVariable(name)], {})
+
+    def replace_dict(self, tx: Tx, new_dict: VT) -> None:
+        """Later reads and stores use ``new_dict`` itself (it may be read through
+        another name): the rebuilt object gets it as its ``__dict__``. A dict
+        read from a source is a graph break (its entries are read lazily)."""
+        if new_dict.source is not None:
+            super().replace_dict(tx, new_dict)
+        self.attrs = new_dict
+        self.dict_replaced = True
 
     def base_storage(self, tx: Tx) -> VT:
         if self.base_items is None:
@@ -462,29 +527,16 @@ class NewObjectVariable(UserDefinedObjectVariable):
             codegen.load_callable(builtin_base.__new__)
             codegen.load_const(self.cls)
             codegen.call(1)
+        for name, value in self.slot_values.items():
+            codegen.call_on_top(object.__setattr__, ConstantVariable(name), value)
+        if self.dict_replaced:
+            codegen.call_on_top(object.__setattr__, ConstantVariable("__dict__"), self.attrs)
+            return
         for key, value in self.attrs.items.values():
             codegen.call_on_top(object.__setattr__, key, value)
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__qualname__})"
-
-
-class _Slotted:
-    __slots__ = ()
-
-
-def _slotted_store_suffix() -> str:
-    """What the running Python adds to "object has no attribute" when storing
-    on an object without ``__dict__`` (3.13: "and no __dict__ for setting new
-    attributes")."""
-    try:
-        _Slotted().name = None  # type: ignore[attr-defined]
-    except AttributeError as e:
-        return str(e).split("'name'", 1)[1]
-    raise AssertionError("a class with empty __slots__ took a new attribute")  # pragma: no cover
-
-
-_SLOTTED_STORE_SUFFIX = _slotted_store_suffix()
 
 
 def _no_attribute(cls: type, name: str) -> None:
@@ -499,101 +551,3 @@ def unsupported_base(base: type, name: str) -> VT:
         explanation="bytegraph does not model this method of a builtin base class on user objects.",
         hints=("Move this code out of the compiled function.",),
     )
-
-
-def call_new(tx: Tx, base: type, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-    """``base.__new__(cls, *args)`` for a modelled builtin base: a plain value
-    when ``cls`` is the base itself (``tuple.__new__(tuple, it)``), else a new
-    instance of the subclass holding its builtin part (an immutable base's value
-    made from the arguments; a mutable base's empty value, which its
-    ``__init__`` fills)."""
-    if not args or not args[0].is_python_constant() or not isinstance(args[0].as_python_constant(), type):
-        raise_traced(TypeError, f"{base.__name__}.__new__(X): X is not a type object")
-    cls = args[0].as_python_constant()
-    if not issubclass(cls, base):
-        raise_traced(TypeError, f"{base.__name__}.__new__({cls.__name__}): {cls.__name__} is not a subtype of "
-                                f"{base.__name__}")
-    if base in _NO_KEYWORD_NEW and kwargs:  # refused unless the class's own __init__ takes them (tuple_new)
-        if cls is base or cls.__init__ is base.__init__:
-            raise_traced(TypeError, f"{base.__name__}() takes no keyword arguments")
-        kwargs = {}
-    if base is tuple and len(args) > 2:
-        raise_traced(TypeError, f"tuple expected at most 1 argument, got {len(args) - 1}")
-    if base is list and cls.__init__ is list.__init__:  # list's __new__ takes anything: its __init__ checks
-        if kwargs:
-            raise_traced(TypeError, "list() takes no keyword arguments")
-        if len(args) > 2:
-            raise_traced(TypeError, f"list expected at most 1 argument, got {len(args) - 1}")
-    storage = builtin_bases.call_new(tx, base, cls, args[1:], kwargs)
-    if cls is base:
-        return storage
-    obj = NewObjectVariable(cls)
-    obj.base_items = storage
-    return obj
-
-
-#: builtins whose __new__ takes no keywords, and ignores them for a subclass with an __init__ of its own
-_NO_KEYWORD_NEW = (tuple, float, frozenset)
-
-
-class SlotMethodVariable(VariableTracker):
-    """A method of a builtin type applied to a user object, bypassing the
-    object's Python overrides: ``super().__setattr__``, ``object.__setattr__(obj, ...)``,
-    ``dict.__setitem__(obj, ...)``. Unbound (``obj`` None) until called with
-    the instance as first argument."""
-
-    def __init__(self, base: type, name: str, obj: VT | None):
-        super().__init__()
-        self.base = base
-        self.name = name
-        self.obj = obj
-
-    def python_type(self) -> type:
-        if self.obj is None:  # the descriptor itself
-            return type(getattr(self.base, self.name))
-        return bound_method_type(vars(self.base).get(self.name, getattr(self.base, self.name)))
-
-    def var_getattr(self, tx: Tx, name: str) -> VT:
-        """``set.issubset.__name__``, ``__qualname__``, ``__doc__``: the method's own
-        read-only constants (a bound one has the same); ``__self__`` of a bound one."""
-        if name == "__self__" and self.obj is not None:
-            return self.obj
-        value = getattr(getattr(self.base, self.name), name, None)
-        if name in ("__name__", "__qualname__", "__doc__", "__text_signature__") and is_constant_value(value):
-            return ConstantVariable(value)
-        return super().var_getattr(tx, name)
-
-    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
-        obj, rest = (self.obj, list(args)) if self.obj is not None else (args[0] if args else None, list(args[1:]))
-        if self.base is object and self.name == "__init__" and obj is not None:
-            cls = obj.python_type()  # ``Objects/typeobject.c``: object_init refuses extra arguments, or not
-            if (rest or kwargs) and (cls.__init__ is not object.__init__ or cls.__new__ is object.__new__):
-                raise_traced(TypeError, f"{tp_name(cls) if cls.__init__ is object.__init__ else 'object'}.__init__() "
-                             "takes exactly one argument (the instance to initialize)")
-            return ConstantVariable(None)
-        if self.base is object and self.name == "__new__" and isinstance(obj, user_classes.UserDefinedClassVariable):
-            cls = obj.value
-            if (rest or kwargs) and (cls.__new__ is not object.__new__ or cls.__init__ is object.__init__):
-                raise_traced(TypeError, "object.__new__() takes exactly one argument (the type to instantiate)")
-            return NewObjectVariable(cls)
-        if self.name == "__new__" and self.base in IMMUTABLE_BUILTIN_TYPES and builtin_bases.builtin_base(
-                self.base) is not self.base and obj is not None and obj.is_python_constant() and (
-                obj.as_python_constant() is self.base):  # ``bool.__new__(bool, 1)``: bool(1), folded
-            return fold(tx, self.base.__new__, [obj, *rest], kwargs) or unsupported_base(self.base, self.name)
-        if self.name == "__new__" and obj is not None and builtin_bases.builtin_base(self.base) is self.base:
-            return call_new(tx, self.base, [obj, *rest], kwargs)
-        if isinstance(obj, UserDefinedObjectVariable):
-            return obj.call_slot(tx, self.base, self.name, rest, kwargs)
-        if obj is not None and self.base is not object and issubclass(obj.python_type(), self.base):
-            return obj.call_method(tx, self.name, rest, kwargs)  # ``str.count(s, "x")``: s's own VT models it
-        return unsupported_base(self.base, self.name)
-
-    def reconstruct(self, codegen: PyCodegen) -> None:
-        method = getattr(self.base, self.name)
-        if self.obj is None:
-            codegen.load_const(method)
-            return
-        codegen.load_callable(types.MethodType)
-        codegen.load_const(method)
-        codegen.reconstruct(self.obj)
-        codegen.call(2)
