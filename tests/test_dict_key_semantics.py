@@ -405,3 +405,28 @@ def test_chain_map_or_with_dicts(other):
 
 def test_chain_map_or_with_a_non_mapping_raises():
     full(beside_tensor(lambda: collections.ChainMap({"a": 1}) | 1, TypeError), t(2))
+
+
+# ---- containers passed in, whose keys were hashed before the call ---------------------------------------
+
+def test_a_dict_passed_in_keyed_by_objects_with_their_own_eq_breaks():
+    def f(x, d):
+        return x + 1, d.get(Key(1)), Key(2) in d, len(d)
+
+    check(f, t(2), {Key(1): 1, "a": 2}, graphs=1, breaks=2, gb_types=["unsupported dict key"] * 2)
+
+
+def test_a_dict_passed_in_of_constant_keys_is_looked_up_by_objects_with_their_own_eq():
+    def f(x, d):
+        return x + 1, d.get(LikeInt(1)), d.get(Key(1)), LikeInt(5) in d, d["a"]
+
+    full(f, t(2), {"a": 2, 1: 3})
+
+
+@pytest.mark.parametrize("cls", [set, frozenset, HashedSet], ids=lambda c: c.__name__)
+def test_a_set_passed_in_of_objects_with_their_own_eq_breaks(cls):
+    def f(x, s):
+        return x + 1, Key(1) in s, len(s)
+
+    check(f, make=lambda: (t(2), cls([Key(1), Key(2)])), graphs=1, breaks=2,
+          gb_types=["unsupported set input"] * 2)
