@@ -40,7 +40,6 @@ CONSTANT_TYPES: tuple[type, ...] = (
     types.CodeType,
     range,
     slice,
-    frozenset,
     torch.finfo,
     torch.iinfo,
     re.Pattern,  # compiled regular expressions and their matches are immutable
@@ -52,12 +51,12 @@ _CONSTANT_TYPE_SET = frozenset(CONSTANT_TYPES)
 
 
 def is_constant_value(value: Any) -> bool:
-    """Whether ``value`` can be a ConstantVariable (tuples of constants included)."""
+    """Whether ``value`` can be a ConstantVariable (tuples and frozensets of constants included)."""
     if type(value) in _CONSTANT_TYPE_SET:  # the common case first: none of these is an enum or a tuple
         return True
     if isinstance(value, enum.Enum) or is_pybind_enum_member(value):
         return True
-    if type(value) is tuple:
+    if type(value) in (tuple, frozenset):  # (a frozenset of objects hashed and compared by their own code is not)
         return all(is_constant_value(v) for v in value)
     return is_numpy_constant(value)
 

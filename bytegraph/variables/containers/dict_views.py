@@ -11,6 +11,7 @@ import collections
 import operator
 from typing import TYPE_CHECKING, Any
 
+from bytegraph.breaks import unimplemented
 from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.constant import ConstantVariable, unmodelled_method
 from bytegraph.variables.containers import reprs
@@ -39,8 +40,14 @@ class DictViewVariable(VariableTracker):
         self.kind = kind
 
     def python_type(self) -> type:
-        ordered = issubclass(self.dict_vt.python_type(), collections.OrderedDict)  # odict_keys...
-        return type(getattr(collections.OrderedDict() if ordered else {}, self.kind)())
+        return type(self._empty_view())
+
+    def _builtin_class(self) -> type:
+        """The dict's builtin class whose views these are (an OrderedDict's: ``odict_keys``...)."""
+        return collections.OrderedDict if issubclass(self.dict_vt.python_type(), collections.OrderedDict) else dict
+
+    def _empty_view(self) -> Any:
+        return getattr(self._builtin_class()(), self.kind)()
 
     def is_python_constant(self) -> bool:
         """A keys view of constant keys is a constant (a view of a dict with those keys,
@@ -50,7 +57,8 @@ class DictViewVariable(VariableTracker):
     def as_python_constant(self) -> Any:
         if not self.is_python_constant():
             return super().as_python_constant()
-        return dict.fromkeys(k.as_python_constant() for k, _ in self.dict_vt.items.values()).keys()
+        keys = [k.as_python_constant() for k, _ in self.dict_vt.items.values()]
+        return self._builtin_class().fromkeys(keys).keys()
 
     def has_unpack_var_sequence(self, tx: Tx) -> bool:
         return True
@@ -67,23 +75,35 @@ class DictViewVariable(VariableTracker):
         return bool(self.dict_vt.items)
 
     def contains_op(self, tx: Tx, item: VT) -> Any:
-        """``k in d.keys()`` is a key lookup; values and items views are iterated."""
-        return self.dict_vt.call_method(tx, "__contains__", [item], {}) if self.kind == "keys" else NotImplemented
+        """``k in d.keys()`` and ``(k, v) in d.items()`` look ``k`` up; a values
+        view has no ``__contains__``: it is iterated."""
+        return NotImplemented if self.kind == "values" else self.method_dunder_contains(tx, item)
 
     def method_dunder_len(self, tx: Tx, /) -> VT:
         return ConstantVariable(len(self.dict_vt.items))
 
-    def method_dunder_contains(self, tx: Tx, key: VT, /) -> VT:
-        """A keys view's: a key lookup (values and items views have none modelled)."""
-        return self.dict_vt.call_method(tx, "__contains__", [key], {}) if self.kind == "keys" else bad_method(
-            self, "__contains__")
+    def method_dunder_contains(self, tx: Tx, item: VT, /) -> VT:
+        """A keys view's is a key lookup. An items view's (``dictitems_contains``):
+        False for anything but a tuple of two; else its key looked up (an
+        unhashable key: eager's TypeError) and the value found compared with
+        the tuple's second item, identity first."""
+        if self.kind == "keys":
+            return self.dict_vt.call_method(tx, "__contains__", [item], {})
+        if self.kind == "values":
+            return bad_method(self, "__contains__")
+        pair = _tuple_items(tx, item)
+        if pair is None or len(pair) != 2:
+            return ConstantVariable(False)
+        found = self.dict_vt.lookup(tx, pair[0])
+        return ConstantVariable(found is not None and (found.same_object(tx, pair[1]) or call_operator(
+            tx, operator.eq, [found, pair[1]]).truthy(tx)))
 
     def method_dunder_iter(self, tx: Tx, /) -> VT:
         return DictIteratorVariable(self.dict_vt, self.kind)
 
     def reversed_iter(self, tx: Tx) -> VT | None:
         return ListIteratorVariable(list(reversed(self.unpack_var_sequence(tx))),
-                                    cls=type(reversed(getattr({}, self.kind)())))
+                                    cls=type(reversed(self._empty_view())))
 
     def repr_text(self, tx: Tx) -> VT | None:
         """``dict_items([(1, 'a')])``: the view's name around the repr of a list of
@@ -151,6 +171,20 @@ _SET_UPDATES = {operator.or_: "update", operator.and_: "intersection_update", op
 _COMPARISONS = (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge)
 #: builtin types whose ``==`` declines a view (as a set-like view's declines them)
 _DECLINE_VIEWS = (list, tuple, dict, str, bytes, int, float, complex, bool, type(None), range)
+
+
+def _tuple_items(tx: Tx, vt: VT) -> list[VT] | None:
+    """The items of a tuple (of a tuple subclass's instance: its tuple part, whatever
+    its ``__iter__``), None for an object that is not a tuple."""
+    if not issubclass(vt.python_type(), tuple):
+        return None
+    if isinstance(vt, TupleVariable) or vt.is_python_constant():
+        return vt.unpack_var_sequence(tx)
+    if hasattr(vt, "base_storage"):
+        return vt.base_storage(tx).unpack_var_sequence(tx)
+    unimplemented(gb_type="unsupported dict view lookup", context=f"{vt} in an items view",
+                  explanation="The tuple's items are not known to the trace.",
+                  hints=("Look the key up in the dict itself: d.get(k) == v.",))
 
 
 def _is_set_like(vt: VT) -> bool:

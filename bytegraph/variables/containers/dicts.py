@@ -13,21 +13,18 @@ import operator
 import types
 from typing import TYPE_CHECKING, Any, Sequence
 
-import torch
-
-from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import DictContains, DictKeysMatch, LenMatch, compared_by_value
 from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.handlers import call_method_handler
-from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from, unmodelled_method
+from bytegraph.variables.constant import ConstantVariable, raise_traced, unmodelled_method
 from bytegraph.variables.containers import reprs
+from bytegraph.variables.containers.dict_keys import EqualityKey, holds_equality_keys, key_of, resolve
 from bytegraph.variables.containers.dict_entries import DictIteratorVariable, EntryTable
 from bytegraph.variables.containers.dict_views import DictViewVariable
 from bytegraph.variables.containers.iterators import IteratorVariable
 from bytegraph.variables.containers.sequences import BaseSequenceVariable, TupleVariable, for_each_item
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
-from bytegraph.variables.objects.class_lookup import class_attribute
 from bytegraph.variables.operators import call_operator
 from bytegraph.variables.tx import wrap, wrap_const
 if TYPE_CHECKING:
@@ -61,8 +58,8 @@ class DictOperators(VariableTracker):
 class DictVariable(DictOperators):
     """A dict (or OrderedDict/defaultdict) whose keys are known at trace time.
 
-    ``items`` maps a hashable key (a constant, or ``IdentityKey`` for objects
-    compared by identity) to ``(key VT, value VT)``. As in CPython, storing
+    ``items`` maps a hashable key (a constant, or an ``IdentityKey``/``EqualityKey``
+    for an object: :mod:`.dict_keys`) to ``(key VT, value VT)``. As in CPython, storing
     under a key equal to one already there (``True`` for ``1``) keeps the
     original key object (:meth:`store`). A defaultdict keeps its
     ``default_factory`` (a VT), called for a missing key by ``d[k]`` only
@@ -85,41 +82,25 @@ class DictVariable(DictOperators):
     def python_type(self) -> type:
         return self.dict_cls
 
-    @staticmethod
-    def key_of(tx: Tx, key: VT, hashing: bool = True) -> Any:
-        """The key ``key`` is stored under. An object whose class keeps object's
-        ``__eq__`` but defines ``__hash__`` in Python is keyed by identity, its
-        ``__hash__`` run in the trace (``hashing``: once per lookup, as CPython's
-        dict does; not for keys already held by a dict read from outside)."""
-        if key.is_python_constant():
-            value = key.as_python_constant()
-            try:
-                hash(value)
-            except TypeError as e:
-                raise_traced_from(e)  # ``unhashable type: 'list'``
-            return value
-        cls = key.python_type()
-        python_hash = cls.__eq__ is object.__eq__ and isinstance(class_attribute(cls, "__hash__"), types.FunctionType)
-        if python_hash and hashing and key.hash_value(tx) is None:  # its errors and side effects: the program's
-            python_hash = False
-        if not issubclass(cls, torch.Tensor) and not python_hash and (
-                cls.__eq__ is not object.__eq__ or cls.__hash__ is not object.__hash__):
-            unimplemented(
-                gb_type="unsupported dict key",
-                context=f"dict keyed by a {cls.__qualname__}, which defines its own __eq__/__hash__",
-                explanation="bytegraph compares such keys by identity only; equal but distinct keys would miss.",
-                hints=("Key the dict by a constant (a string, an int) derived from the object.",),
-            )
-        identity = key.identity(tx)
-        if identity is None and key.source is None and (issubclass(cls, torch.Tensor) or key.mutable):
-            # made in the trace, where one VT stands for one object (as ``same_object`` answers)
-            identity = ("made in the trace", id(key))
-        if identity is None:
-            unimplemented(gb_type="unsupported dict key", context=f"dict keyed by {key}",
-                          explanation="Dict keys must be constants or objects bytegraph can compare by identity.")
-        if key.source is not None:  # keys that are distinct objects now must stay distinct
-            tx.output.identity_key_sources[key.source] = None
-        return IdentityKey(identity)
+    def key_of(self, tx: Tx, key: VT) -> Any:
+        """The key a lookup of ``key`` finds in this dict, else the one it is stored under (:mod:`.dict_keys`)."""
+        return key_of(tx, key, self)
+
+    def held_keys(self) -> list[Any]:
+        return list(self.items)
+
+    def held_vt(self, held: Any) -> VT:
+        return self.items[held][0]
+
+    def key_state(self) -> Any:
+        return self.entries.changes, self.entries.deletions, len(self.items)
+
+    def compares(self) -> bool:
+        return holds_equality_keys(self.items)
+
+    def lookup(self, tx: Tx, key: VT) -> VT | None:
+        """The value held for ``key``, None when absent."""
+        return self.items.get(self.key_of(tx, key), (None, None))[1]
 
     @reprs.cycle_safe
     def is_python_constant(self) -> bool:
@@ -438,7 +419,7 @@ class LazyDictVariable(DictOperators):
                     items[key] = (wrap_const(tx, key), vt)
                 else:  # an object key (a tensor, a module): read as ``list(d)[index]``, found by identity
                     key_vt = wrap(tx, key, GetItemSource(ConvertSource(self.source, list, "list"), index))
-                    items[DictVariable.key_of(tx, key_vt, hashing=False)] = (key_vt, vt)
+                    items[key_of(tx, key_vt, hashing=False)] = (key_vt, vt)
             factory = None
             if isinstance(self.value, collections.defaultdict):  # its factory, read (and guarded) through the source
                 factory = wrap(tx, self.value.default_factory, AttrSource(self.source, "default_factory"))
@@ -452,10 +433,10 @@ class LazyDictVariable(DictOperators):
     def _lookup(self, tx: Tx, key: VT) -> VT | None:
         """The value for ``key`` (None when absent), guarding only that key."""
         if self.full is not None:
-            return self.full.items.get(DictVariable.key_of(tx, key), (None, None))[1]
+            return self.full.lookup(tx, key)
         hkey = key.as_python_constant() if key.is_python_constant() else None
         if type(hkey) not in (str, int):
-            return self.materialize(tx).items.get(DictVariable.key_of(tx, key), (None, None))[1]
+            return self.materialize(tx).lookup(tx, key)
         present = hkey in self.value
         tx.output.guards.add(DictContains(self.source, hkey, present))
         if not present:
@@ -538,9 +519,20 @@ def dicts_equal(tx: Tx, a: DictVariable, b: DictVariable) -> bool | None:
     if any(d.dict_cls.__eq__ not in (dict.__eq__, collections.OrderedDict.__eq__) for d in (a, b)):
         return None
     ordered = all(issubclass(d.dict_cls, collections.OrderedDict) for d in (a, b))
-    return len(a.items) == len(b.items) and (not ordered or list(a.items) == list(b.items)) and all(
-        key in b.items and (value.same_object(tx, b.items[key][1]) or call_operator(
-            tx, operator.eq, [value, b.items[key][1]]).truthy(tx)) for key, (_, value) in a.items.items())
+    if len(a.items) != len(b.items):
+        return False
+    for key, (key_vt, value) in list(a.items.items()):
+        found = b.items.get(resolve(tx, key, key_vt, b), (None, None))[1]
+        if found is None or not (value.same_object(tx, found) or call_operator(
+                tx, operator.eq, [value, found]).truthy(tx)):
+            return False
+    return not ordered or _same_order(tx, a, b)
+
+
+def _same_order(tx: Tx, a: DictVariable, b: DictVariable) -> bool:
+    """Whether two OrderedDicts hold equal keys in the same order (each pair compared by ``==``, identity first)."""
+    return all(x == y or EqualityKey in (type(x), type(y)) and call_operator(tx, operator.eq, [x_vt, y_vt]).truthy(tx)
+               for (x, (x_vt, _)), (y, (y_vt, _)) in zip(a.items.items(), b.items.items()))
 
 
 def dict_union(tx: Tx, a: DictVariable, b: DictVariable) -> DictVariable:
@@ -559,22 +551,6 @@ def _flag(args: Sequence[VT], index: int, kwargs: dict[str, VT], name: str, defa
     if len(args) > index:
         return args[index].as_python_constant()
     return kwargs[name].as_python_constant() if name in kwargs else default
-
-
-class IdentityKey:
-    """A dict key compared by the identity of the object it stands for: its
-    ``id()``, or for an object made in the trace, its VT's."""
-
-    __slots__ = ("ident",)
-
-    def __init__(self, ident: Any):
-        self.ident = ident
-
-    def __hash__(self) -> int:
-        return hash(self.ident)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, IdentityKey) and other.ident == self.ident
 
 
 def apply_by_clear_update(codegen: PyCodegen, source: Any, temp: str) -> None:

@@ -1,13 +1,15 @@
 """Python sets and frozensets.
 
-A set's members are keyed as a dict's keys are (``DictVariable.key_of``): a
+A set's members are keyed as a dict's keys are (:mod:`.dict_keys`): a
 constant by its value, an object hashed by identity (a tensor, a module, a
-parameter, a plain user object) by an ``IdentityKey``. Set operations run on
+parameter, a plain user object) by an ``IdentityKey``, an object with its own
+``__eq__`` by an ``EqualityKey`` (its traced hash; a lookup calls ``__eq__``). Set operations run on
 the real set of keys, so membership, ``add``/``discard`` and the operators
 follow CPython's hashing: a tensor is found only by identity (its hash is its
 ``id``), never compared with ``==``.
 
-Iteration order is the real set's for constants; a set of more than one
+Iteration order is the real set's for constants and ``EqualityKey`` members
+(laid out by the hashes CPython's set has); a set of more than one
 member with an identity-hashed one iterates in an order fixed by ``id()``
 values only known at run time, a graph break.
 
@@ -26,7 +28,8 @@ from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.handlers import handler_name
 from bytegraph.variables.constant import ConstantVariable, raise_traced_from, unmodelled_method
 from bytegraph.variables.containers.dict_views import DictViewVariable
-from bytegraph.variables.containers.dicts import DictVariable, IdentityKey, apply_by_clear_update
+from bytegraph.variables.containers.dict_keys import EqualityKey, IdentityKey, holds_equality_keys, key_of
+from bytegraph.variables.containers.dicts import apply_by_clear_update
 from bytegraph.variables.containers.iterators import SetIteratorVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.objects.class_lookup import class_attribute
@@ -56,17 +59,37 @@ LOOKUP_METHODS = frozenset({"discard", "remove", "__contains__"})
 
 
 class _Keys:
-    """The keys of some members and the VTs of the identity-hashed ones."""
+    """The keys of some members and the VTs of the object ones; a lookup pool
+    (:class:`.dict_keys.KeyPool`) of the keys of ``owner`` (the set operated on)
+    and of those keyed since, which a member with its own ``__eq__`` is compared with."""
 
-    def __init__(self) -> None:
-        self.objects: dict[IdentityKey, VT] = {}
+    def __init__(self, owner: SetVariable | None = None) -> None:
+        self.objects: dict[IdentityKey, VT] = dict(owner.objects) if owner is not None else {}
+        self.owner = owner
+        #: keys met since, in order (a set built from an iterable compares each item with the earlier ones)
+        self.added: dict[Any, None] = {}
+        self.equality = owner is not None and holds_equality_keys(owner.values)
+
+    def held_keys(self) -> list[Any]:
+        return [*(self.owner.values if self.owner is not None else ()), *self.added]
+
+    def held_vt(self, held: Any) -> VT:
+        return self.vt(held)
+
+    def key_state(self) -> Any:
+        return frozenset(self.owner.values) if self.owner is not None else None
+
+    def compares(self) -> bool:
+        return self.equality
 
     def key(self, tx: Tx | None, item: VT) -> Any:
         if tx is None:  # only constants are made without a translator
             return item.as_python_constant()
-        key = DictVariable.key_of(tx, item)
+        key = key_of(tx, item, self)
+        self.equality = self.equality or type(key) is EqualityKey
         if isinstance(key, IdentityKey):
             self.objects.setdefault(key, item)
+        self.added[key] = None
         return key
 
     def lookup_key(self, tx: Tx, item: VT) -> Any:
@@ -81,17 +104,28 @@ class _Keys:
         members = item if isinstance(item, SetVariable) else getattr(item, "base_storage", None)
         if members is None:
             return self.key(tx, item)  # a kind that does not model its members: as any other key
-        return frozenset(self.of_iterable(tx, members if isinstance(members, SetVariable) else members(tx)))
+        keys = frozenset(_Keys().of_iterable(tx, members if isinstance(members, SetVariable) else members(tx)))
+        # (members with their own ``__eq__``: compared as keys of the set, which only a traced __eq__ can)
+        return self.key(tx, item) if holds_equality_keys(keys) else keys
 
     def of_iterable(self, tx: Tx, iterable: VT) -> Iterable[Any]:
         """The keys of ``iterable``'s items: a set's own keys, a constant
-        frozenset's or keys view's members, else each item of iterating it."""
-        if isinstance(iterable, SetVariable):
+        frozenset's or keys view's members, else each item of iterating it;
+        each compared with the keys held when some have their own ``__eq__``."""
+        if isinstance(iterable, SetVariable) and (self.owner is None or not holds_equality_keys(
+                [*self.owner.values, *iterable.values])):
             self.objects.update(iterable.objects)
             return iterable.values
-        if _constant_operand(iterable):
-            return iterable.as_python_constant()
-        return [self.key(tx, item) for item in iterable.unpack_var_sequence(tx)]
+        if isinstance(iterable, SetVariable):  # a set of the members matched, for the operators
+            members = _Keys(iterable)
+            return type(iterable.values)(self.key(tx, members.vt(k)) for k in list(iterable.values))
+        if not _constant_operand(iterable):
+            return [self.key(tx, item) for item in iterable.unpack_var_sequence(tx)]
+        constant = iterable.as_python_constant()
+        if self.owner is None or not holds_equality_keys(self.owner.values):
+            return constant
+        matched = [self.key(tx, ConstantVariable(k)) for k in constant]
+        return frozenset(matched) if type(constant) is frozenset else dict.fromkeys(matched).keys()
 
     def vt(self, key: Any) -> VT:
         return self.objects[key] if isinstance(key, IdentityKey) else ConstantVariable(key)
@@ -111,20 +145,20 @@ def _on_keys(name: str) -> Callable[..., VT]:
         method = getattr(self.values, name, None)
         if method is None:  # a frozenset's mutators
             return bad_method(self, name)
-        keys = _Keys()
-        keys.objects.update(self.objects)
+        keys = _Keys(self)
         if name in LOOKUP_METHODS:
             operands = [keys.lookup_key(tx, a) for a in args]
         elif name in MEMBER_ARGUMENT_METHODS:
             operands = [keys.key(tx, a) for a in args]
         else:
             operands = [keys.of_iterable(tx, a) for a in args]
-        if name == "pop" and self.objects and len(self.values) > 1:
+        keys.objects.update(self.objects)  # (members a traced ``__eq__`` added meanwhile)
+        if name == "pop" and _by_identity(self.values) and len(self.values) > 1:
             _unknown_order(self, "pop()")
         try:
             result = method(*operands)
         except KeyError as e:
-            if any(isinstance(k, IdentityKey) for k in e.args):
+            if _by_identity(e.args):
                 user_error("KeyError", context=f"{name} of an object not in the set", hint="Use discard().")
             raise TracedException(ExceptionVariable(KeyError, args))  # the key given, not the one looked up
         except TypeError as e:
@@ -156,6 +190,11 @@ def _hashed_as_frozenset(cls: type) -> bool:
     if issubclass(cls, set):
         return class_attribute(cls, "__hash__") is None
     return all(class_attribute(cls, name) is vars(frozenset)[name] for name in ("__hash__", "__eq__"))
+
+
+def _by_identity(keys: Iterable[Any]) -> bool:
+    """Whether some of ``keys`` stand for objects hashed by identity (whose ``id()`` only run time knows)."""
+    return any(type(k) is IdentityKey for k in keys)
 
 
 def _unknown_order(vt: SetVariable, doing: str) -> None:
@@ -211,10 +250,9 @@ class SetVariable(VariableTracker):
 
     def members(self, doing: str) -> list[VT]:
         """The members in iteration order (a graph break when only run time knows it)."""
-        if self.objects and len(self.values) > 1:
+        if _by_identity(self.values) and len(self.values) > 1:
             _unknown_order(self, doing)
-        keys = _Keys()
-        keys.objects = self.objects
+        keys = _Keys(self)
         return [keys.vt(k) for k in self.values]
 
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
@@ -222,8 +260,7 @@ class SetVariable(VariableTracker):
 
     def copy_as(self, set_cls: type) -> SetVariable:
         """A new set of the same members (``copy.copy``)."""
-        keys = _Keys()
-        keys.objects = self.objects
+        keys = _Keys(self)
         return keys.new_set(set_cls(self.values))
 
     def contains_op(self, tx: Tx, item: VT) -> Any:
@@ -234,8 +271,7 @@ class SetVariable(VariableTracker):
         or a keys view's of constant keys; None for any other operand."""
         if not isinstance(other, SetVariable) and not _constant_operand(other):
             return None
-        keys = _Keys()
-        keys.objects.update(self.objects)
+        keys = _Keys(self)
         return keys, keys.of_iterable(tx, other)
 
     def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:

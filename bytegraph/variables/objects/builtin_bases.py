@@ -31,6 +31,7 @@ import operator
 import types
 from typing import TYPE_CHECKING, Any, Sequence
 
+from bytegraph.breaks import unimplemented
 from bytegraph.guards.guards import LenMatch
 from bytegraph.guards.source import AttrSource, ConvertSource, GetItemSource
 from bytegraph.variables.base import VariableTracker
@@ -203,6 +204,11 @@ def read_storage(tx: Tx, obj: Any, source: Any) -> VT:
     copy, label = _COPIES[base]
     copied = ConvertSource(source, copy, label)
     value = copy(obj)
+    if base in (set, frozenset) and type(obj) is base:  # (the builder wraps one of members it can key)
+        unimplemented(gb_type="unsupported set input", context=f"a {base.__name__} of {len(obj)} members passed in",
+                      explanation="Its members are not all constants or objects compared by identity: only run "
+                                  "time can hash and compare them (as CPython did when they were added).",
+                      hints=("Pass a list, or a set of constants (strings, ints) derived from the objects.",))
     if base not in (tuple, list):
         plain = wrap(tx, value, copied)
         if base is not set:

@@ -30,6 +30,7 @@ from bytegraph.variables.containers.user_iterators import PythonIteratorVariable
 from bytegraph.variables.objects import builtin_bases
 from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
 from bytegraph.variables.runtime_values import RuntimeValueVariable
+from bytegraph.variables.tx import wrap_const
 
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx
@@ -248,8 +249,12 @@ class SpecialMethods:
 
     def reversed_iter(self, tx: Tx) -> VT | None:
         """``reversed(self)`` through the class's Python ``__reversed__`` (a
-        ``Sequence``'s is a generator, stepped lazily)."""
+        ``Sequence``'s is a generator, stepped lazily); a builtin base's own
+        ``__reversed__`` (a dict's, an OrderedDict's, a list's) walks the
+        builtin part, as its C code does whatever the class's ``__iter__``."""
         method = self.python_method(tx, "__reversed__")
+        if method is None and builtin_bases.leaves_to_base(self, tx, "__reversed__"):
+            return wrap_const(tx, reversed).call_function(tx, [builtin_bases.storage(tx, self)], {})
         return None if method is None else method.call_function(tx, [], {})
 
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
