@@ -558,3 +558,12 @@ BAD_CLASSES = {
 @pytest.mark.parametrize("make", BAD_CLASSES.values(), ids=BAD_CLASSES)
 def test_a_class_python_refuses_to_make_raises_eagers_error(make):
     check(beside_tensor(lambda: make() and None, (TypeError, ValueError)), t(2), fullgraph=True)
+
+
+@pytest.mark.parametrize("base", [1, "text", 2.5], ids=repr)
+def test_a_class_statement_with_a_value_for_a_base_raises_eagers_error(base):
+    def make():
+        class Odd(base):
+            pass
+        return Odd
+    check(beside_tensor(lambda: make() and None, TypeError), t(2), fullgraph=True)

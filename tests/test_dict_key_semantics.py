@@ -6,9 +6,12 @@ views, frozenset and set-subclass methods, and ``reversed``/``update``/
 ``move_to_end``/``popitem``/``|`` on OrderedDict, dict subclasses and ChainMap.
 Each test compiles with ``fullgraph=True`` and compares with eager."""
 import collections
+import math
 import functools
 
 import pytest
+
+import bytegraph
 
 from helpers import beside_tensor, check, t
 
@@ -430,3 +433,89 @@ def test_a_set_passed_in_of_objects_with_their_own_eq_breaks(cls):
 
     check(f, make=lambda: (t(2), cls([Key(1), Key(2)])), graphs=1, breaks=2,
           gb_types=["unsupported set input"] * 2)
+
+
+# ---- ``x in {1, 2}``: a set display of constants is a hash lookup, not a scan ----------------
+
+class EqualsAnything(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+class HashedAlike:
+    def __hash__(self):
+        return 99
+
+    def __eq__(self, other):
+        return True
+
+
+class Unhashable:
+    __hash__ = None
+
+
+class HashRaises:
+    def __hash__(self):
+        raise ValueError("no hash")
+
+
+CONSTANT_SET_LOOKUPS = {
+    "int subclass equal to anything": lambda: [EqualsAnything(9) in {1, 2}, EqualsAnything(2) in {1, 2}],
+    "object of another hash": lambda: [HashedAlike() in {1, 2}, HashedAlike() in {"a"}, HashedAlike() in {99}],
+    "unhashable": lambda: Unhashable() in {1, 2},
+    "hash raises": lambda: HashRaises() in {1, 2},
+    "not in": lambda: HashedAlike() not in {1, 99},
+}
+
+
+@pytest.mark.parametrize("lookup", CONSTANT_SET_LOOKUPS.values(), ids=CONSTANT_SET_LOOKUPS)
+def test_membership_in_a_constant_set_hashes_first_like_eager(lookup):
+    full(beside_tensor(lookup, (TypeError, ValueError)), t(2))
+
+
+@pytest.mark.parametrize("cls", [EqualsAnything, HashRaises, Unhashable], ids=lambda c: c.__name__)
+def test_membership_of_an_input_object_in_a_constant_set_is_eagers(cls):
+    def f(x, key):
+        try:
+            return x + 1, key in {1, 2}
+        except (TypeError, ValueError) as e:
+            return x, type(e).__name__, str(e)
+
+    full(f, make=lambda: (t(2), cls(9) if cls is EqualsAnything else cls()))
+
+
+class CollidingDivisor:
+    """Keys of one hash, equal when they share a divisor: which one a lookup finds depends on
+    the order CPython compares them in."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __hash__(self):
+        return 0
+
+    def __eq__(self, other):
+        return self.value == other.value or math.gcd(self.value, other.value) > 1
+
+
+def test_a_lookup_order_a_delete_changed_breaks_instead_of_guessing():
+    def f(x):
+        d = {CollidingDivisor(1): "a", CollidingDivisor(2): "b"}
+        del d[CollidingDivisor(1)]
+        d[CollidingDivisor(3)] = "c"  # takes the deleted key's slot: CPython compares it first
+        return x * 2, d.get(CollidingDivisor(6))
+
+    assert f(t(2))[1] == "c"
+    with pytest.raises(bytegraph.Unsupported) as info:
+        bytegraph.compile(f, backend="eager", fullgraph=True)(t(2))
+    assert info.value.gb_type == "lookup order after a delete"
+
+
+def test_a_lookup_among_colliding_keys_without_deletes_is_traced():
+    def f(x):
+        d = {CollidingDivisor(1): "a", CollidingDivisor(2): "b", CollidingDivisor(3): "c"}
+        return x * 2, d.get(CollidingDivisor(6)), d.get(CollidingDivisor(9))
+
+    full(f, t(2))

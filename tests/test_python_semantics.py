@@ -1267,3 +1267,16 @@ def test_locals_lists_every_bound_variable_in_order():
 
     out = check(f, torch.ones(2), 1, kwargs={"key": 2})
     assert out[1] == ["args", "inner", "key", "outer", "x", "y", "z"]
+
+
+@pytest.mark.parametrize("args", [(-1,), (1, -2), (0, 2, 0), ("a",)], ids=str)
+def test_itertools_bad_counts_raise_eagers_error_before_reading_items(args):
+    def f(x):
+        it = iter([1, 2, 3])
+        try:
+            taken = list(itertools.islice(it, *args))
+        except (ValueError, TypeError) as e:
+            taken = type(e).__name__, str(e)
+        return x + 1, taken, list(it)
+
+    check(f, t(2), fullgraph=True)

@@ -127,7 +127,12 @@ _CONSTANT_VIEWS = {**_DICT_VIEWS, type(collections.OrderedDict().keys()): "keys"
 
 
 def _in(value: Any, table: Any) -> bool:
-    """``value in table`` for values that may be unhashable."""
+    """``value in table`` for values that may be unhashable; never true of an object
+    whose class hashes or compares in Python (that code is the program's, not run now)."""
+    cls = type(value)
+    if isinstance(getattr(cls, "__hash__", None), types.FunctionType) or isinstance(
+            getattr(cls, "__eq__", None), types.FunctionType):
+        return False
     try:
         return value in table
     except TypeError:
@@ -135,11 +140,8 @@ def _in(value: Any, table: Any) -> bool:
 
 
 def _is_builtin_callable(value: Any) -> bool:
-    try:
-        if value in _BUILTIN_CALLABLES:
-            return True
-    except TypeError:
-        return False
+    if _in(value, _BUILTIN_CALLABLES):
+        return True
     module = getattr(value, "__module__", None)
     return isinstance(value, types.BuiltinFunctionType) and module in ("_operator", "operator", "math") or (
         computes_from_arguments(value))

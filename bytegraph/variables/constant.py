@@ -161,6 +161,14 @@ class ConstantVariable(KnownObjectVariable):
                 return result
         return super().call_method(tx, name, args, kwargs)
 
+    def contains_op(self, tx: Tx, item: VariableTracker) -> Any:
+        """``item in frozenset(...)`` (a set display of constants) for an item not known now:
+        a hash lookup among the members, as CPython's (the item hashed, then compared only with
+        members of its hash); never a scan comparing it with each member."""
+        if type(self.value) is frozenset and not item.is_python_constant():
+            return frozenset_members(self.value).contains_op(tx, item)
+        return super().contains_op(tx, item)
+
     def method_join(self, tx: Tx, iterable: VariableTracker, /) -> VariableTracker | None:
         """``sep.join(map(...))``: a lazy iterable's items joined now when all are
         constants; None: folded as any other method."""

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Sequence
 from bytegraph.breaks import HINT_REWRITE, unimplemented
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.constant import ConstantVariable, is_constant_value, raise_traced, raise_traced_from
-from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute
+from bytegraph.variables.objects.class_lookup import _MISSING, HEAPTYPE, class_attribute
 from bytegraph.variables import tx as protocol
 from bytegraph.variables.tx import make_tuple, wrap_const
 
@@ -427,11 +427,10 @@ def tp_name(cls: type) -> str:
     (static, or a heap type from a spec, which is immutable: 3.12's
     ``itertools.repeat``) of a module other than builtins is dotted
     (``itertools.repeat``); a class statement's is its name."""
-    made_in_c = not cls.__flags__ & _HEAPTYPE or cls.__flags__ & _IMMUTABLETYPE
+    made_in_c = not cls.__flags__ & HEAPTYPE or cls.__flags__ & _IMMUTABLETYPE
     return f"{cls.__module__}.{cls.__name__}" if made_in_c and cls.__module__ != "builtins" else cls.__name__
 
 
-_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type()), or by C from a spec
 _IMMUTABLETYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: its attributes cannot be set (C types; never a class statement's)
 
 

@@ -51,6 +51,8 @@ class EntryTable:
         self.deletions = 0
         #: keys added, deleted or moved (``clear()`` is not counted: an OrderedDict's is its own)
         self.changes = 0
+        #: whether a key was deleted since the table was empty: a later key may take its index slot
+        self.freed = False
 
     def insert(self, hkey: Any) -> None:
         self.changes += 1
@@ -67,13 +69,13 @@ class EntryTable:
         self.entries = [] if self.lost else [*self.entries, hkey]
 
     def delete(self, hkey: Any) -> None:
-        self.deletions, self.changes = self.deletions + 1, self.changes + 1
+        self.deletions, self.changes, self.freed = self.deletions + 1, self.changes + 1, True
         if hkey in self.entries:
             self.entries[self.entries.index(hkey)] = HOLE
 
     def pop_last(self, hkey: Any) -> None:
         """``popitem()``: the last entry goes, and the table ends where it was."""
-        self.deletions, self.changes = self.deletions + 1, self.changes + 1
+        self.deletions, self.changes, self.freed = self.deletions + 1, self.changes + 1, True
         if hkey in self.entries:
             del self.entries[self.entries.index(hkey):]
 
@@ -85,7 +87,7 @@ class EntryTable:
     def clear(self) -> None:
         """``clear()``: back to the empty dict's table, whose layout is known again."""
         self.deletions += 1
-        self.entries, self.room, self.str_keys, self.lost = [], EMPTY, True, False
+        self.entries, self.room, self.str_keys, self.lost, self.freed = [], EMPTY, True, False, False
 
     def walkable(self, keys: Iterable[Any]) -> bool:
         """Whether positions are known and the entries hold ``keys``, in order."""

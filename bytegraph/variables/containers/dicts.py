@@ -98,6 +98,9 @@ class DictVariable(DictOperators):
     def compares(self) -> bool:
         return holds_equality_keys(self.items)
 
+    def probes_in_order(self) -> bool:
+        return not self.entries.freed
+
     def lookup(self, tx: Tx, key: VT) -> VT | None:
         """The value held for ``key``, None when absent."""
         return self.items.get(self.key_of(tx, key), (None, None))[1]

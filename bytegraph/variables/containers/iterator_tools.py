@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.guards.guards import ConstantMatch, TypeMatch
 from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
-from bytegraph.variables.constant import ConstantVariable
+from bytegraph.variables.constant import ConstantVariable, errors_are_the_programs
 from bytegraph.variables.containers.iterators import (
     IteratorVariable,
     ListIteratorVariable,
@@ -139,6 +139,9 @@ class ItertoolsFunctionVariable(ConstantCallableVariable):
     def _rearrange(self, tx: Tx, positions: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         iterable = set(range(len(args))) if positions == "all" else set(positions)
         truth = BY_TRUTH.get(self.fn, ())
+        constants = [() if i in iterable else a.as_python_constant() for i, a in enumerate(args)]
+        with errors_are_the_programs():  # a bad count (``islice(it, -1)``): eager's error, no item read first
+            self.fn(*constants, **{k: v.as_python_constant() for k, v in kwargs.items() if k != "fillvalue"})
         real_args = [a.unpack_var_sequence(tx) if i in iterable else a.as_python_constant() for i, a in enumerate(args)]
         for i in truth:
             if i < len(real_args):

@@ -82,6 +82,9 @@ class _Keys:
     def compares(self) -> bool:
         return self.equality
 
+    def probes_in_order(self) -> bool:
+        return True  # the keys are held in a real set, whose deletes and inserts are the program's
+
     def key(self, tx: Tx | None, item: VT) -> Any:
         if tx is None:  # only constants are made without a translator
             return item.as_python_constant()

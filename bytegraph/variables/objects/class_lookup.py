@@ -20,6 +20,15 @@ _MISSING = object()
 
 _TYPE_MRO, _TYPE_DICT = type.__dict__["__mro__"], type.__dict__["__dict__"]
 
+#: Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type()), or by C code from a spec
+HEAPTYPE = 1 << 9
+
+
+def python_classes_only(cls: type) -> bool:
+    """Whether every class of ``cls``'s MRO but ``object`` is made by a class
+    statement (no builtin base, whose C slots and storage the class would have)."""
+    return all(k.__flags__ & HEAPTYPE for k in cls.__mro__[:-1])
+
 
 def class_attribute(cls: type, name: str) -> Any:
     """``name`` on ``cls``'s MRO, no descriptor invoked, or _MISSING (type's own

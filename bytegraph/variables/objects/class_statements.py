@@ -43,8 +43,9 @@ from bytegraph.breaks import BreakSite, Unsupported, unimplemented
 from bytegraph.graph.codegen import TRACE_MADE
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables.functions import CellVariable, NestedUserFunctionVariable, PartialVariable
-from bytegraph.variables.constant import ConstantVariable, raise_traced_from
+from bytegraph.variables.constant import ConstantVariable, errors_are_the_programs, raise_traced_from
 from bytegraph.variables.containers.dicts import DictVariable
+from bytegraph.variables.objects.class_lookup import HEAPTYPE
 from bytegraph.variables.tx import wrap_const
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class BuildClassVariable(VariableTracker):
         bases = tuple(b.as_python_constant() for b in base_vts)
         keywords = {k: v.as_python_constant() for k, v in kwargs.items()}
         resolved = types.resolve_bases(bases)  # __mro_entries__: typing.NamedTuple, Generic[T]
-        meta = _metaclass(name, keywords.pop("metaclass", type), resolved)
+        meta = _metaclass(name, keywords.pop("metaclass", type(resolved[0]) if resolved else type), resolved)
         for klass in (k for base in resolved for k in base.__mro__):
             if "__init_subclass__" in vars(klass) and klass not in _PURE_INIT_SUBCLASS:
                 _break(f"class {name}({klass.__qualname__})",
@@ -133,6 +134,9 @@ def _metaclass(name: str, meta: Any, bases: tuple) -> type:
         for base in bases:
             if issubclass(type(base), meta):
                 meta = type(base)
+    if isinstance(meta, type) and not issubclass(meta, type) and not meta.__flags__ & HEAPTYPE:
+        with errors_are_the_programs():  # ``class F(1)``: int("F", (1,), ns), C code refusing the call
+            meta(name, bases, {})
     if meta not in METACLASSES:
         _break(f"class {name}(metaclass={getattr(meta, '__qualname__', meta)})",
                "Only classes made by type, ABCMeta, autograd.Function's and NamedTuple's metaclasses are traced.")

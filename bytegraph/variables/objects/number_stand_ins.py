@@ -21,7 +21,7 @@ from bytegraph.breaks import HINT_REWRITE, unimplemented
 from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables.functions import UserMethodVariable
 from bytegraph.variables.constant import is_constant_value, raise_traced_from
-from bytegraph.variables.objects.class_lookup import _MISSING
+from bytegraph.variables.objects.class_lookup import _MISSING, python_classes_only
 from bytegraph.variables.objects.special_methods import SpecialMethods
 from bytegraph.variables import tx as protocol
 from bytegraph.variables.tx import wrap_const
@@ -52,10 +52,7 @@ def stands_in(vt: VT) -> bool:
     whose C storage a stand-in would lack)."""
     if not isinstance(vt, SpecialMethods) or not isinstance(vt, VariableTracker):
         return False
-    return all(k.__flags__ & _HEAPTYPE for k in vt.python_type().__mro__[:-1])
-
-
-_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
+    return python_classes_only(vt.python_type())
 
 
 @protocol.call_with_stand_ins.provide

@@ -28,7 +28,12 @@ from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.dict_entries import DictIteratorVariable
 from bytegraph.variables.containers.user_iterators import PythonIteratorVariable, SequenceIteratorVariable
 from bytegraph.variables.objects import builtin_bases
-from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
+from bytegraph.variables.objects.class_lookup import (
+    _MISSING,
+    class_attribute,
+    guard_class_lookup,
+    python_classes_only,
+)
 from bytegraph.variables.runtime_values import RuntimeValueVariable
 from bytegraph.variables.tx import wrap_const
 
@@ -241,8 +246,7 @@ class SpecialMethods:
             return None  # an int subclass: CPython warns (DeprecationWarning), then takes its value
         if builtin_bases.builtin_base(cls) in (str, bytes):
             return _folded(builtin_bases.storage(tx, self), int)
-        if self.special_method(tx, "__trunc__") is _MISSING and all(
-                k.__flags__ & _HEAPTYPE for k in cls.__mro__[:-1]):
+        if self.special_method(tx, "__trunc__") is _MISSING and python_classes_only(cls):
             raise_traced(TypeError, "int() argument must be a string, a bytes-like object or a real number, "
                          f"not '{cls.__name__}'")
         return None
@@ -266,7 +270,6 @@ class SpecialMethods:
         return super().unpack_var_sequence(tx)
 
 
-_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (no slots filled in C)
 
 
 def _folded(part: VT, fn: Any) -> VT | None:

@@ -24,15 +24,14 @@ from bytegraph.variables.callables.functions import UserFunctionVariable, UserMe
 from bytegraph.variables.callables.torch_functions import AutogradFunctionApplyVariable
 from bytegraph.variables.constant import getattr_or_raise, raise_traced
 from bytegraph.variables.objects import class_statements, slot_methods, user_objects
-from bytegraph.variables.objects.class_lookup import _MISSING, class_attribute, guard_class_lookup
+from bytegraph.variables.objects.class_lookup import _MISSING, HEAPTYPE, class_attribute, guard_class_lookup
 from bytegraph.variables.tx import construct_object, wrap, wrap_const
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx
 
 VT = VariableTracker
-#: methods of C types, and the type flag of classes made by a class statement
+#: methods of C types
 _C_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType)
-_HEAPTYPE = 1 << 9
 
 
 class UserDefinedClassVariable(KnownObjectVariable):
@@ -64,7 +63,7 @@ class UserDefinedClassVariable(KnownObjectVariable):
         if isinstance(attr, types.FunctionType):
             src = AttrSource(self.source, name) if self.source else None
             return UserFunctionVariable(attr, src)
-        if isinstance(attr, _C_METHODS) and attr.__objclass__ is self.value and not self.value.__flags__ & _HEAPTYPE:
+        if isinstance(attr, _C_METHODS) and attr.__objclass__ is self.value and not self.value.__flags__ & HEAPTYPE:
             return slot_methods.SlotMethodVariable(self.value, name, None)  # ``list_iterator.__length_hint__(it)``
         src = AttrSource(self.source, name) if self.source else None
         value = getattr_or_raise(self.value, name)
