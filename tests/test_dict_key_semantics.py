@@ -519,3 +519,38 @@ def test_a_lookup_among_colliding_keys_without_deletes_is_traced():
         return x * 2, d.get(CollidingDivisor(6)), d.get(CollidingDivisor(9))
 
     full(f, t(2))
+
+
+class Rehashable:
+    """A key whose hash follows a field the program changes after storing it."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __hash__(self):
+        return self.value
+
+    def __eq__(self, other):
+        return isinstance(other, Rehashable) and self.value == other.value
+
+
+COPIES = {
+    "dict()": lambda d, s: dict(d).get(Rehashable(5), "missing"),
+    "set() of a dict": lambda d, s: Rehashable(5) in set(d),
+    "dict display": lambda d, s: Rehashable(5) in {**d},
+    "dict update": lambda d, s: (lambda e: (e.update(d), Rehashable(5) in e))({})[1],
+    "set union": lambda d, s: Rehashable(5) in (s | s),
+    "set copy": lambda d, s: Rehashable(5) in s.copy(),
+    "set of a set": lambda d, s: Rehashable(5) in set(s),
+}
+
+
+@pytest.mark.parametrize("copy", COPIES.values(), ids=COPIES)
+def test_a_copy_keeps_the_hash_each_key_was_stored_under(copy):
+    def f(x):
+        key = Rehashable(1)
+        d, s = {key: "found"}, {key}
+        key.value = 5  # eager's copies keep hash 1: a lookup by hash 5 misses
+        return x + 1, copy(d, s)
+
+    full(f, t(2))

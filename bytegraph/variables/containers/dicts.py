@@ -134,9 +134,11 @@ class DictVariable(DictOperators):
     def unpack_var_sequence(self, tx: Tx) -> list[VT]:
         return [k for k, _ in self.items.values()]
 
-    def store(self, tx: Tx, key: VT, value: VT) -> None:
-        """``d[key] = value``; an equal key already present keeps its own object."""
-        hkey = self.key_of(tx, key)
+    def store(self, tx: Tx, key: VT, value: VT, hkey: Any = None) -> None:
+        """``d[key] = value``; an equal key already present keeps its own object.
+        ``hkey``: the key another dict holds ``key`` under, its hash not asked again
+        (CPython's ``dict_merge`` inserts with the stored hash)."""
+        hkey = self.key_of(tx, key) if hkey is None else resolve(tx, hkey, key, self)
         old = self.items.get(hkey)
         if old is None:
             self.entries.insert(hkey)
@@ -278,8 +280,8 @@ class DictVariable(DictOperators):
         ``(key, value)`` pairs stored one at a time, so a generator reading this
         dict sees the pairs stored before it."""
         if isinstance(other, DictVariable):
-            for key, value in list(other.items.values()):
-                self.store(tx, key, value)
+            for hkey, (key, value) in list(other.items.items()):
+                self.store(tx, key, value, hkey)
             return
         if not isinstance(other, (IteratorVariable, BaseSequenceVariable)) and other.has_attr(
                 tx, "keys"):

@@ -28,8 +28,8 @@ from bytegraph.variables.base import VariableTracker, bad_method
 from bytegraph.variables.handlers import handler_name
 from bytegraph.variables.constant import ConstantVariable, raise_traced_from, unmodelled_method
 from bytegraph.variables.containers.dict_views import DictViewVariable
-from bytegraph.variables.containers.dict_keys import EqualityKey, IdentityKey, holds_equality_keys, key_of
-from bytegraph.variables.containers.dicts import apply_by_clear_update
+from bytegraph.variables.containers.dict_keys import EqualityKey, IdentityKey, holds_equality_keys, key_of, resolve
+from bytegraph.variables.containers.dicts import DictVariable, apply_by_clear_update
 from bytegraph.variables.containers.iterators import SetIteratorVariable
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
 from bytegraph.variables.objects.class_lookup import class_attribute
@@ -85,10 +85,12 @@ class _Keys:
     def probes_in_order(self) -> bool:
         return True  # the keys are held in a real set, whose deletes and inserts are the program's
 
-    def key(self, tx: Tx | None, item: VT) -> Any:
+    def key(self, tx: Tx | None, item: VT, held: Any = None) -> Any:
+        """The key ``item`` is held under here; ``held``: the key a set or an exact dict
+        holds it under, whose hash CPython copies rather than asks again."""
         if tx is None:  # only constants are made without a translator
             return item.as_python_constant()
-        key = key_of(tx, item, self)
+        key = key_of(tx, item, self) if held is None else resolve(tx, held, item, self)
         self.equality = self.equality or type(key) is EqualityKey
         if isinstance(key, IdentityKey):
             self.objects.setdefault(key, item)
@@ -121,7 +123,9 @@ class _Keys:
             return iterable.values
         if isinstance(iterable, SetVariable):  # a set of the members matched, for the operators
             members = _Keys(iterable)
-            return type(iterable.values)(self.key(tx, members.vt(k)) for k in list(iterable.values))
+            return type(iterable.values)(self.key(tx, members.vt(k), k) for k in list(iterable.values))
+        if isinstance(iterable, DictVariable) and iterable.python_type() is dict:  # (``set_update_internal``)
+            return [self.key(tx, key_vt, k) for k, (key_vt, _) in list(iterable.items.items())]
         if not _constant_operand(iterable):
             return [self.key(tx, item) for item in iterable.unpack_var_sequence(tx)]
         constant = iterable.as_python_constant()
