@@ -129,9 +129,7 @@ _CONSTANT_VIEWS = {**_DICT_VIEWS, type(collections.OrderedDict().keys()): "keys"
 def _in(value: Any, table: Any) -> bool:
     """``value in table`` for values that may be unhashable; never true of an object
     whose class hashes or compares in Python (that code is the program's, not run now)."""
-    cls = type(value)
-    if isinstance(getattr(cls, "__hash__", None), types.FunctionType) or isinstance(
-            getattr(cls, "__eq__", None), types.FunctionType):
+    if any(isinstance(getattr(type(value), name, None), types.FunctionType) for name in ("__hash__", "__eq__")):
         return False
     try:
         return value in table
