@@ -90,4 +90,85 @@ def test_str_of_unicode_errors_whose_builtin_str_fails_runs_natively(make):
         return x + 1, text
 
     check(f, t(2), breaks=1 if eager_fails else 0, graphs=0 if eager_fails else 1,  # a break in try: all native
-          gb_types=["str of traced value"] if eager_fails else [])
+          gb_types=["exception text failed"] if eager_fails else [])
+
+
+# --- generators suspended inside try/except, and the exception state they see ---------------------
+
+import sys  # noqa: E402
+
+
+def _yields_handled_exception():
+    try:
+        yield 1
+    except ZeroDivisionError:
+        yield sys.exception()
+
+
+def _yields_in_nested_except_bodies():
+    try:
+        raise KeyError("a")
+    except Exception:
+        try:
+            yield sys.exception()
+        except Exception as exc:
+            yield type(exc).__name__, type(exc.__context__).__name__, exc.__context__.args, type(sys.exception())
+
+
+def _yields_in_except_body_with_finally(log):
+    try:
+        raise KeyError("a")
+    except KeyError:
+        try:
+            yield 1
+        finally:
+            log.append("finally")
+
+
+def _yields_in_except_body_catching_base(log):
+    try:
+        raise KeyError("a")
+    except KeyError:
+        try:
+            yield 1
+        except BaseException as e:
+            log.append(type(e).__name__)
+            raise
+
+
+def test_generator_thrown_into_while_the_caller_handles_an_exception():
+    """gen.throw() saves and restores the caller's exception state; the generator
+    is left suspended in its except body (closing it runs no code of it)."""
+    def f(x):
+        it = _yields_handled_exception()
+        next(it)
+        try:
+            1 / 0
+        except ZeroDivisionError as e:
+            before = sys.exception() is e
+            seen = it.throw(e)
+            after = sys.exception() is e
+            same = seen is e
+        return x + 1, before, after, same, sys.exception() is None
+
+    check(f, t(2), fullgraph=True)
+
+
+def test_generator_suspended_in_nested_except_bodies_sees_its_own_context():
+    def f(x):
+        gen = _yields_in_nested_except_bodies()
+        inside = type(gen.send(None)).__name__
+        outside = sys.exception()
+        thrown = gen.throw(ValueError)
+        return x + 1, inside, outside, thrown, sys.exception()
+
+    check(f, t(2), fullgraph=True)
+
+
+@pytest.mark.parametrize("make", [_yields_in_except_body_with_finally, _yields_in_except_body_catching_base])
+def test_generator_suspended_in_an_except_body_whose_close_runs_code_is_made_natively(make):
+    def f(x, log):
+        gen = make(log)
+        return x + next(gen), sys.exception()
+
+    check(f, calls=[(t(2), []), (t(2), [])], graphs=0, breaks=1, gb_types=["suspended generator"])

@@ -199,8 +199,15 @@ class ExceptionVariable(VariableTracker):
         try:  # through operator.call, which checks the result: 3.11's UnicodeError.__str__ on positions out of
             # range returns one with an error set, which a plain call here would leave pending
             return operator.call(fn, self.exc_type(*[a.as_python_constant() for a in self.args]))
-        except Exception:  # noqa: BLE001 - eager's error (or its SystemError) comes from the native run
-            return None
+        except Exception as e:  # noqa: BLE001 - eager's error (or its SystemError) comes from the native run
+            unimplemented(
+                gb_type="exception text failed",
+                context=f"{fn.__name__}() of {self.describe()}: {type(e).__name__}: {e}",
+                explanation="The exception class's builtin __str__/__repr__ fails on these arguments (CPython 3.11's "
+                            "UnicodeError.__str__ on positions out of range returns with an error set); the native "
+                            "run does what eager does.",
+                hints=("Check the arguments before making the exception.",),
+            )
 
     def str_text(self, tx: Tx) -> VariableTracker | None:
         text = self.as_text(str)
