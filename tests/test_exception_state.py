@@ -172,3 +172,26 @@ def test_generator_suspended_in_an_except_body_whose_close_runs_code_is_made_nat
         return x + next(gen), sys.exception()
 
     check(f, calls=[(t(2), []), (t(2), [])], graphs=0, breaks=1, gb_types=["suspended generator"])
+
+
+@pytest.mark.parametrize("value", [[1, 2], (), "ab", range(3), 5, None])
+def test_exception_args_store_makes_a_tuple_or_raises_eagers_type_error(value):
+    def f(x):
+        e = KeyError("a")
+        try:
+            e.args = value
+        except TypeError as err:
+            return x + 1, str(err)
+        return x + 1, e.args, str(e), repr(e), e
+
+    check(f, t(2), fullgraph=True)
+
+
+def test_exception_args_store_on_a_class_with_fields_of_its_own_breaks():
+    def f(x):
+        e = OSError(2, "missing")
+        e.args = (3, "other")
+        return x + 1, str(e), e.args
+
+    # (the resume function meets str() of the real exception, a break of its own)
+    check(f, t(2), graphs=1, breaks=2, gb_types=["unsupported attribute store", "str of traced value"])

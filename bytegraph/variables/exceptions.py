@@ -174,6 +174,23 @@ class ExceptionVariable(VariableTracker):
         self.context = value if isinstance(value, ExceptionVariable) else None
         return True
 
+    def store_args(self, tx: Tx, value: VT) -> bool:
+        """``exc.args = iterable``: stored as a tuple of its items (CPython's
+        setter), for classes whose C state is ``args`` alone (not OSError's,
+        UnicodeError's, StopIteration's... fields, which ``str()`` reads and
+        ``args`` no longer matches); a value that is not iterable raises eager's
+        TypeError."""
+        if self.exc_type.__basicsize__ != BaseException.__basicsize__:
+            return False
+        if value.has_unpack_var_sequence(tx):
+            self.args = value.unpack_var_sequence(tx)
+            return True
+        known = _known_type(value)
+        if value.is_python_constant() and known is not None and not hasattr(known, "__iter__"):
+            raise TracedException(ExceptionVariable(TypeError, [wrap_const(tx, f"'{known.__name__}' object is not "
+                                                                               "iterable")]))
+        return False
+
     def store_dunder_suppress_context(self, tx: Tx, value: VT) -> bool:
         """A bool only (CPython's ``T_BOOL`` member refuses even ``1``)."""
         if _known_type(value) is not bool:
@@ -211,6 +228,10 @@ class ExceptionVariable(VariableTracker):
 
     def str_text(self, tx: Tx) -> VariableTracker | None:
         text = self.as_text(str)
+        return None if text is None else wrap_const(tx, text)
+
+    def repr_text(self, tx: Tx) -> VariableTracker | None:
+        text = self.as_text(repr)
         return None if text is None else wrap_const(tx, text)
 
     def describe(self) -> str:
