@@ -2,6 +2,7 @@
 bound methods (call, ``__self__``/``__func__``, compare, pass around), compared
 with eager; contextlib.ExitStack, which binds ``__exit__`` that way."""
 import contextlib
+import functools
 import types
 
 import pytest
@@ -20,6 +21,9 @@ class Holder:
     def scaled(self, y):
         return self.base * y
 
+    def mix(self, other, y):
+        return self.base + other.base * y
+
 
 class CallableObject:
     def __call__(self, owner, y):
@@ -31,6 +35,8 @@ class CallableObject:
     lambda self, y: self.base + 2 * y,
     CallableObject(),
     Holder.scaled,
+    functools.partial(add_to),
+    Holder(10).mix,  # a bound method bound again: it gets the object as its first argument
 ])
 def test_method_type_of_a_callable_bound_to_a_user_object(func):
     def f(x):
