@@ -256,34 +256,48 @@ def _outputs(inst: Instruction, jump: bool) -> int | None:
 
 def closing_runs_code(decoded: DecodedCode, index: int, resolve_global: Callable[[str], Any]) -> bool:
     """Whether ``close()`` on a generator suspended at instruction ``index``
-    (its ``yield``) could run code of the generator: True when a handler covers
-    the ``yield``, unless every handler the GeneratorExit passes through is an
-    ``except Name:`` clause whose ``Name`` (``resolve_global``) is an Exception
-    subclass, which GeneratorExit (a BaseException) never matches, and the
-    exception then leaves the frame. Anything else (``finally``, ``with``, a
-    bare or tuple ``except``, an outer ``try``) counts as code that runs."""
+    (its ``yield``) could run code of the generator: False when the
+    GeneratorExit passes only through handlers that run none on its way out of
+    the frame: ``except Name:`` clauses whose ``Name`` (``resolve_global``) is
+    an Exception subclass, which GeneratorExit (a BaseException) never matches,
+    the cleanup that restores the exception state at the end of an ``except``
+    body (the ``yield`` is in one), and the one that unbinds an ``except ... as
+    name`` (a fast local: the frame is going away). Anything else (``finally``,
+    ``with``, a bare or tuple ``except``) counts as code that runs."""
     instructions = decoded.instructions
     entry = decoded.handler_for(index)
-    if entry is None:
-        return False
-    i = entry.target
+    while entry is not None:
+        reraise = _passing_handler(instructions, entry.target, resolve_global)
+        if reraise is None:
+            return True
+        entry = decoded.handler_for(reraise)
+    return False
+
+
+#: handlers that only pass an exception on: the end of an ``except`` body
+#: (restore the exception state) and of ``except ... as name`` (unbind the name)
+_PASSING_HANDLERS = (("COPY", "POP_EXCEPT", "RERAISE"), ("LOAD_CONST", "STORE_FAST", "DELETE_FAST", "RERAISE"))
+
+
+def _passing_handler(instructions: tuple[Instruction, ...], i: int, resolve_global: Callable[[str], Any]) -> int | None:
+    """The index of the ``RERAISE`` by which the handler at ``i`` passes a
+    GeneratorExit on having run no code of the program, or None."""
+    names = tuple(ins.opname for ins in instructions[i:i + 4])
+    for shape in _PASSING_HANDLERS:
+        if names[:len(shape)] == shape and (shape[0] != "LOAD_CONST" or instructions[i].argval is None
+                                            and instructions[i + 1].argval == instructions[i + 2].argval):
+            return i + len(shape) - 1
     if instructions[i].opname != "PUSH_EXC_INFO":
-        return True
+        return None
     i += 1
     while instructions[i].opname == "LOAD_GLOBAL" and instructions[i + 1].opname == "CHECK_EXC_MATCH":
         jump = instructions[i + 2]
         caught = resolve_global(instructions[i].argval)
         if not (jump.opname.startswith("POP_JUMP") and jump.opname.endswith("IF_FALSE") and isinstance(caught, type)
                 and issubclass(caught, Exception)):
-            return True
+            return None
         i = jump.target
-    if instructions[i].opname != "RERAISE":
-        return True
-    cleanup = decoded.handler_for(i)  # restores the exception state, then re-raises out of the frame
-    if cleanup is None or [ins.opname for ins in instructions[cleanup.target:cleanup.target + 3]] != [
-            "COPY", "POP_EXCEPT", "RERAISE"]:
-        return True
-    return decoded.handler_for(cleanup.target + 2) is not None
+    return i if instructions[i].opname == "RERAISE" else None
 
 
 #: vocabulary opcodes that leave the stack as it is

@@ -403,7 +403,7 @@ def declines(vt: VT, name: str, other: VT) -> bool:
         if method is vars(base).get(name):
             if base in (list, tuple) and name not in _EQUALITIES + _ORDERINGS:
                 return False  # ``+``, ``*`` of a sequence: not modelled here
-            return not issubclass(other_cls, accepted) or base is dict and name in _ORDERINGS
+            return not issubclass(other_cls, accepted) or base in (dict, types.MethodType) and name in _ORDERINGS
     if not vt.is_python_constant() or cls not in _SCALARS:
         return False
     if name in _EQUALITIES:
@@ -418,8 +418,10 @@ _TEXT_ACCEPTS_ANY = ("__mod__", "__rmod__", "__mul__", "__rmul__")
 
 #: builtin types whose C binary dunders (a list's and a tuple's comparisons) take only operands of
 #: these kinds (``Objects/setobject.c``: ``PyAnySet_Check``; ``Objects/dictobject.c``: ``PyDict_Check``,
-#: and a dict orders with nothing; ``listobject.c``, ``tupleobject.c``: ``*_richcompare``)
-_C_OPERANDS = {set: (set, frozenset), frozenset: (set, frozenset), dict: dict, list: list, tuple: tuple}
+#: and a dict orders with nothing; ``listobject.c``, ``tupleobject.c``: ``*_richcompare``; a bound
+#: method compares (``==``/``!=`` only) with bound methods: ``classobject.c``: ``method_richcompare``)
+_C_OPERANDS = {set: (set, frozenset), frozenset: (set, frozenset), dict: dict, list: list, tuple: tuple,
+               types.MethodType: types.MethodType}
 
 
 def tp_name(cls: type) -> str:

@@ -202,7 +202,7 @@ class BuiltinVariable(ConstantCallableVariable):
         return ConstantVariable(None)
 
     def _call_callable(self, tx: Tx, obj: VT) -> VT | None:
-        return ConstantVariable(_instances_are_callable(obj.python_type()))
+        return ConstantVariable(instances_are_callable(obj.python_type()))
 
     def _call_iter(self, tx: Tx, obj: VT, *rest: VT) -> VT | None:
         if rest:
@@ -472,7 +472,7 @@ class BuiltinVariable(ConstantCallableVariable):
         return None
 
 
-def _instances_are_callable(cls: type) -> bool:
+def instances_are_callable(cls: type) -> bool:
     """``callable(x)`` for any ``x`` of type ``cls``: whether the class (not its
     metaclass) defines ``__call__``."""
     return any("__call__" in vars(klass) for klass in cls.__mro__)

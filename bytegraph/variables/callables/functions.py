@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import operator
 import types
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -21,6 +22,7 @@ from bytegraph.variables.base import ConstantCallableVariable, VariableTracker
 from bytegraph.variables.constant import ConstantVariable, raise_traced
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.sequences import TupleVariable
+from bytegraph.variables.operators import call_operator
 from bytegraph.variables.tx import wrap, wrap_const
 
 if TYPE_CHECKING:
@@ -222,7 +224,32 @@ def _fold_argument(fn: Any, arg: VT) -> Any:
     return _NOT_CONSTANT
 
 
-class UserMethodVariable(UserFunctionVariable):
+class MethodObject:
+    """What a bound method object (``types.MethodType``) is to ``is`` and
+    ``==``: each attribute read or ``MethodType(...)`` call makes a new one, so
+    one made in the trace is only itself; ``==`` compares ``__self__`` by
+    identity and ``__func__`` by ``==`` (CPython's ``method_richcompare``)."""
+
+    def constant_identity(self) -> int | None:
+        return None  # not its function's: ``h.f is h.f`` is False
+
+    def same_object(self, tx: Tx, other: VT) -> bool | None:
+        if self is not other and (self.source is None or other.source is None):
+            return False
+        return VariableTracker.same_object(self, tx, other)
+
+    def binary_op(self, tx: Tx, op: Any, other: VT) -> Any:
+        if op not in (operator.eq, operator.ne) or not isinstance(other, MethodObject):
+            return NotImplemented
+        same_self = self.bound_self().same_object(tx, other.bound_self())
+        if same_self is None:
+            return NotImplemented
+        funcs = [self.attr_dunder_func(tx), other.attr_dunder_func(tx)]
+        equal = same_self and (funcs[0].same_object(tx, funcs[1]) or call_operator(tx, operator.eq, funcs).truthy(tx))
+        return ConstantVariable(equal == (op is operator.eq))
+
+
+class UserMethodVariable(MethodObject, UserFunctionVariable):
     """A Python function bound to an object (``obj.method``): calls prepend ``obj``."""
 
     def __init__(self, fn: types.FunctionType, obj: VT, source=None):
@@ -260,6 +287,44 @@ class UserMethodVariable(UserFunctionVariable):
 
     def __repr__(self) -> str:
         return f"UserMethodVariable({self.fn.__qualname__}, {self.obj})"
+
+
+class BoundCallableVariable(MethodObject, VariableTracker):
+    """``types.MethodType(func, obj)`` made in the trace for a callable that is
+    not a plain Python function (one made in the trace, a builtin, a callable
+    object, a bound method): calling it calls ``func(obj, *args)``."""
+
+    def __init__(self, func: VT, obj: VT):
+        super().__init__()
+        self.func = func
+        self.obj = obj
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def truthy(self, tx: Tx) -> bool:
+        return True
+
+    def bound_self(self) -> VT | None:
+        return self.obj
+
+    def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+        return self.func.call_function(tx, [self.obj, *args], kwargs)
+
+    def attr_dunder_self(self, tx: Tx) -> VT:
+        return self.obj
+
+    def attr_dunder_func(self, tx: Tx) -> VT:
+        return self.func
+
+    def reconstruct(self, codegen: PyCodegen) -> None:
+        codegen.load_callable(types.MethodType)
+        codegen.reconstruct(self.func)
+        codegen.reconstruct(self.obj)
+        codegen.call(2)
+
+    def __repr__(self) -> str:
+        return f"BoundCallableVariable({self.func}, {self.obj})"
 
 
 class NestedUserFunctionVariable(VariableTracker):

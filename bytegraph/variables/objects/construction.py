@@ -15,8 +15,9 @@ import torch
 
 from bytegraph.breaks import unimplemented, user_error
 from bytegraph.variables.base import VariableTracker
-from bytegraph.variables.callables.builtins import OperatorGetterVariable
-from bytegraph.variables.callables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
+from bytegraph.variables.callables.builtins import OperatorGetterVariable, instances_are_callable
+from bytegraph.variables.callables.functions import (
+    BoundCallableVariable, PartialVariable, UserFunctionVariable, UserMethodVariable)
 from bytegraph.variables.constant import ConstantVariable, raise_traced, raise_traced_from
 from bytegraph.variables.containers.dicts import DictVariable
 from bytegraph.variables.containers.named_tuples import NamedTupleVariable, is_modelled_namedtuple
@@ -140,6 +141,24 @@ def _make_operator_getter(kind: type) -> Callable[..., VT]:
     return make
 
 
+def _make_method(tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
+    """``types.MethodType(func, obj)``, with CPython's argument checks: a plain
+    Python function gives a :class:`UserMethodVariable`, any other callable a
+    :class:`BoundCallableVariable`."""
+    if kwargs:
+        raise_traced(TypeError, "method() takes no keyword arguments")
+    if len(args) != 2:
+        raise_traced(TypeError, f"method expected 2 arguments, got {len(args)}")
+    func, obj = args
+    if not instances_are_callable(func.python_type()):
+        raise_traced(TypeError, "first argument must be callable")
+    if obj.is_python_constant() and obj.as_python_constant() is None:
+        raise_traced(TypeError, "instance must not be None")
+    if type(func) is UserFunctionVariable:
+        return UserMethodVariable(func.fn, obj)
+    return BoundCallableVariable(func, obj)
+
+
 #: construction of library classes modelled by a VT kind (exact types only)
 _LIBRARY_CONSTRUCTORS = {
     collections.OrderedDict: _make_dict_kind(collections.OrderedDict),
@@ -149,6 +168,7 @@ _LIBRARY_CONSTRUCTORS = {
     operator.itemgetter: _make_operator_getter(operator.itemgetter),
     operator.attrgetter: _make_operator_getter(operator.attrgetter),
     operator.methodcaller: _make_operator_getter(operator.methodcaller),
+    types.MethodType: _make_method,
 }
 
 
