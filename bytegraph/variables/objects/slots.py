@@ -5,6 +5,7 @@ gives for a store on an object without ``__dict__``. Imports
 from __future__ import annotations
 
 import functools
+import sys
 from typing import TYPE_CHECKING, Any
 
 from bytegraph.graph.side_effects import DELETED
@@ -21,6 +22,14 @@ if TYPE_CHECKING:
 VT = VariableTracker
 
 
+def _member_owner_name(cls: type) -> str:
+    """How an unset slot's AttributeError names the class: its name, and from 3.13 its
+    fully qualified name (``PyType_GetFullyQualifiedName``: no module for builtins and __main__)."""
+    if sys.version_info < (3, 13):
+        return cls.__name__
+    return cls.__qualname__ if cls.__module__ in ("builtins", "__main__") else f"{cls.__module__}.{cls.__qualname__}"
+
+
 def slot_value(tx: Tx, owner: VT, cls: type, name: str, slot: Any) -> VT:
     """``owner.name`` for a ``__slots__`` entry: what the trace stored, else the real value."""
     stored = owner.slot_values.get(name) if isinstance(owner, user_objects.NewObjectVariable) else (
@@ -28,7 +37,7 @@ def slot_value(tx: Tx, owner: VT, cls: type, name: str, slot: Any) -> VT:
     if stored is not None and stored is not DELETED:
         return stored
     if stored is DELETED or isinstance(owner, user_objects.NewObjectVariable):
-        raise_traced(AttributeError, f"{cls.__name__!r} object has no attribute {name!r}")  # an unset slot
+        raise_traced(AttributeError, f"{_member_owner_name(cls)!r} object has no attribute {name!r}")  # unset
     try:
         value = slot.__get__(owner_value(owner), cls)
     except AttributeError as e:
