@@ -2,7 +2,8 @@
 and sequence indices given an object whose class defines ``__index__``,
 ``__int__``, ``__float__``, ``__complex__`` or a rounding dunder in Python (the
 kind of CPython's ``test_int``/``test_float``/``test_math`` conversions), and
-bare ``object()`` sentinels. Each compared with eager with ``fullgraph=True``."""
+a bare ``object()`` sentinel returned from the trace (its use in the trace:
+``test_object_semantics``). Each compared with eager with ``fullgraph=True``."""
 import functools
 import math
 import operator
@@ -172,24 +173,6 @@ def test_c_code_that_needs_more_of_the_object_breaks():
         return x + 1, math.fsum(Iterable())
 
     check(f, t(2), graphs=1, breaks=1)
-
-
-def test_object_sentinels_are_made_in_the_trace():
-    def f(x):
-        a, b = object(), object()
-        d = {a: 1}
-        try:
-            a.attr = 1
-            stored = True
-        except AttributeError as e:
-            stored = str(e)
-        try:
-            object(1)
-        except TypeError as e:
-            made = str(e)
-        return x + 1, a is b, a in d, b in d, len({a, b, a}), [b, a].index(a), stored, made, type(a) is object
-
-    full(f, t(2))
 
 
 def test_an_object_sentinel_made_in_the_trace_is_returned():
