@@ -64,8 +64,9 @@ class UserDefinedClassVariable(KnownObjectVariable):
         if isinstance(attr, types.FunctionType):
             src = AttrSource(self.source, name) if self.source else None
             return UserFunctionVariable(attr, src)
-        if isinstance(attr, _C_METHODS) and attr.__objclass__ is self.value and not self.value.__flags__ & _HEAPTYPE:
-            return slot_methods.SlotMethodVariable(self.value, name, None)  # ``list_iterator.__length_hint__(it)``
+        if isinstance(attr, _C_METHODS) and not attr.__objclass__.__flags__ & _HEAPTYPE:
+            # ``list_iterator.__length_hint__(it)``, ``Counter.__setitem__(self, k, v)`` (dict's)
+            return slot_methods.SlotMethodVariable(attr.__objclass__, name, None)
         src = AttrSource(self.source, name) if self.source else None
         value = getattr_or_raise(self.value, name)
         return wrap(tx, value, src) if src else wrap_const(tx, value)
