@@ -77,6 +77,18 @@ def dict_repr(tx: Tx, vt: Any, owner: VT | None = None) -> VT | None:
     return None
 
 
+def subclass_text(cls: type, base: type, text: str) -> str:
+    """``text``, the repr of the builtin part of an instance of ``cls``, as the
+    base's repr writes it for the subclass: the reprs of sets, frozensets,
+    OrderedDicts, deques and defaultdicts name the instance's own type
+    (``Objects/setobject.c``: ``set_repr``; ``_PyType_Name``)."""
+    if base is set:
+        return f"{cls.__name__}()" if text == "set()" else f"{cls.__name__}({text})"
+    if base in (frozenset, collections.OrderedDict, collections.deque, collections.defaultdict):
+        return cls.__name__ + text[len(base.__name__):]
+    return text
+
+
 def base_repr(tx: Tx, part: VT, owner: VT) -> VT | None:
     """``repr(owner)``, an instance of a subclass leaving ``__repr__`` to its builtin
     base (a dict, an OrderedDict, a list, a tuple) whose builtin part is ``part``."""

@@ -190,7 +190,13 @@ class SpecialMethods:
     def _base_answer(self, tx: Tx, dunder: str, fn: Any) -> VT | None:
         """``fn(self)`` when the class leaves ``dunder`` to its builtin base: ``fn``
         of the builtin part, folded when it is a constant (``str(IntSub(5))``); else None."""
-        return _folded(builtin_bases.storage(tx, self), fn) if builtin_bases.leaves_to_base(self, tx, dunder) else None
+        if not builtin_bases.leaves_to_base(self, tx, dunder):
+            return None
+        answer = _folded(builtin_bases.storage(tx, self), fn)
+        if answer is None or fn not in (repr, str):
+            return answer
+        cls = self.python_type()
+        return ConstantVariable(reprs.subclass_text(cls, builtin_bases.builtin_base(cls), answer.as_python_constant()))
 
     def hash_value(self, tx: Tx) -> VT | None:
         """``hash(self)`` as CPython's ``slot_tp_hash`` answers it: the class's
