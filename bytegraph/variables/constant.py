@@ -19,7 +19,7 @@ import torch
 from bytegraph.variables.base import BoundMethodVariable, KnownObjectVariable, VariableTracker, bad_method
 from bytegraph.variables.handlers import BUILTIN_CONTAINERS, call_method_handler
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
-from bytegraph.variables.tx import call_with_stand_ins, frozenset_members, range_iterator, wrap_const
+from bytegraph.variables.tx import call_with_stand_ins, format_string, frozenset_members, range_iterator, wrap_const
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx
 
@@ -171,6 +171,13 @@ class ConstantVariable(KnownObjectVariable):
         if not all(p.is_python_constant() for p in parts):
             return None
         return self.call_method(tx, "join", [wrap_const(tx, tuple(p.as_python_constant() for p in parts))], {})
+
+    def method_format(self, tx: Tx, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+        """``"{}".format(obj)`` with arguments not all constants, field by field;
+        None: folded as any other method."""
+        if type(self.value) is not str or all(a.is_python_constant() for a in (*args, *kwargs.values())):
+            return None
+        return format_string(tx, self.value, args, kwargs)
 
     def __repr__(self) -> str:
         return f"ConstantVariable({self.value!r})"

@@ -322,3 +322,15 @@ def wrap_attr(tx: Tx, obj: VT, value: Any, name: str) -> VT:
     if obj.source is None:
         return wrap_const(tx, value)
     return wrap(tx, value, AttrSource(obj.source, name))
+
+
+@Provided
+def format_value(tx: Tx, value: VT, conversion: Callable[[Any], str] | None, spec: str) -> VT:
+    """``format(conversion(value), spec)`` as an f-string field makes it, ``conversion``
+    None or ``str``/``repr``/``ascii`` (:mod:`.formatting`)."""
+
+
+@Provided
+def format_string(tx: Tx, template: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
+    """``template.format(*args, **kwargs)`` field by field; None for fields with an
+    attribute or index, or a nested spec (:mod:`.formatting`)."""

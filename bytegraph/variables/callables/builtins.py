@@ -55,6 +55,7 @@ from bytegraph.variables.objects.number_stand_ins import call_with_stand_ins
 from bytegraph.variables.runtime_values import RuntimeValueVariable, held_by_frames
 from bytegraph.variables.objects.slot_methods import SlotMethodVariable
 from bytegraph.variables.objects.user_objects import NewObjectVariable
+from bytegraph.variables import tx as protocol
 from bytegraph.variables.operators import (
     IMMUTABLE_BUILTIN_TYPES,
     NOT_FOLDED,
@@ -462,6 +463,12 @@ class BuiltinVariable(ConstantCallableVariable):
 
     def _call_repr(self, tx: Tx, obj: VT) -> VT | None:
         return obj.repr_text(tx)  # None: folded on a constant, else a break
+
+    def _call_format(self, tx: Tx, value: VT, spec: VT | None = None) -> VT | None:
+        text = "" if spec is None else spec.as_python_constant() if spec.is_python_constant() else None
+        if value.is_python_constant() or not isinstance(text, str):
+            return None  # folded, or eager's TypeError natively
+        return protocol.format_value(tx, value, None, text)
 
     def _call_str(self, tx: Tx, *args: VT) -> VT | None:
         text = args[0].str_text(tx) if len(args) == 1 else None
