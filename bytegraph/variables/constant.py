@@ -12,7 +12,7 @@ import enum
 import re
 import sys
 import types
-from typing import TYPE_CHECKING, Any, Iterator, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn, Sequence
 
 import torch
 
@@ -209,10 +209,12 @@ def errors_are_the_programs() -> Iterator[None]:
         raise_traced_from(e)
 
 
-def raise_traced_from(error: BaseException) -> NoReturn:
+def raise_traced_from(error: BaseException, as_vt: Callable[[Any], VariableTracker] | None = None) -> NoReturn:
     """Make the traced program raise what evaluating a folded operation raised
-    at trace time (same type and constant arguments)."""
-    raise TracedException(ExceptionVariable(type(error), [ConstantVariable(a) for a in error.args]))
+    at trace time (same type and constant arguments; ``as_vt`` gives an argument
+    that is one of the operation's own operands back as its VT, as
+    ``KeyError(key)`` holds the key object itself)."""
+    raise TracedException(ExceptionVariable(type(error), [(as_vt or ConstantVariable)(a) for a in error.args]))
 
 
 def unmodelled_method(container: VariableTracker, name: str, args: Sequence[VariableTracker],

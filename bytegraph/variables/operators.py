@@ -299,7 +299,8 @@ def evaluate(fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> Any:
     try:
         result = fn(*values, **kw)
     except Exception as e:  # the eager program raises the same error natively
-        raise_traced_from(e)
+        known = _rebuilt_objects(args, values)
+        raise_traced_from(e, lambda arg: _vt_or_constant(_with_vts(arg, known)))
     if any(a.mutable for a in (*args, *kwargs.values())) and not is_constant_value(result):
         return NOT_FOLDED
     if type(result) in _NO_IDENTITY:
@@ -338,8 +339,13 @@ def _with_vts(result: Any, known: dict[int, VT]) -> Any:
     if type(result) is tuple and known:
         items = [_with_vts(v, known) for v in result]
         if any(isinstance(v, VariableTracker) for v in items):
-            return make_tuple([v if isinstance(v, VariableTracker) else ConstantVariable(v) for v in items])
+            return make_tuple([_vt_or_constant(v) for v in items])
     return result
+
+
+def _vt_or_constant(value: Any) -> VT:
+    """``value`` if a VT already, else a constant VT of it."""
+    return value if isinstance(value, VariableTracker) else ConstantVariable(value)
 
 
 def fold(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
