@@ -90,3 +90,20 @@ def test_without_an_instance_first_raises_eagers_type_error(name):
         return x
 
     check(f, ones(), fullgraph=True)
+
+
+def test_descriptors_stored_passed_and_mapped():
+    def apply(fn, *args):
+        return fn(*args)
+
+    def f(x):
+        ops = [dict.__getitem__, dict.get, list.append, set.add]
+        d, sub, s = D(a=1), L(), set()
+        ops[2](sub, 1)
+        ops[3](s, 2)
+        return (x + 1, ops[0](d, "a"), ops[1](d, "b", 3), sub, s, ops[0] == dict.__getitem__, ops[1] is dict.get,
+                list(map(str.upper, ["a", "b"])), sorted(["B", "a"], key=str.lower), list(map(dict.__len__, [{1: 2}, D()])),
+                apply(dict.__contains__, D(a=1), "a"), apply(object.__init__, L()), apply(int.__add__, 1, 2),
+                repr(dict.__getitem__), str(list.append), dict.__getitem__.__name__)
+
+    check(f, ones(), fullgraph=True)

@@ -91,6 +91,10 @@ class SlotMethodVariable(VariableTracker):
         a bound one is a new method object on each read."""
         return id(getattr(self.base, self.name)) if self.obj is None else None
 
+    def repr_text(self, tx: Tx) -> VT | None:
+        """An unbound one's repr names only its type (a bound one's holds the instance's address)."""
+        return ConstantVariable(repr(getattr(self.base, self.name))) if self.obj is None else None
+
     def var_getattr(self, tx: Tx, name: str) -> VT:
         """``set.issubset.__name__``, ``__qualname__``, ``__doc__``: the method's own
         read-only constants (a bound one has the same); ``__self__`` of a bound one."""
