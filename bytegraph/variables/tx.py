@@ -310,20 +310,6 @@ def dispatch_tensor_method(tx: Tx, obj: TensorVariable, name: str, args: Sequenc
     tensor subclass (:mod:`.tensors.subclass_dispatch`)."""
 
 
-#: every function of this module that a higher module provides
-PROVIDED = (wrap, wrap_const, make_tuple, list_iterator, frozenset_members, range_iterator, construct_object,
-            call_with_stand_ins, as_index,
-            tensor_to_numpy, as_subclass, make_tensor_subclass, dispatch_torch_function, dispatch_tensor_method)
-
-
-def wrap_attr(tx: Tx, obj: VT, value: Any, name: str) -> VT:
-    """A VT for ``obj.name`` whose real value is ``value``: read through
-    ``obj``'s source (guarded) when it has one."""
-    if obj.source is None:
-        return wrap_const(tx, value)
-    return wrap(tx, value, AttrSource(obj.source, name))
-
-
 @Provided
 def format_value(tx: Tx, value: VT, conversion: Callable[[Any], str] | None, spec: str) -> VT:
     """``format(conversion(value), spec)`` as an f-string field makes it, ``conversion``
@@ -334,3 +320,17 @@ def format_value(tx: Tx, value: VT, conversion: Callable[[Any], str] | None, spe
 def format_string(tx: Tx, template: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
     """``template.format(*args, **kwargs)`` field by field; None for fields with an
     attribute or index, or a nested spec (:mod:`.formatting`)."""
+
+
+#: every function of this module that a higher module provides
+PROVIDED = (wrap, wrap_const, make_tuple, list_iterator, frozenset_members, range_iterator, construct_object,
+            call_with_stand_ins, as_index, format_value, format_string,
+            tensor_to_numpy, as_subclass, make_tensor_subclass, dispatch_torch_function, dispatch_tensor_method)
+
+
+def wrap_attr(tx: Tx, obj: VT, value: Any, name: str) -> VT:
+    """A VT for ``obj.name`` whose real value is ``value``: read through
+    ``obj``'s source (guarded) when it has one."""
+    if obj.source is None:
+        return wrap_const(tx, value)
+    return wrap(tx, value, AttrSource(obj.source, name))
