@@ -206,3 +206,46 @@ def test_comparisons_of_objects_without_a_builtin_base_fall_back_to_identity():
         return v.sin() if _NoBase() != _NoBase() and None != _NoBase() else v  # noqa: E711
 
     check(f, ones(), fullgraph=True)
+
+
+class _Named:
+    def __repr__(self):
+        return "Named!"
+
+
+REPR_BASES = [dict, OC.OrderedDict, list, tuple]
+
+
+@pytest.mark.parametrize("base", REPR_BASES, ids=[b.__name__ for b in REPR_BASES])
+def test_repr_of_a_subclass_instance_holding_itself_or_objects(base):
+    cls = SUBCLASSES[base]
+
+    def f(x):
+        if base is tuple:
+            made = cls((_Named(), 1))
+        elif base is list:
+            made = cls([_Named()])
+            made.append(made)
+        else:
+            made = cls()
+            made["a"], made["self"] = _Named(), made
+        views = (repr(made.keys()), repr(made.items()), repr(made.values())) if isinstance(made, dict) else ()
+        return x + 1, repr(made), str(made), views
+
+    check(f, ones(), fullgraph=True)
+
+
+NAMED_REPR_BASES = [set, frozenset, OC.OrderedDict, OC.deque, OC.defaultdict, dict, list, int]
+
+
+@pytest.mark.parametrize("base", NAMED_REPR_BASES, ids=[b.__name__ for b in NAMED_REPR_BASES])
+def test_repr_and_str_of_a_subclass_instance_of_constants_name_its_class(base):
+    cls = SUBCLASSES[base]
+    args = {OC.defaultdict: ((int, {"a": 1}), (int,)), int: ((5,), ())}.get(base, (([1],) if base not in (
+        OC.OrderedDict, dict) else ({"a": 1},), ()))
+
+    def f(x):
+        full, empty = cls(*args[0]), cls(*args[1])
+        return x + 1, repr(full), str(full), repr(empty), str(empty), "{} {!r}".format(full, empty), f"{full}"
+
+    check(f, ones(), fullgraph=True)

@@ -165,3 +165,35 @@ def test_sorting_values_that_do_not_compare_raises_eagers_type_error(data, how):
         return x * 2, None, items
 
     check(f, torch.ones(1), fullgraph=True)
+
+
+class _Key:
+    def __hash__(self):
+        return 1
+
+
+KEY_ERRORS = {
+    "dict[tuple]": (lambda: (1, 2), lambda k: {}[k]),
+    "dict[tuple] of a dict of constants": (lambda: (1, (2,)), lambda k: {"a": 1}[k]),
+    "dict.pop(frozenset)": (lambda: frozenset([1]), lambda k: {}.pop(k)),
+    "dict.pop(object)": (_Key, lambda k: {}.pop(k)),
+    "set.remove(set)": (lambda: frozenset([3, 4]), lambda k: {1}.remove(k)),
+    "set.remove(tuple)": (lambda: (3, 4), lambda k: set().remove(k)),
+    "del dict[tuple]": (lambda: (5,), lambda k: {}.__delitem__(k)),
+    "OrderedDict[tuple]": (lambda: (1, 2), lambda k: collections.OrderedDict()[k]),
+}
+
+
+@pytest.mark.parametrize("name", list(KEY_ERRORS))
+def test_key_error_holds_the_key_object_itself(name):
+    make, lookup = KEY_ERRORS[name]
+
+    def f(x):
+        key = make()
+        try:
+            lookup(key)
+        except KeyError as e:
+            return x + 1, e.args[0] is key, len(e.args)
+        return x
+
+    check(f, torch.ones(2), fullgraph=True)

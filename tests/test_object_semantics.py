@@ -401,3 +401,43 @@ def test_heapq_compares_like_eager():
         return x + 1, [i.v for i in h], log
 
     full(f, t(2), [4, 2, 2, 8, 1, 5])
+
+
+class _Name(str):
+    pass
+
+
+class _Plain:
+    pass
+
+
+class _Hooked:
+    def __getattr__(self, name):
+        return type(name).__name__
+
+
+def test_str_subclass_instances_as_attribute_names():
+    def f(x, outside):
+        a = _Plain()
+        a.x, a.y = 1, 2
+        found = (getattr(a, _Name("x")), hasattr(a, _Name("z")), getattr(a, _Name("q"), 5), a.__dict__[_Name("y")],
+                 getattr(outside, _Name("msg")), outside.__dict__[_Name("msg")])
+        delattr(a, _Name("x"))
+        return x + 1, found, a.__dict__
+
+    outside = _Plain()
+    outside.msg = "123"
+    check(f, t(2), outside, fullgraph=True)
+
+
+def test_str_subclass_name_handed_to_python_hooks_or_stored_breaks():
+    def hooked(x):
+        return x + 1, getattr(_Hooked(), _Name("nope"))
+
+    def stored(x):
+        a, y = _Plain(), x + 1
+        setattr(a, _Name("k"), 1)
+        return y
+
+    check(hooked, t(2), graphs=1, breaks=1, gb_types=["non-constant value"])
+    check(stored, t(2), graphs=1, breaks=1, gb_types=["str subclass attribute name"])

@@ -13,7 +13,7 @@ from bytegraph.variables.containers.dict_entries import USABLE, EntryTable
 from bytegraph.variables.containers.dicts import DictVariable, as_dict
 from bytegraph.variables.containers.sequences import ListVariable, SliceVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
-from bytegraph.variables.objects.user_objects import UserDefinedObjectVariable
+from bytegraph.variables.tx import format_value
 if TYPE_CHECKING:
     from bytegraph.translator.base import InstructionTranslatorBase
 
@@ -152,22 +152,15 @@ class StackOps:
         spec = self.pop().as_python_constant() if flags & 0x04 else ""
         value = self.pop()
         conversion = {0x01: str, 0x02: repr, 0x03: ascii}.get(flags & 0x03)
-        if not value.is_python_constant() and isinstance(value, UserDefinedObjectVariable):
-            if conversion in (str, repr):  # ``f"{obj!r}"``: the conversion first, then format()
-                value, conversion = call_builtin(self, conversion, [value]), None
-            elif conversion is None and not spec and value.special_method(self, "__format__") is object.__format__:
-                value = call_builtin(self, str, [value])  # object.__format__(obj, "") is str(obj)
-        if not value.is_python_constant():
+        text = format_value(self, value, conversion, spec)
+        if not text.is_python_constant():
             unimplemented(
                 gb_type="str of traced value",
                 context=f"f-string formatting of {value}",
                 explanation="The string form of this value is not known at trace time.",
                 hints=("Format only Python constants inside the compiled function.",),
             )
-        raw = value.as_python_constant()
-        if conversion is not None:
-            raw = conversion(raw)
-        self.push(ConstantVariable(format(raw, spec)))
+        self.push(text)
 
     def LIST_APPEND(self: InstructionTranslatorBase, inst: Instruction) -> None:
         value = self.pop()

@@ -245,8 +245,9 @@ class VariableTracker:
 
     def str_text(self, tx: Tx) -> VariableTracker | None:
         """``str(self)`` when this kind answers it (an exception of constant
-        arguments, a user object's Python ``__str__``); None otherwise."""
-        return None
+        arguments, a user object's Python ``__str__``); a type leaving ``__str__``
+        to object's gives its repr (a list, a dict holding objects); None otherwise."""
+        return self.repr_text(tx) if self.python_type().__str__ is object.__str__ else None
 
     def hash_value(self, tx: Tx) -> VariableTracker | None:
         """``hash(self)`` when this kind answers it (a user object's ``__hash__``

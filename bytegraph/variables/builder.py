@@ -79,6 +79,7 @@ from bytegraph.variables.containers.constant_tuples import ConstantTupleInput
 from bytegraph.variables.containers.sequences import ListVariable, SizeVariable, TupleVariable
 from bytegraph.variables.containers.sets import SetVariable
 from bytegraph.variables.exceptions import ClearFramesVariable, ExceptionStateVariable
+from bytegraph.variables import formatting  # noqa: F401  (provides format_value, format_string)
 from bytegraph.variables.objects import construction  # noqa: F401  (provides construct_object)
 from bytegraph.variables.objects.library_objects import (
     EnvironVariable,

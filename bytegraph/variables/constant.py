@@ -12,14 +12,14 @@ import enum
 import re
 import sys
 import types
-from typing import TYPE_CHECKING, Any, Iterator, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn, Sequence
 
 import torch
 
 from bytegraph.variables.base import BoundMethodVariable, KnownObjectVariable, VariableTracker, bad_method
 from bytegraph.variables.handlers import BUILTIN_CONTAINERS, call_method_handler
 from bytegraph.variables.exceptions import ExceptionVariable, TracedException
-from bytegraph.variables.tx import call_with_stand_ins, frozenset_members, range_iterator, wrap_const
+from bytegraph.variables.tx import call_with_stand_ins, format_string, frozenset_members, range_iterator, wrap_const
 if TYPE_CHECKING:
     from bytegraph.variables.tx import Tx
 
@@ -180,6 +180,13 @@ class ConstantVariable(KnownObjectVariable):
             return None
         return self.call_method(tx, "join", [wrap_const(tx, tuple(p.as_python_constant() for p in parts))], {})
 
+    def method_format(self, tx: Tx, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+        """``"{}".format(obj)`` with arguments not all constants, field by field;
+        None: folded as any other method."""
+        if type(self.value) is not str or all(a.is_python_constant() for a in (*args, *kwargs.values())):
+            return None
+        return format_string(tx, self.value, args, kwargs)
+
     def __repr__(self) -> str:
         return f"ConstantVariable({self.value!r})"
 
@@ -210,10 +217,12 @@ def errors_are_the_programs() -> Iterator[None]:
         raise_traced_from(e)
 
 
-def raise_traced_from(error: BaseException) -> NoReturn:
+def raise_traced_from(error: BaseException, as_vt: Callable[[Any], VariableTracker] | None = None) -> NoReturn:
     """Make the traced program raise what evaluating a folded operation raised
-    at trace time (same type and constant arguments)."""
-    raise TracedException(ExceptionVariable(type(error), [ConstantVariable(a) for a in error.args]))
+    at trace time (same type and constant arguments; ``as_vt`` gives an argument
+    that is one of the operation's own operands back as its VT, as
+    ``KeyError(key)`` holds the key object itself)."""
+    raise TracedException(ExceptionVariable(type(error), [(as_vt or ConstantVariable)(a) for a in error.args]))
 
 
 def unmodelled_method(container: VariableTracker, name: str, args: Sequence[VariableTracker],

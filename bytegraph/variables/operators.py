@@ -186,9 +186,14 @@ def binary_operation(tx: Tx, op: Any, a: VT, b: VT) -> VT | None:
         if result is not NotImplemented:
             return result
         op = INPLACE_TO_BINARY[op]
-    result = a.binary_op(tx, op, b)
-    if result is NotImplemented:
+    if _reflected_first(op, a, b):
         result = b.reflected_binary_op(tx, op, a)
+        if result is NotImplemented:
+            result = a.binary_op(tx, op, b)
+    else:
+        result = a.binary_op(tx, op, b)
+        if result is NotImplemented:
+            result = b.reflected_binary_op(tx, op, a)
     if result is NotImplemented and op is operator.getitem:
         return a.call_method(tx, "__getitem__", [b], {})
     if result is NotImplemented and op in (operator.eq, operator.ne):
@@ -198,6 +203,23 @@ def binary_operation(tx: Tx, op: Any, a: VT, b: VT) -> VT | None:
     if result is NotImplemented and op in OPERATOR_SYMBOLS and _both_decline(op, a, b):
         _no_operator(OPERATOR_SYMBOLS[op] + ("=" if inplace else ""), a, b, op in ORDERINGS)
     return None if result is NotImplemented else result
+
+
+def _reflected_first(op: Any, a: VT, b: VT) -> bool:
+    """Whether CPython asks ``b`` before ``a``: ``type(b)`` is a proper subclass
+    of ``type(a)`` that overrides the reflected method (``Objects/typeobject.c``:
+    ``SLOT1BINFULL``'s ``method_is_overloaded``; a comparison's reflected method
+    is ``b``'s own ``__eq__``/``__lt__``..., ``Objects/object.c``: ``do_richcompare``)."""
+    names = BINARY_DUNDERS.get(op)
+    if names is None:
+        return False
+    left, right = a.python_type(), b.python_type()
+    if left is right or not issubclass(right, left):
+        return False
+    if op in ORDERINGS or op in (operator.eq, operator.ne):
+        return True
+    reflected = class_attribute(right, names[1])
+    return reflected is not _MISSING and reflected is not class_attribute(left, names[1])
 
 
 #: the symbol CPython's TypeError names an operator by, when both operands decline it
@@ -277,7 +299,8 @@ def evaluate(fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> Any:
     try:
         result = fn(*values, **kw)
     except Exception as e:  # the eager program raises the same error natively
-        raise_traced_from(e)
+        known = _rebuilt_objects(args, values)
+        raise_traced_from(e, lambda arg: _vt_or_constant(_with_vts(arg, known)))
     if any(a.mutable for a in (*args, *kwargs.values())) and not is_constant_value(result):
         return NOT_FOLDED
     if type(result) in _NO_IDENTITY:
@@ -316,8 +339,13 @@ def _with_vts(result: Any, known: dict[int, VT]) -> Any:
     if type(result) is tuple and known:
         items = [_with_vts(v, known) for v in result]
         if any(isinstance(v, VariableTracker) for v in items):
-            return make_tuple([v if isinstance(v, VariableTracker) else ConstantVariable(v) for v in items])
+            return make_tuple([_vt_or_constant(v) for v in items])
     return result
+
+
+def _vt_or_constant(value: Any) -> VT:
+    """``value`` if a VT already, else a constant VT of it."""
+    return value if isinstance(value, VariableTracker) else ConstantVariable(value)
 
 
 def fold(tx: Tx, fn: Any, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:

@@ -310,9 +310,21 @@ def dispatch_tensor_method(tx: Tx, obj: TensorVariable, name: str, args: Sequenc
     tensor subclass (:mod:`.tensors.subclass_dispatch`)."""
 
 
+@Provided
+def format_value(tx: Tx, value: VT, conversion: Callable[[Any], str] | None, spec: str) -> VT:
+    """``format(conversion(value), spec)`` as an f-string field makes it, ``conversion``
+    None or ``str``/``repr``/``ascii`` (:mod:`.formatting`)."""
+
+
+@Provided
+def format_string(tx: Tx, template: str, args: Sequence[VT], kwargs: dict[str, VT]) -> VT | None:
+    """``template.format(*args, **kwargs)`` field by field; None for fields with an
+    attribute or index, or a nested spec (:mod:`.formatting`)."""
+
+
 #: every function of this module that a higher module provides
 PROVIDED = (wrap, wrap_const, make_tuple, list_iterator, frozenset_members, range_iterator, construct_object,
-            call_with_stand_ins, as_index,
+            call_with_stand_ins, as_index, format_value, format_string,
             tensor_to_numpy, as_subclass, make_tensor_subclass, dispatch_torch_function, dispatch_tensor_method)
 
 

@@ -55,6 +55,7 @@ from bytegraph.variables.objects.number_stand_ins import call_with_stand_ins
 from bytegraph.variables.runtime_values import RuntimeValueVariable, held_by_frames
 from bytegraph.variables.objects.slot_methods import SlotMethodVariable
 from bytegraph.variables.objects.user_objects import NewObjectVariable
+from bytegraph.variables import tx as protocol
 from bytegraph.variables.operators import (
     IMMUTABLE_BUILTIN_TYPES,
     NOT_FOLDED,
@@ -185,20 +186,25 @@ class BuiltinVariable(ConstantCallableVariable):
         return wrap_const(tx, obj.python_type())
 
     def _call_getattr(self, tx: Tx, obj: VT, name: VT, *default: VT) -> VT | None:
-        attr = name.as_python_constant()
+        attr = _looked_up_name(tx, obj, name)
         if default and not obj.has_attr(tx, attr):
             return default[0]
         return obj.var_getattr(tx, attr)
 
     def _call_hasattr(self, tx: Tx, obj: VT, name: VT) -> VT | None:
-        return ConstantVariable(obj.has_attr(tx, name.as_python_constant()))
+        return ConstantVariable(obj.has_attr(tx, _looked_up_name(tx, obj, name)))
 
     def _call_setattr(self, tx: Tx, obj: VT, name: VT, value: VT) -> VT | None:
+        if isinstance(name, NewObjectVariable) and issubclass(name.python_type(), str):
+            unimplemented(gb_type="str subclass attribute name", context=f"setattr(..., {name}, ...)",
+                          explanation="A new attribute's key in the instance dict is the str subclass instance "
+                                      "itself; bytegraph keys instance dicts by plain strings.",
+                          hints=("Pass str(name) to setattr.",))
         obj.store_attr(tx, name.as_python_constant(), value)
         return ConstantVariable(None)
 
     def _call_delattr(self, tx: Tx, obj: VT, name: VT) -> VT | None:
-        obj.delete_attr(tx, name.as_python_constant())
+        obj.delete_attr(tx, _looked_up_name(tx, obj, name, ("__delattr__",)))
         return ConstantVariable(None)
 
     def _call_callable(self, tx: Tx, obj: VT) -> VT | None:
@@ -458,6 +464,12 @@ class BuiltinVariable(ConstantCallableVariable):
     def _call_repr(self, tx: Tx, obj: VT) -> VT | None:
         return obj.repr_text(tx)  # None: folded on a constant, else a break
 
+    def _call_format(self, tx: Tx, value: VT, spec: VT | None = None) -> VT | None:
+        text = "" if spec is None else spec.as_python_constant() if spec.is_python_constant() else None
+        if value.is_python_constant() or not isinstance(text, str):
+            return None  # folded, or eager's TypeError natively
+        return protocol.format_value(tx, value, None, text)
+
     def _call_str(self, tx: Tx, *args: VT) -> VT | None:
         text = args[0].str_text(tx) if len(args) == 1 else None
         if text is not None:
@@ -470,6 +482,24 @@ class BuiltinVariable(ConstantCallableVariable):
                 hints=(HINT_REWRITE,),
             )
         return None
+
+
+def _looked_up_name(tx: Tx, obj: VT, name: VT, hooks: tuple[str, ...] = ("__getattr__", "__getattribute__")) -> Any:
+    """The attribute name ``getattr``/``hasattr``/``delattr`` look up: a str
+    subclass's text when the lookup only hashes and compares it as a str (its
+    class leaves ``__eq__``/``__hash__`` to str) and no Python method of ``obj``'s
+    class among ``hooks`` is handed the name object itself; else the constant
+    (a non-constant name is a graph break)."""
+    cls = name.python_type()
+    if cls is not str and issubclass(cls, str) and isinstance(name, NewObjectVariable) and all(
+            class_attribute(cls, dunder) is vars(str)[dunder] for dunder in ("__eq__", "__hash__")):
+        owner = obj.python_type()
+        if not any(isinstance(class_attribute(owner, dunder), types.FunctionType)
+                   for dunder in hooks):
+            text = name.base_storage(tx)
+            if text.is_python_constant():
+                return text.as_python_constant()
+    return name.as_python_constant()
 
 
 def instances_are_callable(cls: type) -> bool:

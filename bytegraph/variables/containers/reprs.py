@@ -59,19 +59,42 @@ def container_repr(tx: Tx, vt: VT, recursive: str, texts: Callable[[], list[str 
     return ConstantVariable(wrap(", ".join(parts)))  # type: ignore[arg-type]
 
 
-def dict_repr(tx: Tx, vt: Any) -> VT | None:
+def dict_repr(tx: Tx, vt: Any, owner: VT | None = None) -> VT | None:
     """``repr`` of a dict or a C OrderedDict (3.11's ``OrderedDict([(k, v)])``) of
-    the builtin's ``__repr__``; None for other classes."""
-    cls = vt.dict_cls
+    the builtin's ``__repr__``; None for other classes. ``owner``: the instance
+    of a subclass whose builtin part ``vt`` is (its class names the text, and it
+    is what its items hold when they hold themselves)."""
+    owner = owner or vt
+    cls = vt.dict_cls if owner is vt else owner.python_type()
     if cls.__repr__ is dict.__repr__:
-        return container_repr(tx, vt, "{...}", lambda: [_pair_text(tx, k, v, "{}: {}") for k, v in vt.items.values()],
+        return container_repr(tx, owner, "{...}", lambda: [_pair_text(tx, k, v, "{}: {}") for k, v in vt.items.values()],
                               lambda text: "{" + text + "}")
     if cls.__repr__ is collections.OrderedDict.__repr__:
         if not vt.items:
             return ConstantVariable(f"{cls.__name__}()")
-        return container_repr(tx, vt, "...", lambda: [_pair_text(tx, k, v, "({}, {})") for k, v in vt.items.values()],
+        return container_repr(tx, owner, "...", lambda: [_pair_text(tx, k, v, "({}, {})") for k, v in vt.items.values()],
                               lambda text: f"{cls.__name__}([{text}])")
     return None
+
+
+def subclass_text(cls: type, base: type, text: str) -> str:
+    """``text``, the repr of the builtin part of an instance of ``cls``, as the
+    base's repr writes it for the subclass: the reprs of sets, frozensets,
+    OrderedDicts, deques and defaultdicts name the instance's own type
+    (``Objects/setobject.c``: ``set_repr``; ``_PyType_Name``)."""
+    if base is set:
+        return f"{cls.__name__}()" if text == "set()" else f"{cls.__name__}({text})"
+    if base in (frozenset, collections.OrderedDict, collections.deque, collections.defaultdict):
+        return cls.__name__ + text[len(base.__name__):]
+    return text
+
+
+def base_repr(tx: Tx, part: VT, owner: VT) -> VT | None:
+    """``repr(owner)``, an instance of a subclass leaving ``__repr__`` to its builtin
+    base (a dict, an OrderedDict, a list, a tuple) whose builtin part is ``part``."""
+    if hasattr(part, "dict_cls"):
+        return dict_repr(tx, part, owner)
+    return sequence_repr(tx, part, owner) if isinstance(getattr(part, "items", None), list) else None
 
 
 def _pair_text(tx: Tx, key: VT, value: VT, form: str) -> str | None:
@@ -79,13 +102,15 @@ def _pair_text(tx: Tx, key: VT, value: VT, form: str) -> str | None:
     return None if None in texts else form.format(*texts)
 
 
-def sequence_repr(tx: Tx, vt: Any) -> VT | None:
+def sequence_repr(tx: Tx, vt: Any, owner: VT | None = None) -> VT | None:
     """``repr`` of a list or tuple of the builtin's ``__repr__`` (``[...]``/``(...)``
-    inside itself, a 1-tuple's trailing comma); None for other classes."""
-    cls = vt.python_type()
+    inside itself, a 1-tuple's trailing comma); None for other classes. ``owner``:
+    as for :func:`dict_repr`."""
+    owner = owner or vt
+    cls = owner.python_type()
     if cls.__repr__ is list.__repr__:
-        return container_repr(tx, vt, "[...]", lambda: [item_repr(tx, i) for i in vt.items], lambda t: f"[{t}]")
+        return container_repr(tx, owner, "[...]", lambda: [item_repr(tx, i) for i in vt.items], lambda t: f"[{t}]")
     if cls.__repr__ is tuple.__repr__:
-        return container_repr(tx, vt, "(...)", lambda: [item_repr(tx, i) for i in vt.items],
+        return container_repr(tx, owner, "(...)", lambda: [item_repr(tx, i) for i in vt.items],
                               lambda t: f"({t},)" if len(vt.items) == 1 else f"({t})")
     return None

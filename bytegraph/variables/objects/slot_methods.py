@@ -50,6 +50,21 @@ def call_new(tx: Tx, base: type, args: Sequence[VT], kwargs: dict[str, VT]) -> V
     return obj
 
 
+def _check_self(base: type, name: str, obj: VT | None) -> None:
+    """Eager's TypeError for a descriptor of ``base`` called unbound without an
+    instance of ``base`` first (``Objects/descrobject.c``: ``descr_check``,
+    ``method_vectorcall_*``, ``wrapperdescr_call``)."""
+    wrapper = isinstance(getattr(base, name), types.WrapperDescriptorType)
+    if obj is None:
+        raise_traced(TypeError, f"descriptor '{name}' of '{tp_name(base)}' object needs an argument" if wrapper
+                     else f"unbound method {getattr(base, name).__qualname__}() needs an argument")
+    cls = obj.python_type()
+    if not issubclass(cls, base):
+        raise_traced(TypeError, f"descriptor '{name}' requires a '{tp_name(base)}' object but received a "
+                     f"'{tp_name(cls)}'" if wrapper else
+                     f"descriptor '{name}' for '{tp_name(base)}' objects doesn't apply to a '{tp_name(cls)}' object")
+
+
 #: builtins whose __new__ takes no keywords, and ignores them for a subclass with an __init__ of its own
 _NO_KEYWORD_NEW = (tuple, float, frozenset)
 
@@ -71,6 +86,15 @@ class SlotMethodVariable(VariableTracker):
             return type(getattr(self.base, self.name))
         return bound_method_type(vars(self.base).get(self.name, getattr(self.base, self.name)))
 
+    def constant_identity(self) -> int | None:
+        """An unbound one is the type's descriptor itself (``g is dict.__getitem__``);
+        a bound one is a new method object on each read."""
+        return id(getattr(self.base, self.name)) if self.obj is None else None
+
+    def repr_text(self, tx: Tx) -> VT | None:
+        """An unbound one's repr names only its type (a bound one's holds the instance's address)."""
+        return ConstantVariable(repr(getattr(self.base, self.name))) if self.obj is None else None
+
     def var_getattr(self, tx: Tx, name: str) -> VT:
         """``set.issubset.__name__``, ``__qualname__``, ``__doc__``: the method's own
         read-only constants (a bound one has the same); ``__self__`` of a bound one."""
@@ -83,6 +107,8 @@ class SlotMethodVariable(VariableTracker):
 
     def call_function(self, tx: Tx, args: Sequence[VT], kwargs: dict[str, VT]) -> VT:
         obj, rest = (self.obj, list(args)) if self.obj is not None else (args[0] if args else None, list(args[1:]))
+        if self.obj is None and self.name != "__new__":
+            _check_self(self.base, self.name, obj)
         if self.base is object and self.name == "__init__" and obj is not None:
             cls = obj.python_type()  # ``Objects/typeobject.c``: object_init refuses extra arguments, or not
             if (rest or kwargs) and (cls.__init__ is not object.__init__ or cls.__new__ is object.__new__):

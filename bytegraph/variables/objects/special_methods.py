@@ -25,6 +25,7 @@ from bytegraph.variables.base import VariableTracker
 from bytegraph.variables.callables.functions import UserMethodVariable
 from bytegraph.variables.constant import ConstantVariable, errors_are_the_programs, raise_traced
 from bytegraph.variables.containers.dicts import DictVariable
+from bytegraph.variables.containers import reprs
 from bytegraph.variables.containers.dict_entries import DictIteratorVariable
 from bytegraph.variables.containers.user_iterators import PythonIteratorVariable, SequenceIteratorVariable
 from bytegraph.variables.objects import builtin_bases
@@ -186,12 +187,21 @@ class SpecialMethods:
                 tx.output.guards.add(ConstantMatch(AttrSource(ConstSource(cls, cls.__qualname__), name),
                                                    getattr(cls, name)))
             return ConstantVariable(object.__repr__(real))
-        return self._base_answer(tx, "__repr__", repr)
+        answer = self._base_answer(tx, "__repr__", repr)
+        if answer is None and builtin_bases.leaves_to_base(self, tx, "__repr__"):
+            answer = reprs.base_repr(tx, builtin_bases.storage(tx, self), self)  # items not all constants, or itself
+        return answer
 
     def _base_answer(self, tx: Tx, dunder: str, fn: Any) -> VT | None:
         """``fn(self)`` when the class leaves ``dunder`` to its builtin base: ``fn``
         of the builtin part, folded when it is a constant (``str(IntSub(5))``); else None."""
-        return _folded(builtin_bases.storage(tx, self), fn) if builtin_bases.leaves_to_base(self, tx, dunder) else None
+        if not builtin_bases.leaves_to_base(self, tx, dunder):
+            return None
+        answer = _folded(builtin_bases.storage(tx, self), fn)
+        if answer is None or fn not in (repr, str):
+            return answer
+        cls = self.python_type()
+        return ConstantVariable(reprs.subclass_text(cls, builtin_bases.builtin_base(cls), answer.as_python_constant()))
 
     def hash_value(self, tx: Tx) -> VT | None:
         """``hash(self)`` as CPython's ``slot_tp_hash`` answers it: the class's

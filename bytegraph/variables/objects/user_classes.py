@@ -23,7 +23,7 @@ from bytegraph.variables.base import KnownObjectVariable, VariableTracker
 from bytegraph.variables.callables.functions import UserFunctionVariable, UserMethodVariable
 from bytegraph.variables.callables.torch_functions import AutogradFunctionApplyVariable
 from bytegraph.variables.constant import getattr_or_raise, raise_traced
-from bytegraph.variables.objects import class_statements, slot_methods, user_objects
+from bytegraph.variables.objects import builtin_bases, class_statements, slot_methods, user_objects
 from bytegraph.variables.objects.class_lookup import _MISSING, HEAPTYPE, class_attribute, guard_class_lookup
 from bytegraph.variables.tx import construct_object, wrap, wrap_const
 if TYPE_CHECKING:
@@ -63,8 +63,10 @@ class UserDefinedClassVariable(KnownObjectVariable):
         if isinstance(attr, types.FunctionType):
             src = AttrSource(self.source, name) if self.source else None
             return UserFunctionVariable(attr, src)
-        if isinstance(attr, _C_METHODS) and attr.__objclass__ is self.value and not self.value.__flags__ & HEAPTYPE:
-            return slot_methods.SlotMethodVariable(self.value, name, None)  # ``list_iterator.__length_hint__(it)``
+        if isinstance(attr, _C_METHODS) and (attr.__objclass__ is self.value and not self.value.__flags__ & HEAPTYPE
+                                             or attr.__objclass__ in builtin_bases.MODELLED_BASES + (object,)):
+            # ``list_iterator.__length_hint__(it)``, ``Counter.__setitem__(self, k, v)`` (dict's)
+            return slot_methods.SlotMethodVariable(attr.__objclass__, name, None)
         src = AttrSource(self.source, name) if self.source else None
         value = getattr_or_raise(self.value, name)
         return wrap(tx, value, src) if src else wrap_const(tx, value)
