@@ -130,7 +130,7 @@ _CONSTANT_VIEWS = {**_DICT_VIEWS, type(collections.OrderedDict().keys()): "keys"
 def _in(value: Any, table: Any) -> bool:
     """``value in table`` for values that may be unhashable; never true of an object
     whose class hashes or compares in Python (that code is the program's, not run now)."""
-    if any(isinstance(getattr(type(value), name, None), types.FunctionType) for name in ("__hash__", "__eq__")):
+    if types.FunctionType in (type(type(value).__hash__), type(type(value).__eq__)):
         return False
     try:
         return value in table
