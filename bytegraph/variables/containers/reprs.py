@@ -7,6 +7,7 @@ container that holds itself from being taken for a constant (it would never end)
 from __future__ import annotations
 
 import collections
+import sys
 import functools
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -60,7 +61,7 @@ def container_repr(tx: Tx, vt: VT, recursive: str, texts: Callable[[], list[str 
 
 
 def dict_repr(tx: Tx, vt: Any, owner: VT | None = None) -> VT | None:
-    """``repr`` of a dict or a C OrderedDict (3.11's ``OrderedDict([(k, v)])``) of
+    """``repr`` of a dict or a C OrderedDict (3.11's ``OrderedDict([(k, v)])``, 3.12's ``OrderedDict({k: v})``) of
     the builtin's ``__repr__``; None for other classes. ``owner``: the instance
     of a subclass whose builtin part ``vt`` is (its class names the text, and it
     is what its items hold when they hold themselves)."""
@@ -72,8 +73,9 @@ def dict_repr(tx: Tx, vt: Any, owner: VT | None = None) -> VT | None:
     if cls.__repr__ is collections.OrderedDict.__repr__:
         if not vt.items:
             return ConstantVariable(f"{cls.__name__}()")
-        return container_repr(tx, owner, "...", lambda: [_pair_text(tx, k, v, "({}, {})") for k, v in vt.items.values()],
-                              lambda text: f"{cls.__name__}([{text}])")
+        form, shape = ("{}: {}", "{}({{{}}})") if sys.version_info >= (3, 12) else ("({}, {})", "{}([{}])")
+        return container_repr(tx, owner, "...", lambda: [_pair_text(tx, k, v, form) for k, v in vt.items.values()],
+                              lambda text: shape.format(cls.__name__, text))
     return None
 
 
